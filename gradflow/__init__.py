@@ -1,0 +1,46 @@
+"""gradflow: gradient-flow analysis of the reduced models of transformer training dynamics.
+
+A reduced model is a loss ``L(θ; h)`` declared in SymPy (:class:`ReducedModel`).  The engine
+lambdifies it to JAX and provides its gradient flow, critical sets, basins of attraction and
+phase portraits.  Importing gradflow enables JAX's float64 mode: critical points, Hessian spectra
+and conserved quantities need it.  It does not import matplotlib.
+"""
+
+from __future__ import annotations
+
+import jax
+
+jax.config.update("jax_enable_x64", True)
+
+from ._bound import BoundModel  # noqa: E402
+from ._errors import GradflowError  # noqa: E402
+from ._flow import (  # noqa: E402
+    FlowEndpoints,
+    FlowOptions,
+    GradientField,
+    Status,
+    Trajectory,
+    flow,
+    flow_endpoints,
+    gradient_flow,
+    integrate,
+)
+from ._model import CriticalSetSpec, ReducedModel  # noqa: E402
+from ._sym import LogSigmoid, Sigmoid, binary_cross_entropy, lambdify_jax  # noqa: E402
+
+__all__ = [
+    "BoundModel",
+    "CriticalSetSpec",
+    "FlowEndpoints",
+    "FlowOptions",
+    "GradflowError",
+    "LogSigmoid",
+    "ReducedModel",
+    "Sigmoid",
+    "Status",
+    "Trajectory",
+    "binary_cross_entropy",
+    "flow",
+    "flow_endpoints",
+    "lambdify_jax",
+]

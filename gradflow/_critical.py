@@ -1,0 +1,357 @@
+"""Critical sets of a reduced model: closed form and symbolic first, then numerical search.
+
+1. Closed form: the model's declared :class:`CriticalSetSpec` pieces, and, where the gradient is a
+   rational function of ``θ``, the solutions of ``sympy.solve(∇L = 0)``.  Each piece is sampled
+   inside the bounds, checked (``∇L = 0`` there, or the declaration is wrong) and classified.
+2. Numerical: multi-start Levenberg–Marquardt on ``∇L = 0`` (``scipy.optimize.root``).
+   Solutions lying on a closed-form piece are absorbed by it; the rest are classified and grouped
+   into sets, whose dimension is the nullity of the Hessian (a Morse–Bott set of minima is
+   reported as one set, not as the hundreds of points the search lands on).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sympy as sp
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.optimize import root
+
+from ._classify import KINDS, Classification, classify_points
+from ._errors import GradflowError
+from ._model import CriticalSetSpec, ReducedModel
+
+if TYPE_CHECKING:
+    from ._bound import BoundModel
+
+__all__ = ["CriticalSet", "critical_sets", "global_min_level", "decision_level"]
+
+GRADIENT_TOL = 1e-7
+"""``‖∇L‖₂`` below which a point counts as critical (declared sets are checked against it)."""
+ON_SET_TOL = 1e-6
+"""Distance (parameter units) within which a numerical solution lies on a closed-form set."""
+
+
+@dataclass(frozen=True)
+class CriticalSet:
+    """A connected piece of the critical set of one kind.
+
+    Attributes:
+        name: the closed-form piece it comes from (e.g. ``"Γ*"``), ``"sympy.solve"``, or
+            ``"numerical"``.
+        kind: ``global_min``, ``local_min``, ``saddle``, ``local_max`` or ``degenerate``.
+        dimension: 0 for an isolated point, 1 for a curve, …
+        loss: ``L`` on the set (constant on a connected critical set), nats.
+        points: sample points on the set inside the bounds, shape ``(n, dim)``.
+        equation: the set's equation where known in closed form.
+        hessian_eigenvalues: at a representative point, ascending, shape ``(dim,)``.
+        morse_index: number of negative Hessian eigenvalues there.
+    """
+
+    name: str
+    kind: str
+    dimension: int
+    loss: float
+    points: np.ndarray
+    equation: str | None
+    hessian_eigenvalues: np.ndarray
+    morse_index: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the fields above, arrays as lists."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "dimension": self.dimension,
+            "loss": self.loss,
+            "points": self.points.tolist(),
+            "equation": self.equation,
+            "hessian_eigenvalues": self.hessian_eigenvalues.tolist(),
+            "morse_index": self.morse_index,
+        }
+
+
+def critical_sets(
+    model: BoundModel,
+    *,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    samples: int = 41,
+    starts: int = 256,
+    seed: int = 0,
+) -> list[CriticalSet]:
+    """The critical sets of ``L`` inside the bounds, each classified.
+
+    Args:
+        model: the model at fixed hyperparameters.
+        bounds: ``{name: (lo, hi)}`` overriding the model's default range of some parameters.
+        samples: sample points per free dimension on each closed-form set.
+        starts: starting points of the numerical search (uniform in the bounds, seeded).
+        seed: seed of the starting points.
+
+    Returns:
+        The sets ordered by kind (global minima first) and loss.
+
+    Raises:
+        GradflowError: a bound with ``lo ≥ hi``, or a declared set on which ``∇L ≠ 0``.
+    """
+    box = _bounds(model.model, bounds)
+    global_loss = model.global_min_loss
+    pieces = [*model.model.critical_sets, *_symbolic_pieces(model.model)]
+    sampled = [(spec, _sample_piece(model, spec, box, samples)) for spec in pieces]
+    found = _numerical_solutions(model, box, starts, seed)
+    on_piece = np.zeros(len(found), dtype=bool)
+    for spec, _ in sampled:
+        on_piece |= _on_piece(model, spec, found)
+    loose = found[~on_piece]
+    if global_loss is None:
+        global_loss = _lowest_minimum(model, [pts for _, pts in sampled] + [loose])
+    result: list[CriticalSet] = []
+    for spec, pts in sampled:
+        classes = classify_points(model, pts, global_loss)
+        result += _group(model, spec, pts, classes)
+    result += _numerical_sets(model, loose, global_loss, box)
+    return _merge(result)
+
+
+def global_min_level(sets: list[CriticalSet]) -> float | None:
+    """The loss of the global minimum among ``sets`` (nats), or ``None`` if none is global."""
+    losses = [s.loss for s in sets if s.kind == "global_min"]
+    return min(losses) if losses else None
+
+
+def decision_level(sets: list[CriticalSet]) -> float | None:
+    """The lowest loss of a non-global critical set (nats), or ``None`` if all are global.
+
+    A trajectory whose loss falls below it can only end at a global minimum.
+    """
+    losses = [s.loss for s in sets if s.kind != "global_min"]
+    return min(losses) if losses else None
+
+
+def _bounds(
+    model: ReducedModel, overrides: Mapping[str, tuple[float, float]] | None
+) -> np.ndarray:
+    """Bounds as an array of shape ``(dim, 2)``."""
+    overrides = dict(overrides or {})
+    for name in overrides:
+        model.index(name)
+    box = np.array([overrides.get(n, model.bound(n)) for n in model.param_names], dtype=float)
+    for name, (lo, hi) in zip(model.param_names, box):
+        if not lo < hi:
+            raise GradflowError(f"bounds of {name}: min {lo:g} must be below max {hi:g}")
+    return box
+
+
+@functools.cache
+def _piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, Any, list[int]]:
+    """NumPy functions of a piece: dependents and condition of ``(free θ…, h…)``; free indices."""
+    free = [s for s in model.params if s not in spec.solution]
+    dependent = [s for s in model.params if s in spec.solution]
+    args = (*free, *model.hyperparams)
+    values = sp.lambdify(args, [spec.solution[s] for s in dependent], modules="numpy")
+    condition = sp.lambdify((*model.params, *model.hyperparams), spec.condition, modules="numpy")
+    return values, condition, [model.params.index(s) for s in free]
+
+
+def _sample_piece(
+    model: BoundModel, spec: CriticalSetSpec, box: np.ndarray, samples: int
+) -> np.ndarray:
+    """Points of a closed-form piece inside ``box``, shape ``(n, dim)``; checked to be critical."""
+    values, condition, free_idx = _piece_functions(model.model, spec)
+    dim = model.model.dim
+    axes = [np.linspace(*box[i], samples) for i in free_idx]
+    grid = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], -1) if axes else (
+        np.zeros((1, 0))
+    )
+    hyper = list(np.asarray(model.h))
+    points = np.empty((grid.shape[0], dim))
+    points[:, free_idx] = grid
+    dep_idx = [i for i in range(dim) if i not in free_idx]
+    with np.errstate(all="ignore"):
+        dep = values(*grid.T, *hyper)
+        for j, i in enumerate(dep_idx):
+            points[:, i] = np.real_if_close(np.broadcast_to(dep[j], grid.shape[:1])).real
+        ok = np.broadcast_to(condition(*points.T, *hyper), grid.shape[:1]).astype(bool)
+    ok &= np.all(np.isfinite(points), axis=1)
+    ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
+    points = points[ok]
+    if points.size:
+        norms = np.linalg.norm(model.grad(points), axis=1)
+        worst = int(np.argmax(norms))
+        if norms[worst] > GRADIENT_TOL * max(1.0, float(np.abs(points[worst]).max())):
+            raise GradflowError(
+                f"declared critical set {spec.name!r} of {model!r} is not critical: "
+                f"|∇L| = {norms[worst]:.3g} at {points[worst].tolist()}"
+            )
+    return points
+
+
+def _on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np.ndarray:
+    """Which ``points`` lie on a closed-form piece (within :data:`ON_SET_TOL`)."""
+    if not len(points):
+        return np.zeros(0, dtype=bool)
+    values, condition, free_idx = _piece_functions(model.model, spec)
+    hyper = list(np.asarray(model.h))
+    dep_idx = [i for i in range(model.model.dim) if i not in free_idx]
+    with np.errstate(all="ignore"):
+        dep = values(*points[:, free_idx].T, *hyper)
+        gap = np.zeros(len(points))
+        for j, i in enumerate(dep_idx):
+            target = np.real_if_close(np.broadcast_to(dep[j], gap.shape)).real
+            gap = np.maximum(gap, np.abs(points[:, i] - target))
+        inside = np.broadcast_to(condition(*points.T, *hyper), gap.shape).astype(bool)
+    return (gap <= ON_SET_TOL) & inside
+
+
+def _symbolic_pieces(model: ReducedModel) -> list[CriticalSetSpec]:
+    """Solutions of ``sympy.solve(∇L = 0)`` when the gradient is rational in ``θ``; else none."""
+    return list(_symbolic_pieces_cached(model))
+
+
+@functools.cache
+def _symbolic_pieces_cached(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
+    grad = [sp.diff(model.loss, s) for s in model.params]
+    if not all(g.is_rational_function(*model.params) for g in grad):
+        return ()
+    solutions = sp.solve([sp.factor(g) for g in grad], model.params, dict=True)
+    return tuple(
+        CriticalSetSpec(
+            "sympy.solve",
+            solution,
+            equation=", ".join(f"{k} = {v}" for k, v in solution.items()),
+        )
+        for solution in solutions
+    )
+
+
+def _numerical_solutions(
+    model: BoundModel, box: np.ndarray, starts: int, seed: int
+) -> np.ndarray:
+    """Critical points found by Levenberg–Marquardt (``scipy.optimize.root``) on ``∇L = 0``.
+
+    The ``starts`` initial points are uniform in ``box`` (seeded); the Jacobian is the Hessian.
+    Returns the solutions inside ``box`` with ``‖∇L‖₂ ≤ GRADIENT_TOL``, shape ``(n, dim)``.
+    """
+    rng = np.random.default_rng(seed)
+    y0 = rng.uniform(box[:, 0], box[:, 1], size=(max(starts, 0), model.model.dim))
+    grad, hessian = model.compiled.grad, model.compiled.hessian
+    h = model.h
+    found = []
+    with np.errstate(all="ignore"):
+        for start in y0:
+            sol = root(
+                lambda y: np.asarray(grad(y, h)),
+                start,
+                jac=lambda y: np.asarray(hessian(y, h)),
+                method="lm",
+                options={"xtol": 1e-14, "ftol": 1e-14},
+            )
+            found.append(sol.x)
+    ys = np.asarray(found).reshape(-1, model.model.dim)
+    ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
+    ys = ys[ok]
+    return ys[np.linalg.norm(model.grad(ys), axis=1) <= GRADIENT_TOL] if len(ys) else ys
+
+
+def _lowest_minimum(model: BoundModel, point_sets: list[np.ndarray]) -> float | None:
+    """The lowest loss among minima in ``point_sets``, used when ``inf L`` is not declared."""
+    pts = [p for p in point_sets if len(p)]
+    if not pts:
+        return None
+    allp = np.concatenate(pts)
+    kinds = classify_points(model, allp, None).kinds
+    mins = model.loss(allp)[kinds == "local_min"]
+    return float(mins.min()) if mins.size else None
+
+
+def _group(
+    model: BoundModel, spec: CriticalSetSpec, points: np.ndarray, classes: Classification
+) -> list[CriticalSet]:
+    """One :class:`CriticalSet` per kind among the points of a closed-form piece."""
+    free = model.model.dim - len(spec.solution)
+    return [
+        _make_set(model, spec.name, spec.equation, points, classes, idx, free if idx.size > 1 else 0)
+        for kind in KINDS
+        if (idx := np.flatnonzero(classes.kinds == kind)).size
+    ]
+
+
+def _make_set(
+    model: BoundModel,
+    name: str,
+    equation: str | None,
+    points: np.ndarray,
+    classes: Classification,
+    idx: np.ndarray,
+    dimension: int,
+) -> CriticalSet:
+    """The set of ``points[idx]``, described at its middle point."""
+    rep = idx[idx.size // 2]
+    return CriticalSet(
+        name=name,
+        kind=str(classes.kinds[rep]),
+        dimension=dimension,
+        loss=float(np.median(model.loss(points[idx]))),
+        points=points[idx],
+        equation=equation,
+        hessian_eigenvalues=classes.eigenvalues[rep],
+        morse_index=int(classes.morse_index[rep]),
+    )
+
+
+def _numerical_sets(
+    model: BoundModel, points: np.ndarray, global_loss: float | None, box: np.ndarray
+) -> list[CriticalSet]:
+    """Group numerical solutions: same kind, single-linkage clusters at 5 % of the box diagonal.
+
+    A cluster that is a single point (to 1e-4) is an isolated critical point, reported once;
+    otherwise its dimension is the median nullity of the Hessian over its points.
+    """
+    if not len(points):
+        return []
+    classes = classify_points(model, points, global_loss)
+    threshold = 0.05 * float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    out = []
+    for kind in KINDS:
+        idx = np.flatnonzero(classes.kinds == kind)
+        if not idx.size:
+            continue
+        labels = (
+            fcluster(linkage(points[idx], "single"), threshold, "distance")
+            if idx.size > 1
+            else np.ones(1)
+        )
+        for label in np.unique(labels):
+            members = idx[labels == label]
+            if np.ptp(points[members], axis=0).max() <= 100 * ON_SET_TOL:
+                out.append(_make_set(model, "numerical", None, points, classes, members[:1], 0))
+            else:
+                nullity = int(np.median(classes.nullity[members]))
+                out.append(_make_set(model, "numerical", None, points, classes, members, nullity))
+    return out
+
+
+def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:
+    """Merge sets with the same name and kind (e.g. the two branches of Γ*); order by kind, loss."""
+    merged: dict[tuple[str, str], CriticalSet] = {}
+    for s in sets:
+        key = (s.name, s.kind)
+        if key in merged and s.name != "numerical":
+            m = merged[key]
+            merged[key] = CriticalSet(
+                name=m.name,
+                kind=m.kind,
+                dimension=max(m.dimension, s.dimension),
+                loss=m.loss,
+                points=np.concatenate([m.points, s.points]),
+                equation=m.equation,
+                hessian_eigenvalues=m.hessian_eigenvalues,
+                morse_index=m.morse_index,
+            )
+        else:
+            merged[key if s.name != "numerical" else (f"numerical{len(merged)}", s.kind)] = s
+    return sorted(merged.values(), key=lambda s: (KINDS.index(s.kind), s.loss))

@@ -1,0 +1,3 @@
+"""The command-line interface."""
+def main():
+    raise SystemExit(0)
