@@ -24,7 +24,14 @@ from ._flow import FlowOptions, Status, flow_endpoints
 if TYPE_CHECKING:
     from ._bound import BoundModel
 
-__all__ = ["LABELS", "BasinMap", "basins", "default_basin_options", "plane_grid"]
+__all__ = [
+    "LABELS",
+    "BasinMap",
+    "basins",
+    "default_basin_options",
+    "plane_grid",
+    "widened_bounds",
+]
 
 LABELS = (*KINDS, "diverged", "not_converged")
 """Basin labels; a :class:`BasinMap` stores indices into this tuple."""
@@ -154,7 +161,7 @@ def basins(
     stages = tuple(default_basin_options() if options is None else _as_tuple(options))
     if critical is None:
         bounds = {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])}
-        critical = critical_sets(model, bounds=_widened(model, bounds))
+        critical = critical_sets(model, bounds=widened_bounds(model, bounds))
     decide = _decision(critical)
     flat = thetas.reshape(-1, model.model.dim)
     result = flow_endpoints(model, flat, stages, decide_below=decide, progress=progress)
@@ -192,7 +199,7 @@ def _as_tuple(options: FlowOptions | Sequence[FlowOptions]) -> tuple[FlowOptions
     return (options,) if isinstance(options, FlowOptions) else tuple(options)
 
 
-def _widened(model: BoundModel, bounds: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+def widened_bounds(model: BoundModel, bounds: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
     """The box enlarged by half its size: trajectories may end outside the grid's box."""
     out = {}
     for name in model.model.param_names:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ class CriticalSet:
         equation: the set's equation where known in closed form.
         hessian_eigenvalues: at a representative point, ascending, shape ``(dim,)``.
         morse_index: number of negative Hessian eigenvalues there.
+        segments: for a curve known in closed form, the offsets in ``points`` at which each
+            polyline starts (samples in order along the curve); empty for point clouds.
     """
 
     name: str
@@ -60,6 +63,12 @@ class CriticalSet:
     equation: str | None
     hessian_eigenvalues: np.ndarray
     morse_index: int
+    segments: tuple[int, ...] = ()
+
+    def polylines(self) -> list[np.ndarray]:
+        """The curve's polylines (for drawing); empty unless ``segments`` is set."""
+        bounds = [*self.segments, len(self.points)]
+        return [self.points[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b - a >= 2]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the fields above, arrays as lists."""
@@ -101,18 +110,18 @@ def critical_sets(
     box = _bounds(model.model, bounds)
     global_loss = model.global_min_loss
     pieces = [*model.model.critical_sets, *_symbolic_pieces(model.model)]
-    sampled = [(spec, _sample_piece(model, spec, box, samples)) for spec in pieces]
+    sampled = [(spec, *_sample_piece(model, spec, box, samples)) for spec in pieces]
     found = _numerical_solutions(model, box, starts, seed)
     on_piece = np.zeros(len(found), dtype=bool)
-    for spec, _ in sampled:
+    for spec, _, _ in sampled:
         on_piece |= _on_piece(model, spec, found)
     loose = found[~on_piece]
     if global_loss is None:
-        global_loss = _lowest_minimum(model, [pts for _, pts in sampled] + [loose])
+        global_loss = _lowest_minimum(model, [pts for _, pts, _ in sampled] + [loose])
     result: list[CriticalSet] = []
-    for spec, pts in sampled:
+    for spec, pts, grid_index in sampled:
         classes = classify_points(model, pts, global_loss)
-        result += _group(model, spec, pts, classes)
+        result += _group(model, spec, pts, grid_index, classes)
     result += _numerical_sets(model, loose, global_loss, box)
     return _merge(result)
 
@@ -142,7 +151,7 @@ def _bounds(
     box = np.array([overrides.get(n, model.bound(n)) for n in model.param_names], dtype=float)
     for name, (lo, hi) in zip(model.param_names, box):
         if not lo < hi:
-            raise GradflowError(f"bounds of {name}: min {lo:g} must be below max {hi:g}")
+            raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}")
     return box
 
 
@@ -159,8 +168,13 @@ def _piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, A
 
 def _sample_piece(
     model: BoundModel, spec: CriticalSetSpec, box: np.ndarray, samples: int
-) -> np.ndarray:
-    """Points of a closed-form piece inside ``box``, shape ``(n, dim)``; checked to be critical."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Points of a closed-form piece inside ``box``, checked to be critical.
+
+    Returns:
+        ``(points, grid_index)``: shape ``(n, dim)``, and each point's index in the sampling grid
+        of the free coordinates, shape ``(n,)``.
+    """
     values, condition, free_idx = _piece_functions(model.model, spec)
     dim = model.model.dim
     axes = [np.linspace(*box[i], samples) for i in free_idx]
@@ -178,7 +192,7 @@ def _sample_piece(
         ok = np.broadcast_to(condition(*points.T, *hyper), grid.shape[:1]).astype(bool)
     ok &= np.all(np.isfinite(points), axis=1)
     ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
-    points = points[ok]
+    points, grid_index = points[ok], np.flatnonzero(ok)
     if points.size:
         norms = np.linalg.norm(model.grad(points), axis=1)
         worst = int(np.argmax(norms))
@@ -187,7 +201,7 @@ def _sample_piece(
                 f"declared critical set {spec.name!r} of {model!r} is not critical: "
                 f"|∇L| = {norms[worst]:.3g} at {points[worst].tolist()}"
             )
-    return points
+    return points, grid_index
 
 
 def _on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np.ndarray:
@@ -269,15 +283,29 @@ def _lowest_minimum(model: BoundModel, point_sets: list[np.ndarray]) -> float | 
 
 
 def _group(
-    model: BoundModel, spec: CriticalSetSpec, points: np.ndarray, classes: Classification
+    model: BoundModel,
+    spec: CriticalSetSpec,
+    points: np.ndarray,
+    grid_index: np.ndarray,
+    classes: Classification,
 ) -> list[CriticalSet]:
-    """One :class:`CriticalSet` per kind among the points of a closed-form piece."""
+    """One :class:`CriticalSet` per kind among the points of a closed-form piece.
+
+    For a curve, the samples of one kind that are neighbours on the sampling grid form one
+    polyline segment.
+    """
     free = model.model.dim - len(spec.solution)
-    return [
-        _make_set(model, spec.name, spec.equation, points, classes, idx, free if idx.size > 1 else 0)
-        for kind in KINDS
-        if (idx := np.flatnonzero(classes.kinds == kind)).size
-    ]
+    out = []
+    for kind in KINDS:
+        idx = np.flatnonzero(classes.kinds == kind)
+        if not idx.size:
+            continue
+        made = _make_set(model, spec.name, spec.equation, points, classes, idx, free if idx.size > 1 else 0)
+        if free == 1:
+            starts = np.flatnonzero(np.diff(grid_index[idx]) != 1) + 1
+            made = dataclasses.replace(made, segments=(0, *starts.tolist()))
+        out.append(made)
+    return out
 
 
 def _make_set(
@@ -342,15 +370,11 @@ def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:
         key = (s.name, s.kind)
         if key in merged and s.name != "numerical":
             m = merged[key]
-            merged[key] = CriticalSet(
-                name=m.name,
-                kind=m.kind,
+            merged[key] = dataclasses.replace(
+                m,
                 dimension=max(m.dimension, s.dimension),
-                loss=m.loss,
                 points=np.concatenate([m.points, s.points]),
-                equation=m.equation,
-                hessian_eigenvalues=m.hessian_eigenvalues,
-                morse_index=m.morse_index,
+                segments=(*m.segments, *(len(m.points) + i for i in s.segments)),
             )
         else:
             merged[key if s.name != "numerical" else (f"numerical{len(merged)}", s.kind)] = s

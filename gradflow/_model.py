@@ -19,7 +19,7 @@ from ._errors import GradflowError
 if TYPE_CHECKING:
     from ._bound import BoundModel
 
-__all__ = ["CriticalSetSpec", "ReducedModel"]
+__all__ = ["CriticalSetSpec", "ReducedModel", "show_domain"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -153,20 +153,22 @@ class ReducedModel:
             )
         checked: dict[str, float] = {}
         for h in self.hyperparams:
+            domain = self.domains[h]
             if h.name not in values:
                 raise GradflowError(f"missing hyperparameter {h.name} for model {self.name!r}")
             try:
                 x = float(values[h.name])
             except (TypeError, ValueError):
-                raise GradflowError(f"{h.name} must be a number, got {values[h.name]!r}") from None
-            domain = self.domains[h]
+                raise GradflowError(
+                    f"{h.name} must be a number in {show_domain(domain)}, got {values[h.name]!r}"
+                ) from None
             if not math.isfinite(x) or domain.contains(sp.Float(x)) is not sp.true:
-                raise GradflowError(f"{h.name} = {x:g} is outside the valid range {_show(domain)}")
+                raise GradflowError(f"{h.name} = {x:g} is outside the valid range {show_domain(domain)}")
             checked[h.name] = x
         return checked
 
 
-def _show(domain: sp.Set) -> str:
+def show_domain(domain: sp.Set) -> str:
     """Write an interval the way a paper would: ``(0, 1)``, ``[0, 1]``, ``(0, ∞)``."""
     if isinstance(domain, sp.Interval):
         lo = "-∞" if domain.start == -sp.oo else f"{float(domain.start):g}"

@@ -1,0 +1,141 @@
+"""Atomic output files with their metadata: a figure, an NPZ of its data, a JSON of how it was made.
+
+Every output is written to a temporary file in the target folder and renamed into place only
+once all of a result's files are complete, so an interrupted or failed run leaves no partial
+output behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import importlib.metadata
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._errors import GradflowError
+
+__all__ = [
+    "atomic_outputs",
+    "package_versions",
+    "save_with_data",
+    "to_jsonable",
+    "write_json",
+    "write_npz",
+]
+
+_PACKAGES = (
+    "gradflow",
+    "jax",
+    "jaxlib",
+    "diffrax",
+    "equinox",
+    "optax",
+    "sympy",
+    "numpy",
+    "scipy",
+    "matplotlib",
+)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of gradflow and the libraries its results depend on."""
+    out = {}
+    for name in _PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert NumPy scalars/arrays, tuples and paths (recursively) into JSON types."""
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+@contextlib.contextmanager
+def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
+    """Yield temporary paths to write; on success rename each onto its target, else delete all.
+
+    Raises:
+        GradflowError: a target folder does not exist.
+    """
+    targets = [Path(p) for p in paths]
+    for target in targets:
+        if not target.parent.is_dir():
+            raise GradflowError(f"output folder {str(target.parent)!r} does not exist")
+    temps = []
+    try:
+        for target in targets:
+            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+            os.close(fd)
+            temps.append(Path(name))
+        yield temps
+        umask = os.umask(0)
+        os.umask(umask)
+        for temp, target in zip(temps, targets):
+            os.chmod(temp, 0o666 & ~umask)
+            os.replace(temp, target)
+    finally:
+        for temp in temps:
+            temp.unlink(missing_ok=True)
+
+
+def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write arrays to ``path`` (already a temporary file from :func:`atomic_outputs`)."""
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **{k: np.asarray(v) for k, v in arrays.items()})
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Write JSON (NumPy values converted) with a creation time and package versions added."""
+    record = {
+        **to_jsonable(data),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": package_versions(),
+    }
+    Path(path).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+
+
+def save_with_data(
+    out: Path | str,
+    write_main: Callable[[Path], None] | None,
+    arrays: Mapping[str, np.ndarray],
+    metadata: Mapping[str, Any],
+) -> list[Path]:
+    """Write ``out`` (via ``write_main``, if given), ``out.npz`` and ``out.json`` atomically.
+
+    The data files sit beside the main file with its stem: ``portrait.png`` → ``portrait.npz``,
+    ``portrait.json``.  With ``write_main=None``, ``out`` itself is the NPZ.
+
+    Returns:
+        The paths written.
+    """
+    out = Path(out)
+    npz, meta = out.with_suffix(".npz"), out.with_suffix(".json")
+    targets = [npz, meta] if write_main is None else [out, npz, meta]
+    with atomic_outputs(*targets) as temps:
+        if write_main is not None:
+            write_main(temps[0])
+        write_npz(temps[-2], arrays)
+        write_json(temps[-1], metadata)
+    return targets

@@ -1,0 +1,138 @@
+"""Separatrices: the stable manifolds of saddles in a two-parameter flow.
+
+Two constructions, each exact where it applies:
+
+- a non-degenerate saddle of Morse index 1: integrate the *ascent* flow ``dθ/dt = +∇L`` from the
+  saddle displaced along its stable eigenvector (the Hessian's positive-eigenvalue direction);
+- a degenerate saddle (zero Hessian eigenvalues, where there is no eigenvector to follow) of a
+  model with a conserved quantity ``E``: every trajectory stays on a level set of ``E``, so the
+  stable manifold is the part of the level set ``E = E(saddle)`` that the flow runs into the
+  saddle along.  That level set is traced with contourpy, split into rays at the saddle, and
+  each ray kept if the flow on it points toward the saddle.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ._critical import CriticalSet
+from ._flow import FlowOptions, GradientField, integrate
+
+if TYPE_CHECKING:
+    from ._bound import BoundModel
+
+__all__ = ["separatrices"]
+
+DISPLACEMENT = 1e-4
+"""Initial offset from a non-degenerate saddle along its stable eigenvector."""
+LEVEL_SET_RESOLUTION = 801
+"""Grid points per axis on which a conserved quantity is contoured."""
+
+
+def separatrices(
+    model: BoundModel, critical: list[CriticalSet], box: tuple[float, float, float, float]
+) -> list[np.ndarray]:
+    """Stable manifolds of the isolated saddles inside ``box`` of a two-parameter model.
+
+    Args:
+        model: a model with ``dim == 2``; the plane is ``model.model.plane``.
+        critical: its classified critical sets.
+        box: ``(xmin, xmax, ymin, ymax)`` in plane coordinates.
+
+    Returns:
+        Polylines in plane coordinates, each of shape ``(n, 2)``, starting at a saddle.
+        Empty for models with more than two parameters (their separatrices are surfaces).
+    """
+    m = model.model
+    if m.dim != 2:
+        return []
+    order = [m.index(m.plane[0]), m.index(m.plane[1])]
+    lines: list[np.ndarray] = []
+    for s in critical:
+        if s.kind != "saddle" or s.dimension != 0:
+            continue
+        saddle = s.points[0]
+        if not _inside(saddle[order], box):
+            continue
+        if np.all(np.abs(s.hessian_eigenvalues) > 1e-7 * max(1.0, np.abs(s.hessian_eigenvalues).max())):
+            lines += _ascent_branches(model, saddle, box, order)
+        elif m.invariants:
+            lines += _level_set_branches(model, saddle, box, order)
+    return lines
+
+
+def _inside(xy: np.ndarray, box: tuple[float, float, float, float]) -> bool:
+    return box[0] <= xy[0] <= box[1] and box[2] <= xy[1] <= box[3]
+
+
+def _ascent_branches(
+    model: BoundModel, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+) -> list[np.ndarray]:
+    """Both branches of the stable manifold of a non-degenerate index-1 saddle."""
+    lam, vec = np.linalg.eigh(model.hessian(saddle))
+    stable = vec[:, int(np.argmax(lam))]
+    compiled = model.compiled
+    ascent = GradientField(
+        loss=lambda t, h: -compiled.loss(t, h), grad=lambda t, h: -compiled.grad(t, h)
+    )
+    scale = max(box[1] - box[0], box[3] - box[2])
+    options = FlowOptions(t_max=1e3, divergence_radius=10 * scale + np.abs(saddle).max())
+    branches = []
+    for sign in (1.0, -1.0):
+        path = integrate(ascent, saddle + sign * DISPLACEMENT * stable, model.h, options).thetas
+        xy = np.vstack([saddle[order], path[:, order]])
+        branches.append(_clip(xy, box))
+    return branches
+
+
+def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
+    """The polyline up to its first vertex outside ``box``."""
+    outside = ~((xy[:, 0] >= box[0]) & (xy[:, 0] <= box[1]) & (xy[:, 1] >= box[2]) & (xy[:, 1] <= box[3]))
+    stop = int(np.argmax(outside)) if outside.any() else len(xy)
+    return xy[: stop + 1] if stop < len(xy) else xy
+
+
+def _level_set_branches(
+    model: BoundModel, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+) -> list[np.ndarray]:
+    """Rays of ``E = E(saddle)`` leaving the saddle along which the flow runs into it."""
+    import contourpy
+
+    name = next(iter(model.model.invariants))
+    xs = np.linspace(box[0], box[1], LEVEL_SET_RESOLUTION)
+    ys = np.linspace(box[2], box[3], LEVEL_SET_RESOLUTION)
+    grid = np.zeros((len(ys), len(xs), 2))
+    grid[..., order[0]], grid[..., order[1]] = xs[None, :], ys[:, None]
+    with np.errstate(all="ignore"):
+        values = model.invariant(name, grid)
+    level = float(model.invariant(name, saddle))
+    lines = contourpy.contour_generator(xs, ys, np.ma.masked_invalid(values)).lines(level)
+    center = saddle[order]
+    near = 3 * max(xs[1] - xs[0], ys[1] - ys[0])
+    rays = []
+    for line in lines:
+        far = np.linalg.norm(line - center, axis=1) > near
+        for piece in _runs(line, far):
+            if np.linalg.norm(piece[0] - center) <= 2 * near:
+                rays.append(np.vstack([center, piece]))
+            if np.linalg.norm(piece[-1] - center) <= 2 * near:
+                rays.append(np.vstack([center, piece[::-1]]))
+    return [ray for ray in rays if len(ray) > 2 and _flows_in(model, ray, saddle, order)]
+
+
+def _runs(line: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
+    """Maximal runs of consecutive vertices of ``line`` where ``keep`` holds."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(int), [0]])))
+    return [line[a:b] for a, b in zip(edges[::2], edges[1::2]) if b - a >= 2]
+
+
+def _flows_in(model: BoundModel, ray: np.ndarray, saddle: np.ndarray, order: list[int]) -> bool:
+    """Whether ``-∇L`` at a vertex a little way out along ``ray`` points back toward its start."""
+    k = min(len(ray) - 2, max(2, len(ray) // 10))
+    theta = saddle.copy()
+    theta[order] = ray[k]
+    velocity = -model.grad(theta)[order]
+    inward = ray[k - 1] - ray[k]
+    return float(velocity @ inward) > 0

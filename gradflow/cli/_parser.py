@@ -1,0 +1,55 @@
+"""argparse with one-line errors and lazily imported subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Mapping, Sequence
+from typing import NoReturn
+
+from ._registry import Command
+
+__all__ = ["Parser", "add_subcommands", "EXIT_USAGE"]
+
+EXIT_USAGE = 2
+"""Exit status for bad input, as argparse uses."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line on stderr, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def add_subcommands(
+    parser: argparse.ArgumentParser,
+    registry: Mapping[str, Command],
+    argv: Sequence[str],
+    dest: str,
+) -> None:
+    """Add one subparser per registry entry; import and fill in only the one named in ``argv``.
+
+    Every command is listed in ``--help`` with its one-line help, but only the selected module is
+    imported, so a command starts without loading the others (figures import matplotlib,
+    analyses import equinox and optax).
+    """
+    sub = parser.add_subparsers(dest=dest, required=True, metavar=dest.upper(), parser_class=Parser)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    for name, command in registry.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        if name == selected:
+            module = importlib.import_module(command.module)
+            rest = list(argv[list(argv).index(name) + 1 :])
+            if getattr(module, "SUBCOMMANDS", None) is not None:
+                add_subcommands(p, module.SUBCOMMANDS(), rest, dest=f"{dest}_name")
+            else:
+                module.add_arguments(p)
+                p.set_defaults(_run=module.run)
+
+
+def fail(prog: str, message: str) -> int:
+    """Print a one-line error and return the usage exit status."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE

@@ -1,0 +1,32 @@
+"""Process-wide JAX settings for command-line runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+
+__all__ = ["configure_jax", "cache_dir"]
+
+
+def cache_dir() -> Path:
+    """Where compiled XLA programs are cached between runs: ``$GRADFLOW_CACHE_DIR`` or
+    ``~/.cache/gradflow/jax``."""
+    default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gradflow" / "jax"
+    return Path(os.environ.get("GRADFLOW_CACHE_DIR", default))
+
+
+def configure_jax() -> None:
+    """Enable JAX's persistent compilation cache, so a second run skips most compilation.
+
+    Compiling the batched flow takes seconds on a CPU; with the cache a repeated
+    ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped.
+    """
+    path = cache_dir()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
