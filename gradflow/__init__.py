@@ -12,7 +12,10 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from ._basins import LABELS, BasinMap, basins, plane_grid  # noqa: E402
 from ._bound import BoundModel  # noqa: E402
+from ._classify import KINDS, classify_points  # noqa: E402
+from ._critical import CriticalSet, critical_sets  # noqa: E402
 from ._errors import GradflowError  # noqa: E402
 from ._flow import (  # noqa: E402
     FlowEndpoints,
@@ -20,15 +23,31 @@ from ._flow import (  # noqa: E402
     GradientField,
     Status,
     Trajectory,
+    descend,
     flow,
     flow_endpoints,
+    gradient_descent,
     gradient_flow,
     integrate,
 )
 from ._model import CriticalSetSpec, ReducedModel  # noqa: E402
+from ._portrait import Overlay, Portrait, portrait  # noqa: E402
 from ._sym import LogSigmoid, Sigmoid, binary_cross_entropy, lambdify_jax  # noqa: E402
 
 __all__ = [
+    "KINDS",
+    "LABELS",
+    "BasinMap",
+    "CriticalSet",
+    "Overlay",
+    "Portrait",
+    "basins",
+    "classify_points",
+    "critical_sets",
+    "descend",
+    "gradient_descent",
+    "plane_grid",
+    "portrait",
     "BoundModel",
     "CriticalSetSpec",
     "FlowEndpoints",

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from ._bound import BoundModel
 
 __all__ = [
+    "descend",
+    "gradient_descent",
     "FlowEndpoints",
     "FlowOptions",
     "GradientField",
@@ -462,3 +464,75 @@ def _round_function(
         return y, t, sol.stats["num_accepted_steps"], code
 
     return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
+
+
+def descend(
+    field: GradientField,
+    theta0: jax.Array,
+    args: Any = None,
+    *,
+    lr: float,
+    steps: int,
+    every: int = 1,
+    options: FlowOptions | None = None,
+) -> Trajectory:
+    """Plain gradient descent ``θ ← θ - η ∇L(θ, args)``: the discrete map full training uses.
+
+    Args:
+        field: the loss and its gradient on flat parameters.
+        theta0: initial point, shape ``(dim,)``.
+        args: passed to the field.
+        lr: the step ``η`` (one step advances flow time by ``η``).
+        steps: number of steps.
+        every: record every ``every``-th iterate.
+        options: only its ``gtol`` and ``divergence_radius`` are used, to label the stop.
+
+    Returns:
+        The recorded iterates with ``ts = η · iteration``; status ``CONVERGED`` if the last
+        iterate has ``‖∇L‖₂ ≤ gtol``, ``DIVERGED`` if any iterate left the radius or was not
+        finite, else ``NOT_CONVERGED``.
+
+    Raises:
+        GradflowError: ``lr ≤ 0``, ``steps < 1`` or ``every < 1``.
+    """
+    if not lr > 0:
+        raise GradflowError(f"lr = {lr!r} must be > 0")
+    if steps < 1 or every < 1:
+        raise GradflowError(f"steps = {steps!r} and every = {every!r} must be ≥ 1")
+    options = options or FlowOptions()
+    ys = np.asarray(_descend_path(field, jnp.asarray(theta0, jnp.float64), args, lr, steps, every))
+    ys = np.concatenate([np.asarray(theta0, np.float64)[None], ys])
+    ts = lr * every * np.arange(len(ys))
+    bad = np.asarray(_diverged(jnp.asarray(ys), options))
+    if bad.any():
+        first = int(np.argmax(bad))
+        ys, ts, status = ys[: first + 1], ts[: first + 1], Status.DIVERGED
+    else:
+        status = Status(int(_status(field, options, jnp.asarray(ys[-1]), args, -jnp.inf)))
+    losses = np.asarray(jax.vmap(field.loss, in_axes=(0, None))(jnp.asarray(ys), args))
+    return Trajectory(ts=ts, thetas=ys, losses=losses, status=status)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3, 4, 5))
+def _descend_path(
+    field: GradientField, y0: jax.Array, args: Any, lr: float, steps: int, every: int
+) -> jax.Array:
+    def block(y: jax.Array, _: None) -> tuple[jax.Array, jax.Array]:
+        y = jax.lax.fori_loop(0, every, lambda _, z: z - lr * field.grad(z, args), y)
+        return y, y
+
+    return jax.lax.scan(block, y0, None, length=steps // every)[1]
+
+
+def gradient_descent(
+    model: BoundModel, theta0: Any, *, lr: float, steps: int, every: int = 1
+) -> Trajectory:
+    """Plain gradient descent on a reduced model; see :func:`descend`.
+
+    Raises:
+        GradflowError: bad ``theta0``, ``lr``, ``steps`` or ``every``.
+    """
+    y0 = _check_initial(model, theta0)
+    if y0.shape[0] != 1:
+        raise GradflowError(f"gradient_descent takes one initial point, got {y0.shape[0]}")
+    return descend(_model_field(model), y0[0], model.h, lr=lr, steps=steps, every=every)
