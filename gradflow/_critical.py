@@ -21,6 +21,7 @@ import numpy as np
 import sympy as sp
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import root
+from scipy.spatial.distance import pdist
 
 from ._classify import KINDS, Classification, classify_points
 from ._errors import GradflowError
@@ -42,8 +43,8 @@ class CriticalSet:
     """A connected piece of the critical set of one kind.
 
     Attributes:
-        name: the closed-form piece it comes from (e.g. ``"Γ*"``), ``"sympy.solve"``, or
-            ``"numerical"``.
+        name: the closed-form piece it comes from (e.g. ``"Γ*"``), ``"sympy.solve: …"`` with
+            the solution, or ``"numerical"``.
         kind: ``global_min``, ``local_min``, ``saddle``, ``local_max`` or ``degenerate``.
         dimension: 0 for an isolated point, 1 for a curve, …
         loss: ``L`` on the set (constant on a connected critical set), nats.
@@ -232,13 +233,10 @@ def _symbolic_pieces_cached(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
     if not all(g.is_rational_function(*model.params) for g in grad):
         return ()
     solutions = sp.solve([sp.factor(g) for g in grad], model.params, dict=True)
+    equations = [", ".join(f"{k} = {v}" for k, v in solution.items()) for solution in solutions]
     return tuple(
-        CriticalSetSpec(
-            "sympy.solve",
-            solution,
-            equation=", ".join(f"{k} = {v}" for k, v in solution.items()),
-        )
-        for solution in solutions
+        CriticalSetSpec(f"sympy.solve: {equation}", solution, equation=equation)
+        for solution, equation in zip(solutions, equations)
     )
 
 
@@ -349,7 +347,7 @@ def _numerical_sets(
         if not idx.size:
             continue
         labels = (
-            fcluster(linkage(points[idx], "single"), threshold, "distance")
+            fcluster(linkage(pdist(points[idx]), "single"), threshold, "distance")
             if idx.size > 1
             else np.ones(1)
         )

@@ -27,11 +27,13 @@ if TYPE_CHECKING:
 
     from ._bound import BoundModel
 
-__all__ = ["Overlay", "Portrait", "portrait", "FORMATS"]
+__all__ = ["FORMATS", "LAYERS", "Overlay", "Portrait", "portrait"]
 
 FORMATS = (".png", ".pdf", ".svg")
 """Figure formats accepted by :meth:`Portrait.save`, chosen by the file suffix."""
 
+LAYERS = ("basins", "invariant", "streamlines", "separatrix", "critical")
+"""What :meth:`Portrait.draw` can draw (overlays are always drawn)."""
 STREAM_GRID = 80
 """Points per axis of the grid on which ``-∇L`` is sampled for streamlines."""
 CRITICAL_SAMPLES = 801
@@ -97,14 +99,34 @@ class Portrait:
     invariant: tuple[str, np.ndarray] | None
     overlays: list[Overlay] = field(default_factory=list)
 
-    def draw(self, ax: Axes, *, legend: bool = True, title: str | None = None) -> None:
-        """Draw the portrait on matplotlib axes."""
+    def draw(
+        self,
+        ax: Axes,
+        *,
+        layers: Sequence[str] = LAYERS,
+        legend: bool = True,
+        title: str | None = None,
+    ) -> list[Any]:
+        """Draw the portrait on matplotlib axes.
+
+        Args:
+            ax: the axes.
+            layers: which of :data:`LAYERS` to draw.
+            legend: add a legend below the axes.
+            title: the title (default :meth:`title`).
+
+        Returns:
+            The legend handles of what was drawn (for a shared legend).
+        """
         from matplotlib.colors import ListedColormap
         from matplotlib.patches import Patch
 
+        unknown = set(layers) - set(LAYERS)
+        if unknown:
+            raise GradflowError(f"unknown portrait layers {sorted(unknown)}; choose from {LAYERS}")
         xs, ys, u, v = self.stream
         handles = []
-        if self.basin_map is not None:
+        if self.basin_map is not None and "basins" in layers:
             bm = self.basin_map
             cmap = ListedColormap([BASIN_COLORS[label] for label in LABELS])
             ax.pcolormesh(
@@ -117,20 +139,22 @@ class Portrait:
                 for label in LABELS
                 if fractions[label] >= 0.001 and label in ("global_min", "local_min", "diverged", "not_converged")
             ]
-        if self.invariant is not None:
+        if self.invariant is not None and "invariant" in layers:
             name, values = self.invariant
             finite = values[np.isfinite(values)]
             if finite.size:
                 levels = np.unique(np.percentile(finite, np.linspace(3, 97, 16)))
                 ax.contour(xs, ys, values, levels=levels, colors="#8c8c8c", linewidths=0.6, linestyles="solid", alpha=0.8)
                 handles.append(_line(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}"))
-        ax.streamplot(xs, ys, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8)
-        handles.append(_line(color="#555555", lw=0.8, label="streamlines of −∇L"))
-        for line in self.separatrix:
-            ax.plot(line[:, 0], line[:, 1], color="black", lw=2.0, ls="--")
-        if self.separatrix:
+        if "streamlines" in layers:
+            ax.streamplot(xs, ys, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8)
+            handles.append(_line(color="#555555", lw=0.8, label="streamlines of −∇L"))
+        if self.separatrix and "separatrix" in layers:
+            for line in self.separatrix:
+                ax.plot(line[:, 0], line[:, 1], color="black", lw=2.0, ls="--")
             handles.append(_line(color="black", lw=2.0, ls="--", label="separatrix (stable manifold of the saddle)"))
-        handles += self._draw_critical(ax)
+        if "critical" in layers:
+            handles += self._draw_critical(ax)
         for overlay in self.overlays:
             ax.plot(overlay.path[:, 0], overlay.path[:, 1], color=overlay.color, lw=1.4)
             ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
@@ -142,6 +166,7 @@ class Portrait:
         ax.set_title(title or self.title(), fontsize=10)
         if legend:
             ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=7.5, frameon=False)
+        return handles
 
     def _draw_critical(self, ax: Axes) -> list[Any]:
         """Draw critical sets projected onto the plane; return legend handles."""

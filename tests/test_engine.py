@@ -1,0 +1,172 @@
+"""The engine on toy models whose critical points, flows and basins are known by hand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+
+import gradflow
+from gradflow import GradflowError, ReducedModel, classify_points, critical_sets
+from gradflow._io import save_with_data
+
+x, y = sp.symbols("x y", real=True)
+k = sp.symbols("k", positive=True)
+POSITIVE = sp.Interval.open(0, sp.oo)
+
+
+def double_well() -> ReducedModel:
+    """L = (x² - 1)² + k y²: minima (±1, 0), saddle (0, 0) with Hessian diag(-4, 2k)."""
+    return ReducedModel(
+        name="double-well", params=(x, y), hyperparams=(k,), domains={k: POSITIVE},
+        loss=(x**2 - 1) ** 2 + k * y**2, plane=("x", "y"),
+    )
+
+
+def mexican_hat() -> ReducedModel:
+    """L = (x² + y² - 1)²: a circle of global minima (loss 0) and a maximum at the origin."""
+    return ReducedModel(
+        name="mexican-hat", params=(x, y), hyperparams=(k,), domains={k: POSITIVE},
+        loss=k * (x**2 + y**2 - 1) ** 2, global_min_loss=sp.S.Zero, plane=("x", "y"),
+    )
+
+
+def test_symbolic_solve_finds_the_double_well_critical_points() -> None:
+    model = double_well().bind(k=0.5)
+    sets = critical_sets(model, starts=0)
+    kinds = sorted((s.kind, tuple(np.round(s.points[0], 12))) for s in sets)
+    assert kinds == [("global_min", (-1.0, 0.0)), ("global_min", (1.0, 0.0)), ("saddle", (0.0, 0.0))]
+    (saddle,) = [s for s in sets if s.kind == "saddle"]
+    assert saddle.morse_index == 1
+    np.testing.assert_allclose(saddle.hessian_eigenvalues, [-4.0, 1.0], atol=1e-12)
+    assert all(s.name.startswith("sympy.solve") for s in sets)
+
+
+def test_a_circle_of_minima_is_found_as_curves() -> None:
+    model = mexican_hat().bind(k=2.0)
+    sets = critical_sets(model)
+    halves = [s for s in sets if s.kind == "global_min"]
+    assert len(halves) == 2 and all("sqrt(1 - " in s.equation for s in halves)
+    for half in halves:
+        assert half.dimension == 1
+        np.testing.assert_allclose(np.hypot(*half.points.T), 1.0, atol=1e-12)
+    (top,) = [s for s in sets if s.kind == "local_max"]
+    np.testing.assert_allclose(top.points, [[0.0, 0.0]], atol=1e-12)
+    assert top.loss == pytest.approx(2.0)
+
+
+def test_numerical_search_alone_groups_the_circle() -> None:
+    """Without sympy (a non-rational gradient), the numerical search reports one circle."""
+    model = ReducedModel(
+        name="hat-exp", params=(x, y), hyperparams=(k,), domains={k: POSITIVE},
+        loss=sp.exp(k * (x**2 + y**2 - 1) ** 2) - 1, plane=("x", "y"),
+    ).bind(k=1.0)
+    sets = critical_sets(model, starts=300)
+    (circle,) = [s for s in sets if s.kind == "global_min"]
+    assert circle.name == "numerical" and circle.dimension == 1
+    np.testing.assert_allclose(np.hypot(*circle.points.T), 1.0, atol=1e-7)
+
+
+def test_degenerate_critical_points_are_classified_by_probing() -> None:
+    """The monkey saddle x³ - 3xy² and the quartic x⁴ + y⁴ both have a zero Hessian at 0."""
+    monkey = ReducedModel("monkey", (x, y), (k,), {k: POSITIVE}, k * (x**3 - 3 * x * y**2)).bind(k=1)
+    quartic = ReducedModel("quartic", (x, y), (k,), {k: POSITIVE}, k * (x**4 + y**4)).bind(k=1)
+    origin = np.zeros((1, 2))
+    assert classify_points(monkey, origin, None).kinds[0] == "saddle"
+    assert classify_points(quartic, origin, None).kinds[0] == "local_min"
+    assert classify_points(quartic, origin, 0.0).kinds[0] == "global_min"
+    assert classify_points(quartic, origin, None).nullity[0] == 2
+
+
+def test_basins_and_separatrix_of_the_double_well() -> None:
+    """x > 0 flows to (1, 0), x < 0 to (-1, 0) (both global); the y axis flows into the saddle.
+
+    A trajectory stops as soon as its loss is below the saddle's (L = 1): from then on only the
+    well it is in can attract it, so its endpoint lies in that well (x of the start's sign).
+    """
+    model = double_well().bind(k=0.5)
+    bm = gradflow.basins(model, grid=21, box=(-2, 2, -2, 2), progress=False)
+    xs = bm.xs[None, :].repeat(len(bm.ys), 0)
+    assert np.all(np.sign(bm.endpoints[..., 0]) == np.sign(xs))
+    assert np.all(model.loss(bm.endpoints[xs != 0]) < 1.0)
+    assert np.all(bm.mask("global_min")[xs != 0])
+    assert np.all(bm.mask("saddle")[xs == 0])
+    pic = gradflow.portrait(model, grid=5, box=(-2, 2, -2, 2), show_basins=False)
+    assert len(pic.separatrix) == 2
+    for line in pic.separatrix:
+        np.testing.assert_allclose(line[:, 0], 0.0, atol=1e-6)
+        assert np.abs(line[:, 1]).max() > 1.9
+
+
+def test_hyperparameters_are_arguments_so_a_sweep_compiles_once() -> None:
+    compiled = double_well().bind(k=1.0).compiled
+    theta = jnp.array([[0.3, -0.2]])
+    for value in (0.1, 0.7, 3.0, 11.0):
+        g = compiled.grad(theta, jnp.array([value]))
+        np.testing.assert_allclose(g, [[4 * 0.3 * (0.09 - 1), 2 * value * -0.2]], atol=1e-14)
+    assert compiled.grad._cache_size() == 1
+
+
+def test_gradient_descent_on_a_quadratic_is_the_exact_geometric_sequence() -> None:
+    model = ReducedModel("quad", (x, y), (k,), {k: POSITIVE}, k * (x**2 + y**2) / 2).bind(k=3.0)
+    path = gradflow.gradient_descent(model, [1.0, -2.0], lr=0.1, steps=40, every=5)
+    n = np.arange(0, 41, 5)
+    np.testing.assert_allclose(path.thetas, np.outer(0.7**n, [1.0, -2.0]), rtol=1e-12)
+
+
+def test_gradient_flow_of_a_pytree_follows_the_exponential() -> None:
+    """L = ½‖θ‖² gives θ(t) = θ0 e^{-t}."""
+    params = {"a": jnp.array([1.0, 2.0]), "b": jnp.array(-3.0)}
+    loss = lambda tree, _: 0.5 * (jnp.sum(tree["a"] ** 2) + tree["b"] ** 2)  # noqa: E731
+    ts = np.linspace(0.0, 3.0, 7)
+    options = gradflow.FlowOptions(rtol=1e-10, atol=1e-12)
+    trajectory, unravel = gradflow.gradient_flow(loss, params, options=options, ts=ts)
+    flat0 = np.array([1.0, 2.0, -3.0])
+    np.testing.assert_allclose(trajectory.thetas[: len(ts)], np.outer(np.exp(-ts), flat0), rtol=1e-7)
+    np.testing.assert_allclose(unravel(trajectory.thetas[0])["b"], -3.0)
+
+
+def test_flow_labels_divergence() -> None:
+    """L = -k x² drives x to infinity: labelled diverged, not dropped."""
+    model = ReducedModel("repel", (x, y), (k,), {k: POSITIVE}, -k * x**2 + y**2).bind(k=1.0)
+    assert model.flow([0.1, 0.5]).status is gradflow.Status.DIVERGED
+
+
+def test_bad_hyperparameters_and_points_are_one_line_errors() -> None:
+    with pytest.raises(GradflowError, match=r"k = -1 is outside the valid range \(0, ∞\)"):
+        double_well().bind(k=-1.0)
+    with pytest.raises(GradflowError, match="must be a number"):
+        double_well().bind(k="abc")
+    model = double_well().bind(k=1.0)
+    with pytest.raises(GradflowError, match="finite"):
+        model.flow([np.nan, 0.0])
+    with pytest.raises(GradflowError, match="shape"):
+        model.flow([1.0, 2.0, 3.0])
+    with pytest.raises(GradflowError, match="grid"):
+        gradflow.basins(model, grid=1)
+    with pytest.raises(GradflowError, match="must be below"):
+        gradflow.basins(model, box=(1, -1, 0, 1))
+
+
+def test_outputs_are_all_or_nothing(tmp_path) -> None:
+    def broken(path):
+        path.write_text("partial")
+        raise RuntimeError("the figure failed")
+
+    with pytest.raises(RuntimeError):
+        save_with_data(tmp_path / "out.png", broken, {"a": np.zeros(3)}, {"x": 1})
+    assert list(tmp_path.iterdir()) == []
+    written = save_with_data(tmp_path / "out.png", lambda p: p.write_text("ok"), {"a": np.zeros(3)}, {"x": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.npz", "out.png"] == sorted(
+        p.name for p in written
+    )
+
+
+def test_import_does_not_load_matplotlib() -> None:
+    code = "import sys, gradflow, gradflow.models.markov; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
