@@ -22,6 +22,7 @@ import sympy as sp
 
 from gradflow import BoundModel, CriticalSetSpec, ReducedModel, binary_cross_entropy
 
+from .markov_embedding import ReducedEmbedding
 from .markov_math import (
     c_star,
     entropy_rate,
@@ -117,6 +118,7 @@ def canonical_model() -> ReducedModel:
         domains={p: UNIT, q: UNIT},
         loss=_markov_loss(optimal_logit0(c), c),
         invariants={"E": energy},
+        embed=ReducedEmbedding((e, w), (p, q), optimal_logit0(c)),
         critical_sets=_critical_specs({}, None),
         global_min_loss=entropy_rate,
         references=REFERENCES,
@@ -142,6 +144,7 @@ def canonical_bias_model() -> ReducedModel:
         domains={p: UNIT, q: UNIT},
         loss=_markov_loss(b - e**2 / 2, c),
         critical_sets=_critical_specs({b: b_unigram}, b_gamma),
+        embed=ReducedEmbedding((e, w, b), (p, q), b - e**2 / 2),
         global_min_loss=entropy_rate,
         references=REFERENCES,
         plane=("w", "e"),

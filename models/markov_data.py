@@ -1,0 +1,140 @@
+"""Binary first-order Markov chains: a vectorized sampler and exact enumeration of sequences.
+
+Kernel ``P = [[1 - p, p], [q, 1 - q]]`` (``p = P(1|0)``, ``q = P(0|1)``), stationary law
+``π = (q, p)/(p + q)``; the first symbol is drawn from ``π`` unless another law is given.  Source:
+Makkuva et al., "Attention with Markov" and "Local to Global" (NeurIPS 2024), §2.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradflow import GradflowError
+
+__all__ = [
+    "MAX_EXACT_LENGTH",
+    "check_length",
+    "check_switching",
+    "enumerate_sequences",
+    "next_one_probability",
+    "sample_chains",
+    "sequence_probabilities",
+    "stationary_one",
+]
+
+MAX_EXACT_LENGTH = 14
+"""Longest sequence whose population loss is computed by enumerating all ``2^N`` sequences.
+
+At ``N = 14`` the enumeration holds 16,384 sequences; each further symbol doubles the memory and
+the time of one exact loss evaluation (``2^N × N × 4d`` activations of the FFN alone)."""
+
+
+def check_switching(p: float, q: float) -> tuple[float, float]:
+    """Validate the switching probabilities.
+
+    Raises:
+        GradflowError: ``p`` or ``q`` is not a finite number in ``(0, 1)``.
+    """
+    out = []
+    for name, value in (("p", p), ("q", q)):
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            raise GradflowError(f"{name} must be a number in (0, 1), got {value!r}") from None
+        if not (math.isfinite(v) and 0.0 < v < 1.0):
+            raise GradflowError(f"{name} = {v:g} is outside the valid range (0, 1)")
+        out.append(v)
+    return out[0], out[1]
+
+
+def check_length(length: int, *, exact: bool = False) -> int:
+    """Validate a sequence length ``N`` (number of positions the transformer reads).
+
+    Args:
+        length: ``N``.
+        exact: whether the population loss will be enumerated exactly over all ``2^N`` sequences.
+
+    Raises:
+        GradflowError: ``N < 1``, not an integer, or ``N > 14`` with ``exact``.
+    """
+    if isinstance(length, bool) or int(length) != length or length < 1:
+        raise GradflowError(f"sequence length N = {length!r} must be an integer ≥ 1")
+    if exact and length > MAX_EXACT_LENGTH:
+        raise GradflowError(
+            f"sequence length N = {length} is too long for exact enumeration (valid range 1…"
+            f"{MAX_EXACT_LENGTH}): it sums over all 2^N = {2**length:,} sequences; use N ≤ "
+            f"{MAX_EXACT_LENGTH} or a Monte Carlo estimate"
+        )
+    return int(length)
+
+
+def stationary_one(p: float, q: float) -> float:
+    """``π1 = p/(p + q)``: the stationary probability of the symbol 1."""
+    return p / (p + q)
+
+
+def next_one_probability(x: jax.Array, p: jax.Array, q: jax.Array) -> jax.Array:
+    """``P(x_{n+1} = 1 | x_n = x)``: ``p`` after a 0, ``1 - q`` after a 1; same shape as ``x``."""
+    return jnp.where(x == 1, 1 - q, p)
+
+
+def sample_chains(
+    key: jax.Array,
+    p: float | jax.Array,
+    q: float | jax.Array,
+    batch: int,
+    length: int,
+    first_one: float | jax.Array | None = None,
+) -> jax.Array:
+    """Sample ``batch`` independent chains of ``length`` symbols.
+
+    Args:
+        key: a ``jax.random`` key.
+        p, q: switching probabilities in ``(0, 1)``.
+        batch: number of sequences.
+        length: symbols per sequence.
+        first_one: ``P(x_1 = 1)``; default the stationary ``π1 = p/(p + q)``.
+
+    Returns:
+        ``int32`` array of shape ``(batch, length)`` with values in ``{0, 1}``.
+    """
+    first = p / (p + q) if first_one is None else first_one
+    u = jax.random.uniform(key, (length, batch))
+    x1 = (u[0] < first).astype(jnp.int32)
+
+    def step(prev: jax.Array, ui: jax.Array) -> tuple[jax.Array, jax.Array]:
+        nxt = (ui < next_one_probability(prev, p, q)).astype(jnp.int32)
+        return nxt, nxt
+
+    _, rest = jax.lax.scan(step, x1, u[1:])
+    return jnp.concatenate([x1[None], rest], axis=0).T
+
+
+def enumerate_sequences(length: int) -> np.ndarray:
+    """All ``2^N`` binary sequences of length ``N``, shape ``(2^N, N)``, in binary counting order.
+
+    Raises:
+        GradflowError: ``N`` outside ``1…14`` (see :data:`MAX_EXACT_LENGTH`).
+    """
+    n = check_length(length, exact=True)
+    codes = np.arange(2**n)
+    return ((codes[:, None] >> np.arange(n - 1, -1, -1)[None, :]) & 1).astype(np.int32)
+
+
+def sequence_probabilities(
+    sequences: jax.Array, p: jax.Array, q: jax.Array, first_one: jax.Array | None = None
+) -> jax.Array:
+    """Probability of each sequence under the chain, shape ``(B,)`` for ``sequences`` ``(B, N)``.
+
+    ``P(x) = P(x_1) Π_n P(x_{n+1} | x_n)`` with ``P(x_1 = 1) = first_one`` (default ``π1``).
+    """
+    first = p / (p + q) if first_one is None else first_one
+    x = jnp.asarray(sequences)
+    p1 = jnp.where(x[:, 0] == 1, first, 1 - first)
+    up = next_one_probability(x[:, :-1], p, q)
+    steps = jnp.where(x[:, 1:] == 1, up, 1 - up)
+    return p1 * jnp.prod(steps, axis=1)

@@ -1,0 +1,214 @@
+"""The single-layer transformer on binary Markov chains (DESIGN §3.1), in equinox.
+
+``u_n = x_n e + p_n`` (token embedding plus learned position), causal attention
+``y_n = u_n + W_O Σ_{i≤n} att_{n,i} W_V u_i`` with scores ``s_{n,i} = ⟨W_Q u_n, W_K u_i⟩/√d``
+(softmax: ``att = softmax_i(s)``; linear: ``att_{n,i} = s_{n,i}/n``, the mean over the visible
+positions), residual ReLU FFN ``z_n = y_n + W_2 ReLU(W_1 y_n)`` (``W_1: 4d × d``,
+``W_2: d × 4d``, no biases), no LayerNorm, logit ``⟨e, z_n⟩ + b`` (weight tying; untied: a
+separate unembedding vector), binary cross-entropy against ``x_{n+1}``, averaged over the ``N``
+positions.  Source: Makkuva et al., "Local to Global" (NeurIPS 2024), §2 and Appendix
+(architecture); the linear-attention switch with the ``1/n`` mean is this project's choice, see
+``docs/models/markov-transformer.md``.
+
+Losses (all in nats, averaged over the ``N`` positions ``n = 1…N``, each predicting ``x_{n+1}``):
+
+- :func:`sample_loss`: sampled sequences of ``N + 1`` symbols (training);
+- :func:`conditional_loss`: sampled inputs of ``N`` symbols, the next symbol integrated out with the
+  kernel, ``E[ℓ | x_1…x_N]`` (unbiased for the population loss, lower variance: evaluation);
+- :func:`exact_loss`: the population loss, all ``2^N`` inputs weighted by their probabilities.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float, Int
+
+from gradflow import GradflowError
+
+from .markov_data import (
+    check_length,
+    enumerate_sequences,
+    next_one_probability,
+    sequence_probabilities,
+)
+
+__all__ = [
+    "ATTENTION_KINDS",
+    "MarkovTransformer",
+    "check_attention",
+    "check_width",
+    "conditional_loss",
+    "exact_loss",
+    "expected_cross_entropy",
+    "logits",
+    "sample_loss",
+    "standard_init",
+]
+
+ATTENTION_KINDS = ("softmax", "linear")
+STANDARD_STD = 0.02
+"""Standard deviation of the standard init, N(0, 0.02²); output projections get 0.02/√2."""
+MAX_WIDTH = 4096
+
+
+class MarkovTransformer(eqx.Module):
+    """Parameters of the single-layer transformer; a pytree (equinox module).
+
+    Attributes:
+        e: token embedding of the symbol 1, shape ``(d,)`` (the symbol 0 embeds as 0).
+        positions: learned positions ``p_n``, shape ``(N, d)``.
+        W_Q, W_K, W_V, W_O: attention matrices, ``(d, d)``.
+        W_1: FFN input ``(4d, d)``; W_2: FFN output ``(d, 4d)``.
+        b: logit bias, shape ``()``.
+        unembed: ``None`` for weight tying (the logit reads ``e``), else a vector ``(d,)``.
+        attention: ``"softmax"`` or ``"linear"`` (static).
+    """
+
+    e: Float[Array, " d"]
+    positions: Float[Array, "N d"]
+    W_Q: Float[Array, "d d"]
+    W_K: Float[Array, "d d"]
+    W_V: Float[Array, "d d"]
+    W_O: Float[Array, "d d"]
+    W_1: Float[Array, "h d"]
+    W_2: Float[Array, "d h"]
+    b: Float[Array, ""]
+    unembed: Float[Array, " d"] | None
+    attention: str = eqx.field(static=True)
+
+    @property
+    def d(self) -> int:
+        """Embedding width."""
+        return int(self.e.shape[0])
+
+    @property
+    def length(self) -> int:
+        """Number of positions ``N``."""
+        return int(self.positions.shape[0])
+
+    def readout(self) -> Float[Array, " d"]:
+        """The unembedding vector: ``e`` under weight tying."""
+        return self.e if self.unembed is None else self.unembed
+
+
+def check_width(d: int) -> int:
+    """Validate the embedding width.
+
+    Raises:
+        GradflowError: ``d`` not an integer in ``1…4096``.
+    """
+    if isinstance(d, bool) or int(d) != d or not 1 <= d <= MAX_WIDTH:
+        raise GradflowError(f"width d = {d!r} must be an integer in 1…{MAX_WIDTH}")
+    return int(d)
+
+
+def check_attention(attention: str) -> str:
+    """Validate the attention kind.
+
+    Raises:
+        GradflowError: not ``"softmax"`` or ``"linear"``.
+    """
+    if attention not in ATTENTION_KINDS:
+        raise GradflowError(f"attention = {attention!r} must be one of {', '.join(ATTENTION_KINDS)}")
+    return attention
+
+
+def _sequence_logits(model: MarkovTransformer, x: Int[Array, " N"]) -> Float[Array, " N"]:
+    """Logits of one input sequence of ``N ≤ model.length`` symbols."""
+    n = x.shape[0]
+    u = x[:, None].astype(model.e.dtype) * model.e + model.positions[:n]
+    scores = (u @ model.W_Q.T) @ (u @ model.W_K.T).T / math.sqrt(model.d)
+    causal = jnp.tril(jnp.ones((n, n), dtype=bool))
+    if model.attention == "softmax":
+        att = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1)
+    else:
+        visible = jnp.arange(1, n + 1, dtype=u.dtype)[:, None]
+        att = jnp.where(causal, scores, 0.0) / visible
+    y = u + (att @ (u @ model.W_V.T)) @ model.W_O.T
+    z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
+    return z @ model.readout() + model.b
+
+
+def logits(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N"]:
+    """Logits ``⟨e, z_n⟩ + b`` of ``P(x_{n+1} = 1)`` for a batch of input sequences."""
+    return jax.vmap(lambda seq: _sequence_logits(model, seq))(x)
+
+
+def expected_cross_entropy(y: Array, f: Array) -> Array:
+    """``ℓ_y(f) = -y ln σ(f) - (1 - y) ln σ(-f)``, nats; ``y`` = probability of the target 1."""
+    return -y * jax.nn.log_sigmoid(f) - (1 - y) * jax.nn.log_sigmoid(-f)
+
+
+def sample_loss(model: MarkovTransformer, sequences: Int[Array, "B N1"]) -> Float[Array, ""]:
+    """Mean cross-entropy over a batch of ``N + 1``-symbol sequences and the ``N`` positions."""
+    f = logits(model, sequences[:, :-1])
+    return jnp.mean(expected_cross_entropy(sequences[:, 1:].astype(f.dtype), f))
+
+
+def conditional_loss(
+    model: MarkovTransformer, inputs: Int[Array, "B N"], p: Array, q: Array
+) -> Float[Array, "B"]:
+    """``E[ℓ | x_1…x_N]`` per sequence: each next symbol integrated out with the kernel, nats.
+
+    The batch mean is an unbiased estimate of the population loss; its standard error is the
+    standard deviation of the returned values over ``√B``.
+    """
+    f = logits(model, inputs)
+    return jnp.mean(expected_cross_entropy(next_one_probability(inputs, p, q), f), axis=1)
+
+
+def exact_loss(model: MarkovTransformer, p: Array, q: Array, length: int | None = None) -> Float[Array, ""]:
+    """The population loss by enumeration: ``Σ_x P(x) (1/N) Σ_n ℓ_{P(1|x_n)}(logit_n(x))``, nats.
+
+    The sum runs over all ``2^N`` input sequences ``x_1…x_N`` (first symbol from π); the next
+    symbol ``x_{n+1}`` is integrated out exactly, so there is no sampling noise.
+
+    Raises:
+        GradflowError: ``N > 14`` (see :data:`gradflow.models.markov_data.MAX_EXACT_LENGTH`).
+    """
+    seqs = jnp.asarray(enumerate_sequences(model.length if length is None else length))
+    weights = sequence_probabilities(seqs, p, q)
+    return jnp.sum(weights * conditional_loss(model, seqs, p, q))
+
+
+def standard_init(
+    key: jax.Array,
+    d: int,
+    length: int,
+    *,
+    attention: Literal["softmax", "linear"] = "softmax",
+    tied: bool = True,
+    dtype: jnp.dtype = jnp.float32,
+) -> MarkovTransformer:
+    """The standard init: every weight N(0, 0.02²), output projections ``W_O, W_2`` N(0, 0.02²/2),
+    ``b = 0`` (GPT-2 convention, as in the paper's experiments).
+
+    Raises:
+        GradflowError: invalid ``d``, ``length`` or ``attention``.
+    """
+    d, length = check_width(d), check_length(length)
+    check_attention(attention)
+    keys = jax.random.split(key, 10)
+    std, out_std = STANDARD_STD, STANDARD_STD / math.sqrt(2)
+
+    def normal(k: jax.Array, shape: tuple[int, ...], s: float) -> jax.Array:
+        return (s * jax.random.normal(k, shape)).astype(dtype)
+
+    return MarkovTransformer(
+        e=normal(keys[0], (d,), std),
+        positions=normal(keys[1], (length, d), std),
+        W_Q=normal(keys[2], (d, d), std),
+        W_K=normal(keys[3], (d, d), std),
+        W_V=normal(keys[4], (d, d), std),
+        W_O=normal(keys[5], (d, d), out_std),
+        W_1=normal(keys[6], (4 * d, d), std),
+        W_2=normal(keys[7], (d, 4 * d), out_std),
+        b=jnp.zeros((), dtype),
+        unembed=None if tied else normal(keys[8], (d,), std),
+        attention=attention,
+    )
