@@ -6,7 +6,7 @@ includes compilation, the second does not.  Baselines, measured in the same run 
 subsample of the same grid and extrapolated to the full grid: ``scipy.integrate.solve_ivp``, one
 initial condition at a time, with RK45 (scipy's default) and with LSODA, each with the same
 vector field (the model's symbolic ``∇L`` lambdified to NumPy, the fastest per-point path from
-Python; the Hessian as Jacobian for LSODA), the same tolerances and the same stopping rule
+Python; the jitted JAX Hessian as Jacobian for LSODA), the same tolerances and stopping rule
 (steady state ``‖∇L‖₂ ≤ gtol``, or loss below the decision level, or ``t_max``).
 """
 
@@ -18,13 +18,13 @@ from typing import Any
 
 import jax
 import numpy as np
-import sympy as sp
 from scipy.integrate import solve_ivp
-from scipy.special import expit
 
 from gradflow import basins, critical_sets
 from gradflow._basins import default_basin_options, plane_grid, widened_bounds
+from gradflow._compiled import numpy_gradient
 from gradflow._critical import decision_level
+from gradflow._sym import lambdify_numpy
 from gradflow.cli._common import format_table, print_json
 from gradflow.models import markov
 
@@ -38,26 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
-def _numpy_functions(model: Any) -> tuple[Any, Any, Any]:
-    """``L``, ``∇L``, ``∇²L`` of the model lambdified to NumPy: the fastest per-point Python path."""
-    m = model.model
-    symbols = (*m.params, *m.hyperparams)
-    modules = [
-        {"LogSigmoid": lambda x: -np.logaddexp(0.0, -x), "Sigmoid": expit, "DiracDelta": np.zeros_like},
-        "numpy",
-    ]
-    grad_exprs = model.compiled.symbolic_grad
-    hess_exprs = [[sp.diff(g, s) for s in m.params] for g in grad_exprs]
-    loss = sp.lambdify(symbols, m.loss, modules=modules, cse=True)
-    grad = sp.lambdify(symbols, list(grad_exprs), modules=modules, cse=True)
-    hessian = sp.lambdify(symbols, hess_exprs, modules=modules, cse=True)
-    return loss, grad, hessian
-
-
 def _scipy_ms_per_trajectory(model: Any, starts: np.ndarray, method: str, level: float) -> float:
     """Mean wall time (ms) of ``solve_ivp`` per initial condition, same stopping rule."""
     h = [float(x) for x in np.asarray(model.h)]
-    loss, grad, hessian = _numpy_functions(model)
+    m = model.model
+    loss = lambdify_numpy((*m.params, *m.hyperparams), m.loss)
+    grad, hessian, h_array = numpy_gradient(m), model.compiled.hessian, model.h
     options = default_basin_options()[0]
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
@@ -70,7 +56,7 @@ def _scipy_ms_per_trajectory(model: Any, starts: np.ndarray, method: str, level:
         return float(loss(*y, *h)) - level
 
     steady.terminal = decided.terminal = True
-    extra = {"jac": lambda t, y: -np.asarray(hessian(*y, *h))} if method == "LSODA" else {}
+    extra = {"jac": lambda t, y: -np.asarray(hessian(y, h_array))} if method == "LSODA" else {}
     begin = time.perf_counter()
     for y0 in starts:
         solve_ivp(rhs, (0.0, options.t_max), y0, method=method, rtol=options.rtol, atol=options.atol,

@@ -24,6 +24,7 @@ from scipy.optimize import root
 from scipy.spatial.distance import pdist
 
 from ._classify import KINDS, Classification, classify_points
+from ._compiled import numpy_gradient
 from ._errors import GradflowError
 from ._model import CriticalSetSpec, ReducedModel
 
@@ -250,15 +251,15 @@ def _numerical_solutions(
     """
     rng = np.random.default_rng(seed)
     y0 = rng.uniform(box[:, 0], box[:, 1], size=(max(starts, 0), model.model.dim))
-    grad, hessian = model.compiled.grad, model.compiled.hessian
-    h = model.h
+    grad, hessian = numpy_gradient(model.model), model.compiled.hessian
+    h, h_array = [float(v) for v in np.asarray(model.h)], model.h
     found = []
     with np.errstate(all="ignore"):
         for start in y0:
             sol = root(
-                lambda y: np.asarray(grad(y, h)),
+                lambda y: np.asarray(grad(*y, *h), dtype=float),
                 start,
-                jac=lambda y: np.asarray(hessian(y, h)),
+                jac=lambda y: np.asarray(hessian(y, h_array)),
                 method="lm",
                 options={"xtol": 1e-14, "ftol": 1e-14},
             )

@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import sympy as sp
+from scipy.special import expit
 
-__all__ = ["LogSigmoid", "Sigmoid", "binary_cross_entropy", "lambdify_jax"]
+__all__ = ["LogSigmoid", "Sigmoid", "binary_cross_entropy", "lambdify_jax", "lambdify_numpy"]
 
 
 class Sigmoid(sp.Function):
@@ -66,6 +68,11 @@ def binary_cross_entropy(y: sp.Expr, logit: sp.Expr) -> sp.Expr:
 
 
 _JAX_FUNCTIONS = {"LogSigmoid": jax.nn.log_sigmoid, "Sigmoid": jax.nn.sigmoid}
+_NUMPY_FUNCTIONS = {
+    "LogSigmoid": lambda x: -np.logaddexp(0.0, -x),
+    "Sigmoid": expit,
+    "DiracDelta": np.zeros_like,
+}
 
 
 def lambdify_jax(
@@ -87,3 +94,15 @@ def lambdify_jax(
         return jnp.stack([jnp.broadcast_to(v, shape) for v in parts], axis=-1)
 
     return stacked
+
+
+def lambdify_numpy(
+    args: Sequence[sp.Symbol], expr: sp.Expr | Sequence[sp.Expr] | Sequence[Sequence[sp.Expr]]
+) -> Callable[..., np.ndarray]:
+    """Translate SymPy expression(s) into a NumPy function of scalar ``args`` (``cse=True``).
+
+    For per-point calls from Python (scipy root finding and ODE baselines), where a NumPy call
+    costs microseconds and a JAX dispatch tens of them.  ``DiracDelta`` (from differentiating
+    ``sign``) evaluates to 0, its value away from the origin.
+    """
+    return sp.lambdify(args, expr, modules=[_NUMPY_FUNCTIONS, "numpy"], cse=True)

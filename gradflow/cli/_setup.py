@@ -10,11 +10,12 @@ import jax
 __all__ = ["configure_jax", "cache_dir"]
 
 
-def cache_dir() -> Path:
+def cache_dir() -> Path | None:
     """Where compiled XLA programs are cached between runs: ``$GRADFLOW_CACHE_DIR`` or
-    ``~/.cache/gradflow/jax``."""
+    ``~/.cache/gradflow/jax``; ``GRADFLOW_CACHE_DIR=""`` turns the cache off (``None``)."""
     default = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gradflow" / "jax"
-    return Path(os.environ.get("GRADFLOW_CACHE_DIR", default))
+    value = os.environ.get("GRADFLOW_CACHE_DIR", str(default))
+    return Path(value) if value else None
 
 
 def configure_jax() -> None:
@@ -24,6 +25,8 @@ def configure_jax() -> None:
     ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped.
     """
     path = cache_dir()
+    if path is None:
+        return
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:

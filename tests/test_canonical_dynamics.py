@@ -1,0 +1,116 @@
+"""Critical sets and basins of the canonical model against the exact analysis of DESIGN.md §3.1.
+
+The flow conserves E = e² - w² - sgn(w) ln|w|, so each trajectory runs along a level curve of E.
+With E_sad = -(1 + ln 2)/2 (the energy of the saddle (0, -1/√2)) the fate of a point with e ≠ 0
+is decided by which side of E = E_sad it lies on:
+
+- p + q > 1: the local minima are (0, w) with w > -1/√2; a point goes there iff w ≥ 0, or
+  -1/√2 < w < 0 and E < E_sad.
+- p + q < 1: the local minima are (0, w) with w < -1/√2; a point goes there iff w < -1/√2 and
+  E < E_sad.
+
+Everything else reaches the global-minimum curve Γ*.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradflow import LABELS, basins, critical_sets
+from gradflow.models import markov
+
+W_SADDLE = -1 / np.sqrt(2)
+E_SADDLE = -(1 + np.log(2)) / 2
+
+
+def energy(e: np.ndarray, w: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return e**2 - w**2 - np.sign(w) * np.log(np.abs(w))
+
+
+def exact_reaches_global(e: np.ndarray, w: np.ndarray, p: float, q: float) -> np.ndarray:
+    below = energy(e, w) < E_SADDLE
+    if p + q > 1:
+        return ~((w >= 0) | ((w > W_SADDLE) & (w < 0) & below))
+    return ~((w < W_SADDLE) & below)
+
+
+def by_kind(sets, kind):
+    return [s for s in sets if s.kind == kind]
+
+
+@pytest.mark.parametrize("p, q", [(0.7, 0.6), (0.9, 0.9), (0.1, 0.1), (0.3, 0.2)])
+def test_critical_sets_match_the_closed_forms(p: float, q: float) -> None:
+    model = markov.canonical(p, q)
+    refs = model.references
+    sets = critical_sets(model)
+
+    (gamma,) = by_kind(sets, "global_min")
+    e, w = gamma.points.T
+    assert gamma.dimension == 1
+    np.testing.assert_allclose(e**2 * (1 + 2 * w * np.abs(w)), refs["c_star"], rtol=1e-9)
+    np.testing.assert_allclose(model.loss(gamma.points), refs["entropy_rate"], atol=1e-12)
+
+    (saddle,) = by_kind(sets, "saddle")
+    assert saddle.dimension == 0
+    np.testing.assert_allclose(saddle.points[0], [0.0, W_SADDLE], atol=1e-12)
+    assert model.invariant("E", saddle.points[0]) == pytest.approx(E_SADDLE, abs=1e-12)
+
+    (minima,) = by_kind(sets, "local_min")
+    (maxima,) = by_kind(sets, "local_max")
+    for s in (minima, maxima):
+        assert s.dimension == 1
+        np.testing.assert_allclose(s.points[:, 0], 0.0, atol=1e-15)
+        assert s.loss == pytest.approx(refs["unigram_loss"], abs=1e-12)
+    if p + q > 1:
+        assert np.all(minima.points[:, 1] > W_SADDLE) and np.all(maxima.points[:, 1] < W_SADDLE)
+    else:
+        assert np.all(minima.points[:, 1] < W_SADDLE) and np.all(maxima.points[:, 1] > W_SADDLE)
+    assert {s.kind for s in sets} == {"global_min", "local_min", "saddle", "local_max"}
+
+
+def test_p_plus_q_equal_one_makes_every_critical_point_global() -> None:
+    model = markov.canonical(0.3, 0.7)
+    sets = critical_sets(model)
+    assert sets and all(s.kind == "global_min" for s in sets)
+    assert model.references["entropy_rate"] == pytest.approx(model.references["unigram_loss"], abs=1e-12)
+
+
+@pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1)])
+def test_basin_map_agrees_with_the_energy_classification(p: float, q: float) -> None:
+    bm = basins(markov.canonical(p, q), grid=81, progress=False)
+    fractions = bm.fractions()
+    assert sum(fractions.values()) == pytest.approx(1.0)
+    assert fractions["not_converged"] == 0 and fractions["diverged"] == 0
+    w, e = np.meshgrid(bm.xs, bm.ys)
+    cell = bm.xs[1] - bm.xs[0]
+    separatrix_e = np.sqrt(np.maximum(E_SADDLE + w**2 - np.log(np.abs(w) + (w >= 0)), 0.0))
+    far = (e != 0) & (np.abs(w) > cell) & ((w > 0) | (np.abs(np.abs(e) - separatrix_e) > cell))
+    agree = (bm.mask("global_min") == exact_reaches_global(e, w, p, q))[far]
+    assert far.sum() > 0.8 * far.size
+    assert agree.mean() >= 0.995
+    on_axis = bm.labels[e == 0]
+    assert set(np.asarray(LABELS)[on_axis]) <= {"local_min", "local_max", "saddle"}
+
+
+def test_bias_model_critical_sets_and_flow() -> None:
+    """L(e, w, b): Γ* lifted with b = c*/(2(1 + 2w|w|)) + logit(p); e = 0 needs b = ln(p/q)."""
+    p, q = 0.7, 0.6
+    model = markov.canonical_bias(p, q)
+    refs = model.references
+    sets = critical_sets(model)
+    (gamma,) = by_kind(sets, "global_min")
+    e, w, b = gamma.points.T
+    gain = 1 + 2 * w * np.abs(w)
+    np.testing.assert_allclose(b, refs["c_star"] / (2 * gain) + np.log(p / (1 - p)), atol=1e-10)
+    line = [s for s in sets if s.name == "e = 0"]
+    assert {s.kind for s in line} == {"local_min", "saddle"}
+    for s in line:
+        np.testing.assert_allclose(s.points[:, 2], np.log(p / q), atol=1e-12)
+    trajectory = model.flow([0.5, -1.5, 0.0])
+    assert trajectory.converged
+    assert trajectory.losses[-1] == pytest.approx(refs["entropy_rate"], abs=1e-9)
+    sliced = basins(model, grid=9, fixed={"b": 0.0}, progress=False)
+    assert sum(sliced.fractions().values()) == pytest.approx(1.0)
+    assert sliced.fractions()["not_converged"] == 0
