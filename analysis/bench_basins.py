@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from gradflow.models import markov
 from scipy.integrate import solve_ivp
 
 from gradflow import basins, critical_sets
@@ -26,15 +27,18 @@ from gradflow._compiled import numpy_gradient
 from gradflow._critical import decision_level
 from gradflow._sym import lambdify_numpy
 from gradflow.cli._common import format_table, print_json
-from gradflow.models import markov
 
 P, Q = 0.7, 0.6
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--grid", type=int, default=400, help="grid points per axis (default 400)")
-    parser.add_argument("--lsoda-samples", type=int, default=300, help="trajectories timed with LSODA (default 300)")
-    parser.add_argument("--rk45-samples", type=int, default=60, help="trajectories timed with RK45 (default 60)")
+    parser.add_argument(
+        "--lsoda-samples", type=int, default=300, help="trajectories timed with LSODA (default 300)"
+    )
+    parser.add_argument(
+        "--rk45-samples", type=int, default=60, help="trajectories timed with RK45 (default 60)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -59,8 +63,16 @@ def _scipy_ms_per_trajectory(model: Any, starts: np.ndarray, method: str, level:
     extra = {"jac": lambda t, y: -np.asarray(hessian(y, h_array))} if method == "LSODA" else {}
     begin = time.perf_counter()
     for y0 in starts:
-        solve_ivp(rhs, (0.0, options.t_max), y0, method=method, rtol=options.rtol, atol=options.atol,
-                  events=(steady, decided), **extra)
+        solve_ivp(
+            rhs,
+            (0.0, options.t_max),
+            y0,
+            method=method,
+            rtol=options.rtol,
+            atol=options.atol,
+            events=(steady, decided),
+            **extra,
+        )
     return 1e3 * (time.perf_counter() - begin) / len(starts)
 
 
@@ -79,12 +91,18 @@ def run(args: argparse.Namespace) -> int:
     result = basins(model, grid=args.grid, progress=False)
     warm = time.perf_counter() - begin
     _, xs, ys, _, thetas = plane_grid(model, args.grid)
-    critical = critical_sets(model, bounds=widened_bounds(model, {"w": (xs[0], xs[-1]), "e": (ys[0], ys[-1])}))
+    critical = critical_sets(
+        model, bounds=widened_bounds(model, {"w": (xs[0], xs[-1]), "e": (ys[0], ys[-1])})
+    )
     level = decision_level(critical)
     rng = np.random.default_rng(0)
     flat = thetas.reshape(-1, model.model.dim)
-    lsoda = _scipy_ms_per_trajectory(model, flat[rng.choice(n, args.lsoda_samples, replace=False)], "LSODA", level)
-    rk45 = _scipy_ms_per_trajectory(model, flat[rng.choice(n, args.rk45_samples, replace=False)], "RK45", level)
+    lsoda = _scipy_ms_per_trajectory(
+        model, flat[rng.choice(n, args.lsoda_samples, replace=False)], "LSODA", level
+    )
+    rk45 = _scipy_ms_per_trajectory(
+        model, flat[rng.choice(n, args.rk45_samples, replace=False)], "RK45", level
+    )
     report = {
         "grid": args.grid,
         "model": f"canonical p={P} q={Q}, box [-3, 3]^2",
@@ -95,19 +113,42 @@ def run(args: argparse.Namespace) -> int:
         "max_steps": int(result.steps.max()),
         "devices": [str(d) for d in jax.devices()],
         "baselines": {
-            name: {"ms_per_trajectory": ms, "extrapolated_seconds": ms * n / 1e3, "speedup": ms * n / 1e3 / cold}
+            name: {
+                "ms_per_trajectory": ms,
+                "extrapolated_seconds": ms * n / 1e3,
+                "speedup": ms * n / 1e3 / cold,
+            }
             for name, ms in (("scipy_rk45", rk45), ("scipy_lsoda", lsoda))
         },
     }
     if args.json:
         print_json(report)
         return 0
-    print(f"basin map of the canonical flow, {args.grid} × {args.grid} = {n} trajectories (p = {P}, q = {Q})")
-    print(f"  gradflow: {cold:.1f} s with compilation, {warm:.1f} s without; {n / warm:,.0f} trajectories/s;"
-          f" mean {report['mean_steps']:.1f} steps, max {report['max_steps']}")
+    print(
+        f"basin map of the canonical flow, {args.grid} × {args.grid} = {n} trajectories (p = {P}, q = {Q})"
+    )
+    print(
+        f"  gradflow: {cold:.1f} s with compilation, {warm:.1f} s without; {n / warm:,.0f} trajectories/s;"
+        f" mean {report['mean_steps']:.1f} steps, max {report['max_steps']}"
+    )
     rows = [
-        [name, f"{b['ms_per_trajectory']:.2f}", f"{b['extrapolated_seconds']:.0f}", f"{b['speedup']:.1f}×"]
+        [
+            name,
+            f"{b['ms_per_trajectory']:.2f}",
+            f"{b['extrapolated_seconds']:.0f}",
+            f"{b['speedup']:.1f}×",
+        ]
         for name, b in report["baselines"].items()
     ]
-    print(format_table(["baseline", "ms/trajectory", "full grid (s, extrapolated)", "gradflow speedup (with compile)"], rows))
+    print(
+        format_table(
+            [
+                "baseline",
+                "ms/trajectory",
+                "full grid (s, extrapolated)",
+                "gradflow speedup (with compile)",
+            ],
+            rows,
+        )
+    )
     return 0

@@ -13,10 +13,10 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from gradflow.models import markov
 
 from gradflow import portrait
 from gradflow._io import save_with_data
-from gradflow.models import markov
 
 NAME = "local-to-global-fig1"
 CASES = ((0.1, 0.1), (0.9, 0.9))
@@ -24,7 +24,9 @@ CASES = ((0.1, 0.1), (0.9, 0.9))
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    parser.add_argument("--grid", type=int, default=201, help="basin grid points per axis (default 201)")
+    parser.add_argument(
+        "--grid", type=int, default=201, help="basin grid points per axis (default 201)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,12 +57,18 @@ def run(args: argparse.Namespace) -> int:
         )
         unique = {h.get_label(): h for h in handles}
         axes[1, col].legend(
-            handles=list(unique.values()), loc="upper center", bbox_to_anchor=(0.5, -0.08),
-            ncol=2, fontsize=8, frameon=False,
+            handles=list(unique.values()),
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.08),
+            ncol=2,
+            fontsize=8,
+            frameon=False,
         )
         arrays.update({f"{tag}_{k}": v for k, v in result.data().items()})
         fractions[tag] = result.basin_map.fractions()
-    fig.suptitle("Canonical model L(e, w) = Φ(e²(1 + 2w|w|)) (Local to Global, Fig. 1)", fontsize=12)
+    fig.suptitle(
+        "Canonical model L(e, w) = Φ(e²(1 + 2w|w|)) (Local to Global, Fig. 1)", fontsize=12
+    )
     out = args.out / f"{NAME}.png"
     metadata = {
         "figure": NAME,

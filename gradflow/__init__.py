@@ -52,6 +52,7 @@ __all__ = [
     "CriticalSetSpec",
     "FlowEndpoints",
     "FlowOptions",
+    "GradientField",
     "GradflowError",
     "LogSigmoid",
     "ReducedModel",
@@ -61,5 +62,7 @@ __all__ = [
     "binary_cross_entropy",
     "flow",
     "flow_endpoints",
+    "gradient_flow",
+    "integrate",
     "lambdify_jax",
 ]

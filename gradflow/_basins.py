@@ -199,7 +199,9 @@ def _as_tuple(options: FlowOptions | Sequence[FlowOptions]) -> tuple[FlowOptions
     return (options,) if isinstance(options, FlowOptions) else tuple(options)
 
 
-def widened_bounds(model: BoundModel, bounds: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+def widened_bounds(
+    model: BoundModel, bounds: dict[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
     """The box enlarged by half its size: trajectories may end outside the grid's box."""
     out = {}
     for name in model.model.param_names:
@@ -226,4 +228,3 @@ def _labels(
 def fractions_table(fractions: Mapping[str, float]) -> list[tuple[str, float]]:
     """The non-zero fractions, largest first."""
     return sorted(((k, v) for k, v in fractions.items() if v > 0), key=lambda kv: -kv[1])
-

@@ -86,7 +86,9 @@ def classify_points(
     null = np.abs(lam) <= zero
     neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
     nullity = null.sum(axis=1)
-    decreases, increases = _probe(model, thetas, losses, vec, null, (nullity > 0) & ~((neg > 0) & (pos > 0)))
+    decreases, increases = _probe(
+        model, thetas, losses, vec, null, (nullity > 0) & ~((neg > 0) & (pos > 0))
+    )
     kinds = np.select(
         [
             (neg > 0) & (pos > 0),
@@ -98,11 +100,22 @@ def classify_points(
             decreases,
             increases,
         ],
-        ["saddle", "saddle", "local_min", "saddle", "local_max", "saddle", "local_max", "local_min"],
+        [
+            "saddle",
+            "saddle",
+            "local_min",
+            "saddle",
+            "local_max",
+            "saddle",
+            "local_max",
+            "local_min",
+        ],
         "degenerate",
     ).astype(object)
     if global_min_loss is not None:
-        is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * np.maximum(1.0, np.abs(losses))
+        is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * np.maximum(
+            1.0, np.abs(losses)
+        )
         kinds[is_global] = "global_min"
     return Classification(kinds=kinds, eigenvalues=lam, morse_index=neg, nullity=nullity)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp

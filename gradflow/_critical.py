@@ -143,9 +143,7 @@ def decision_level(sets: list[CriticalSet]) -> float | None:
     return min(losses) if losses else None
 
 
-def _bounds(
-    model: ReducedModel, overrides: Mapping[str, tuple[float, float]] | None
-) -> np.ndarray:
+def _bounds(model: ReducedModel, overrides: Mapping[str, tuple[float, float]] | None) -> np.ndarray:
     """Bounds as an array of shape ``(dim, 2)``."""
     overrides = dict(overrides or {})
     for name in overrides:
@@ -180,8 +178,10 @@ def _sample_piece(
     values, condition, free_idx = _piece_functions(model.model, spec)
     dim = model.model.dim
     axes = [np.linspace(*box[i], samples) for i in free_idx]
-    grid = np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], -1) if axes else (
-        np.zeros((1, 0))
+    grid = (
+        np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], -1)
+        if axes
+        else (np.zeros((1, 0)))
     )
     hyper = list(np.asarray(model.h))
     points = np.empty((grid.shape[0], dim))
@@ -241,9 +241,7 @@ def _symbolic_pieces_cached(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
     )
 
 
-def _numerical_solutions(
-    model: BoundModel, box: np.ndarray, starts: int, seed: int
-) -> np.ndarray:
+def _numerical_solutions(model: BoundModel, box: np.ndarray, starts: int, seed: int) -> np.ndarray:
     """Critical points found by Levenberg–Marquardt (``scipy.optimize.root``) on ``∇L = 0``.
 
     The ``starts`` initial points are uniform in ``box`` (seeded); the Jacobian is the Hessian.
@@ -299,7 +297,9 @@ def _group(
         idx = np.flatnonzero(classes.kinds == kind)
         if not idx.size:
             continue
-        made = _make_set(model, spec.name, spec.equation, points, classes, idx, free if idx.size > 1 else 0)
+        made = _make_set(
+            model, spec.name, spec.equation, points, classes, idx, free if idx.size > 1 else 0
+        )
         if free == 1:
             starts = np.flatnonzero(np.diff(grid_index[idx]) != 1) + 1
             made = dataclasses.replace(made, segments=(0, *starts.tolist()))

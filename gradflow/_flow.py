@@ -390,8 +390,16 @@ def flow_endpoints(
         for stage in stages:
             budget = state.steps[pending] + stage.max_steps if pending.size else None
             pending = _run_stage(
-                _model_field(model), model.h, stage, level, state, pending, budget,
-                min(chunk_size, n), steps_per_round, bar,
+                _model_field(model),
+                model.h,
+                stage,
+                level,
+                state,
+                pending,
+                budget,
+                min(chunk_size, n),
+                steps_per_round,
+                bar,
             )
     return FlowEndpoints(endpoints=state.y, times=state.t, steps=state.steps, status=state.status)
 

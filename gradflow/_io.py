@@ -86,7 +86,9 @@ def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
     temps = []
     try:
         for target in targets:
-            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent)
+            fd, name = tempfile.mkstemp(
+                prefix=f".{target.name}.", suffix=target.suffix, dir=target.parent
+            )
             os.close(fd)
             temps.append(Path(name))
         yield temps
@@ -110,7 +112,7 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Write JSON (NumPy values converted) with a creation time and package versions added."""
     record = {
         **to_jsonable(data),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "versions": package_versions(),
     }
     Path(path).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")

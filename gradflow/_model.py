@@ -163,7 +163,9 @@ class ReducedModel:
                     f"{h.name} must be a number in {show_domain(domain)}, got {values[h.name]!r}"
                 ) from None
             if not math.isfinite(x) or domain.contains(sp.Float(x)) is not sp.true:
-                raise GradflowError(f"{h.name} = {x:g} is outside the valid range {show_domain(domain)}")
+                raise GradflowError(
+                    f"{h.name} = {x:g} is outside the valid range {show_domain(domain)}"
+                )
             checked[h.name] = x
         return checked
 

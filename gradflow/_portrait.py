@@ -130,29 +130,57 @@ class Portrait:
             bm = self.basin_map
             cmap = ListedColormap([BASIN_COLORS[label] for label in LABELS])
             ax.pcolormesh(
-                bm.xs, bm.ys, bm.labels, cmap=cmap, vmin=-0.5, vmax=len(LABELS) - 0.5,
-                shading="nearest", rasterized=True,
+                bm.xs,
+                bm.ys,
+                bm.labels,
+                cmap=cmap,
+                vmin=-0.5,
+                vmax=len(LABELS) - 0.5,
+                shading="nearest",
+                rasterized=True,
             )
             fractions = bm.fractions()
             handles += [
-                Patch(color=BASIN_COLORS[label], label=f"basin: {label.replace('_', ' ')} ({fractions[label]:.1%})")
+                Patch(
+                    color=BASIN_COLORS[label],
+                    label=f"basin: {label.replace('_', ' ')} ({fractions[label]:.1%})",
+                )
                 for label in LABELS
-                if fractions[label] >= 0.001 and label in ("global_min", "local_min", "diverged", "not_converged")
+                if fractions[label] >= 0.001
+                and label in ("global_min", "local_min", "diverged", "not_converged")
             ]
         if self.invariant is not None and "invariant" in layers:
             name, values = self.invariant
             finite = values[np.isfinite(values)]
             if finite.size:
                 levels = np.unique(np.percentile(finite, np.linspace(3, 97, 16)))
-                ax.contour(xs, ys, values, levels=levels, colors="#8c8c8c", linewidths=0.6, linestyles="solid", alpha=0.8)
-                handles.append(_line(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}"))
+                ax.contour(
+                    xs,
+                    ys,
+                    values,
+                    levels=levels,
+                    colors="#8c8c8c",
+                    linewidths=0.6,
+                    linestyles="solid",
+                    alpha=0.8,
+                )
+                handles.append(
+                    _line(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}")
+                )
         if "streamlines" in layers:
             ax.streamplot(xs, ys, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8)
             handles.append(_line(color="#555555", lw=0.8, label="streamlines of −∇L"))
         if self.separatrix and "separatrix" in layers:
             for line in self.separatrix:
                 ax.plot(line[:, 0], line[:, 1], color="black", lw=2.0, ls="--")
-            handles.append(_line(color="black", lw=2.0, ls="--", label="separatrix (stable manifold of the saddle)"))
+            handles.append(
+                _line(
+                    color="black",
+                    lw=2.0,
+                    ls="--",
+                    label="separatrix (stable manifold of the saddle)",
+                )
+            )
         if "critical" in layers:
             handles += self._draw_critical(ax)
         for overlay in self.overlays:
@@ -165,7 +193,14 @@ class Portrait:
         ax.set_ylabel(f"${self.plane[1]}$", rotation=0)
         ax.set_title(title or self.title(), fontsize=10)
         if legend:
-            ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=7.5, frameon=False)
+            ax.legend(
+                handles=handles,
+                loc="upper center",
+                bbox_to_anchor=(0.5, -0.1),
+                ncol=2,
+                fontsize=7.5,
+                frameon=False,
+            )
         return handles
 
     def _draw_critical(self, ax: Axes) -> list[Any]:
@@ -180,12 +215,23 @@ class Portrait:
             lines = s.polylines()
             if lines:
                 for line in lines:
-                    ax.plot(line[:, ix], line[:, iy], color=style["color"], lw=style["lw"], zorder=4)
+                    ax.plot(
+                        line[:, ix], line[:, iy], color=style["color"], lw=style["lw"], zorder=4
+                    )
                 handle = _line(color=style["color"], lw=style["lw"], label=label)
             else:
                 marker = "X" if s.kind == "saddle" else "o"
                 size = 10 if s.dimension == 0 else 3
-                ax.plot(xy[:, 0], xy[:, 1], marker, color=style["color"], ms=size, mec="white", mew=1.2 if size > 5 else 0, zorder=5)
+                ax.plot(
+                    xy[:, 0],
+                    xy[:, 1],
+                    marker,
+                    color=style["color"],
+                    ms=size,
+                    mec="white",
+                    mew=1.2 if size > 5 else 0,
+                    zorder=5,
+                )
                 handle = _line(color=style["color"], marker=marker, ls="none", ms=8, label=label)
             if label not in seen:
                 seen.add(label)
@@ -213,8 +259,13 @@ class Portrait:
         if self.basin_map is not None:
             bm = self.basin_map
             out.update(
-                basin_x=bm.xs, basin_y=bm.ys, basin_labels=bm.labels, basin_times=bm.times,
-                basin_steps=bm.steps, basin_endpoints=bm.endpoints, basin_label_names=np.array(LABELS),
+                basin_x=bm.xs,
+                basin_y=bm.ys,
+                basin_labels=bm.labels,
+                basin_times=bm.times,
+                basin_steps=bm.steps,
+                basin_endpoints=bm.endpoints,
+                basin_label_names=np.array(LABELS),
             )
         if self.invariant is not None:
             out[f"invariant_{self.invariant[0]}"] = self.invariant[1]
@@ -233,7 +284,8 @@ class Portrait:
             "box": list(self.box),
             "fixed": self.fixed,
             "critical_sets": [
-                {k: v for k, v in s.to_dict().items() if k != "points"} | {"n_points": len(s.points)}
+                {k: v for k, v in s.to_dict().items() if k != "points"}
+                | {"n_points": len(s.points)}
                 for s in self.critical
             ],
             "source": self.model.model.source,
@@ -256,7 +308,9 @@ class Portrait:
         """
         out = Path(out)
         if out.suffix.lower() not in FORMATS:
-            raise GradflowError(f"--out {str(out)!r}: unsupported format {out.suffix or '(none)'!r}; use .png, .pdf or .svg")
+            raise GradflowError(
+                f"--out {str(out)!r}: unsupported format {out.suffix or '(none)'!r}; use .png, .pdf or .svg"
+            )
         fig = self.figure()
         return save_with_data(out, lambda p: fig.savefig(p, dpi=150), self.data(), self.metadata())
 
@@ -338,8 +392,14 @@ def portrait(
     basin_map = None
     if show_basins:
         basin_map = basins(
-            model, grid=grid, box=the_box, fixed=fixed, plane=plane, options=options,
-            critical=critical, progress=progress,
+            model,
+            grid=grid,
+            box=the_box,
+            fixed=fixed,
+            plane=plane,
+            options=options,
+            critical=critical,
+            progress=progress,
         )
     _, sx, sy, _, stream_points = plane_grid(model, STREAM_GRID, the_box, fixed, plane)
     velocity = -model.grad(stream_points)

@@ -10,7 +10,9 @@ DELAY_S = 1.5
 """A bar appears only once a computation has run this long (seconds)."""
 
 
-def progress_bar(total: int, unit: str, enabled: bool | None = None, desc: str | None = None) -> tqdm:
+def progress_bar(
+    total: int, unit: str, enabled: bool | None = None, desc: str | None = None
+) -> tqdm:
     """A tqdm bar on stderr: always shown if ``enabled``, never if ``False``, after 1.5 s if ``None``."""
     return tqdm(
         total=total,

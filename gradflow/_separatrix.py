@@ -56,7 +56,9 @@ def separatrices(
         saddle = s.points[0]
         if not _inside(saddle[order], box):
             continue
-        if np.all(np.abs(s.hessian_eigenvalues) > 1e-7 * max(1.0, np.abs(s.hessian_eigenvalues).max())):
+        if np.all(
+            np.abs(s.hessian_eigenvalues) > 1e-7 * max(1.0, np.abs(s.hessian_eigenvalues).max())
+        ):
             lines += _ascent_branches(model, saddle, box, order)
         elif m.invariants:
             lines += _level_set_branches(model, saddle, box, order)
@@ -89,7 +91,9 @@ def _ascent_branches(
 
 def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
     """The polyline up to its first vertex outside ``box``."""
-    outside = ~((xy[:, 0] >= box[0]) & (xy[:, 0] <= box[1]) & (xy[:, 1] >= box[2]) & (xy[:, 1] <= box[3]))
+    outside = ~(
+        (xy[:, 0] >= box[0]) & (xy[:, 0] <= box[1]) & (xy[:, 1] >= box[2]) & (xy[:, 1] <= box[3])
+    )
     stop = int(np.argmax(outside)) if outside.any() else len(xy)
     return xy[: stop + 1] if stop < len(xy) else xy
 

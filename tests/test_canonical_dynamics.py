@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gradflow.models import markov
 
 from gradflow import LABELS, basins, critical_sets
-from gradflow.models import markov
 
 W_SADDLE = -1 / np.sqrt(2)
 E_SADDLE = -(1 + np.log(2)) / 2
@@ -74,7 +74,9 @@ def test_p_plus_q_equal_one_makes_every_critical_point_global() -> None:
     model = markov.canonical(0.3, 0.7)
     sets = critical_sets(model)
     assert sets and all(s.kind == "global_min" for s in sets)
-    assert model.references["entropy_rate"] == pytest.approx(model.references["unigram_loss"], abs=1e-12)
+    assert model.references["entropy_rate"] == pytest.approx(
+        model.references["unigram_loss"], abs=1e-12
+    )
 
 
 @pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1)])

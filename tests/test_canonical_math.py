@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
-
 from gradflow.models import markov
+from scipy.optimize import minimize_scalar
 
 PQ = [(0.5, 0.8), (0.7, 0.6), (0.1, 0.1), (0.9, 0.9), (0.2, 0.3), (0.35, 0.65)]
 
@@ -108,7 +107,11 @@ def test_hessian_on_the_line_e0(p: float, q: float) -> None:
 
 def test_energy_is_conserved_along_computed_trajectories() -> None:
     """dE/dt = 0 for E = e² - w² - sgn(w) ln|w| under dθ/dt = -∇L (to 1e-6 relative)."""
-    for (p, q), start in [((0.9, 0.9), (0.5, -0.5)), ((0.1, 0.1), (0.2, -1.5)), ((0.7, 0.6), (1.5, 2.0))]:
+    for (p, q), start in [
+        ((0.9, 0.9), (0.5, -0.5)),
+        ((0.1, 0.1), (0.2, -1.5)),
+        ((0.7, 0.6), (1.5, 2.0)),
+    ]:
         model = markov.canonical(p, q)
         path = model.flow(start).thetas
         energy = model.invariant("E", path)
@@ -120,7 +123,9 @@ def test_flow_endpoints_from_the_issue() -> None:
     high = markov.canonical(0.9, 0.9).flow([0.5, -0.5])
     assert high.converged
     assert high.losses[-1] == pytest.approx(0.325083, abs=5e-7)
-    assert high.losses[-1] == pytest.approx(markov.canonical(0.9, 0.9).references["entropy_rate"], abs=1e-10)
+    assert high.losses[-1] == pytest.approx(
+        markov.canonical(0.9, 0.9).references["entropy_rate"], abs=1e-10
+    )
     low = markov.canonical(0.1, 0.1).flow([0.2, -1.5])
     assert low.converged
     assert low.losses[-1] == pytest.approx(np.log(2), abs=1e-10)

@@ -81,7 +81,9 @@ def test_p_plus_q_one_is_valid_and_said(capsys) -> None:
 
 
 def test_flow_json(capsys) -> None:
-    code, out, _ = run(["flow", "--p", "0.9", "--q", "0.9", "--init", "0.5", "-0.5", "--json"], capsys)
+    code, out, _ = run(
+        ["flow", "--p", "0.9", "--q", "0.9", "--init", "0.5", "-0.5", "--json"], capsys
+    )
     assert code == 0
     data = json.loads(out)
     assert data["init"] == [0.5, -0.5] and data["converged"] is True
@@ -91,21 +93,47 @@ def test_flow_json(capsys) -> None:
 
 
 def test_basins_json_and_npz(capsys, tmp_path) -> None:
-    argv = ["basins", "--p", "0.1", "--q", "0.1", "--grid", "7", "--box", "-2", "2", "-1", "1", "--json"]
+    argv = [
+        "basins",
+        "--p",
+        "0.1",
+        "--q",
+        "0.1",
+        "--grid",
+        "7",
+        "--box",
+        "-2",
+        "2",
+        "-1",
+        "1",
+        "--json",
+    ]
     code, out, _ = run(argv, capsys)
     assert code == 0
     data = json.loads(out)
     assert data["grid"] == 7 and data["box"] == [-2.0, 2.0, -1.0, 1.0]
     assert sum(data["fractions"].values()) == pytest.approx(1.0)
-    assert set(data["fractions"]) >= {"global_min", "local_min", "local_max", "saddle", "diverged", "not_converged"}
+    assert set(data["fractions"]) >= {
+        "global_min",
+        "local_min",
+        "local_max",
+        "saddle",
+        "diverged",
+        "not_converged",
+    }
     saved = np.load(tmp_path / "basins.npz")
     assert saved["labels"].shape == (7, 7)
     np.testing.assert_allclose(saved["x"], np.linspace(-2, 2, 7))
-    assert json.loads((tmp_path / "basins.json").read_text())["hyperparameters"] == {"p": 0.1, "q": 0.1}
+    assert json.loads((tmp_path / "basins.json").read_text())["hyperparameters"] == {
+        "p": 0.1,
+        "q": 0.1,
+    }
 
 
 def test_portrait_writes_figure_and_data(capsys, tmp_path) -> None:
-    code, out, _ = run(["portrait", "--p", "0.7", "--q", "0.6", "--grid", "9", "--out", "pic.svg"], capsys)
+    code, out, _ = run(
+        ["portrait", "--p", "0.7", "--q", "0.6", "--grid", "9", "--out", "pic.svg"], capsys
+    )
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pic.json", "pic.npz", "pic.svg"]
     meta = json.loads((tmp_path / "pic.json").read_text())

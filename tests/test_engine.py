@@ -22,16 +22,25 @@ POSITIVE = sp.Interval.open(0, sp.oo)
 def double_well() -> ReducedModel:
     """L = (x² - 1)² + k y²: minima (±1, 0), saddle (0, 0) with Hessian diag(-4, 2k)."""
     return ReducedModel(
-        name="double-well", params=(x, y), hyperparams=(k,), domains={k: POSITIVE},
-        loss=(x**2 - 1) ** 2 + k * y**2, plane=("x", "y"),
+        name="double-well",
+        params=(x, y),
+        hyperparams=(k,),
+        domains={k: POSITIVE},
+        loss=(x**2 - 1) ** 2 + k * y**2,
+        plane=("x", "y"),
     )
 
 
 def mexican_hat() -> ReducedModel:
     """L = (x² + y² - 1)²: a circle of global minima (loss 0) and a maximum at the origin."""
     return ReducedModel(
-        name="mexican-hat", params=(x, y), hyperparams=(k,), domains={k: POSITIVE},
-        loss=k * (x**2 + y**2 - 1) ** 2, global_min_loss=sp.S.Zero, plane=("x", "y"),
+        name="mexican-hat",
+        params=(x, y),
+        hyperparams=(k,),
+        domains={k: POSITIVE},
+        loss=k * (x**2 + y**2 - 1) ** 2,
+        global_min_loss=sp.S.Zero,
+        plane=("x", "y"),
     )
 
 
@@ -39,7 +48,11 @@ def test_symbolic_solve_finds_the_double_well_critical_points() -> None:
     model = double_well().bind(k=0.5)
     sets = critical_sets(model, starts=0)
     kinds = sorted((s.kind, tuple(np.round(s.points[0], 12))) for s in sets)
-    assert kinds == [("global_min", (-1.0, 0.0)), ("global_min", (1.0, 0.0)), ("saddle", (0.0, 0.0))]
+    assert kinds == [
+        ("global_min", (-1.0, 0.0)),
+        ("global_min", (1.0, 0.0)),
+        ("saddle", (0.0, 0.0)),
+    ]
     (saddle,) = [s for s in sets if s.kind == "saddle"]
     assert saddle.morse_index == 1
     np.testing.assert_allclose(saddle.hessian_eigenvalues, [-4.0, 1.0], atol=1e-12)
@@ -62,8 +75,12 @@ def test_a_circle_of_minima_is_found_as_curves() -> None:
 def test_numerical_search_alone_groups_the_circle() -> None:
     """Without sympy (a non-rational gradient), the numerical search reports one circle."""
     model = ReducedModel(
-        name="hat-exp", params=(x, y), hyperparams=(k,), domains={k: POSITIVE},
-        loss=sp.exp(k * (x**2 + y**2 - 1) ** 2) - 1, plane=("x", "y"),
+        name="hat-exp",
+        params=(x, y),
+        hyperparams=(k,),
+        domains={k: POSITIVE},
+        loss=sp.exp(k * (x**2 + y**2 - 1) ** 2) - 1,
+        plane=("x", "y"),
     ).bind(k=1.0)
     sets = critical_sets(model, starts=300)
     (circle,) = [s for s in sets if s.kind == "global_min"]
@@ -73,7 +90,9 @@ def test_numerical_search_alone_groups_the_circle() -> None:
 
 def test_degenerate_critical_points_are_classified_by_probing() -> None:
     """The monkey saddle x³ - 3xy² and the quartic x⁴ + y⁴ both have a zero Hessian at 0."""
-    monkey = ReducedModel("monkey", (x, y), (k,), {k: POSITIVE}, k * (x**3 - 3 * x * y**2)).bind(k=1)
+    monkey = ReducedModel("monkey", (x, y), (k,), {k: POSITIVE}, k * (x**3 - 3 * x * y**2)).bind(
+        k=1
+    )
     quartic = ReducedModel("quartic", (x, y), (k,), {k: POSITIVE}, k * (x**4 + y**4)).bind(k=1)
     origin = np.zeros((1, 2))
     assert classify_points(monkey, origin, None).kinds[0] == "saddle"
@@ -126,7 +145,9 @@ def test_gradient_flow_of_a_pytree_follows_the_exponential() -> None:
     options = gradflow.FlowOptions(rtol=1e-10, atol=1e-12)
     trajectory, unravel = gradflow.gradient_flow(loss, params, options=options, ts=ts)
     flat0 = np.array([1.0, 2.0, -3.0])
-    np.testing.assert_allclose(trajectory.thetas[: len(ts)], np.outer(np.exp(-ts), flat0), rtol=1e-7)
+    np.testing.assert_allclose(
+        trajectory.thetas[: len(ts)], np.outer(np.exp(-ts), flat0), rtol=1e-7
+    )
     np.testing.assert_allclose(unravel(trajectory.thetas[0])["b"], -3.0)
 
 
@@ -160,9 +181,13 @@ def test_outputs_are_all_or_nothing(tmp_path) -> None:
     with pytest.raises(RuntimeError):
         save_with_data(tmp_path / "out.png", broken, {"a": np.zeros(3)}, {"x": 1})
     assert list(tmp_path.iterdir()) == []
-    written = save_with_data(tmp_path / "out.png", lambda p: p.write_text("ok"), {"a": np.zeros(3)}, {"x": 1})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.npz", "out.png"] == sorted(
-        p.name for p in written
+    written = save_with_data(
+        tmp_path / "out.png", lambda p: p.write_text("ok"), {"a": np.zeros(3)}, {"x": 1}
+    )
+    assert (
+        sorted(p.name for p in tmp_path.iterdir())
+        == ["out.json", "out.npz", "out.png"]
+        == sorted(p.name for p in written)
     )
 
 

@@ -13,9 +13,8 @@ from ._common import (
     add_box_arguments,
     add_model_arguments,
     bound_model,
-    box_of,
-    fixed_of,
     fractions_table,
+    plane_options,
     print_json,
 )
 
@@ -23,9 +22,21 @@ from ._common import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_box_arguments(parser)
-    parser.add_argument("--grid", type=int, default=101, help="grid points per axis, endpoints included (default 101)")
-    parser.add_argument("--out", type=Path, default=Path("basins.npz"), help="NPZ path (default basins.npz); the .json goes beside it")
-    parser.add_argument("--json", action="store_true", help="grid, box and fractions as one JSON object on stdout")
+    parser.add_argument(
+        "--grid",
+        type=int,
+        default=101,
+        help="grid points per axis, endpoints included (default 101)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("basins.npz"),
+        help="NPZ path (default basins.npz); the .json goes beside it",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="grid, box and fractions as one JSON object on stdout"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,15 +46,18 @@ def run(args: argparse.Namespace) -> int:
     bm = basins(
         model,
         grid=args.grid,
-        box=box_of(args),
-        fixed=fixed_of(args),
-        plane=tuple(args.plane) if args.plane else None,
+        **plane_options(args),
     )
     box = [float(bm.xs[0]), float(bm.xs[-1]), float(bm.ys[0]), float(bm.ys[-1])]
     fractions = bm.fractions()
     arrays = {
-        "x": bm.xs, "y": bm.ys, "labels": bm.labels, "label_names": list(LABELS),
-        "times": bm.times, "steps": bm.steps, "endpoints": bm.endpoints,
+        "x": bm.xs,
+        "y": bm.ys,
+        "labels": bm.labels,
+        "label_names": list(LABELS),
+        "times": bm.times,
+        "steps": bm.steps,
+        "endpoints": bm.endpoints,
     }
     metadata = {
         "model": model.model.name,
@@ -59,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"grid": args.grid, "box": box, "fractions": fractions})
     else:
-        print(f"{model!r}: basins on a {args.grid} × {args.grid} grid of the ({bm.plane[0]}, {bm.plane[1]}) plane, box {box}")
+        print(
+            f"{model!r}: basins on a {args.grid} × {args.grid} grid of the ({bm.plane[0]}, {bm.plane[1]}) plane, box {box}"
+        )
         print(fractions_table(fractions))
         print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -17,6 +17,7 @@ __all__ = [
     "add_box_arguments",
     "bound_model",
     "box_of",
+    "plane_options",
     "fixed_of",
     "print_json",
     "format_table",
@@ -44,7 +45,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     names = sorted({h for entry in models.values() for h in entry.hyperparams})
     for name in names:
         users = ", ".join(n for n, e in models.items() if name in e.hyperparams)
-        parser.add_argument(f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})")
+        parser.add_argument(
+            f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})"
+        )
 
 
 def bound_model(args: argparse.Namespace) -> BoundModel:
@@ -61,7 +64,9 @@ def bound_model(args: argparse.Namespace) -> BoundModel:
         raw = getattr(args, symbol.name, None)
         if raw is None:
             domain = model.domains[symbol]
-            raise GradflowError(f"--{symbol.name} is required for model {args.model!r} (a number in {show_domain(domain)})")
+            raise GradflowError(
+                f"--{symbol.name} is required for model {args.model!r} (a number in {show_domain(domain)})"
+            )
         values[symbol.name] = raw
     return model.bind(**values)
 
@@ -69,16 +74,39 @@ def bound_model(args: argparse.Namespace) -> BoundModel:
 def add_box_arguments(parser: argparse.ArgumentParser) -> None:
     """``--box XMIN XMAX YMIN YMAX``, ``--plane X Y`` and ``--fixed NAME=VALUE …``."""
     parser.add_argument(
-        "--box", nargs=4, type=float, metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
+        "--box",
+        nargs=4,
+        type=float,
+        metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
         help="plane box; for the canonical model WMIN WMAX EMIN EMAX (default: the model's bounds)",
     )
-    parser.add_argument("--plane", nargs=2, metavar=("X", "Y"), help="parameters on the axes (default: the model's plane, (w, e) for canonical)")
-    parser.add_argument("--fixed", nargs="*", default=[], metavar="NAME=VALUE", help="values of parameters off the plane (default 0)")
+    parser.add_argument(
+        "--plane",
+        nargs=2,
+        metavar=("X", "Y"),
+        help="parameters on the axes (default: the model's plane, (w, e) for canonical)",
+    )
+    parser.add_argument(
+        "--fixed",
+        nargs="*",
+        default=[],
+        metavar="NAME=VALUE",
+        help="values of parameters off the plane (default 0)",
+    )
 
 
 def box_of(args: argparse.Namespace) -> tuple[float, ...] | None:
     """The ``--box`` values, checked by the engine."""
     return None if args.box is None else tuple(args.box)
+
+
+def plane_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``box``, ``fixed`` and ``plane`` keyword arguments for the engine's grid functions."""
+    return {
+        "box": box_of(args),
+        "fixed": fixed_of(args),
+        "plane": tuple(args.plane) if args.plane else None,
+    }
 
 
 def fixed_of(args: argparse.Namespace) -> dict[str, float]:

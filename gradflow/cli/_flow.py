@@ -13,7 +13,14 @@ from ._common import add_model_arguments, bound_model, print_json
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
-    parser.add_argument("--init", nargs="+", type=float, required=True, metavar="X", help="initial point in parameter order (canonical: E W)")
+    parser.add_argument(
+        "--init",
+        nargs="+",
+        type=float,
+        required=True,
+        metavar="X",
+        help="initial point in parameter order (canonical: E W)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -21,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     model = bound_model(args)
     names = model.model.param_names
     if len(args.init) != len(names):
-        raise GradflowError(f"--init needs {len(names)} numbers ({' '.join(names)}), got {len(args.init)}")
+        raise GradflowError(
+            f"--init needs {len(names)} numbers ({' '.join(names)}), got {len(args.init)}"
+        )
     trajectory = model.flow(args.init)
     reached = _reached(model, trajectory)
     record = {
@@ -35,10 +44,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(record)
     else:
-        print(f"{model!r}: flow from ({', '.join(f'{n} = {v:g}' for n, v in zip(names, args.init))})")
-        print(f"  endpoint  ({', '.join(f'{n} = {v:.6g}' for n, v in zip(names, trajectory.endpoint))})")
+        print(
+            f"{model!r}: flow from ({', '.join(f'{n} = {v:g}' for n, v in zip(names, args.init))})"
+        )
+        print(
+            f"  endpoint  ({', '.join(f'{n} = {v:.6g}' for n, v in zip(names, trajectory.endpoint))})"
+        )
         print(f"  loss      {record['loss']:.6f} nats")
-        print(f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps")
+        print(
+            f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps"
+        )
         print(f"  reached   {reached}")
     return 0
 

@@ -5,38 +5,44 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._portrait import FORMATS, portrait
 from .._errors import GradflowError
+from .._portrait import FORMATS, portrait
 from ._common import (
     add_box_arguments,
     add_model_arguments,
     all_global_note,
     bound_model,
-    box_of,
     critical_table,
-    fixed_of,
     fractions_table,
+    plane_options,
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_box_arguments(parser)
-    parser.add_argument("--grid", type=int, default=201, help="basin grid points per axis (default 201)")
-    parser.add_argument("--out", type=Path, default=Path("portrait.png"), help="figure path; .png, .pdf or .svg (default portrait.png); the .npz and .json go beside it")
+    parser.add_argument(
+        "--grid", type=int, default=201, help="basin grid points per axis (default 201)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("portrait.png"),
+        help="figure path; .png, .pdf or .svg (default portrait.png); the .npz and .json go beside it",
+    )
     parser.add_argument("--no-basins", action="store_true", help="skip the basin map (much faster)")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() not in FORMATS:
-        raise GradflowError(f"--out {str(args.out)!r}: unsupported format {args.out.suffix or '(none)'!r}; use .png, .pdf or .svg")
+        raise GradflowError(
+            f"--out {str(args.out)!r}: unsupported format {args.out.suffix or '(none)'!r}; use .png, .pdf or .svg"
+        )
     model = bound_model(args)
     result = portrait(
         model,
         grid=args.grid,
-        box=box_of(args),
-        fixed=fixed_of(args),
-        plane=tuple(args.plane) if args.plane else None,
+        **plane_options(args),
         show_basins=not args.no_basins,
     )
     written = result.save(args.out)
