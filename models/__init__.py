@@ -21,4 +21,14 @@ MODELS = {
         ("p", "q"),
         "canonical Markov model with the bias trained, L(e, w, b)",
     ),
+    "canonical-attention": ModelEntry(
+        "gradflow.models.markov_attention:canonical_attention_model",
+        ("p", "q"),
+        "three-scalar canonical model with linear attention L(e, w, a), bias optimized out",
+    ),
+    "canonical-attention-bias": ModelEntry(
+        "gradflow.models.markov_attention:canonical_attention_bias_model",
+        ("p", "q"),
+        "canonical model with linear attention and the bias trained, L(e, w, a, b)",
+    ),
 }

@@ -7,6 +7,7 @@ Makkuva et al., "Attention with Markov" and "Local to Global" (NeurIPS 2024), §
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -82,6 +83,7 @@ def next_one_probability(x: jax.Array, p: jax.Array, q: jax.Array) -> jax.Array:
     return jnp.where(x == 1, 1 - q, p)
 
 
+@functools.partial(jax.jit, static_argnames=("batch", "length"))
 def sample_chains(
     key: jax.Array,
     p: float | jax.Array,
@@ -125,6 +127,7 @@ def enumerate_sequences(length: int) -> np.ndarray:
     return ((codes[:, None] >> np.arange(n - 1, -1, -1)[None, :]) & 1).astype(np.int32)
 
 
+@jax.jit
 def sequence_probabilities(
     sequences: jax.Array, p: jax.Array, q: jax.Array, first_one: jax.Array | None = None
 ) -> jax.Array:

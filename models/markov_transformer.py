@@ -20,6 +20,7 @@ Losses (all in nats, averaged over the ``N`` positions ``n = 1…N``, each predi
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Literal
 
@@ -134,6 +135,7 @@ def _sequence_logits(model: MarkovTransformer, x: Int[Array, " N"]) -> Float[Arr
     return z @ model.readout() + model.b
 
 
+@eqx.filter_jit
 def logits(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N"]:
     """Logits ``⟨e, z_n⟩ + b`` of ``P(x_{n+1} = 1)`` for a batch of input sequences."""
     return jax.vmap(lambda seq: _sequence_logits(model, seq))(x)
@@ -144,12 +146,14 @@ def expected_cross_entropy(y: Array, f: Array) -> Array:
     return -y * jax.nn.log_sigmoid(f) - (1 - y) * jax.nn.log_sigmoid(-f)
 
 
+@eqx.filter_jit
 def sample_loss(model: MarkovTransformer, sequences: Int[Array, "B N1"]) -> Float[Array, ""]:
     """Mean cross-entropy over a batch of ``N + 1``-symbol sequences and the ``N`` positions."""
     f = logits(model, sequences[:, :-1])
     return jnp.mean(expected_cross_entropy(sequences[:, 1:].astype(f.dtype), f))
 
 
+@eqx.filter_jit
 def conditional_loss(
     model: MarkovTransformer, inputs: Int[Array, "B N"], p: Array, q: Array
 ) -> Float[Array, "B"]:
@@ -172,8 +176,8 @@ def exact_loss(model: MarkovTransformer, p: Array, q: Array, length: int | None 
         GradflowError: ``N > 14`` (see :data:`gradflow.models.markov_data.MAX_EXACT_LENGTH`).
     """
     seqs = jnp.asarray(enumerate_sequences(model.length if length is None else length))
-    weights = sequence_probabilities(seqs, p, q)
-    return jnp.sum(weights * conditional_loss(model, seqs, p, q))
+    p, q = jnp.asarray(p), jnp.asarray(q)
+    return jnp.sum(sequence_probabilities(seqs, p, q) * conditional_loss(model, seqs, p, q))
 
 
 def standard_init(
@@ -193,7 +197,14 @@ def standard_init(
     """
     d, length = check_width(d), check_length(length)
     check_attention(attention)
-    keys = jax.random.split(key, 10)
+    return _standard_weights(key, d, length, attention, tied, jnp.dtype(dtype))
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
+def _standard_weights(
+    key: jax.Array, d: int, length: int, attention: str, tied: bool, dtype: jnp.dtype
+) -> MarkovTransformer:
+    keys = jax.random.split(key, 9)
     std, out_std = STANDARD_STD, STANDARD_STD / math.sqrt(2)
 
     def normal(k: jax.Array, shape: tuple[int, ...], s: float) -> jax.Array:

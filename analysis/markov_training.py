@@ -1,0 +1,275 @@
+"""Training the full single-layer transformer on a Markov chain, several seeds at once.
+
+AdamW (β = (0.9, 0.95), weight decay 1e-3) with a cosine one-cycle schedule (warm-up over the
+first 10 % of the steps), as in the paper's experiments (Makkuva et al., "Local to Global",
+NeurIPS 2024, Appendix); batches are sampled afresh at every step with ``jax.random``.  The seeds
+train in parallel (``jax.vmap``); steps run in compiled chunks of ``eval_every`` (``lax.scan``).
+
+After every chunk: the test loss of each seed, estimated without sampling the targets
+(:func:`conditional_loss` on a fixed evaluation set, unbiased for the population loss, with its
+standard error over the sequences), and the weights projected onto the canonical coordinates
+``(e, w, a, b)`` with their rank-one diagnostics.  A non-finite training loss stops the run: the
+result keeps the finite chunks before it and names the step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from gradflow import GradflowError
+from gradflow._progress import progress_bar
+from gradflow.models.markov_data import check_length, check_switching, sample_chains
+from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
+from gradflow.models.markov_math import entropy_rate, p as p_sym, q as q_sym, unigram_loss
+from gradflow.models.markov_transformer import (
+    MarkovTransformer,
+    check_attention,
+    check_width,
+    conditional_loss,
+    sample_loss,
+    standard_init,
+)
+
+__all__ = ["INITS", "TrainConfig", "TrainResult", "initial_model", "references", "train"]
+
+INITS = ("standard", "canonical", "paper")
+MAX_STEPS = 10_000_000
+MAX_SEEDS = 1024
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run (all seeds share it).
+
+    Attributes:
+        p, q: switching probabilities in ``(0, 1)``.
+        init: ``"standard"``, ``"canonical"`` (``embed(θ0)`` of the canonical model ``L(e, w)``)
+            or ``"paper"`` (the recommended init for ``p + q > 1``).
+        theta0: ``(e, w)`` of the canonical init.
+        steps: optimizer steps.
+        length: positions ``N`` (sequences of ``N + 1`` symbols).
+        d: width.
+        batch: sequences per step.
+        lr: peak learning rate.
+        weight_decay: AdamW's decoupled weight decay.
+        seeds: number of independent runs (seeds ``seed0 … seed0 + seeds - 1``).
+        seed0: first seed.
+        eval_every: steps between evaluations (and the length of a compiled chunk).
+        eval_batch: sequences of the fixed evaluation set.
+        attention: ``"softmax"`` (the paper's) or ``"linear"``.
+    """
+
+    p: float
+    q: float
+    init: Literal["standard", "canonical", "paper"] = "standard"
+    theta0: tuple[float, float] = (0.5, 0.5)
+    steps: int = 500
+    length: int = 64
+    d: int = 8
+    batch: int = 16
+    lr: float = 2e-3
+    weight_decay: float = 1e-3
+    seeds: int = 1
+    seed0: int = 0
+    eval_every: int = 25
+    eval_batch: int = 256
+    attention: Literal["softmax", "linear"] = "softmax"
+
+    def __post_init__(self) -> None:
+        check_switching(self.p, self.q)
+        if self.init not in INITS:
+            raise GradflowError(f"init = {self.init!r} must be one of {', '.join(INITS)}")
+        check_length(self.length)
+        check_width(self.d)
+        check_attention(self.attention)
+        for name, value, hi in (
+            ("steps", self.steps, MAX_STEPS),
+            ("seeds", self.seeds, MAX_SEEDS),
+            ("batch", self.batch, 1 << 20),
+            ("eval_every", self.eval_every, MAX_STEPS),
+            ("eval_batch", self.eval_batch, 1 << 20),
+        ):
+            if isinstance(value, bool) or int(value) != value or not 1 <= value <= hi:
+                raise GradflowError(f"{name} = {value!r} must be an integer in 1…{hi:,}")
+        for name, value in (("lr", self.lr), ("weight_decay", self.weight_decay)):
+            if not (math.isfinite(value) and value >= 0) or (name == "lr" and value == 0):
+                raise GradflowError(f"{name} = {value!r} must be a finite number {'> 0' if name == 'lr' else '≥ 0'}")
+        if len(self.theta0) != 2 or not all(math.isfinite(v) for v in self.theta0):
+            raise GradflowError(f"theta0 = {self.theta0!r} must be two finite numbers (e, w)")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a run recorded.
+
+    Attributes:
+        config: the run's settings.
+        train_loss: minibatch loss at every step, shape ``(seeds, steps_done)``, nats.
+        eval_steps: steps at which the evaluations were made (0 = the init), shape ``(m,)``.
+        test_loss: estimated population loss, shape ``(seeds, m)``, nats.
+        test_se: its standard error, shape ``(seeds, m)``.
+        coords: projected ``(e, w, a, b)``, shape ``(seeds, m, 4)``.
+        diagnostics: rank-one diagnostics by name, each ``(seeds, m)``.
+        nan_step: the first step (1-based) whose loss was not finite, or ``None``.
+        references: ``H(π)`` and the entropy rate (nats).
+    """
+
+    config: TrainConfig
+    train_loss: np.ndarray
+    eval_steps: np.ndarray
+    test_loss: np.ndarray
+    test_se: np.ndarray
+    coords: np.ndarray
+    diagnostics: dict[str, np.ndarray]
+    nan_step: int | None
+    references: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def steps_done(self) -> int:
+        """Steps whose losses are recorded (all of them unless a NaN stopped the run)."""
+        return int(self.train_loss.shape[1])
+
+
+def references(p: float, q: float) -> dict[str, float]:
+    """``H(π)`` (unigram loss) and the entropy rate (bigram loss) in nats."""
+    subs = {p_sym: p, q_sym: q}
+    return {"unigram_loss": float(unigram_loss.subs(subs)), "entropy_rate": float(entropy_rate.subs(subs))}
+
+
+def initial_model(config: TrainConfig, key: jax.Array) -> MarkovTransformer:
+    """The float32 initial weights of one seed."""
+    if config.init == "standard":
+        return standard_init(key, config.d, config.length, attention=config.attention)
+    if config.init == "paper":
+        return paper_init(key, config.d, config.length, attention=config.attention)
+    from gradflow.models.markov import canonical_model
+
+    model = canonical_model()
+    full = model.embed(
+        jnp.asarray(config.theta0), model.bind(p=config.p, q=config.q).h,
+        d=config.d, length=config.length, attention=config.attention,
+    )
+    return jax.tree.map(lambda x: x.astype(jnp.float32), full)
+
+
+def _optimizer(steps: int, lr: float, weight_decay: float) -> optax.GradientTransformation:
+    """AdamW(0.9, 0.95) with a cosine one-cycle schedule peaking at ``lr`` after 10 % of the steps."""
+    schedule = optax.cosine_onecycle_schedule(transition_steps=steps, peak_value=lr, pct_start=0.1)
+    return optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay)
+
+
+@eqx.filter_jit
+def _initial_states(models: MarkovTransformer, optim: tuple[int, float, float]) -> Any:
+    return jax.vmap(_optimizer(*optim).init)(models)
+
+
+@eqx.filter_jit
+def _evaluate(models: MarkovTransformer, inputs: jax.Array, pq: jax.Array) -> tuple[Any, ...]:
+    """Test loss, its standard error, coordinates and diagnostics of each seed."""
+
+    def one(model: MarkovTransformer) -> tuple[Any, ...]:
+        per_sequence = conditional_loss(model, inputs, pq[0], pq[1])
+        se = jnp.std(per_sequence) / jnp.sqrt(per_sequence.shape[0])
+        return jnp.mean(per_sequence), se, canonical_coordinates(model), rank_one_diagnostics(model)
+
+    return jax.vmap(one)(models)
+
+
+@eqx.filter_jit
+def _chunk(
+    models: MarkovTransformer,
+    states: Any,
+    keys: jax.Array,
+    pq: jax.Array,
+    shape: tuple[int, int],
+    optim: tuple[int, float, float],
+    count: int,
+) -> tuple[MarkovTransformer, Any, jax.Array]:
+    """``count`` AdamW steps of every seed on fresh batches of ``shape = (batch, N + 1)``."""
+    optimizer = _optimizer(*optim)
+
+    def one_step(carry: tuple[Any, Any], key: jax.Array) -> tuple[tuple[Any, Any], jax.Array]:
+        model, state = carry
+        batch = sample_chains(key, pq[0], pq[1], *shape)
+        loss, grads = jax.value_and_grad(sample_loss)(model, batch)
+        updates, state = optimizer.update(grads, state, model)
+        return (optax.apply_updates(model, updates), state), loss
+
+    def seed_chunk(model: MarkovTransformer, state: Any, key: jax.Array) -> tuple[Any, Any, jax.Array]:
+        (model, state), losses = jax.lax.scan(one_step, (model, state), jax.random.split(key, count))
+        return model, state, losses
+
+    return jax.vmap(seed_chunk)(models, states, keys)
+
+
+def train(
+    config: TrainConfig, *, initial: MarkovTransformer | None = None, progress: bool | None = None
+) -> TrainResult:
+    """Train ``config.seeds`` models in parallel; see the module docstring.
+
+    Args:
+        config: the run.
+        initial: stacked initial weights (leading axis = seeds) replacing ``config.init``.
+        progress: progress bar on stderr with the current mean loss (default: after 1.5 s).
+
+    Returns:
+        The recorded curves; ``nan_step`` set if a non-finite loss stopped the run.
+    """
+    pq = jnp.asarray([config.p, config.q], jnp.float32)
+    optim = (config.steps, config.lr, config.weight_decay)
+    shape = (config.batch, config.length + 1)
+    seed_keys = jnp.stack([jax.random.key(config.seed0 + i) for i in range(config.seeds)])
+    init_keys, data_keys = _split(seed_keys)
+    models = initial if initial is not None else eqx.filter_jit(
+        jax.vmap(lambda k: initial_model(config, k))
+    )(init_keys)
+    states = _initial_states(models, optim)
+    eval_inputs = sample_chains(jax.random.key(2**31 - 1 - config.seed0), config.p, config.q, config.eval_batch, config.length)
+    records = [_evaluate(models, eval_inputs, pq)]
+    eval_steps, losses, nan_step, done = [0], [], None, 0
+    with progress_bar(config.steps, "step", enabled=progress, desc=f"train {config.init}") as bar:
+        while done < config.steps:
+            count = min(config.eval_every, config.steps - done)
+            data_keys, sub = _split(data_keys)
+            new_models, new_states, chunk_losses = _chunk(models, states, sub, pq, shape, optim, count)
+            chunk_losses = np.asarray(chunk_losses)
+            bad = ~np.isfinite(chunk_losses)
+            if bad.any():
+                first = int(np.argmax(bad.any(axis=0)))
+                losses.append(chunk_losses[:, :first])
+                nan_step = done + first + 1
+                break
+            models, states = new_models, new_states
+            losses.append(chunk_losses)
+            done += count
+            records.append(_evaluate(models, eval_inputs, pq))
+            eval_steps.append(done)
+            bar.update(count)
+            bar.set_postfix(loss=f"{float(chunk_losses[:, -1].mean()):.4f}")
+    test, se, coords, diags = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1), *records)
+    return TrainResult(
+        config=config,
+        train_loss=np.concatenate(losses, axis=1) if losses else np.zeros((config.seeds, 0)),
+        eval_steps=np.asarray(eval_steps),
+        test_loss=test,
+        test_se=se,
+        coords=coords,
+        diagnostics=diags,
+        nan_step=nan_step,
+        references=references(config.p, config.q),
+    )
+
+
+@jax.jit
+def _split(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Advance each seed's data key; return ``(next_keys, keys_for_this_chunk)``."""
+    pairs = jax.vmap(lambda k: jax.random.split(k, 2))(keys)
+    return pairs[:, 0], pairs[:, 1]
