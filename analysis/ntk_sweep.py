@@ -1,0 +1,330 @@
+"""Width sweeps of the shallow encoder's NTK: λ_min(K_0), α_0, kernel movement, GD vs kernel flow.
+
+For each width ``d_m``, initialization and scaling, one run (:func:`run_width`):
+
+1. initialize the network, compute ``K_0`` (:func:`gradflow.analysis.ntk.empirical_ntk`),
+   ``λ_min(K_0)``, ``λ_max(K_0)``, ``F_pre`` and ``α_0 = σ_min(F_pre)``;
+2. train it by full-batch GD with step ``γ = η / λ_max(K_0)`` for ``T`` steps, then compute
+   ``K_T`` and the relative kernel change ``‖K_T - K_0‖_F / ‖K_0‖_F``;
+3. integrate the linearized flow ``df/dt = -K_0 (f - y)`` at ``t = γ k`` and, under
+   ``τ0 = d_m^{-1}``, also the flow of the limiting kernel ``K∞`` and the error ``‖K_0 - K∞‖_F /
+   ‖K∞‖_F`` (:mod:`gradflow.models.ntk_limit`);
+4. check the loss bound ``ℓ_k ≤ (1 - γ τ1² α_0² / 2)^k ℓ_0`` of Wu et al. (2023) at every step.
+
+:func:`fit_slope` fits the log-log slope of a quantity against ``d_m`` (geometric mean over seeds).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from gradflow import GradflowError
+from gradflow._progress import progress_bar
+from gradflow.models.ntk_limit import limit_kernel, mean_tokens
+from gradflow.models.shallow_encoder import (
+    INITS,
+    SCALINGS,
+    check_size,
+    init_encoder,
+    predict,
+    synthetic_data,
+)
+
+from .ntk import alpha, empirical_ntk, feature_matrix, softmax_deviation
+from .ntk_dynamics import linearized_flow, loss_bound, train_gd
+
+__all__ = [
+    "AssumptionWarning",
+    "QUANTITIES",
+    "Sweep",
+    "SweepConfig",
+    "WidthRun",
+    "assumption_warnings",
+    "fit_slope",
+    "run_width",
+    "width_sweep",
+]
+
+QUANTITIES = ("lambda_min", "alpha0", "kernel_change", "limit_error")
+"""The per-run quantities whose log-log slopes against ``d_m`` are fitted."""
+
+
+class AssumptionWarning(UserWarning):
+    """An assumption of a statement of Wu et al. (2023) fails for the requested sizes."""
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What a width sweep runs.
+
+    Attributes:
+        n_samples: ``N``, samples.
+        d_s: tokens per sample.
+        d: token dimension.
+        widths: the widths ``d_m``.
+        inits: initializations (``"lecun"``, ``"he"``, ``"ntk"``).
+        scalings: score scalings (``"sqrt"``, ``"linear"``).
+        steps: GD steps ``T``.
+        eta: the GD step relative to the largest kernel eigenvalue, ``γ = η / λ_max(K_0)``,
+            ``0 < η < 2`` (linear stability).
+        seeds: network seeds per width.
+        hidden: include the hidden layer ``W_H``.
+        data_seed: seed of the synthetic data (:func:`gradflow.models.shallow_encoder.synthetic_data`).
+
+    Raises:
+        GradflowError: a size, width, step count or seed count that is not a positive integer,
+            an unknown init or scaling, or ``η`` outside ``(0, 2)``.
+    """
+
+    n_samples: int = 16
+    d_s: int = 4
+    d: int = 16
+    widths: tuple[int, ...] = (64, 256, 1024, 4096)
+    inits: tuple[str, ...] = ("lecun",)
+    scalings: tuple[str, ...] = ("sqrt",)
+    steps: int = 200
+    eta: float = 0.5
+    seeds: int = 1
+    hidden: bool = False
+    data_seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n_samples", "d_s", "d", "steps", "seeds"):
+            object.__setattr__(self, name, check_size(name, getattr(self, name)))
+        if not self.widths:
+            raise GradflowError("widths must name at least one width d_m")
+        object.__setattr__(self, "widths", tuple(sorted({check_size("d_m", w) for w in self.widths})))
+        for name, valid in (("inits", INITS), ("scalings", SCALINGS)):
+            values = tuple(getattr(self, name))
+            bad = [v for v in values if v not in valid]
+            if bad or not values:
+                raise GradflowError(f"{name[:-1]} = {', '.join(map(repr, bad)) or '(none)'} is not one of {', '.join(valid)}")
+            object.__setattr__(self, name, values)
+        if not 0.0 < float(self.eta) < 2.0:
+            raise GradflowError(f"eta = {self.eta!r} must be in (0, 2) (γ = η / λ_max(K_0))")
+
+
+@dataclass(frozen=True)
+class WidthRun:
+    """One network at one width: its kernel at init and after GD, and the loss curves.
+
+    Attributes:
+        init, scaling, d_m, seed: what was run.
+        lr: the GD step ``γ``.
+        tau1: the output multiplier ``τ1``.
+        lambda_min, lambda_max: extreme eigenvalues of ``K_0``.
+        alpha0: ``σ_min(F_pre)`` at init.
+        kernel_change: ``‖K_T - K_0‖_F / ‖K_0‖_F``.
+        softmax_deviation: ``max |A - 1/d_s|`` at init.
+        limit_error: ``‖K_0 - K∞‖_F / ‖K∞‖_F`` under ``τ0 = d_m^{-1}``, else NaN.
+        losses: GD loss ``ℓ_k``, ``k = 0 … T``.
+        linearized: loss of the flow ``df/dt = -K_0 (f - y)`` at ``t = γ k``.
+        limit_flow: loss of the flow with ``K∞`` at ``t = γ k`` (NaN without a limit).
+        bound: ``(1 - γ τ1² α_0² / 2)^k ℓ_0``.
+    """
+
+    init: str
+    scaling: str
+    d_m: int
+    seed: int
+    lr: float
+    tau1: float
+    lambda_min: float
+    lambda_max: float
+    alpha0: float
+    kernel_change: float
+    softmax_deviation: float
+    limit_error: float
+    losses: np.ndarray = field(repr=False)
+    linearized: np.ndarray = field(repr=False)
+    limit_flow: np.ndarray = field(repr=False)
+    bound: np.ndarray = field(repr=False)
+
+    @property
+    def bound_holds(self) -> bool:
+        """Whether ``ℓ_k`` stays within the bound at every step (up to rounding, 1e-9 relative)."""
+        return bool(np.all(self.losses <= self.bound * (1 + 1e-9) + 1e-12 * self.losses[0]))
+
+    @property
+    def linearization_gap(self) -> float:
+        """``max_k |ℓ_k - ℓ_lin(γ k)| / ℓ_0``: how far GD is from the linearized flow."""
+        return float(np.max(np.abs(self.losses - self.linearized)) / self.losses[0])
+
+    def scalars(self) -> dict[str, float | int | str | bool]:
+        """The scalar results, for tables and JSON."""
+        return {
+            "init": self.init, "scaling": self.scaling, "d_m": self.d_m, "seed": self.seed,
+            "lr": self.lr, "tau1": self.tau1, "lambda_min": self.lambda_min,
+            "lambda_max": self.lambda_max, "alpha0": self.alpha0,
+            "tau1sq_alpha0sq": self.tau1**2 * self.alpha0**2, "kernel_change": self.kernel_change,
+            "softmax_deviation": self.softmax_deviation, "limit_error": self.limit_error,
+            "loss0": float(self.losses[0]), "final_loss": float(self.losses[-1]),
+            "linearized_final_loss": float(self.linearized[-1]),
+            "linearization_gap": self.linearization_gap, "bound_holds": self.bound_holds,
+        }
+
+
+def run_width(
+    X: jax.Array,
+    y: jax.Array,
+    d_m: int,
+    *,
+    init: str,
+    scaling: str,
+    steps: int,
+    eta: float = 0.5,
+    hidden: bool = False,
+    seed: int = 0,
+) -> WidthRun:
+    """One run of the sweep (module docstring) at width ``d_m``.
+
+    Args:
+        X: inputs, shape ``(N, d_s, d)``.
+        y: targets, shape ``(N,)``.
+        d_m: width.
+        init, scaling: initialization and score scaling.
+        steps: GD steps ``T``.
+        eta: ``γ = η / λ_max(K_0)``.
+        hidden: include ``W_H``.
+        seed: network seed.
+
+    Raises:
+        GradflowError: bad sizes, init or scaling.
+    """
+    X, y = jnp.asarray(X), jnp.asarray(y)
+    model = init_encoder(jax.random.PRNGKey(seed), int(X.shape[-1]), d_m, init=init, scaling=scaling, hidden=hidden)
+    K0 = empirical_ntk(model, X)["total"]
+    eigenvalues = np.linalg.eigvalsh(K0)
+    alpha0 = alpha(feature_matrix(model, X))
+    tau1 = float(model.tau1)
+    lr = eta / float(eigenvalues[-1])
+    descent = train_gd(model, X, y, lr=lr, steps=steps)
+    KT = empirical_ntk(descent.model, X)["total"]
+    ts = lr * np.arange(steps + 1)
+    f0 = np.asarray(predict(model, X))
+    _, linearized = linearized_flow(K0, f0, np.asarray(y), ts)
+    if scaling == "linear":
+        K_inf = limit_kernel(X, init, d_m, hidden=hidden)["total"]
+        limit_error = float(np.linalg.norm(K0 - K_inf) / np.linalg.norm(K_inf))
+        _, limit_flow = linearized_flow(K_inf, f0, np.asarray(y), ts)
+    else:
+        limit_error, limit_flow = float("nan"), np.full(steps + 1, np.nan)
+    return WidthRun(
+        init=init, scaling=scaling, d_m=d_m, seed=seed, lr=lr, tau1=tau1,
+        lambda_min=float(eigenvalues[0]), lambda_max=float(eigenvalues[-1]), alpha0=alpha0,
+        kernel_change=float(np.linalg.norm(KT - K0) / np.linalg.norm(K0)),
+        softmax_deviation=softmax_deviation(model, X), limit_error=limit_error,
+        losses=descent.losses, linearized=linearized, limit_flow=limit_flow,
+        bound=loss_bound(float(descent.losses[0]), lr, tau1, alpha0, steps),
+    )
+
+
+def assumption_warnings(config: SweepConfig, X: np.ndarray) -> list[str]:
+    """The assumptions of Wu et al. (2023)'s statements that fail for this sweep, one line each.
+
+    - ``d < N``: the ``N`` mean tokens cannot be linearly independent, which the paper's
+      positive lower bound on ``λ_min`` of the limiting kernel assumes (``λ_min`` may still be
+      positive: the two-layer ReLU NTK is positive definite for non-parallel inputs).
+    - ``d ≥ N`` but the mean tokens of the data are linearly dependent.
+    - a width ``d_m < N``: ``F_pre`` has rank ``≤ d_m < N``, so ``α_0 = 0`` and the loss bound
+      ``(1 - γ τ1² α_0² / 2)^k`` is vacuous at that width.
+    """
+    n, d = config.n_samples, config.d
+    out = []
+    if d < n:
+        out.append(
+            f"d = {d} < N = {n}: the {n} mean tokens cannot be linearly independent (assumed by "
+            "the paper's lower bound on λ_min of the limiting kernel, which then does not apply)"
+        )
+    elif np.linalg.matrix_rank(np.asarray(mean_tokens(X))) < n:
+        out.append(f"the {n} mean tokens are linearly dependent (the paper's bound on λ_min assumes independence)")
+    narrow = [w for w in config.widths if w < n]
+    if narrow:
+        out.append(
+            f"d_m = {', '.join(map(str, narrow))} < N = {n}: F_pre has rank < N, so α_0 = 0 and the "
+            "loss bound is vacuous at that width"
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """All runs of a width sweep.
+
+    Attributes:
+        config: what was run.
+        runs: one :class:`WidthRun` per (init, scaling, width, seed).
+    """
+
+    config: SweepConfig
+    runs: tuple[WidthRun, ...]
+
+    def select(self, init: str, scaling: str) -> list[WidthRun]:
+        """The runs of one (init, scaling), ordered by width then seed."""
+        return sorted((r for r in self.runs if r.init == init and r.scaling == scaling), key=lambda r: (r.d_m, r.seed))
+
+    def slopes(self) -> dict[tuple[str, str], dict[str, float]]:
+        """Fitted log-log slopes against ``d_m`` of :data:`QUANTITIES`, per (init, scaling)."""
+        out = {}
+        for init in self.config.inits:
+            for scaling in self.config.scalings:
+                runs = self.select(init, scaling)
+                widths = np.array([r.d_m for r in runs])
+                out[(init, scaling)] = {
+                    q: fit_slope(widths, np.array([getattr(r, q) for r in runs])) for q in QUANTITIES
+                }
+        return out
+
+
+def fit_slope(widths: np.ndarray, values: np.ndarray) -> float:
+    """Least-squares slope of ``log values`` against ``log widths``.
+
+    Repeated widths (several seeds) are first combined by the geometric mean.
+
+    Returns:
+        The slope, or NaN with fewer than two distinct widths or any value that is not positive
+        and finite.
+    """
+    widths, values = np.asarray(widths, float), np.asarray(values, float)
+    if not np.all(np.isfinite(values) & (values > 0)):
+        return float("nan")
+    distinct = np.unique(widths)
+    if distinct.size < 2:
+        return float("nan")
+    means = np.array([np.mean(np.log(values[widths == w])) for w in distinct])
+    return float(np.polyfit(np.log(distinct), means, 1)[0])
+
+
+def width_sweep(config: SweepConfig, *, progress: bool | None = None) -> Sweep:
+    """Run the sweep: every (init, scaling, width, seed) of ``config`` on one synthetic data set.
+
+    Warns (:class:`AssumptionWarning`) once per failed assumption (:func:`assumption_warnings`).
+
+    Raises:
+        GradflowError: from :class:`SweepConfig` or the runs.
+    """
+    X, y = synthetic_data(jax.random.PRNGKey(config.data_seed), config.n_samples, config.d_s, config.d)
+    for message in assumption_warnings(config, np.asarray(X)):
+        warnings.warn(message, AssumptionWarning, stacklevel=2)
+    jobs = [
+        (init, scaling, w, s)
+        for init in config.inits
+        for scaling in config.scalings
+        for w in config.widths
+        for s in range(config.seeds)
+    ]
+    runs = []
+    with progress_bar(total=len(jobs), unit="network", enabled=progress, desc="width sweep") as bar:
+        for init, scaling, w, s in jobs:
+            bar.set_postfix_str(f"{init}/{scaling} d_m={w}")
+            runs.append(
+                run_width(X, y, w, init=init, scaling=scaling, steps=config.steps, eta=config.eta,
+                          hidden=config.hidden, seed=s)
+            )
+            bar.update(1)
+    return Sweep(config=config, runs=tuple(runs))
