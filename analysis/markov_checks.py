@@ -112,9 +112,8 @@ class EmbeddingChecks:
         return float(np.max(np.abs(self.pulled_grad - self.reduced_grad)))
 
 
-@functools.partial(jax.jit, static_argnames=("embed", "length", "attention"))
 def _point_check(theta, h, alpha, *, embed, length, attention):
-    """Full loss, pulled-back gradient and off-manifold gradient at one reduced point."""
+    """Full loss, pulled-back gradient, off-manifold gradient and ``‖g‖`` at one reduced point."""
 
     def flat_embed(t):
         return ravel_pytree(embed(t, h, length=length, direction=alpha, attention=attention))[0]
@@ -126,6 +125,14 @@ def _point_check(theta, h, alpha, *, embed, length, attention):
     pulled = jac.T @ g
     residual = g - jac @ jnp.linalg.solve(jac.T @ jac, pulled)
     return loss, pulled, residual, jnp.linalg.norm(g)
+
+
+@functools.partial(jax.jit, static_argnames=("embed", "length", "attention"))
+def _batch_check(thetas, h, alpha, *, embed, length, attention):
+    """:func:`_point_check` at every row of ``thetas``."""
+    return jax.vmap(
+        lambda t: _point_check(t, h, alpha, embed=embed, length=length, attention=attention)
+    )(thetas)
 
 
 def embedding_checks(
@@ -158,12 +165,19 @@ def embedding_checks(
     check_attention(attention)
     alpha = default_direction(check_width(d)) if direction is None else jnp.asarray(direction, jnp.float64)
     thetas = np.atleast_2d(np.asarray(thetas, np.float64))
+    if thetas.shape[1] != bound.model.dim or not len(thetas):
+        raise GradflowError(
+            f"points must have shape (K, {bound.model.dim}) for ({', '.join(bound.model.param_names)}), got {thetas.shape}"
+        )
     h = bound.h
-    rows = [_point_check(jnp.asarray(t), h, alpha, embed=embed, length=length, attention=attention) for t in thetas]
-    full_loss = np.array([float(r[0]) for r in rows])
-    pulled = np.stack([np.asarray(r[1]) for r in rows])
-    residuals = np.stack([np.asarray(r[2]) for r in rows])
-    gnorm = np.array([float(r[3]) for r in rows])
+    count = len(thetas)
+    padded = np.zeros((max(32, 1 << (count - 1).bit_length()), thetas.shape[1]))
+    padded[:count] = thetas
+    padded[count:] = thetas[0]
+    full_loss, pulled, residuals, gnorm = (
+        np.asarray(v)[:count]
+        for v in _batch_check(jnp.asarray(padded), h, alpha, embed=embed, length=length, attention=attention)
+    )
     masks = _group_masks(embed(jnp.asarray(thetas[0]), h, length=length, direction=alpha, attention=attention))
     total = np.sum(residuals**2, axis=1)
     safe = np.where(total > 0, total, 1.0)
@@ -219,22 +233,43 @@ class DynamicsCheck:
         return float(self.deviation.max())
 
 
-@functools.partial(jax.jit, static_argnames=("unravel", "steps", "every"))
-def _full_descent(flat0, h, alpha, lr, *, unravel, steps, every):
+@functools.partial(jax.jit, static_argnames=("steps", "every"))
+def _full_descent(model0, h, alpha, lr, *, steps, every):
     """GD on the exact loss; returns the projected coordinates and losses every ``every`` steps."""
 
-    def loss(f):
-        return exact_loss(unravel(f), h[0], h[1])
+    def loss(m):
+        return exact_loss(m, h[0], h[1])
 
-    grad = jax.grad(loss)
+    def step(_, m):
+        return jax.tree.map(lambda x, g: x - lr * g, m, jax.grad(loss)(m))
 
-    def block(f, _):
-        f = jax.lax.fori_loop(0, every, lambda _, z: z - lr * grad(z), f)
-        return f, (canonical_coordinates(unravel(f), alpha), loss(f))
+    def block(m, _):
+        m = jax.lax.fori_loop(0, every, step, m)
+        return m, (canonical_coordinates(m, alpha), loss(m))
 
-    first = (canonical_coordinates(unravel(flat0), alpha), loss(flat0))
-    _, (coords, losses) = jax.lax.scan(block, flat0, None, length=steps // every)
+    first = (canonical_coordinates(model0, alpha), loss(model0))
+    _, (coords, losses) = jax.lax.scan(block, model0, None, length=steps // every)
     return jnp.concatenate([first[0][None], coords]), jnp.concatenate([first[1][None], losses])
+
+
+@functools.partial(jax.jit, static_argnames=("embed", "length"))
+def _geometry(theta0, h, alpha, *, embed, length):
+    """``G = JᵀJ`` and the first-order deviation rate ``‖Dπ (I - P) g‖`` at ``θ0``."""
+    full0 = embed(theta0, h, length=length, direction=alpha)
+    flat0, unravel = ravel_pytree(full0)
+    jac = jax.jacfwd(lambda t: ravel_pytree(embed(t, h, length=length, direction=alpha))[0])(theta0)
+    _, _, residual, _ = _point_check(theta0, h, alpha, embed=embed, length=length, attention="linear")
+    d_proj = jax.jacfwd(lambda f: canonical_coordinates(unravel(f), alpha))(flat0)
+    return jac.T @ jac, jnp.linalg.norm(d_proj @ residual)
+
+
+@functools.cache
+def _metric_field(compiled: Any) -> GradientField:
+    """``-G⁻¹ ∇L`` of a compiled reduced model, with ``args = (h, G⁻¹)``."""
+    return GradientField(
+        loss=lambda t, args: compiled.loss(t, args[0]),
+        grad=lambda t, args: args[1] @ compiled.grad(t, args[0]),
+    )
 
 
 def dynamics_check(
@@ -272,18 +307,12 @@ def dynamics_check(
     alpha = default_direction(check_width(d)) if direction is None else jnp.asarray(direction, jnp.float64)
     theta0 = jnp.asarray(theta0, jnp.float64)
     full0 = embed(theta0, h, length=length, direction=alpha)
-    flat0, unravel = ravel_pytree(full0)
-    coords, losses = _full_descent(flat0, h, alpha, lr, unravel=unravel, steps=steps, every=every)
-    _, pulled, residual, _ = _point_check(theta0, h, alpha, embed=embed, length=length, attention="linear")
-    jac = jax.jacfwd(lambda t: ravel_pytree(embed(t, h, length=length, direction=alpha))[0])(theta0)
-    metric = np.asarray(jac.T @ jac)
-    d_proj = jax.jacfwd(lambda f: canonical_coordinates(unravel(f), alpha))(flat0)
-    rate = float(jnp.linalg.norm(d_proj @ residual))
+    coords, losses = _full_descent(full0, h, alpha, jnp.asarray(lr, jnp.float64), steps=steps, every=every)
+    metric, rate = (np.asarray(v) for v in _geometry(theta0, h, alpha, embed=embed, length=length))
     times = lr * every * np.arange(steps // every + 1)
-    inverse = jnp.asarray(np.linalg.inv(metric))
-    compiled = bound.compiled
-    field = GradientField(loss=compiled.loss, grad=lambda t, hh: inverse @ compiled.grad(t, hh))
-    path = integrate(field, np.asarray(theta0), h, FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-12), ts=times)
+    args = (h, jnp.asarray(np.linalg.inv(metric)))
+    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-12)
+    path = integrate(_metric_field(bound.compiled), np.asarray(theta0), args, options, ts=times)
     reduced = _hold_last(path.thetas, len(times))
     return DynamicsCheck(
         times=times,
@@ -292,7 +321,7 @@ def dynamics_check(
         full_loss=np.asarray(losses),
         reduced_loss=bound.loss(reduced),
         metric=metric,
-        first_order_rate=rate,
+        first_order_rate=float(rate),
         lr=float(lr),
         length=length,
     )

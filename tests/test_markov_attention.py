@@ -1,0 +1,97 @@
+"""The three-scalar canonical model L(e, w, a): its derivation, reduction to the canonical model,
+conserved energy and closed-form critical sets."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from gradflow.models import markov
+from gradflow.models.markov_ansatz import a, ansatz_logit, b, e, w
+from gradflow.models.markov_attention import (
+    attention_energy,
+    canonical_attention,
+    canonical_attention_bias,
+)
+
+
+def _entropy(x: float) -> float:
+    return -x * math.log(x) - (1 - x) * math.log(1 - x)
+
+
+def test_derived_gap_and_scale_are_the_hand_derivation():
+    """Hand derivation (docs): y = e(x - ½)(1 + a e²/4) α, gap c = e²(1 + a e²/4)(1 + 2w|w|)."""
+    derived = ansatz_logit()
+    assert sp.simplify(derived.scale - e * (1 + a * e**2 / 4)) == 0
+    assert sp.simplify(derived.gap - e**2 * (1 + a * e**2 / 4) * (1 + 2 * w * sp.Abs(w))) == 0
+
+
+def test_logit_after_a_zero_on_both_branches(rng):
+    """``logit(0) = b - e s/2`` where the FFN fires after a 1 (``e s > 0`` … ``s > 0``), and
+    ``b - e s/2 - 2 w|w| e s`` where it fires after a 0 (``s < 0``)."""
+    f = sp.lambdify((e, w, a, b), ansatz_logit().logit0)
+    for ee, ww, aa, bb in rng.uniform(-2, 2, size=(200, 4)) * [1, 1, 3, 1]:
+        s = ee * (1 + aa * ee**2 / 4)
+        expected = bb - ee * s / 2 - (2 * ww * abs(ww) * ee * s if s < 0 else 0.0)
+        assert f(ee, ww, aa, bb) == pytest.approx(expected, abs=1e-12)
+
+
+def test_zero_attention_is_the_canonical_model(rng):
+    pts = rng.uniform(-2, 2, size=(50, 3))
+    pts[:, 2] = 0.0
+    for p, q in ((0.5, 0.8), (0.2, 0.3)):
+        np.testing.assert_allclose(
+            canonical_attention(p, q).loss(pts), markov.canonical(p, q).loss(pts[:, :2]), atol=1e-13
+        )
+        with_b = np.insert(pts, 3, rng.uniform(-2, 2, 50), axis=1)
+        np.testing.assert_allclose(
+            canonical_attention_bias(p, q).loss(with_b),
+            markov.canonical_bias(p, q).loss(with_b[:, [0, 1, 3]]),
+            atol=1e-13,
+        )
+
+
+def test_energy_is_conserved(rng):
+    """``∇E · ∇L = 0``: E is constant along every trajectory of the flow."""
+    grad_e = sp.lambdify((e, w, a), [2 * e, -2 * w - 1 / sp.Abs(w), -4 * a])  # w ≠ 0
+    for sign in (1, -1):
+        t = sp.Symbol("t", positive=True)
+        derivative = sp.diff(attention_energy.subs(w, sign * t), t) * sign
+        assert sp.simplify(derivative - (-2 * sign * t - 1 / t)) == 0
+    model = canonical_attention(0.5, 0.8)
+    pts = rng.uniform(-1.5, 1.5, size=(100, 3))
+    g = model.grad(pts)
+    dot = np.einsum("ij,ij->i", np.stack(grad_e(*pts.T), axis=1), g)
+    assert np.max(np.abs(dot) / np.linalg.norm(g, axis=1)) < 1e-10
+
+
+def test_closed_form_levels_and_minimum():
+    model = canonical_attention(0.5, 0.8)
+    h_rate = (0.8 / 1.3) * _entropy(0.5) + (0.5 / 1.3) * _entropy(0.8)
+    h_pi = _entropy(0.5 / 1.3)
+    assert model.references["entropy_rate"] == pytest.approx(0.619015, abs=1e-6)
+    assert model.references["unigram_loss"] == pytest.approx(h_pi, abs=1e-14)
+    c_star = math.log(0.5 * 0.2 / (0.5 * 0.8))
+    # a point of the global-minimum surface: e = 1, w = -1, a = 4(c*/(e² g) - 1)/e² with g = -1
+    point = [1.0, -1.0, 4 * (c_star / -1.0 - 1)]
+    assert model.loss(point) == pytest.approx(h_rate, abs=1e-13)
+    assert np.linalg.norm(model.grad(point)) < 1e-12
+
+
+@pytest.mark.parametrize(
+    "p, q, above, below",
+    [(0.5, 0.8, "local_min", "local_max"), (0.2, 0.3, "local_max", "local_min")],
+)
+def test_critical_sets(p, q, above, below):
+    """Φ'(0) = π0 π1 (p + q - 1): on e = 0 the loss curves up in e where Φ'(0)(1 + 2w|w|) > 0."""
+    sets = canonical_attention(p, q).critical_points(starts=32)
+    kinds = {(s.name, s.kind) for s in sets}
+    assert ("Γ*", "global_min") in kinds
+    assert ("e = 0", above) in kinds and ("e = 0", below) in kinds
+    assert ("w = -1/√2, a e² = -4", "saddle") in kinds
+    unigram = [s for s in sets if s.name.startswith(("e = 0", "w = -1/√2"))]
+    assert all(s.loss == pytest.approx(_entropy(p / (p + q)), abs=1e-12) for s in unigram)
+    assert {s.dimension for s in sets if s.name == "e = 0"} == {2}
