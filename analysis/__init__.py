@@ -10,9 +10,13 @@ from gradflow.cli._registry import Command
 
 __all__ = ["BENCHES", "COMMANDS"]
 
-COMMANDS: dict[str, Command] = {}
+COMMANDS: dict[str, Command] = {
+    "train": Command("gradflow.analysis.markov_train_cli", "train the full single-layer transformer on a Markov chain: loss curve, canonical trajectory"),
+    "compare": Command("gradflow.analysis.markov_compare_cli", "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics"),
+}
 
 BENCHES = {
+    "train": Command("gradflow.analysis.bench_train", "full Markov transformer: training steps/s (d = 8, N = 256, batch 16, float32), exact loss at N = 12"),
     "basins": Command(
         "gradflow.analysis.bench_basins",
         "400 × 400 basin map of the canonical flow against scipy solve_ivp (RK45, LSODA)",

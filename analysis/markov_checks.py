@@ -25,12 +25,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
-
-from gradflow import BoundModel, FlowOptions, GradflowError, GradientField, integrate
 from gradflow.models.markov_data import check_length
 from gradflow.models.markov_embedding import canonical_coordinates, default_direction
 from gradflow.models.markov_transformer import check_attention, check_width, exact_loss
+from jax.flatten_util import ravel_pytree
+
+from gradflow import BoundModel, FlowOptions, GradflowError, GradientField, integrate
 
 __all__ = [
     "DynamicsCheck",
@@ -38,6 +38,7 @@ __all__ = [
     "GROUPS",
     "dynamics_check",
     "embedding_checks",
+    "family_residual",
     "random_points",
 ]
 
@@ -85,6 +86,7 @@ class EmbeddingChecks:
         reduced_grad, pulled_grad: ``∇L_reduced`` and ``Jᵀ ∇L_full``, shape ``(K, dim)``.
         off_manifold: ``‖(I - P) g‖ / ‖g‖`` at each point, shape ``(K,)``.
         off_groups: per group, the share ``‖(I - P) g‖²_group / ‖(I - P) g‖²`` (sums to 1).
+        outside_family: :func:`family_residual` of ``g`` at each point, shape ``(K,)``.
         length, d, attention: the full model's settings.
     """
 
@@ -97,6 +99,7 @@ class EmbeddingChecks:
     pulled_grad: np.ndarray
     off_manifold: np.ndarray
     off_groups: dict[str, np.ndarray]
+    outside_family: np.ndarray
     length: int
     d: int
     attention: str
@@ -112,8 +115,29 @@ class EmbeddingChecks:
         return float(np.max(np.abs(self.pulled_grad - self.reduced_grad)))
 
 
+def family_residual(grads: Any, alpha: jax.Array) -> jax.Array:
+    """Relative size of the part of a full gradient outside the rank-one family along ``α``.
+
+    The family: ``e``, ``p_n`` (and ``unembed``) multiples of ``α``; ``W_Q, W_K, W_V, W_1`` of the
+    form ``x αᵀ``; ``W_O, W_2`` of the form ``α xᵀ``; ``W_1`` with equal rows and ``W_2`` with
+    equal columns.  The loss is invariant under the orthogonal maps of the residual stream that
+    fix ``α`` and under permutations of the hidden units; the family is their fixed-point set, so
+    the gradient flow cannot leave it.  Returns ``‖outside part‖ / ‖grads‖`` (0 when it holds).
+    """
+    off = jnp.eye(alpha.shape[0]) - jnp.outer(alpha, alpha)
+    parts = [grads.e @ off, grads.positions @ off]
+    parts += [getattr(grads, n) @ off for n in ("W_Q", "W_K", "W_V", "W_1")]
+    parts += [off @ getattr(grads, n) for n in ("W_O", "W_2")]
+    parts += [grads.W_1 - grads.W_1.mean(axis=0), grads.W_2 - grads.W_2.mean(axis=1, keepdims=True)]
+    if grads.unembed is not None:
+        parts.append(grads.unembed @ off)
+    outside = jnp.sqrt(sum(jnp.sum(x**2) for x in parts))
+    return outside / jnp.sqrt(sum(jnp.sum(x**2) for x in jax.tree.leaves(grads)))
+
+
 def _point_check(theta, h, alpha, *, embed, length, attention):
-    """Full loss, pulled-back gradient, off-manifold gradient and ``‖g‖`` at one reduced point."""
+    """Full loss, pulled-back gradient, off-manifold gradient, ``‖g‖`` and the part of ``g``
+    outside the rank-one family, at one reduced point."""
 
     def flat_embed(t):
         return ravel_pytree(embed(t, h, length=length, direction=alpha, attention=attention))[0]
@@ -124,7 +148,7 @@ def _point_check(theta, h, alpha, *, embed, length, attention):
     jac = jax.jacfwd(flat_embed)(theta)
     pulled = jac.T @ g
     residual = g - jac @ jnp.linalg.solve(jac.T @ jac, pulled)
-    return loss, pulled, residual, jnp.linalg.norm(g)
+    return loss, pulled, residual, jnp.linalg.norm(g), family_residual(unravel(g), alpha)
 
 
 @functools.partial(jax.jit, static_argnames=("embed", "length", "attention"))
@@ -163,7 +187,11 @@ def embedding_checks(
         raise GradflowError(f"model {bound.model.name!r} has no embedding into a full model")
     check_length(length, exact=True)
     check_attention(attention)
-    alpha = default_direction(check_width(d)) if direction is None else jnp.asarray(direction, jnp.float64)
+    alpha = (
+        default_direction(check_width(d))
+        if direction is None
+        else jnp.asarray(direction, jnp.float64)
+    )
     thetas = np.atleast_2d(np.asarray(thetas, np.float64))
     if thetas.shape[1] != bound.model.dim or not len(thetas):
         raise GradflowError(
@@ -174,11 +202,15 @@ def embedding_checks(
     padded = np.zeros((max(32, 1 << (count - 1).bit_length()), thetas.shape[1]))
     padded[:count] = thetas
     padded[count:] = thetas[0]
-    full_loss, pulled, residuals, gnorm = (
+    full_loss, pulled, residuals, gnorm, outside = (
         np.asarray(v)[:count]
-        for v in _batch_check(jnp.asarray(padded), h, alpha, embed=embed, length=length, attention=attention)
+        for v in _batch_check(
+            jnp.asarray(padded), h, alpha, embed=embed, length=length, attention=attention
+        )
     )
-    masks = _group_masks(embed(jnp.asarray(thetas[0]), h, length=length, direction=alpha, attention=attention))
+    masks = _group_masks(
+        embed(jnp.asarray(thetas[0]), h, length=length, direction=alpha, attention=attention)
+    )
     total = np.sum(residuals**2, axis=1)
     safe = np.where(total > 0, total, 1.0)
     return EmbeddingChecks(
@@ -191,6 +223,7 @@ def embedding_checks(
         pulled_grad=pulled,
         off_manifold=np.sqrt(total) / np.where(gnorm > 0, gnorm, 1.0),
         off_groups={k: np.sum(residuals[:, m] ** 2, axis=1) / safe for k, m in masks.items()},
+        outside_family=outside,
         length=length,
         d=int(alpha.shape[0]),
         attention=attention,
@@ -258,7 +291,9 @@ def _geometry(theta0, h, alpha, *, embed, length):
     full0 = embed(theta0, h, length=length, direction=alpha)
     flat0, unravel = ravel_pytree(full0)
     jac = jax.jacfwd(lambda t: ravel_pytree(embed(t, h, length=length, direction=alpha))[0])(theta0)
-    _, _, residual, _ = _point_check(theta0, h, alpha, embed=embed, length=length, attention="linear")
+    _, _, residual, _, _ = _point_check(
+        theta0, h, alpha, embed=embed, length=length, attention="linear"
+    )
     d_proj = jax.jacfwd(lambda f: canonical_coordinates(unravel(f), alpha))(flat0)
     return jac.T @ jac, jnp.linalg.norm(d_proj @ residual)
 
@@ -297,17 +332,25 @@ def dynamics_check(
         GradflowError: a model whose coordinates are not ``(e, w, a, b)``, bad ``lr``/``steps``.
     """
     if bound.model.param_names != ("e", "w", "a", "b"):
-        raise GradflowError(f"the dynamics check needs coordinates (e, w, a, b), got {bound.model.param_names}")
+        raise GradflowError(
+            f"the dynamics check needs coordinates (e, w, a, b), got {bound.model.param_names}"
+        )
     if not lr > 0:
         raise GradflowError(f"lr = {lr!r} must be > 0")
     if steps < every or every < 1:
         raise GradflowError(f"steps = {steps!r} must be ≥ every = {every!r} ≥ 1")
     check_length(length, exact=True)
     embed, h = bound.model.embed, bound.h
-    alpha = default_direction(check_width(d)) if direction is None else jnp.asarray(direction, jnp.float64)
+    alpha = (
+        default_direction(check_width(d))
+        if direction is None
+        else jnp.asarray(direction, jnp.float64)
+    )
     theta0 = jnp.asarray(theta0, jnp.float64)
     full0 = embed(theta0, h, length=length, direction=alpha)
-    coords, losses = _full_descent(full0, h, alpha, jnp.asarray(lr, jnp.float64), steps=steps, every=every)
+    coords, losses = _full_descent(
+        full0, h, alpha, jnp.asarray(lr, jnp.float64), steps=steps, every=every
+    )
     metric, rate = (np.asarray(v) for v in _geometry(theta0, h, alpha, embed=embed, length=length))
     times = lr * every * np.arange(steps // every + 1)
     args = (h, jnp.asarray(np.linalg.inv(metric)))

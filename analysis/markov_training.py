@@ -23,12 +23,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-
-from gradflow import GradflowError
-from gradflow._progress import progress_bar
 from gradflow.models.markov_data import check_length, check_switching, sample_chains
 from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
-from gradflow.models.markov_math import entropy_rate, p as p_sym, q as q_sym, unigram_loss
+from gradflow.models.markov_math import entropy_rate, unigram_loss
+from gradflow.models.markov_math import p as p_sym
+from gradflow.models.markov_math import q as q_sym
 from gradflow.models.markov_transformer import (
     MarkovTransformer,
     check_attention,
@@ -37,6 +36,9 @@ from gradflow.models.markov_transformer import (
     sample_loss,
     standard_init,
 )
+
+from gradflow import GradflowError
+from gradflow._progress import progress_bar
 
 __all__ = ["INITS", "TrainConfig", "TrainResult", "initial_model", "references", "train"]
 
@@ -101,7 +103,9 @@ class TrainConfig:
                 raise GradflowError(f"{name} = {value!r} must be an integer in 1…{hi:,}")
         for name, value in (("lr", self.lr), ("weight_decay", self.weight_decay)):
             if not (math.isfinite(value) and value >= 0) or (name == "lr" and value == 0):
-                raise GradflowError(f"{name} = {value!r} must be a finite number {'> 0' if name == 'lr' else '≥ 0'}")
+                raise GradflowError(
+                    f"{name} = {value!r} must be a finite number {'> 0' if name == 'lr' else '≥ 0'}"
+                )
         if len(self.theta0) != 2 or not all(math.isfinite(v) for v in self.theta0):
             raise GradflowError(f"theta0 = {self.theta0!r} must be two finite numbers (e, w)")
 
@@ -141,7 +145,10 @@ class TrainResult:
 def references(p: float, q: float) -> dict[str, float]:
     """``H(π)`` (unigram loss) and the entropy rate (bigram loss) in nats."""
     subs = {p_sym: p, q_sym: q}
-    return {"unigram_loss": float(unigram_loss.subs(subs)), "entropy_rate": float(entropy_rate.subs(subs))}
+    return {
+        "unigram_loss": float(unigram_loss.subs(subs)),
+        "entropy_rate": float(entropy_rate.subs(subs)),
+    }
 
 
 def initial_model(config: TrainConfig, key: jax.Array) -> MarkovTransformer:
@@ -154,8 +161,11 @@ def initial_model(config: TrainConfig, key: jax.Array) -> MarkovTransformer:
 
     model = canonical_model()
     full = model.embed(
-        jnp.asarray(config.theta0), model.bind(p=config.p, q=config.q).h,
-        d=config.d, length=config.length, attention=config.attention,
+        jnp.asarray(config.theta0),
+        model.bind(p=config.p, q=config.q).h,
+        d=config.d,
+        length=config.length,
+        attention=config.attention,
     )
     return jax.tree.map(lambda x: x.astype(jnp.float32), full)
 
@@ -203,8 +213,12 @@ def _chunk(
         updates, state = optimizer.update(grads, state, model)
         return (optax.apply_updates(model, updates), state), loss
 
-    def seed_chunk(model: MarkovTransformer, state: Any, key: jax.Array) -> tuple[Any, Any, jax.Array]:
-        (model, state), losses = jax.lax.scan(one_step, (model, state), jax.random.split(key, count))
+    def seed_chunk(
+        model: MarkovTransformer, state: Any, key: jax.Array
+    ) -> tuple[Any, Any, jax.Array]:
+        (model, state), losses = jax.lax.scan(
+            one_step, (model, state), jax.random.split(key, count)
+        )
         return model, state, losses
 
     return jax.vmap(seed_chunk)(models, states, keys)
@@ -228,18 +242,28 @@ def train(
     shape = (config.batch, config.length + 1)
     seed_keys = jnp.stack([jax.random.key(config.seed0 + i) for i in range(config.seeds)])
     init_keys, data_keys = _split(seed_keys)
-    models = initial if initial is not None else eqx.filter_jit(
-        jax.vmap(lambda k: initial_model(config, k))
-    )(init_keys)
+    models = (
+        initial
+        if initial is not None
+        else eqx.filter_jit(jax.vmap(lambda k: initial_model(config, k)))(init_keys)
+    )
     states = _initial_states(models, optim)
-    eval_inputs = sample_chains(jax.random.key(2**31 - 1 - config.seed0), config.p, config.q, config.eval_batch, config.length)
+    eval_inputs = sample_chains(
+        jax.random.key(2**31 - 1 - config.seed0),
+        config.p,
+        config.q,
+        config.eval_batch,
+        config.length,
+    )
     records = [_evaluate(models, eval_inputs, pq)]
     eval_steps, losses, nan_step, done = [0], [], None, 0
     with progress_bar(config.steps, "step", enabled=progress, desc=f"train {config.init}") as bar:
         while done < config.steps:
             count = min(config.eval_every, config.steps - done)
             data_keys, sub = _split(data_keys)
-            new_models, new_states, chunk_losses = _chunk(models, states, sub, pq, shape, optim, count)
+            new_models, new_states, chunk_losses = _chunk(
+                models, states, sub, pq, shape, optim, count
+            )
             chunk_losses = np.asarray(chunk_losses)
             bad = ~np.isfinite(chunk_losses)
             if bad.any():
@@ -254,7 +278,9 @@ def train(
             eval_steps.append(done)
             bar.update(count)
             bar.set_postfix(loss=f"{float(chunk_losses[:, -1].mean()):.4f}")
-    test, se, coords, diags = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1), *records)
+    test, se, coords, diags = jax.tree.map(
+        lambda *xs: np.stack([np.asarray(x) for x in xs], axis=1), *records
+    )
     return TrainResult(
         config=config,
         train_loss=np.concatenate(losses, axis=1) if losses else np.zeros((config.seeds, 0)),

@@ -11,6 +11,14 @@ from gradflow.cli._registry import Command
 __all__ = ["FIGURES"]
 
 FIGURES = {
+    "local-to-global-training": Command(
+        "gradflow.figures.local_to_global_training",
+        "Local to Global: full-model test loss vs iteration, standard vs recommended init, p = 0.5, q = 0.8",
+    ),
+    "local-to-global-overlay": Command(
+        "gradflow.figures.local_to_global_overlay",
+        "Local to Global: full-model training projected onto (w, e) over the canonical portrait and basins",
+    ),
     "local-to-global-fig1": Command(
         "gradflow.figures.local_to_global_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",

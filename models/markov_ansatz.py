@@ -83,7 +83,13 @@ def ansatz_logit() -> AnsatzLogit:
     ffn = (w * kappa) * r * (sp.Abs(w) * kappa) * _relu(y)
     z = y + ffn
     logit = e * z + b
-    embedding = {k_q: d ** sp.Rational(1, 4), k_k: d ** sp.Rational(1, 4), k_v: 1, k_o: a, r: 4 / kappa**2}
+    embedding = {
+        k_q: d ** sp.Rational(1, 4),
+        k_k: d ** sp.Rational(1, 4),
+        k_v: 1,
+        k_o: a,
+        r: 4 / kappa**2,
+    }
     logit = logit.subs(embedding)
     y = y.subs(embedding)
     scale = sp.factor(sp.simplify(y.subs(x, 1) - y.subs(x, 0)))

@@ -55,7 +55,9 @@ def _gap() -> sp.Expr:
     return ansatz_logit().gap
 
 
-def _critical_specs(extra: dict[sp.Symbol, sp.Expr], b_on_gamma: sp.Expr | None) -> tuple[CriticalSetSpec, ...]:
+def _critical_specs(
+    extra: dict[sp.Symbol, sp.Expr], b_on_gamma: sp.Expr | None
+) -> tuple[CriticalSetSpec, ...]:
     """Closed-form critical sets of ``Φ(c(e, w, a))``: ``Φ'(c) = 0`` or ``∇c = 0``.
 
     ``∇c = 0`` on the plane ``e = 0`` (split at the saddle line ``w = -1/√2``) and on the curve
@@ -71,15 +73,21 @@ def _critical_specs(extra: dict[sp.Symbol, sp.Expr], b_on_gamma: sp.Expr | None)
             condition=sp.And(sp.Ne(e, 0), sp.Ne(gain, 0)),
             equation="e²(1 + a e²/4)(1 + 2w|w|) = c*",
         ),
-        CriticalSetSpec("e = 0", {e: sp.S.Zero, **extra}, condition=w > W_SADDLE, equation="e = 0, w > -1/√2"),
-        CriticalSetSpec("e = 0", {e: sp.S.Zero, **extra}, condition=w < W_SADDLE, equation="e = 0, w < -1/√2"),
+        CriticalSetSpec(
+            "e = 0", {e: sp.S.Zero, **extra}, condition=w > W_SADDLE, equation="e = 0, w > -1/√2"
+        ),
+        CriticalSetSpec(
+            "e = 0", {e: sp.S.Zero, **extra}, condition=w < W_SADDLE, equation="e = 0, w < -1/√2"
+        ),
         CriticalSetSpec(
             "w = -1/√2, a e² = -4",
             {w: W_SADDLE, a: -4 / e**2, **extra},
             condition=sp.Ne(e, 0),
             equation="w = -1/√2, a e² = -4",
         ),
-        CriticalSetSpec("e = 0, w = -1/√2", {e: sp.S.Zero, w: W_SADDLE, **extra}, equation="e = 0, w = -1/√2"),
+        CriticalSetSpec(
+            "e = 0, w = -1/√2", {e: sp.S.Zero, w: W_SADDLE, **extra}, equation="e = 0, w = -1/√2"
+        ),
     )
 
 

@@ -18,6 +18,8 @@ definition of ``(e, w, a, b)`` for any trained weights (with :func:`rank_one_dia
 how far those weights are from the rank-one manifold).
 """
 
+# ruff: noqa: F722  (jaxtyping shape strings such as "N d" are not Python expressions)
+
 from __future__ import annotations
 
 import functools
@@ -135,7 +137,9 @@ class ReducedEmbedding:
     def __post_init__(self) -> None:
         names = [s.name for s in self.params]
         if not {"e", "w"} <= set(names) <= set(COORDINATES):
-            raise GradflowError(f"an embedded model needs coordinates e, w (and optionally a, b), got {names}")
+            raise GradflowError(
+                f"an embedded model needs coordinates e, w (and optionally a, b), got {names}"
+            )
 
     @functools.cached_property
     def _f0(self) -> Callable[..., Array]:
@@ -150,7 +154,9 @@ class ReducedEmbedding:
     def full_bias(self, theta: Array, h: Array) -> Array:
         """``b_full = f0(θ, h) - (logit(0) - b)``: the bias that makes the logits agree."""
         c = self.coordinates(theta)
-        f0 = self._f0(*(theta[..., i] for i in range(len(self.params))), *(h[j] for j in range(h.shape[0])))
+        f0 = self._f0(
+            *(theta[..., i] for i in range(len(self.params))), *(h[j] for j in range(h.shape[0]))
+        )
         return f0 - _SHIFT(c["e"], c["w"], c["a"])
 
     def __call__(
@@ -191,14 +197,20 @@ class ReducedEmbedding:
         check_attention(attention)
         c = self.coordinates(theta)
         return rank_one_transformer(
-            c["e"], c["w"], c["a"], self.full_bias(theta, jnp.asarray(h)),
-            direction=alpha, length=length, attention=attention, tied=tied,
+            c["e"],
+            c["w"],
+            c["a"],
+            self.full_bias(theta, jnp.asarray(h)),
+            direction=alpha,
+            length=length,
+            attention=attention,
+            tied=tied,
         )
 
 
 def canonical_coordinates(
     model: MarkovTransformer, direction: Float[Array, " d"] | None = None
-) -> Float[Array, "4"]:
+) -> Float[Array, 4]:
     """Project full weights onto ``(e, w, a, b)``: the left inverse of the embedding.
 
     With ``α̂ = direction`` (default ``e/‖e‖``, so that ``e ≥ 0``):
@@ -221,7 +233,11 @@ def canonical_coordinates(
     e = model.e @ alpha
     ffn_gain = alpha @ (model.W_2 @ (model.W_1 @ alpha))
     w = jnp.sign(ffn_gain) * jnp.sqrt(jnp.abs(ffn_gain) / 4)
-    a = (alpha @ (model.W_O @ (model.W_V @ alpha))) * ((model.W_Q @ alpha) @ (model.W_K @ alpha)) / math.sqrt(model.d)
+    a = (
+        (alpha @ (model.W_O @ (model.W_V @ alpha)))
+        * ((model.W_Q @ alpha) @ (model.W_K @ alpha))
+        / math.sqrt(model.d)
+    )
     s = _SCALE(e, a)
     y0 = -(s / 2) * alpha
     f0 = model.b + model.readout() @ (y0 + model.W_2 @ jax.nn.relu(model.W_1 @ y0))
@@ -251,7 +267,13 @@ def rank_one_diagnostics(
     alpha = model.e / e_norm if direction is None else direction
     e, w, a, b = canonical_coordinates(model, alpha)
     back = rank_one_transformer(
-        e, w, a, model.b, direction=alpha, length=model.length, attention=model.attention,
+        e,
+        w,
+        a,
+        model.b,
+        direction=alpha,
+        length=model.length,
+        attention=model.attention,
         tied=model.unembed is None,
     )
     diff = jax.tree.leaves(jax.tree.map(lambda x, y: x - y, model, back))
@@ -298,6 +320,15 @@ def paper_init(
     stds = (STANDARD_STD, STANDARD_STD, STANDARD_STD, STANDARD_STD / math.sqrt(2))
     attn = [(s * jax.random.normal(k, (d, d))).astype(dtype) for k, s in zip(keys, stds)]
     return MarkovTransformer(
-        e=base.e, positions=base.positions, W_Q=attn[0], W_K=attn[1], W_V=attn[2], W_O=attn[3],
-        W_1=base.W_1, W_2=base.W_2, b=base.b, unembed=base.unembed, attention=attention,
+        e=base.e,
+        positions=base.positions,
+        W_Q=attn[0],
+        W_K=attn[1],
+        W_V=attn[2],
+        W_O=attn[3],
+        W_1=base.W_1,
+        W_2=base.W_2,
+        b=base.b,
+        unembed=base.unembed,
+        attention=attention,
     )

@@ -18,6 +18,8 @@ Losses (all in nats, averaged over the ``N`` positions ``n = 1…N``, each predi
 - :func:`exact_loss`: the population loss, all ``2^N`` inputs weighted by their probabilities.
 """
 
+# ruff: noqa: F722  (jaxtyping shape strings such as "N d" are not Python expressions)
+
 from __future__ import annotations
 
 import functools
@@ -115,7 +117,9 @@ def check_attention(attention: str) -> str:
         GradflowError: not ``"softmax"`` or ``"linear"``.
     """
     if attention not in ATTENTION_KINDS:
-        raise GradflowError(f"attention = {attention!r} must be one of {', '.join(ATTENTION_KINDS)}")
+        raise GradflowError(
+            f"attention = {attention!r} must be one of {', '.join(ATTENTION_KINDS)}"
+        )
     return attention
 
 
@@ -156,7 +160,7 @@ def sample_loss(model: MarkovTransformer, sequences: Int[Array, "B N1"]) -> Floa
 @eqx.filter_jit
 def conditional_loss(
     model: MarkovTransformer, inputs: Int[Array, "B N"], p: Array, q: Array
-) -> Float[Array, "B"]:
+) -> Float[Array, " B"]:
     """``E[ℓ | x_1…x_N]`` per sequence: each next symbol integrated out with the kernel, nats.
 
     The batch mean is an unbiased estimate of the population loss; its standard error is the
@@ -166,7 +170,9 @@ def conditional_loss(
     return jnp.mean(expected_cross_entropy(next_one_probability(inputs, p, q), f), axis=1)
 
 
-def exact_loss(model: MarkovTransformer, p: Array, q: Array, length: int | None = None) -> Float[Array, ""]:
+def exact_loss(
+    model: MarkovTransformer, p: Array, q: Array, length: int | None = None
+) -> Float[Array, ""]:
     """The population loss by enumeration: ``Σ_x P(x) (1/N) Σ_n ℓ_{P(1|x_n)}(logit_n(x))``, nats.
 
     The sum runs over all ``2^N`` input sequences ``x_1…x_N`` (first symbol from π); the next

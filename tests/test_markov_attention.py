@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-
 from gradflow.models import markov
 from gradflow.models.markov_ansatz import a, ansatz_logit, b, e, w
 from gradflow.models.markov_attention import (

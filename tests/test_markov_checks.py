@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-
 from gradflow.analysis.markov_checks import dynamics_check, embedding_checks, random_points
 from gradflow.models import markov
 from gradflow.models.markov_attention import canonical_attention, canonical_attention_bias
@@ -41,9 +40,12 @@ def _direction(rng: np.random.Generator, d: int = 6) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(FACTORIES))
 def test_value_and_pulled_back_gradient_at_random_points(name, rng):
     bound = FACTORIES[name](P, Q)
-    checks = embedding_checks(bound, random_points(bound, 20, seed=3), length=LENGTH, direction=_direction(rng))
+    checks = embedding_checks(
+        bound, random_points(bound, 20, seed=3), length=LENGTH, direction=_direction(rng)
+    )
     assert checks.value_error <= 1e-9
     assert checks.gradient_error <= 1e-7
+    assert checks.outside_family.max() <= 1e-12
     shares = np.sum(list(checks.off_groups.values()), axis=0)
     np.testing.assert_allclose(shares, 1.0, atol=1e-12)
 
@@ -60,8 +62,11 @@ def test_both_branches_of_the_ffn(rng):
 
 def test_softmax_attention_is_exact_where_the_attention_output_is_zero(rng):
     bound = markov.canonical_bias(P, Q)
-    checks = embedding_checks(bound, random_points(bound, 5, seed=4), length=LENGTH, attention="softmax")
+    checks = embedding_checks(
+        bound, random_points(bound, 5, seed=4), length=LENGTH, attention="softmax"
+    )
     assert checks.value_error <= 1e-9 and checks.gradient_error <= 1e-7
+    assert checks.outside_family.max() <= 1e-12
 
 
 def test_full_gradient_vanishes_on_the_global_minima_and_on_e_zero(rng):
@@ -72,7 +77,9 @@ def test_full_gradient_vanishes_on_the_global_minima_and_on_e_zero(rng):
     w = np.array([-1.0, -1.5, -2.5])
     on_gamma = np.stack([np.sqrt(c_star / (1 + 2 * w * np.abs(w))), w], axis=1)
     on_plane = np.array([[0.0, 0.3], [0.0, -1.2]])
-    checks = embedding_checks(bound, np.concatenate([on_gamma, on_plane]), length=LENGTH, direction=_direction(rng))
+    checks = embedding_checks(
+        bound, np.concatenate([on_gamma, on_plane]), length=LENGTH, direction=_direction(rng)
+    )
     np.testing.assert_allclose(checks.full_loss, [H_RATE] * 3 + [H_PI] * 2, atol=1e-12)
     np.testing.assert_allclose(checks.pulled_grad, 0.0, atol=1e-10)
 
@@ -86,7 +93,9 @@ def test_deviation_from_the_reduced_flow_starts_at_the_predicted_rate():
     np.testing.assert_allclose(np.diag(run.metric), [1 + 6 / 4, 8, 1, 1], atol=1e-12)
 
 
-@pytest.mark.parametrize("theta0, target", [([0.5, -1.0, 0.0, 0.0], H_RATE), ([0.3, 0.5, 0.0, 0.0], H_PI)])
+@pytest.mark.parametrize(
+    "theta0, target", [([0.5, -1.0, 0.0, 0.0], H_RATE), ([0.3, 0.5, 0.0, 0.0], H_PI)]
+)
 def test_full_descent_ends_where_the_reduced_flow_does(theta0, target):
     """From the reduced model's global basin the full model reaches the entropy rate; from the
     unigram basin (p + q > 1, w > -1/√2, small e) it stops at H(π)."""

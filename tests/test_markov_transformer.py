@@ -8,8 +8,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from gradflow import GradflowError
 from gradflow.models.markov_data import sample_chains
 from gradflow.models.markov_transformer import (
     MarkovTransformer,
@@ -21,16 +19,28 @@ from gradflow.models.markov_transformer import (
     standard_init,
 )
 
+from gradflow import GradflowError
+
 P, Q = 0.3, 0.6
 PI1 = P / (P + Q)
 
 
-def _scalar_model(attention: str, *, wq: float = 1.0, wo: float = 1.0, length: int = 5, b: float = 0.0) -> MarkovTransformer:
+def _scalar_model(
+    attention: str, *, wq: float = 1.0, wo: float = 1.0, length: int = 5, b: float = 0.0
+) -> MarkovTransformer:
     """d = 1: e = 1, p_n = 0, W_Q = W_K = wq, W_V = 1, W_O = wo, FFN off; logits by hand below."""
     one = jnp.ones((1, 1))
     return MarkovTransformer(
-        e=jnp.ones(1), positions=jnp.zeros((length, 1)), W_Q=wq * one, W_K=wq * one, W_V=one,
-        W_O=wo * one, W_1=jnp.zeros((4, 1)), W_2=jnp.zeros((1, 4)), b=jnp.asarray(b), unembed=None,
+        e=jnp.ones(1),
+        positions=jnp.zeros((length, 1)),
+        W_Q=wq * one,
+        W_K=wq * one,
+        W_V=one,
+        W_O=wo * one,
+        W_1=jnp.zeros((4, 1)),
+        W_2=jnp.zeros((1, 4)),
+        b=jnp.asarray(b),
+        unembed=None,
         attention=attention,
     )
 
@@ -53,22 +63,45 @@ def test_softmax_attention_with_zero_scores_is_the_causal_mean():
 
 def test_ffn_and_bias_by_hand():
     model = MarkovTransformer(
-        e=jnp.array([1.0, 0.0]), positions=jnp.array([[-0.5, 0.0]] * 3), W_Q=jnp.zeros((2, 2)),
-        W_K=jnp.zeros((2, 2)), W_V=jnp.zeros((2, 2)), W_O=jnp.zeros((2, 2)),
-        W_1=jnp.zeros((8, 2)).at[0, 0].set(2.0), W_2=jnp.zeros((2, 8)).at[0, 0].set(3.0),
-        b=jnp.asarray(0.25), unembed=None, attention="linear",
+        e=jnp.array([1.0, 0.0]),
+        positions=jnp.array([[-0.5, 0.0]] * 3),
+        W_Q=jnp.zeros((2, 2)),
+        W_K=jnp.zeros((2, 2)),
+        W_V=jnp.zeros((2, 2)),
+        W_O=jnp.zeros((2, 2)),
+        W_1=jnp.zeros((8, 2)).at[0, 0].set(2.0),
+        W_2=jnp.zeros((2, 8)).at[0, 0].set(3.0),
+        b=jnp.asarray(0.25),
+        unembed=None,
+        attention="linear",
     )
     # u = x - 1/2 on the first axis; z = u + 3 ReLU(2u); logit = z_1 + 0.25
     x = jnp.array([[0, 1, 1]])
     u = np.array([-0.5, 0.5, 0.5])
-    np.testing.assert_allclose(np.asarray(logits(model, x))[0], u + 6 * np.maximum(u, 0) + 0.25, atol=1e-12)
+    np.testing.assert_allclose(
+        np.asarray(logits(model, x))[0], u + 6 * np.maximum(u, 0) + 0.25, atol=1e-12
+    )
 
 
-def _random_model(rng: np.random.Generator, d: int, length: int, attention: str, scale: float = 1.0) -> MarkovTransformer:
+def _random_model(
+    rng: np.random.Generator, d: int, length: int, attention: str, scale: float = 1.0
+) -> MarkovTransformer:
     """Weights N(0, scale²/d), float64, untied: large enough that every term matters."""
-    shapes = {"e": (d,), "positions": (length, d), "W_Q": (d, d), "W_K": (d, d), "W_V": (d, d),
-              "W_O": (d, d), "W_1": (4 * d, d), "W_2": (d, 4 * d), "b": (), "unembed": (d,)}
-    weights = {k: jnp.asarray(scale * rng.standard_normal(s) / math.sqrt(d)) for k, s in shapes.items()}
+    shapes = {
+        "e": (d,),
+        "positions": (length, d),
+        "W_Q": (d, d),
+        "W_K": (d, d),
+        "W_V": (d, d),
+        "W_O": (d, d),
+        "W_1": (4 * d, d),
+        "W_2": (d, 4 * d),
+        "b": (),
+        "unembed": (d,),
+    }
+    weights = {
+        k: jnp.asarray(scale * rng.standard_normal(s) / math.sqrt(d)) for k, s in shapes.items()
+    }
     return MarkovTransformer(**weights, attention=attention)
 
 
@@ -95,7 +128,9 @@ def test_exact_loss_matches_monte_carlo_within_its_standard_error(rng):
     exact = float(exact_loss(model, P, Q))
     seqs = sample_chains(jax.random.key(6), P, Q, 20_000, 7)
     f = logits(model, seqs[:, :-1])
-    per_sequence = np.asarray(jnp.mean(expected_cross_entropy(seqs[:, 1:].astype(f.dtype), f), axis=1))
+    per_sequence = np.asarray(
+        jnp.mean(expected_cross_entropy(seqs[:, 1:].astype(f.dtype), f), axis=1)
+    )
     se = per_sequence.std() / math.sqrt(per_sequence.size)
     assert abs(per_sequence.mean() - exact) <= 4 * se
     assert float(sample_loss(model, seqs)) == pytest.approx(per_sequence.mean(), rel=1e-12)
@@ -107,7 +142,12 @@ def test_exact_loss_matches_monte_carlo_within_its_standard_error(rng):
 def test_standard_init_scales():
     model = standard_init(jax.random.key(0), 64, 16)
     assert model.e.dtype == jnp.float32 and model.unembed is None
-    for name, std in (("W_Q", 0.02), ("W_1", 0.02), ("W_O", 0.02 / math.sqrt(2)), ("W_2", 0.02 / math.sqrt(2))):
+    for name, std in (
+        ("W_Q", 0.02),
+        ("W_1", 0.02),
+        ("W_O", 0.02 / math.sqrt(2)),
+        ("W_2", 0.02 / math.sqrt(2)),
+    ):
         values = np.asarray(getattr(model, name)).ravel()
         # sample standard deviation of n normal draws: relative standard error 1/√(2n)
         assert abs(values.std() / std - 1) <= 4 / math.sqrt(2 * values.size)
@@ -116,7 +156,11 @@ def test_standard_init_scales():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"d": 0}, "width d = 0"), ({"length": 0}, "N = 0"), ({"attention": "cosine"}, "attention = 'cosine'")],
+    [
+        ({"d": 0}, "width d = 0"),
+        ({"length": 0}, "N = 0"),
+        ({"attention": "cosine"}, "attention = 'cosine'"),
+    ],
 )
 def test_bad_settings(kwargs, message):
     settings = {"d": 4, "length": 4, **kwargs}
