@@ -13,6 +13,7 @@ __all__ = ["BENCHES", "COMMANDS"]
 COMMANDS: dict[str, Command] = {
     "train": Command("gradflow.analysis.markov_train_cli", "train the full single-layer transformer on a Markov chain: loss curve, canonical trajectory"),
     "compare": Command("gradflow.analysis.markov_compare_cli", "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics"),
+    "icl": Command("gradflow.analysis.icl", "in-context Markov chains: train the minimal/transformer/reduced model, phases uniform → unigram → bigram"),
 }
 
 BENCHES = {

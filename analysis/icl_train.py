@@ -1,0 +1,317 @@
+"""Training runs on ICL-MC: the transformer, the minimal model and the reduced ``(a, b, v)`` flow.
+
+Every run records, at evaluation steps, the test loss and the distance to each strategy
+(:func:`gradflow.models.icl_strategies.metrics`) on a fixed evaluation batch drawn from the
+Dirichlet prior (the task), whatever the training prior, plus model-specific traces:
+
+- minimal and reduced: ``theta`` = ``(a, b, v…)`` (for the minimal model the projection of
+  ``W`` on ``{aI + b11ᵀ}``) and, for the minimal model, ``off_family`` = ``‖W - proj W‖_F``;
+- transformer: ``lag_profile``, the layer-1 attention mass at each lag ``m = 0 … T-1``, averaged
+  over evaluation sequences and positions ``i ≥ m``.
+
+Training batches are drawn afresh at every step inside the jitted step (``lax.scan`` over the
+steps between evaluations).  The transformer trains in float32 with AdamW (the paper's optimizer,
+lr 5e-4, betas (0.9, 0.95), weight decay 0.1); the minimal model with plain SGD (its gradient flow
+is what the reduced model integrates); the reduced model by the engine (diffrax flow or gradient
+descent) on one fixed sample closed under relabelling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from gradflow import FlowOptions, GradflowError, descend, integrate
+from gradflow._progress import progress_bar
+from gradflow.models import icl_minimal as mm
+from gradflow.models import icl_transformer as tr
+from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, check_sizes, sample
+from gradflow.models.icl_strategies import metrics
+
+__all__ = [
+    "MODELS",
+    "History",
+    "RunSpec",
+    "evaluation_batch",
+    "train",
+    "train_minimal",
+    "train_transformer",
+    "flow_reduced",
+]
+
+MODELS = ("minimal", "transformer", "reduced")
+
+DEFAULT_LR = {"minimal": 4.0, "transformer": 5e-4, "reduced": 4.0}
+"""SGD step of the minimal model, AdamW step of the transformer, GD step (flow time per step) of
+the reduced model."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One training run.
+
+    Attributes:
+        model: ``minimal``, ``transformer`` or ``reduced``.
+        k, T: states and sequence length.
+        steps: optimizer steps (reduced: flow time ``lr · steps``).
+        prior: training prior.
+        seed: PRNG seed (initialization, batches; the evaluation batch has its own fixed seed).
+        lr: step size (default per model, :data:`DEFAULT_LR`).
+        batch: sequences per step (reduced: sequences in the fixed sample before relabelling).
+        eval_every: steps between evaluations.
+        eval_n: sequences in the evaluation batch.
+        mixing: positional mixing of the minimal/reduced model.
+        lags: learnable lags of the minimal/reduced model (default ``T - 1``).
+        d: transformer width.
+        solver: reduced model only: ``flow`` (diffrax) or ``gd`` (the engine's gradient descent).
+    """
+
+    model: str
+    k: int = 3
+    T: int = 100
+    steps: int = 1000
+    prior: Prior = field(default_factory=Dirichlet)
+    seed: int = 0
+    lr: float | None = None
+    batch: int = 64
+    eval_every: int = 20
+    eval_n: int = 512
+    mixing: str = "softmax"
+    lags: int | None = None
+    d: int = 16
+    solver: str = "flow"
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise GradflowError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
+        check_sizes(self.k, self.T)
+        self.prior.check(self.k)
+        mm.check_mixing(self.mixing)
+        for name in ("steps", "batch", "eval_every", "eval_n", "d"):
+            if getattr(self, name) < 1:
+                raise GradflowError(f"{name} = {getattr(self, name)!r} must be ≥ 1")
+        if self.lags is not None and not 1 <= self.lags <= self.T - 1:
+            raise GradflowError(f"lags = {self.lags!r} must lie in 1 … T-1 = {self.T - 1}")
+        if self.lr is not None and not self.lr > 0:
+            raise GradflowError(f"lr = {self.lr!r} must be > 0")
+        if self.solver not in ("flow", "gd"):
+            raise GradflowError(f"solver {self.solver!r}: choose flow or gd")
+
+    @property
+    def step_size(self) -> float:
+        return DEFAULT_LR[self.model] if self.lr is None else float(self.lr)
+
+    @property
+    def n_lags(self) -> int:
+        return self.T - 1 if self.lags is None else self.lags
+
+
+@dataclass(frozen=True)
+class History:
+    """What a run recorded at its evaluation steps (``n`` of them, step 0 included).
+
+    Attributes:
+        steps: ``(n,)`` optimizer steps (reduced: ``flow time / lr``).
+        test_last, test_mean: ``(n,)`` test loss ``E KL(P_{x_t,·} ‖ p_θ)``, nats.
+        distance_last, distance_mean: ``(n, 3)`` distances to uniform, unigram, bigram, nats.
+        traces: model-specific arrays with leading axis ``n`` (module docstring).
+    """
+
+    steps: np.ndarray
+    test_last: np.ndarray
+    test_mean: np.ndarray
+    distance_last: np.ndarray
+    distance_mean: np.ndarray
+    traces: dict[str, np.ndarray]
+
+    def arrays(self, prefix: str = "") -> dict[str, np.ndarray]:
+        """All arrays by name (with ``prefix``), for NPZ output."""
+        out = {
+            "steps": self.steps,
+            "test_last": self.test_last,
+            "test_mean": self.test_mean,
+            "distance_last": self.distance_last,
+            "distance_mean": self.distance_mean,
+            **self.traces,
+        }
+        return {prefix + k: np.asarray(v) for k, v in out.items()}
+
+
+EVAL_SEED = 20240214
+
+
+def evaluation_batch(k: int, T: int, n: int) -> ICLBatch:
+    """The fixed evaluation batch: ``n`` Dirichlet-prior sequences, seed :data:`EVAL_SEED`."""
+    return sample(jax.random.key(EVAL_SEED), Dirichlet(), n, k, T)
+
+
+def _history(records: list[dict[str, Any]], steps: list[float]) -> History:
+    stacked = {key: np.stack([np.asarray(r[key]) for r in records]) for key in records[0]}
+    m = stacked.pop("metrics")
+    return History(
+        steps=np.asarray(steps),
+        test_last=m[:, 0],
+        test_mean=m[:, 1],
+        distance_last=m[:, 2:5],
+        distance_mean=m[:, 5:8],
+        traces=stacked,
+    )
+
+
+def _metric_vector(probs: jax.Array, batch: ICLBatch) -> jax.Array:
+    out = metrics(probs.astype(jnp.float64), batch)
+    return jnp.concatenate(
+        [jnp.stack([out.test_last, out.test_mean]), out.distance_last, out.distance_mean]
+    )
+
+
+def _optimize(
+    loss: Callable[[Any, ICLBatch], jax.Array],
+    params: Any,
+    optimizer: optax.GradientTransformation,
+    draw: Callable[[jax.Array], ICLBatch],
+    key: jax.Array,
+    spec: RunSpec,
+    observe: Callable[[Any], dict[str, jax.Array]],
+    progress: bool | None,
+) -> History:
+    """SGD-type training with fresh batches, evaluated every ``spec.eval_every`` steps."""
+
+    def step(state, _):
+        params, opt_state, key = state
+        key, sub = jax.random.split(key)
+        grads = eqx.filter_grad(loss)(params, draw(sub))
+        updates, opt_state = optimizer.update(grads, opt_state, eqx.filter(params, eqx.is_array))
+        return (eqx.apply_updates(params, updates), opt_state, key), None
+
+    @eqx.filter_jit
+    def advance(state, length):
+        return jax.lax.scan(step, state, None, length=length)[0]
+
+    observe_jit = eqx.filter_jit(observe)
+    state = (params, optimizer.init(eqx.filter(params, eqx.is_array)), key)
+    records, steps, done = [observe_jit(params)], [0], 0
+    with progress_bar(spec.steps, "step", enabled=progress, desc=f"{spec.model} seed {spec.seed}") as bar:
+        while done < spec.steps:
+            length = min(spec.eval_every, spec.steps - done)
+            state = advance(state, length)
+            done += length
+            records.append(observe_jit(state[0]))
+            steps.append(done)
+            bar.update(length)
+    return _history(records, steps)
+
+
+def _draw(spec: RunSpec, dtype: Any) -> Callable[[jax.Array], ICLBatch]:
+    def draw(key: jax.Array) -> ICLBatch:
+        batch = sample(key, spec.prior, spec.batch, spec.k, spec.T)
+        return ICLBatch(x=batch.x, P=batch.P.astype(dtype))
+
+    return draw
+
+
+def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
+    """SGD (step ``lr``) on the minimal model from ``W = 0, v = 0``, fresh batches each step."""
+    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+
+    def loss(params: mm.Minimal, batch: ICLBatch) -> jax.Array:
+        return mm.minimal_loss(params, batch, spec.mixing)
+
+    def observe(params: mm.Minimal) -> dict[str, jax.Array]:
+        probs = jax.nn.softmax(mm.minimal_logits(params, evalb.x, spec.mixing))
+        return {
+            "metrics": _metric_vector(probs, evalb),
+            "theta": mm.project(params),
+            "off_family": mm.family_residual(params.W),
+        }
+
+    return _optimize(
+        loss, mm.zero_init(spec.k, spec.n_lags), optax.sgd(spec.step_size),
+        _draw(spec, jnp.float64), jax.random.key(spec.seed), spec, observe, progress,
+    )
+
+
+def lag_profile(model: tr.ICLTransformer, x: jax.Array) -> jax.Array:
+    """Layer-1 attention mass at each lag ``m``, averaged over sequences and positions ``i ≥ m``."""
+    T = x.shape[1]
+
+    def one(seq: jax.Array) -> jax.Array:
+        h = jax.vmap(model.norms[0])(model.embed[seq])
+        return model.layers[0].pattern(h)
+
+    att = jax.vmap(one)(x).mean(0)
+    lag = jnp.arange(T)[:, None] - jnp.arange(T)[None, :]
+    mass = jnp.zeros(T).at[jnp.clip(lag, 0, T - 1)].add(jnp.where(lag >= 0, att, 0.0))
+    return mass / (T - jnp.arange(T))
+
+
+def _float32(model: Any) -> Any:
+    return jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
+
+
+def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
+    """AdamW (lr, betas (0.9, 0.95), weight decay 0.1) on the transformer, float32."""
+    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+    k_init, k_data = jax.random.split(jax.random.key(spec.seed))
+    model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d))
+
+    def loss(model: tr.ICLTransformer, batch: ICLBatch) -> jax.Array:
+        return mm.cross_entropy(tr.transformer_logits(model, batch.x), batch)
+
+    def observe(model: tr.ICLTransformer) -> dict[str, jax.Array]:
+        probs = jax.nn.softmax(tr.transformer_logits(model, evalb.x))
+        return {"metrics": _metric_vector(probs, evalb), "lag_profile": lag_profile(model, evalb.x[:64])}
+
+    optimizer = optax.adamw(spec.step_size, b1=0.9, b2=0.95, weight_decay=0.1)
+    return _optimize(loss, model, optimizer, _draw(spec, jnp.float32), k_data, spec, observe, progress)
+
+
+def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
+    """The reduced ``(a, b, v)`` dynamics on a fixed sample, integrated by the engine.
+
+    The sample is ``spec.batch`` sequences from the training prior and all their ``k!``
+    relabellings; on it the family ``{aI + b11ᵀ}`` is exactly invariant.  ``solver = "flow"``
+    integrates ``dθ/dt = -G⁻¹∇L`` with diffrax (Tsit5) to flow time ``lr · steps``;
+    ``solver = "gd"`` takes ``steps`` gradient-descent steps of size ``lr`` in the same metric.
+    """
+    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+    data = mm.relabel_all(sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T))
+    field = mm.reduced_field(spec.mixing)
+    theta0 = jnp.zeros(2 + spec.n_lags)
+    n_eval = -(-spec.steps // spec.eval_every)
+    eval_steps = np.minimum(np.arange(n_eval + 1) * spec.eval_every, spec.steps).astype(float)
+    lr = spec.step_size
+    with progress_bar(1, "run", enabled=progress, desc=f"reduced seed {spec.seed}") as bar:
+        if spec.solver == "gd":
+            traj = descend(field, theta0, data, lr=lr, steps=spec.steps, every=1)
+            thetas = traj.thetas[eval_steps.astype(int)]
+        else:
+            import diffrax
+
+            options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-6, atol=1e-8, gtol=1e-9,
+                                  t_max=lr * spec.steps, max_steps=100_000)
+            traj = integrate(field, theta0, data, options, ts=lr * eval_steps)
+            thetas = traj.thetas
+            eval_steps = traj.ts / lr
+        bar.update(1)
+
+    @jax.jit
+    def observe(theta: jax.Array) -> jax.Array:
+        probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
+        return _metric_vector(probs, evalb)
+
+    records = [{"metrics": observe(jnp.asarray(th)), "theta": th} for th in thetas]
+    return _history(records, list(eval_steps))
+
+
+def train(spec: RunSpec, progress: bool | None = None) -> History:
+    """Run ``spec`` with the trainer of its model."""
+    runner = {"minimal": train_minimal, "transformer": train_transformer, "reduced": flow_reduced}
+    return runner[spec.model](spec, progress)
