@@ -13,6 +13,7 @@ __all__ = ["BENCHES", "COMMANDS"]
 COMMANDS: dict[str, Command] = {
     "train": Command("gradflow.analysis.markov_train_cli", "train the full single-layer transformer on a Markov chain: loss curve, canonical trajectory"),
     "compare": Command("gradflow.analysis.markov_compare_cli", "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics"),
+    "ntk": Command("gradflow.analysis.ntk_command", "NTK width sweep of the shallow encoder transformer (Wu et al. 2023)"),
     "icl": Command("gradflow.analysis.icl", "in-context Markov chains: train the minimal/transformer/reduced model, phases uniform → unigram → bigram"),
 }
 
@@ -22,4 +23,5 @@ BENCHES = {
         "gradflow.analysis.bench_basins",
         "400 × 400 basin map of the canonical flow against scipy solve_ivp (RK45, LSODA)",
     ),
+    "ntk": Command("gradflow.analysis.bench_ntk", "empirical NTK Gram matrix (N = 64, d_m = 1024): jacobian vs per-sample vs NTK-vector products"),
 }

@@ -76,28 +76,33 @@ def _only(tangent: ShallowEncoder, keep: str) -> ShallowEncoder:
 
 
 @eqx.filter_jit
-def _ntk_vector_products(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
+def _ntk_vector_products(model: ShallowEncoder, X: jax.Array, per_block: bool = True) -> dict[str, jax.Array]:
     def f(m: ShallowEncoder) -> jax.Array:
         return predict(m, X)
 
     _, pullback = jax.vjp(f, model)
     basis = jnp.eye(X.shape[0], dtype=X.dtype)
 
-    def column(e: jax.Array, keep: str) -> jax.Array:
+    def column(e: jax.Array, keep: str | None) -> jax.Array:
         (cotangent,) = pullback(e)
-        return jax.jvp(f, (model,), (_only(cotangent, keep),))[1]
+        tangent = cotangent if keep is None else _only(cotangent, keep)
+        return jax.jvp(f, (model,), (tangent,))[1]
 
+    if not per_block:
+        return {"total": jax.vmap(lambda e: column(e, None))(basis).T}
     return {b: jax.vmap(lambda e, a=BLOCKS[b]: column(e, a))(basis).T for b in block_names(model)}
 
 
-_IMPLEMENTATIONS: dict[str, Callable[[ShallowEncoder, jax.Array], dict[str, jax.Array]]] = {
+_IMPLEMENTATIONS: dict[str, Callable[..., dict[str, jax.Array]]] = {
     "per-sample": _ntk_per_sample,
     "jacobian": _ntk_jacobian,
     "ntvp": _ntk_vector_products,
 }
 
 
-def empirical_ntk(model: ShallowEncoder, X: jax.Array, method: str = "per-sample") -> dict[str, np.ndarray]:
+def empirical_ntk(
+    model: ShallowEncoder, X: jax.Array, method: str = "per-sample", *, per_block: bool = True
+) -> dict[str, np.ndarray]:
     """The empirical NTK Gram matrix ``K = J Jᵀ`` over all parameters and per block.
 
     Args:
@@ -105,18 +110,24 @@ def empirical_ntk(model: ShallowEncoder, X: jax.Array, method: str = "per-sample
         X: inputs, shape ``(N, d_s, d)``.
         method: ``"per-sample"``, ``"jacobian"`` or ``"ntvp"`` (module docstring); all give the
             same matrix up to rounding.
+        per_block: also return each block's kernel.  Without it ``"ntvp"`` needs one JVP per
+            sample instead of one per sample and block; the Jacobian methods cost the same.
 
     Returns:
-        ``{"Q", "K", "V", "O"[, "H"], "total"}``: ``(N, N)`` arrays in output units squared.
+        ``{"Q", "K", "V", "O"[, "H"], "total"}`` (only ``"total"`` without ``per_block``):
+        ``(N, N)`` arrays in output units squared.
 
     Raises:
         GradflowError: unknown method.
     """
     if method not in _IMPLEMENTATIONS:
         raise GradflowError(f"method = {method!r} is not one of {', '.join(METHODS)}")
-    blocks = {b: np.asarray(k) for b, k in _IMPLEMENTATIONS[method](model, jnp.asarray(X)).items()}
-    blocks["total"] = sum(blocks.values())
-    return blocks
+    X = jnp.asarray(X)
+    computed = _ntk_vector_products(model, X, per_block) if method == "ntvp" else _IMPLEMENTATIONS[method](model, X)
+    blocks = {b: np.asarray(k) for b, k in computed.items()}
+    if "total" not in blocks:
+        blocks["total"] = sum(blocks.values())
+    return blocks if per_block else {"total": blocks["total"]}
 
 
 @eqx.filter_jit

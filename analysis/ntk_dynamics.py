@@ -26,7 +26,7 @@ import optax
 from gradflow import FlowOptions, GradflowError, GradientField, Status, integrate
 from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
-__all__ = ["Descent", "linearized_flow", "loss_bound", "train_gd"]
+__all__ = ["Descent", "linearized_descent", "linearized_flow", "loss_bound", "train_gd"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,24 @@ def linearized_flow(K: np.ndarray, f0: np.ndarray, y: np.ndarray, ts: np.ndarray
     if len(residual) < ts.size:
         residual = np.concatenate([residual, np.repeat(residual[-1:], ts.size - len(residual), axis=0)])
     return y + residual, 0.5 * np.sum(residual**2, axis=1)
+
+
+def linearized_descent(K: np.ndarray, residual0: np.ndarray, lr: float, steps: int) -> np.ndarray:
+    """Loss of gradient descent on the linearized network: ``r_{k+1} = (I - γ K) r_k``.
+
+    Args:
+        K: kernel, shape ``(N, N)``.
+        residual0: ``f_0 - y``, shape ``(N,)``.
+        lr: the step ``γ``.
+        steps: number of steps.
+
+    Returns:
+        ``ℓ_k = ½ ‖r_k‖²`` for ``k = 0 … steps``, shape ``(steps + 1,)``.
+    """
+    lam, U = np.linalg.eigh(0.5 * (np.asarray(K) + np.asarray(K).T))
+    coefficients = U.T @ np.asarray(residual0)
+    factors = (1.0 - lr * lam)[None, :] ** np.arange(steps + 1)[:, None]
+    return 0.5 * np.sum((factors * coefficients) ** 2, axis=1)
 
 
 def loss_bound(loss0: float, lr: float, tau1: float, alpha0: float, steps: int) -> np.ndarray:

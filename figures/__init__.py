@@ -23,4 +23,8 @@ FIGURES = {
         "gradflow.figures.local_to_global_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
     ),
+    "shallow-ntk": Command(
+        "gradflow.figures.shallow_ntk",
+        "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
+    ),
 }

@@ -1,0 +1,62 @@
+"""``gradflow ntk``: bad input fails in one line with exit status 2 and writes nothing; the
+assumption warnings name what fails; a small sweep writes its NPZ and JSON."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from gradflow.cli import main
+
+BAD = [
+    (["--widths", "0"], "--widths"),
+    (["--widths", "64,abc"], "--widths"),
+    (["--widths", "-5"], "--widths"),
+    (["--widths", "2.5"], "--widths"),
+    (["--n-samples", "0"], "--n-samples"),
+    (["--d-s", "1.5"], "--d-s"),
+    (["--d", "-2"], "--d"),
+    (["--steps", "0"], "--steps"),
+    (["--scaling", "cubic"], "scaling 'cubic'"),
+    (["--init", "lecun,xavier"], "init 'xavier'"),
+    (["--eta", "2.5"], "eta = 2.5"),
+    (["--out", "sweep.txt"], ".npz"),
+]
+
+
+def _exit_status(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as stop:
+        return int(stop.code)
+
+
+@pytest.mark.parametrize(("argv", "named"), BAD)
+def test_bad_input_is_one_line_exit_2_nothing_written(argv, named, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert _exit_status(["ntk", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and named in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(tmp_path, capsys):
+    out = tmp_path / "sweep.npz"
+    argv = ["ntk", "--n-samples", "5", "--d-s", "2", "--d", "3", "--widths", "4,32", "--steps", "3",
+            "--scaling", "sqrt,linear", "--init", "ntk", "--json", "--out", str(out)]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if "warning" in line]
+    assert any("d = 3 < N = 5" in line and "linearly independent" in line for line in warnings)
+    assert any("d_m = 4 < N = 5" in line and "α_0 = 0" in line for line in warnings)
+    report = json.loads(captured.out)
+    assert [(r["scaling"], r["d_m"]) for r in report["runs"]] == [("sqrt", 4), ("sqrt", 32), ("linear", 4), ("linear", 32)]
+    assert report["runs"][0]["alpha0"] == 0.0
+    assert all(r["lambda_min"] >= r["tau1sq_alpha0sq"] for r in report["runs"])
+    assert set(report["slopes"]) == {"ntk/sqrt", "ntk/linear"}
+    with np.load(out) as data:
+        assert data["losses"].shape == (4, 4)
+        np.testing.assert_allclose(data["lambda_min"], [r["lambda_min"] for r in report["runs"]])
+    assert json.loads(out.with_suffix(".json").read_text())["config"]["widths"] == [4, 32]
