@@ -16,13 +16,14 @@ benchmark reports the import error instead.
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 
 import jax
 import numpy as np
+from gradflow.models.shallow_encoder import init_encoder, synthetic_data
 
 from gradflow.cli._common import format_table, print_json
-from gradflow.models.shallow_encoder import init_encoder, synthetic_data
 
 from .ntk import METHODS, empirical_ntk
 from .ntk_command import positive_int
@@ -32,11 +33,21 @@ BASELINE = ("jacobian", True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n-samples", type=positive_int, default=64, metavar="N", help="samples N (default 64)")
-    parser.add_argument("--d-s", type=positive_int, default=8, metavar="DS", help="tokens per sample (default 8)")
-    parser.add_argument("--d", type=positive_int, default=16, metavar="D", help="token dimension (default 16)")
-    parser.add_argument("--width", type=positive_int, default=1024, metavar="D_M", help="width d_m (default 1024)")
-    parser.add_argument("--repeats", type=positive_int, default=5, help="timed calls per implementation (default 5)")
+    parser.add_argument(
+        "--n-samples", type=positive_int, default=64, metavar="N", help="samples N (default 64)"
+    )
+    parser.add_argument(
+        "--d-s", type=positive_int, default=8, metavar="DS", help="tokens per sample (default 8)"
+    )
+    parser.add_argument(
+        "--d", type=positive_int, default=16, metavar="D", help="token dimension (default 16)"
+    )
+    parser.add_argument(
+        "--width", type=positive_int, default=1024, metavar="D_M", help="width d_m (default 1024)"
+    )
+    parser.add_argument(
+        "--repeats", type=positive_int, default=5, help="timed calls per implementation (default 5)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -69,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     variants = [BASELINE] + [(m, b) for m in METHODS for b in (True, False) if (m, b) != BASELINE]
     results = {}
     for method, per_block in variants:
-        ms, blocks = _time(lambda: empirical_ntk(model, X, method, per_block=per_block), args.repeats)
+        ms, blocks = _time(
+            functools.partial(empirical_ntk, model, X, method, per_block=per_block), args.repeats
+        )
         results[(method, per_block)] = (ms, blocks["total"])
     base_ms, base_K = results[BASELINE]
     scale = float(np.abs(base_K).max())
@@ -84,20 +97,39 @@ def run(args: argparse.Namespace) -> int:
         for (method, per_block), (ms, K) in results.items()
     ]
     report = {
-        "N": args.n_samples, "d_s": args.d_s, "d": args.d, "d_m": args.width, "parameters": int(parameters),
-        "repeats": args.repeats, "dtype": str(X.dtype), "devices": [str(d) for d in jax.devices()],
+        "N": args.n_samples,
+        "d_s": args.d_s,
+        "d": args.d,
+        "d_m": args.width,
+        "parameters": int(parameters),
+        "repeats": args.repeats,
+        "dtype": str(X.dtype),
+        "devices": [str(d) for d in jax.devices()],
         "baseline": "jacobian (jax.jacobian of the batched outputs, contracted per block)",
-        "implementations": rows, "neural_tangents": _neural_tangents_status(),
+        "implementations": rows,
+        "neural_tangents": _neural_tangents_status(),
     }
     if args.json:
         print_json(report)
         return 0
-    print(f"empirical NTK Gram matrix: N = {args.n_samples}, d_s = {args.d_s}, d = {args.d}, d_m = {args.width} "
-          f"({parameters:,} parameters), {report['dtype']}, median of {args.repeats}")
-    print(format_table(
-        ["method", "blocks", "ms", "speed-up vs jacobian", "max rel. difference"],
-        [[r["method"], "per block" if r["per_block"] else "total only", f"{r['ms']:.1f}",
-          f"{r['speedup_vs_jacobian']:.2f}×", f"{r['max_rel_difference']:.1e}"] for r in rows],
-    ))
+    print(
+        f"empirical NTK Gram matrix: N = {args.n_samples}, d_s = {args.d_s}, d = {args.d}, d_m = {args.width} "
+        f"({parameters:,} parameters), {report['dtype']}, median of {args.repeats}"
+    )
+    print(
+        format_table(
+            ["method", "blocks", "ms", "speed-up vs jacobian", "max rel. difference"],
+            [
+                [
+                    r["method"],
+                    "per block" if r["per_block"] else "total only",
+                    f"{r['ms']:.1f}",
+                    f"{r['speedup_vs_jacobian']:.2f}×",
+                    f"{r['max_rel_difference']:.1e}",
+                ]
+                for r in rows
+            ],
+        )
+    )
     print(f"neural-tangents: {report['neural_tangents']}")
     return 0

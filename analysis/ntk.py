@@ -22,9 +22,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from gradflow.models.shallow_encoder import ShallowEncoder, predict
 
 from gradflow import GradflowError
-from gradflow.models.shallow_encoder import ShallowEncoder, predict
 
 __all__ = [
     "BLOCKS",
@@ -72,11 +72,15 @@ def _ntk_per_sample(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]
 def _only(tangent: ShallowEncoder, keep: str) -> ShallowEncoder:
     """``tangent`` with every weight but ``keep`` (an attribute name) set to zero."""
     others = [a for a in BLOCKS.values() if a != keep and getattr(tangent, a) is not None]
-    return eqx.tree_at(lambda m: [getattr(m, a) for a in others], tangent, replace_fn=jnp.zeros_like)
+    return eqx.tree_at(
+        lambda m: [getattr(m, a) for a in others], tangent, replace_fn=jnp.zeros_like
+    )
 
 
 @eqx.filter_jit
-def _ntk_vector_products(model: ShallowEncoder, X: jax.Array, per_block: bool = True) -> dict[str, jax.Array]:
+def _ntk_vector_products(
+    model: ShallowEncoder, X: jax.Array, per_block: bool = True
+) -> dict[str, jax.Array]:
     def f(m: ShallowEncoder) -> jax.Array:
         return predict(m, X)
 
@@ -123,7 +127,11 @@ def empirical_ntk(
     if method not in _IMPLEMENTATIONS:
         raise GradflowError(f"method = {method!r} is not one of {', '.join(METHODS)}")
     X = jnp.asarray(X)
-    computed = _ntk_vector_products(model, X, per_block) if method == "ntvp" else _IMPLEMENTATIONS[method](model, X)
+    computed = (
+        _ntk_vector_products(model, X, per_block)
+        if method == "ntvp"
+        else _IMPLEMENTATIONS[method](model, X)
+    )
     blocks = {b: np.asarray(k) for b, k in computed.items()}
     if "total" not in blocks:
         blocks["total"] = sum(blocks.values())

@@ -18,11 +18,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from gradflow.models.shallow_encoder import INITS, SCALINGS
 
 from gradflow import GradflowError
 from gradflow._io import save_with_data
 from gradflow.cli._common import format_table, print_json
-from gradflow.models.shallow_encoder import INITS, SCALINGS
 
 from .ntk_sweep import (
     QUANTITIES,
@@ -34,7 +34,14 @@ from .ntk_sweep import (
     width_sweep,
 )
 
-__all__ = ["add_arguments", "run", "sweep_arrays"]
+__all__ = [
+    "add_arguments",
+    "add_width_arguments",
+    "positive_int",
+    "run",
+    "sweep_arrays",
+    "width_list",
+]
 
 
 def positive_int(text: str) -> int:
@@ -53,7 +60,9 @@ def width_list(text: str) -> tuple[int, ...]:
     try:
         return tuple(positive_int(part) for part in text.split(","))
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"{text!r}: every width must be a positive integer, e.g. 64,256,1024") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: every width must be a positive integer, e.g. 64,256,1024"
+        ) from None
 
 
 def _names(valid: tuple[str, ...], what: str):
@@ -61,29 +70,73 @@ def _names(valid: tuple[str, ...], what: str):
         names = tuple(part.strip() for part in text.split(","))
         bad = [n for n in names if n not in valid]
         if bad:
-            raise argparse.ArgumentTypeError(f"unknown {what} {', '.join(map(repr, bad))} (valid: {', '.join(valid)})")
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {', '.join(map(repr, bad))} (valid: {', '.join(valid)})"
+            )
         return names
 
     return parse
 
 
+def add_width_arguments(parser: argparse.ArgumentParser, *, seeds: int) -> None:
+    """``--widths``, ``--steps`` and ``--seeds``: shared by ``gradflow ntk`` and the figure."""
+    parser.add_argument(
+        "--widths",
+        type=width_list,
+        default=(64, 256, 1024, 4096),
+        metavar="W1,W2,…",
+        help="widths d_m (default 64,256,1024,4096)",
+    )
+    parser.add_argument(
+        "--steps", type=positive_int, default=200, metavar="T", help="GD steps T (default 200)"
+    )
+    parser.add_argument(
+        "--seeds", type=positive_int, default=seeds, help=f"networks per width (default {seeds})"
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--n-samples", type=positive_int, default=16, metavar="N", help="samples N (default 16)")
-    parser.add_argument("--d-s", type=positive_int, default=4, metavar="DS", help="tokens per sample d_s (default 4)")
-    parser.add_argument("--d", type=positive_int, default=16, metavar="D", help="token dimension d (default 16)")
-    parser.add_argument("--widths", type=width_list, default=(64, 256, 1024, 4096), metavar="W1,W2,…",
-                        help="widths d_m (default 64,256,1024,4096)")
-    parser.add_argument("--scaling", type=_names(SCALINGS, "scaling"), default=("sqrt",), metavar="sqrt|linear",
-                        help="score scaling τ0 = d_m^{-1/2} (sqrt) or d_m^{-1} (linear); a comma list runs each (default sqrt)")
-    parser.add_argument("--init", type=_names(INITS, "init"), default=("lecun",), metavar="lecun|he|ntk",
-                        help="initialization; a comma list runs each (default lecun)")
-    parser.add_argument("--steps", type=positive_int, default=200, metavar="T", help="GD steps T (default 200)")
-    parser.add_argument("--eta", type=float, default=0.5, help="GD step γ = η / λ_max(K_0), 0 < η < 2 (default 0.5)")
-    parser.add_argument("--seeds", type=positive_int, default=1, help="network seeds per width (default 1)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic data (default 0)")
+    sizes = (
+        ("--n-samples", "N", 16, "samples N"),
+        ("--d-s", "DS", 4, "tokens per sample d_s"),
+        ("--d", "D", 16, "token dimension d"),
+    )
+    for flag, metavar, default, text in sizes:
+        parser.add_argument(
+            flag,
+            type=positive_int,
+            default=default,
+            metavar=metavar,
+            help=f"{text} (default {default})",
+        )
+    add_width_arguments(parser, seeds=1)
+    parser.add_argument(
+        "--scaling",
+        type=_names(SCALINGS, "scaling"),
+        default=("sqrt",),
+        metavar="sqrt|linear",
+        help="score scaling τ0 = d_m^{-1/2} (sqrt) or d_m^{-1} (linear); a comma list runs each (default sqrt)",
+    )
+    parser.add_argument(
+        "--init",
+        type=_names(INITS, "init"),
+        default=("lecun",),
+        metavar="lecun|he|ntk",
+        help="initialization; a comma list runs each (default lecun)",
+    )
+    parser.add_argument(
+        "--eta", type=float, default=0.5, help="GD step γ = η / λ_max(K_0), 0 < η < 2 (default 0.5)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the synthetic data (default 0)"
+    )
     parser.add_argument("--hidden", action="store_true", help="add the hidden layer W_H")
-    parser.add_argument("--out", type=Path, default=Path("ntk-sweep.npz"),
-                        help="NPZ path (default ntk-sweep.npz); the .json goes beside it")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("ntk-sweep.npz"),
+        help="NPZ path (default ntk-sweep.npz); the .json goes beside it",
+    )
     parser.add_argument("--json", action="store_true", help="results as one JSON object on stdout")
 
 
@@ -105,16 +158,48 @@ def _g(x: float) -> str:
 
 def _tables(sweep: Sweep) -> str:
     seeds = sweep.config.seeds > 1
-    header = ["init", "scaling", "d_m", *(["seed"] if seeds else []), "λ_min(K0)", "α0", "τ1²α0²",
-              "‖K_T−K0‖/‖K0‖", "‖K0−K∞‖/‖K∞‖", "ℓ0", "ℓ_T", "ℓ_lin(T)", "bound"]
+    header = [
+        "init",
+        "scaling",
+        "d_m",
+        *(["seed"] if seeds else []),
+        "λ_min(K0)",
+        "α0",
+        "τ1²α0²",
+        "‖K_T−K0‖/‖K0‖",
+        "‖K0−K∞‖/‖K∞‖",
+        "ℓ0",
+        "ℓ_T",
+        "ℓ_lin(T)",
+        "bound",
+    ]
     rows = []
     for r in sweep.runs:
         s = r.scalars()
-        rows.append([r.init, r.scaling, r.d_m, *([r.seed] if seeds else []), _g(r.lambda_min), _g(r.alpha0),
-                     _g(s["tau1sq_alpha0sq"]), _g(r.kernel_change), _g(r.limit_error), _g(s["loss0"]),
-                     _g(s["final_loss"]), _g(s["linearized_final_loss"]), "holds" if r.bound_holds else "VIOLATED"])
-    slope_rows = [[init, scaling, *(_g(v[q]) for q in QUANTITIES)] for (init, scaling), v in sweep.slopes().items()]
-    slopes = format_table(["init", "scaling", "λ_min", "α0", "kernel change", "K∞ error"], slope_rows)
+        rows.append(
+            [
+                r.init,
+                r.scaling,
+                r.d_m,
+                *([r.seed] if seeds else []),
+                _g(r.lambda_min),
+                _g(r.alpha0),
+                _g(s["tau1sq_alpha0sq"]),
+                _g(r.kernel_change),
+                _g(r.limit_error),
+                _g(s["loss0"]),
+                _g(s["final_loss"]),
+                _g(s["linearized_final_loss"]),
+                "holds" if r.bound_holds else "VIOLATED",
+            ]
+        )
+    slope_rows = [
+        [init, scaling, *(_g(v[q]) for q in QUANTITIES)]
+        for (init, scaling), v in sweep.slopes().items()
+    ]
+    slopes = format_table(
+        ["init", "scaling", "λ_min", "α0", "kernel change", "K∞ error"], slope_rows
+    )
     return f"{format_table(header, rows)}\n\nlog-log slopes against d_m:\n{slopes}"
 
 
@@ -122,10 +207,20 @@ def run(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() != ".npz":
         raise GradflowError(f"--out {str(args.out)!r}: the sweep is written as .npz")
     if not args.out.parent.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist")
+        raise GradflowError(
+            f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist"
+        )
     config = SweepConfig(
-        n_samples=args.n_samples, d_s=args.d_s, d=args.d, widths=args.widths, inits=args.init,
-        scalings=args.scaling, steps=args.steps, eta=args.eta, seeds=args.seeds, hidden=args.hidden,
+        n_samples=args.n_samples,
+        d_s=args.d_s,
+        d=args.d,
+        widths=args.widths,
+        inits=args.init,
+        scalings=args.scaling,
+        steps=args.steps,
+        eta=args.eta,
+        seeds=args.seeds,
+        hidden=args.hidden,
         data_seed=args.seed,
     )
     notes = assumption_warnings(config, np.asarray(sweep_data(config)[0]))
@@ -147,8 +242,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**metadata, "written": [str(p) for p in written]})
         return 0
-    print(f"NTK width sweep: N = {config.n_samples}, d_s = {config.d_s}, d = {config.d}, T = {config.steps} GD steps, "
-          f"γ = {config.eta:g} / λ_max(K0){', hidden layer W_H' if config.hidden else ''}")
+    print(
+        f"NTK width sweep: N = {config.n_samples}, d_s = {config.d_s}, d = {config.d}, T = {config.steps} GD steps, "
+        f"γ = {config.eta:g} / λ_max(K0){', hidden layer W_H' if config.hidden else ''}"
+    )
     print(_tables(sweep))
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
 from gradflow import FlowOptions, GradflowError, GradientField, Status, integrate
-from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
 __all__ = ["Descent", "linearized_descent", "linearized_flow", "loss_bound", "train_gd"]
 
@@ -59,12 +59,16 @@ def _descend(model: ShallowEncoder, X: jax.Array, y: jax.Array, lr: jax.Array, s
         updates, state = optimizer.update(grads, state, m)
         return (eqx.apply_updates(m, updates), state), (loss, out)
 
-    (final, _), (losses, outputs) = jax.lax.scan(step, (model, optimizer.init(model)), None, length=steps)
+    (final, _), (losses, outputs) = jax.lax.scan(
+        step, (model, optimizer.init(model)), None, length=steps
+    )
     last_loss, last_out = loss_and_outputs(final)
     return final, jnp.append(losses, last_loss), jnp.concatenate([outputs, last_out[None]])
 
 
-def train_gd(model: ShallowEncoder, X: jax.Array, y: jax.Array, *, lr: float, steps: int) -> Descent:
+def train_gd(
+    model: ShallowEncoder, X: jax.Array, y: jax.Array, *, lr: float, steps: int
+) -> Descent:
     """Full-batch gradient descent ``θ ← θ - γ ∇ℓ(θ)`` on every weight (optax ``sgd``).
 
     Args:
@@ -81,8 +85,12 @@ def train_gd(model: ShallowEncoder, X: jax.Array, y: jax.Array, *, lr: float, st
         raise GradflowError(f"lr = {lr!r} must be > 0")
     if not (isinstance(steps, int) and steps >= 1):
         raise GradflowError(f"steps = {steps!r} must be a positive integer")
-    final, losses, outputs = _descend(model, jnp.asarray(X), jnp.asarray(y), jnp.asarray(lr, jnp.asarray(X).dtype), steps)
-    return Descent(model=final, losses=np.asarray(losses), outputs=np.asarray(outputs), lr=float(lr))
+    final, losses, outputs = _descend(
+        model, jnp.asarray(X), jnp.asarray(y), jnp.asarray(lr, jnp.asarray(X).dtype), steps
+    )
+    return Descent(
+        model=final, losses=np.asarray(losses), outputs=np.asarray(outputs), lr=float(lr)
+    )
 
 
 def _residual_loss(z: jax.Array, args: tuple[jax.Array, jax.Array]) -> jax.Array:
@@ -93,12 +101,22 @@ def _residual_loss(z: jax.Array, args: tuple[jax.Array, jax.Array]) -> jax.Array
 
 _FIELD = GradientField.from_loss(_residual_loss)
 
-_OPTIONS = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-13, gtol=1e-13, t_max=1.0, max_steps=100_000, divergence_radius=1e12)
+_OPTIONS = FlowOptions(
+    solver=diffrax.Tsit5(),
+    rtol=1e-10,
+    atol=1e-13,
+    gtol=1e-13,
+    t_max=1.0,
+    max_steps=100_000,
+    divergence_radius=1e12,
+)
 """Solver and stopping rule of the normalized flow (time ``s = t / t_max`` on ``[0, 1]``, unit
 initial residual); fixed, so that every call reuses one compiled solve."""
 
 
-def linearized_flow(K: np.ndarray, f0: np.ndarray, y: np.ndarray, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def linearized_flow(
+    K: np.ndarray, f0: np.ndarray, y: np.ndarray, ts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """The outputs and loss of ``df/dt = -K (f - y)`` at the flow times ``ts``.
 
     Integrated by the engine (explicit Tsit5, relative tolerance 1e-10) as the gradient flow of
@@ -122,7 +140,9 @@ def linearized_flow(K: np.ndarray, f0: np.ndarray, y: np.ndarray, ts: np.ndarray
     """
     K, f0, y, ts = (np.asarray(a, np.float64) for a in (K, f0, y, ts))
     if K.shape != (f0.size, f0.size) or y.shape != f0.shape:
-        raise GradflowError(f"K of shape {K.shape} does not match f0 of shape {f0.shape} and y of shape {y.shape}")
+        raise GradflowError(
+            f"K of shape {K.shape} does not match f0 of shape {f0.shape} and y of shape {y.shape}"
+        )
     if ts.ndim != 1 or ts.size < 2 or ts[0] != 0 or np.any(np.diff(ts) <= 0):
         raise GradflowError("ts must be at least two ascending flow times starting at 0")
     t_end = float(ts[-1])
@@ -130,12 +150,18 @@ def linearized_flow(K: np.ndarray, f0: np.ndarray, y: np.ndarray, ts: np.ndarray
     factor = U * np.sqrt(t_end * np.clip(lam, 0.0, None))
     residual0 = f0 - y
     scale = float(np.linalg.norm(residual0)) or 1.0
-    trajectory = integrate(_FIELD, np.zeros(f0.size), (factor, residual0 / scale), _OPTIONS, ts=ts / t_end)
+    trajectory = integrate(
+        _FIELD, np.zeros(f0.size), (factor, residual0 / scale), _OPTIONS, ts=ts / t_end
+    )
     if trajectory.time < 1.0 and trajectory.status is not Status.CONVERGED:
-        raise GradflowError(f"the linearized flow stopped at t = {trajectory.time * t_end:g} < {t_end:g} ({trajectory.status.name})")
+        raise GradflowError(
+            f"the linearized flow stopped at t = {trajectory.time * t_end:g} < {t_end:g} ({trajectory.status.name})"
+        )
     residual = residual0 + scale * trajectory.thetas[: ts.size] @ factor.T
     if len(residual) < ts.size:
-        residual = np.concatenate([residual, np.repeat(residual[-1:], ts.size - len(residual), axis=0)])
+        residual = np.concatenate(
+            [residual, np.repeat(residual[-1:], ts.size - len(residual), axis=0)]
+        )
     return y + residual, 0.5 * np.sum(residual**2, axis=1)
 
 

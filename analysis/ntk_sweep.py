@@ -6,7 +6,8 @@ For each width ``d_m``, initialization and scaling, one run (:func:`run_width`):
    ``λ_min(K_0)``, ``λ_max(K_0)``, ``F_pre`` and ``α_0 = σ_min(F_pre)``;
 2. train it by full-batch GD with step ``γ = η / λ_max(K_0)`` for ``T`` steps, then compute
    ``K_T`` and the relative kernel change ``‖K_T - K_0‖_F / ‖K_0‖_F``;
-3. integrate the linearized flow ``df/dt = -K_0 (f - y)`` at ``t = γ k`` and, under
+3. compare with linearized GD ``r_{k+1} = (I - γ K_0) r_k`` (the kernel frozen, same step),
+   integrate the linearized flow ``df/dt = -K_0 (f - y)`` at ``t = γ k`` and, under
    ``τ0 = d_m^{-1}``, also the flow of the limiting kernel ``K∞`` and the error ``‖K_0 - K∞‖_F /
    ‖K∞‖_F`` (:mod:`gradflow.models.ntk_limit`);
 4. check the loss bound ``ℓ_k ≤ (1 - γ τ1² α_0² / 2)^k ℓ_0`` of Wu et al. (2023) at every step.
@@ -22,9 +23,6 @@ from dataclasses import dataclass, field
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from gradflow import GradflowError
-from gradflow._progress import progress_bar
 from gradflow.models.ntk_limit import limit_kernel, mean_tokens
 from gradflow.models.shallow_encoder import (
     INITS,
@@ -34,6 +32,9 @@ from gradflow.models.shallow_encoder import (
     predict,
     synthetic_data,
 )
+
+from gradflow import GradflowError
+from gradflow._progress import progress_bar
 
 from .ntk import alpha, empirical_ntk, feature_matrix, softmax_deviation
 from .ntk_dynamics import linearized_descent, linearized_flow, loss_bound, train_gd
@@ -99,12 +100,16 @@ class SweepConfig:
             object.__setattr__(self, name, check_size(name, getattr(self, name)))
         if not self.widths:
             raise GradflowError("widths must name at least one width d_m")
-        object.__setattr__(self, "widths", tuple(sorted({check_size("d_m", w) for w in self.widths})))
+        object.__setattr__(
+            self, "widths", tuple(sorted({check_size("d_m", w) for w in self.widths}))
+        )
         for name, valid in (("inits", INITS), ("scalings", SCALINGS)):
             values = tuple(getattr(self, name))
             bad = [v for v in values if v not in valid]
             if bad or not values:
-                raise GradflowError(f"{name[:-1]} = {', '.join(map(repr, bad)) or '(none)'} is not one of {', '.join(valid)}")
+                raise GradflowError(
+                    f"{name[:-1]} = {', '.join(map(repr, bad)) or '(none)'} is not one of {', '.join(valid)}"
+                )
             object.__setattr__(self, name, values)
         if not 0.0 < float(self.eta) < 2.0:
             raise GradflowError(f"eta = {self.eta!r} must be in (0, 2) (γ = η / λ_max(K_0))")
@@ -169,14 +174,24 @@ class WidthRun:
     def scalars(self) -> dict[str, float | int | str | bool]:
         """The scalar results, for tables and JSON."""
         return {
-            "init": self.init, "scaling": self.scaling, "d_m": self.d_m, "seed": self.seed,
-            "lr": self.lr, "tau1": self.tau1, "lambda_min": self.lambda_min,
-            "lambda_max": self.lambda_max, "alpha0": self.alpha0,
-            "tau1sq_alpha0sq": self.tau1**2 * self.alpha0**2, "kernel_change": self.kernel_change,
-            "softmax_deviation": self.softmax_deviation, "limit_error": self.limit_error,
-            "loss0": float(self.losses[0]), "final_loss": float(self.losses[-1]),
+            "init": self.init,
+            "scaling": self.scaling,
+            "d_m": self.d_m,
+            "seed": self.seed,
+            "lr": self.lr,
+            "tau1": self.tau1,
+            "lambda_min": self.lambda_min,
+            "lambda_max": self.lambda_max,
+            "alpha0": self.alpha0,
+            "tau1sq_alpha0sq": self.tau1**2 * self.alpha0**2,
+            "kernel_change": self.kernel_change,
+            "softmax_deviation": self.softmax_deviation,
+            "limit_error": self.limit_error,
+            "loss0": float(self.losses[0]),
+            "final_loss": float(self.losses[-1]),
             "linearized_final_loss": float(self.linearized[-1]),
-            "linearization_gap": self.linearization_gap, "nonlinearity_gap": self.nonlinearity_gap,
+            "linearization_gap": self.linearization_gap,
+            "nonlinearity_gap": self.nonlinearity_gap,
             "bound_holds": self.bound_holds,
         }
 
@@ -209,7 +224,9 @@ def run_width(
         GradflowError: bad sizes, init or scaling.
     """
     X, y = jnp.asarray(X), jnp.asarray(y)
-    model = init_encoder(jax.random.PRNGKey(seed), int(X.shape[-1]), d_m, init=init, scaling=scaling, hidden=hidden)
+    model = init_encoder(
+        jax.random.PRNGKey(seed), int(X.shape[-1]), d_m, init=init, scaling=scaling, hidden=hidden
+    )
     K0 = empirical_ntk(model, X)["total"]
     eigenvalues = np.linalg.eigvalsh(K0)
     alpha0 = alpha(feature_matrix(model, X))
@@ -227,11 +244,21 @@ def run_width(
     else:
         limit_error, limit_flow = float("nan"), np.full(steps + 1, np.nan)
     return WidthRun(
-        init=init, scaling=scaling, d_m=d_m, seed=seed, lr=lr, tau1=tau1,
-        lambda_min=float(eigenvalues[0]), lambda_max=float(eigenvalues[-1]), alpha0=alpha0,
+        init=init,
+        scaling=scaling,
+        d_m=d_m,
+        seed=seed,
+        lr=lr,
+        tau1=tau1,
+        lambda_min=float(eigenvalues[0]),
+        lambda_max=float(eigenvalues[-1]),
+        alpha0=alpha0,
         kernel_change=float(np.linalg.norm(KT - K0) / np.linalg.norm(K0)),
-        softmax_deviation=softmax_deviation(model, X), limit_error=limit_error,
-        losses=descent.losses, linearized=linearized, limit_flow=limit_flow,
+        softmax_deviation=softmax_deviation(model, X),
+        limit_error=limit_error,
+        losses=descent.losses,
+        linearized=linearized,
+        limit_flow=limit_flow,
         linearized_gd=linearized_descent(K0, f0 - np.asarray(y), lr, steps),
         bound=loss_bound(float(descent.losses[0]), lr, tau1, alpha0, steps),
     )
@@ -255,7 +282,9 @@ def assumption_warnings(config: SweepConfig, X: np.ndarray) -> list[str]:
             "the paper's lower bound on λ_min of the limiting kernel, which then does not apply)"
         )
     elif np.linalg.matrix_rank(np.asarray(mean_tokens(X))) < n:
-        out.append(f"the {n} mean tokens are linearly dependent (the paper's bound on λ_min assumes independence)")
+        out.append(
+            f"the {n} mean tokens are linearly dependent (the paper's bound on λ_min assumes independence)"
+        )
     narrow = [w for w in config.widths if w < n]
     if narrow:
         out.append(
@@ -279,7 +308,10 @@ class Sweep:
 
     def select(self, init: str, scaling: str) -> list[WidthRun]:
         """The runs of one (init, scaling), ordered by width then seed."""
-        return sorted((r for r in self.runs if r.init == init and r.scaling == scaling), key=lambda r: (r.d_m, r.seed))
+        return sorted(
+            (r for r in self.runs if r.init == init and r.scaling == scaling),
+            key=lambda r: (r.d_m, r.seed),
+        )
 
     def slopes(self) -> dict[tuple[str, str], dict[str, float]]:
         """Fitted log-log slopes against ``d_m`` of :data:`QUANTITIES`, per (init, scaling)."""
@@ -289,7 +321,8 @@ class Sweep:
                 runs = self.select(init, scaling)
                 widths = np.array([r.d_m for r in runs])
                 out[(init, scaling)] = {
-                    q: fit_slope(widths, np.array([getattr(r, q) for r in runs])) for q in QUANTITIES
+                    q: fit_slope(widths, np.array([getattr(r, q) for r in runs]))
+                    for q in QUANTITIES
                 }
         return out
 
@@ -315,7 +348,9 @@ def fit_slope(widths: np.ndarray, values: np.ndarray) -> float:
 
 def sweep_data(config: SweepConfig) -> tuple[jax.Array, jax.Array]:
     """The synthetic inputs ``(N, d_s, d)`` and targets ``(N,)`` a sweep trains on."""
-    return synthetic_data(jax.random.PRNGKey(config.data_seed), config.n_samples, config.d_s, config.d)
+    return synthetic_data(
+        jax.random.PRNGKey(config.data_seed), config.n_samples, config.d_s, config.d
+    )
 
 
 def width_sweep(config: SweepConfig, *, progress: bool | None = None) -> Sweep:
@@ -341,8 +376,17 @@ def width_sweep(config: SweepConfig, *, progress: bool | None = None) -> Sweep:
         for init, scaling, w, s in jobs:
             bar.set_postfix_str(f"{init}/{scaling} d_m={w}")
             runs.append(
-                run_width(X, y, w, init=init, scaling=scaling, steps=config.steps, eta=config.eta,
-                          hidden=config.hidden, seed=s)
+                run_width(
+                    X,
+                    y,
+                    w,
+                    init=init,
+                    scaling=scaling,
+                    steps=config.steps,
+                    eta=config.eta,
+                    hidden=config.hidden,
+                    seed=s,
+                )
             )
             bar.update(1)
     return Sweep(config=config, runs=tuple(runs))

@@ -83,7 +83,10 @@ def arc_cosine_kernels() -> tuple[sp.Expr, sp.Expr]:
         ``(sin θ + (π - θ) cos θ)/(2π)``.
     """
     r, phi = sp.symbols("r phi", positive=True)
-    radial = [sp.integrate(r ** (k + 1) * sp.exp(-(r**2) / 2), (r, 0, sp.oo)) / (2 * sp.pi) for k in (0, 2)]
+    radial = [
+        sp.integrate(r ** (k + 1) * sp.exp(-(r**2) / 2), (r, 0, sp.oo)) / (2 * sp.pi)
+        for k in (0, 2)
+    ]
     arc = (phi, theta - sp.pi / 2, sp.pi / 2)
     kappa0 = sp.simplify(radial[0] * sp.integrate(1, arc))
     kappa1 = sp.simplify(radial[1] * sp.integrate(sp.cos(phi) * sp.cos(phi - theta), arc))
@@ -137,7 +140,10 @@ def limit_blocks(hidden: bool = False) -> dict[str, sp.Expr]:
 
 @functools.cache
 def _compiled_blocks(hidden: bool) -> dict[str, Callable[..., jax.Array]]:
-    return {name: lambdify_jax((*LIMIT_SYMBOLS, *CONSTANTS), expr) for name, expr in limit_blocks(hidden).items()}
+    return {
+        name: lambdify_jax((*LIMIT_SYMBOLS, *CONSTANTS), expr)
+        for name, expr in limit_blocks(hidden).items()
+    }
 
 
 def mean_tokens(X: jax.Array) -> jax.Array:
@@ -181,6 +187,9 @@ def limit_kernel(
         scheme.tau_H,
     )
     shape = (xbar.shape[0],) * 2
-    blocks = {name: np.asarray(jnp.broadcast_to(fn(*args), shape)) for name, fn in _compiled_blocks(hidden).items()}
+    blocks = {
+        name: np.asarray(jnp.broadcast_to(fn(*args), shape))
+        for name, fn in _compiled_blocks(hidden).items()
+    }
     blocks["total"] = sum(blocks.values())
     return blocks

@@ -155,7 +155,9 @@ class ShallowEncoder(eqx.Module):
         values = self.attention(X) @ X @ self.W_V.T
         if self.W_H is None:
             return jnp.mean(jax.nn.relu(values), axis=0)
-        return jax.nn.relu(jax.lax.stop_gradient(self.tau_H) * (self.W_H @ jnp.mean(values, axis=0)))
+        return jax.nn.relu(
+            jax.lax.stop_gradient(self.tau_H) * (self.W_H @ jnp.mean(values, axis=0))
+        )
 
     def __call__(self, X: jax.Array) -> jax.Array:
         """The scalar output ``f(X)`` for ``X`` of shape ``(d_s, d)``."""

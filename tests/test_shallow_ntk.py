@@ -15,14 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.flatten_util import ravel_pytree
-from scipy import integrate, stats
-
 from gradflow.analysis import ntk
 from gradflow.analysis.ntk_dynamics import linearized_descent, linearized_flow, train_gd
 from gradflow.analysis.ntk_sweep import fit_slope, run_width
 from gradflow.models import ntk_limit
 from gradflow.models.shallow_encoder import init_encoder, predict, synthetic_data
+from jax.flatten_util import ravel_pytree
+from scipy import integrate, stats
 
 ORACLE_X = np.array(
     [
@@ -51,9 +50,9 @@ def two_layer_relu_ntk(xbar: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(xbar, axis=1)
     dots = xbar @ xbar.T
     theta = np.arccos(np.clip(dots / np.outer(norms, norms), -1, 1))
-    return np.outer(norms, norms) * (np.sin(theta) + (np.pi - theta) * np.cos(theta)) / (2 * np.pi) + dots * (
-        np.pi - theta
-    ) / (2 * np.pi)
+    return np.outer(norms, norms) * (np.sin(theta) + (np.pi - theta) * np.cos(theta)) / (
+        2 * np.pi
+    ) + dots * (np.pi - theta) / (2 * np.pi)
 
 
 def test_oracle_kernel_from_the_arc_cosine_formula():
@@ -81,7 +80,9 @@ def test_arc_cosine_kernels_against_quadrature(angle):
 
     def relu(a: float) -> float:
         mu = a * c
-        return mu * stats.norm.cdf(mu / s) + s * stats.norm.pdf(mu / s) if s > 1e-12 else max(mu, 0.0)
+        return (
+            mu * stats.norm.cdf(mu / s) + s * stats.norm.pdf(mu / s) if s > 1e-12 else max(mu, 0.0)
+        )
 
     both = integrate.quad(lambda a: stats.norm.pdf(a) * positive(a), 0, np.inf, epsabs=1e-12)[0]
     relus = integrate.quad(lambda a: stats.norm.pdf(a) * a * relu(a), 0, np.inf, epsabs=1e-12)[0]
@@ -96,7 +97,9 @@ def test_lambda_min_at_least_tau1_squared_alpha_squared(init, scaling, hidden):
     """``K_O = τ1² F_pre F_preᵀ`` exactly, so ``λ_min(K) ≥ τ1² σ_min(F_pre)²`` at any width."""
     X, _ = synthetic_data(jax.random.PRNGKey(3), 6, 3, 5)
     for d_m in (4, 32):
-        model = init_encoder(jax.random.PRNGKey(d_m), 5, d_m, init=init, scaling=scaling, hidden=hidden)
+        model = init_encoder(
+            jax.random.PRNGKey(d_m), 5, d_m, init=init, scaling=scaling, hidden=hidden
+        )
         blocks = ntk.empirical_ntk(model, X)
         F = ntk.feature_matrix(model, X)
         tau1 = float(model.tau1)
@@ -127,7 +130,10 @@ def test_jacobian_against_central_differences(hidden):
 
     h = 1e-5
     basis = np.eye(flat.size)
-    fd = np.stack([(np.asarray(f(flat + h * e)) - np.asarray(f(flat - h * e))) / (2 * h) for e in basis], axis=1)
+    fd = np.stack(
+        [(np.asarray(f(flat + h * e)) - np.asarray(f(flat - h * e))) / (2 * h) for e in basis],
+        axis=1,
+    )
     ad = np.asarray(jax.jacobian(f)(flat))
     np.testing.assert_allclose(ad, fd, atol=1e-8)
     sizes = [getattr(model, a).size for a in attributes]
@@ -145,7 +151,9 @@ def test_kernel_methods_agree():
     for method in ("per-sample", "ntvp"):
         other = ntk.empirical_ntk(model, X, method)
         for name, K in reference.items():
-            np.testing.assert_allclose(other[name], K, atol=1e-12 * np.abs(reference["total"]).max())
+            np.testing.assert_allclose(
+                other[name], K, atol=1e-12 * np.abs(reference["total"]).max()
+            )
 
 
 def test_empirical_kernel_tends_to_the_limit_like_inverse_sqrt_width():
@@ -160,7 +168,13 @@ def test_empirical_kernel_tends_to_the_limit_like_inverse_sqrt_width():
     widths, errors = np.array([256, 1024, 4096]), []
     for d_m in widths:
         per_seed = [
-            np.abs(ntk.empirical_ntk(init_encoder(jax.random.PRNGKey(s), 2, int(d_m), init="ntk", scaling="linear"), ORACLE_X)["total"] - expected).max()
+            np.abs(
+                ntk.empirical_ntk(
+                    init_encoder(jax.random.PRNGKey(s), 2, int(d_m), init="ntk", scaling="linear"),
+                    ORACLE_X,
+                )["total"]
+                - expected
+            ).max()
             for s in range(8)
         ]
         errors.append(np.mean(per_seed))
@@ -172,7 +186,9 @@ def test_empirical_kernel_tends_to_the_limit_like_inverse_sqrt_width():
 def test_limit_blocks_match_the_empirical_blocks():
     """Per block at ``d_m = 4096`` (NTK init): ``K_V → x̄ᵀx̄' κ0``, ``K_O → κ1``, ``K_Q, K_K → 0``."""
     limit = ntk_limit.limit_kernel(ORACLE_X, "ntk", 4096)
-    blocks = ntk.empirical_ntk(init_encoder(jax.random.PRNGKey(0), 2, 4096, init="ntk", scaling="linear"), ORACLE_X)
+    blocks = ntk.empirical_ntk(
+        init_encoder(jax.random.PRNGKey(0), 2, 4096, init="ntk", scaling="linear"), ORACLE_X
+    )
     for name in ("V", "O"):
         np.testing.assert_allclose(blocks[name], limit[name], atol=4 * math.sqrt(1.5 / 4096))
     assert np.abs(blocks["Q"]).max() + np.abs(blocks["K"]).max() < 1e-2
