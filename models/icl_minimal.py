@@ -180,7 +180,8 @@ def reduced_field(mixing: str) -> GradientField:
 
     ``loss(θ, batch)`` is :func:`reduced_loss`; ``grad`` is ``∇L`` with its ``(a, b)`` block
     multiplied by ``G⁻¹`` (:func:`gradflow.models.icl_reduction.metric_inverse`), so that
-    ``dθ/dt = -grad`` is the image of ``d(W, v)/dt = -∇L`` on the family.
+    ``dθ/dt = -grad`` is the image of ``d(W, v)/dt = -∇L`` on the family.  Both are jitted, so
+    the engine's own un-jitted calls (status, losses along a path) compile once.
 
     Raises:
         GradflowError: unknown ``mixing``.
@@ -195,7 +196,7 @@ def reduced_field(mixing: str) -> GradientField:
         G_inv = jnp.asarray(metric_inverse(batch.P.shape[-1]))
         return g.at[:2].set(G_inv @ g[:2])
 
-    return GradientField(loss=loss, grad=grad)
+    return GradientField(loss=jax.jit(loss), grad=jax.jit(grad))
 
 
 def relabel_all(batch: ICLBatch) -> ICLBatch:

@@ -116,6 +116,7 @@ class ICLTransformer(eqx.Module):
         return self.trace(x).logits
 
 
+@eqx.filter_jit
 def transformer_logits(model: ICLTransformer, x: jax.Array) -> jax.Array:
     """Logits for a batch of tokens ``x (n, T)``; shape ``(n, T, k)``."""
     return jax.vmap(model)(x)
