@@ -24,4 +24,5 @@ BENCHES = {
         "400 × 400 basin map of the canonical flow against scipy solve_ivp (RK45, LSODA)",
     ),
     "ntk": Command("gradflow.analysis.bench_ntk", "empirical NTK Gram matrix (N = 64, d_m = 1024): jacobian vs per-sample vs NTK-vector products"),
+    "icl": Command("gradflow.analysis.bench_icl", "ICL-MC transformer training steps/s (k = 3, T = 100, d = 16, batch 64) vs per-call loop and the minimal model"),
 }

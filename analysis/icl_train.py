@@ -43,6 +43,9 @@ __all__ = [
     "train",
     "train_minimal",
     "train_transformer",
+    "training_step",
+    "minimal_setup",
+    "transformer_setup",
     "flow_reduced",
 ]
 
@@ -172,6 +175,23 @@ def _metric_vector(probs: jax.Array, batch: ICLBatch) -> jax.Array:
     )
 
 
+def training_step(
+    loss: Callable[[Any, ICLBatch], jax.Array],
+    optimizer: optax.GradientTransformation,
+    draw: Callable[[jax.Array], ICLBatch],
+) -> Callable[[tuple, None], tuple[tuple, None]]:
+    """One optimizer step on a fresh batch, as a ``lax.scan`` body over ``(params, opt_state, key)``."""
+
+    def step(state: tuple, _: None) -> tuple[tuple, None]:
+        params, opt_state, key = state
+        key, sub = jax.random.split(key)
+        grads = eqx.filter_grad(loss)(params, draw(sub))
+        updates, opt_state = optimizer.update(grads, opt_state, eqx.filter(params, eqx.is_array))
+        return (eqx.apply_updates(params, updates), opt_state, key), None
+
+    return step
+
+
 def _optimize(
     loss: Callable[[Any, ICLBatch], jax.Array],
     params: Any,
@@ -183,13 +203,7 @@ def _optimize(
     progress: bool | None,
 ) -> History:
     """SGD-type training with fresh batches, evaluated every ``spec.eval_every`` steps."""
-
-    def step(state, _):
-        params, opt_state, key = state
-        key, sub = jax.random.split(key)
-        grads = eqx.filter_grad(loss)(params, draw(sub))
-        updates, opt_state = optimizer.update(grads, opt_state, eqx.filter(params, eqx.is_array))
-        return (eqx.apply_updates(params, updates), opt_state, key), None
+    step = training_step(loss, optimizer, draw)
 
     @eqx.filter_jit
     def advance(state, length):
@@ -217,12 +231,18 @@ def _draw(spec: RunSpec, dtype: Any) -> Callable[[jax.Array], ICLBatch]:
     return draw
 
 
-def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
-    """SGD (step ``lr``) on the minimal model from ``W = 0, v = 0``, fresh batches each step."""
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+def minimal_setup(spec: RunSpec) -> tuple[Callable, mm.Minimal, optax.GradientTransformation, Callable]:
+    """``(loss, initial parameters, optimizer, draw)`` of the minimal model's SGD training."""
 
     def loss(params: mm.Minimal, batch: ICLBatch) -> jax.Array:
         return mm.minimal_loss(params, batch, spec.mixing)
+
+    return loss, mm.zero_init(spec.k, spec.n_lags), optax.sgd(spec.step_size), _draw(spec, jnp.float64)
+
+
+def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
+    """SGD (step ``lr``) on the minimal model from ``W = 0, v = 0``, fresh batches each step."""
+    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
 
     def observe(params: mm.Minimal) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(mm.minimal_logits(params, evalb.x, spec.mixing))
@@ -232,10 +252,8 @@ def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
             "off_family": mm.family_residual(params.W),
         }
 
-    return _optimize(
-        loss, mm.zero_init(spec.k, spec.n_lags), optax.sgd(spec.step_size),
-        _draw(spec, jnp.float64), jax.random.key(spec.seed), spec, observe, progress,
-    )
+    loss, params, optimizer, draw = minimal_setup(spec)
+    return _optimize(loss, params, optimizer, draw, jax.random.key(spec.seed), spec, observe, progress)
 
 
 def lag_profile(model: tr.ICLTransformer, x: jax.Array) -> jax.Array:
@@ -256,21 +274,28 @@ def _float32(model: Any) -> Any:
     return jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
 
 
-def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
-    """AdamW (lr, betas (0.9, 0.95), weight decay 0.1) on the transformer, float32."""
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+def transformer_setup(spec: RunSpec) -> tuple[Callable, tr.ICLTransformer, optax.GradientTransformation, Callable, jax.Array]:
+    """``(loss, float32 model, AdamW, draw, data key)`` of the transformer's training."""
     k_init, k_data = jax.random.split(jax.random.key(spec.seed))
     model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d))
 
     def loss(model: tr.ICLTransformer, batch: ICLBatch) -> jax.Array:
         return mm.cross_entropy(tr.transformer_logits(model, batch.x), batch)
 
+    optimizer = optax.adamw(spec.step_size, b1=0.9, b2=0.95, weight_decay=0.1)
+    return loss, model, optimizer, _draw(spec, jnp.float32), k_data
+
+
+def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
+    """AdamW (lr, betas (0.9, 0.95), weight decay 0.1) on the transformer, float32."""
+    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+    loss, model, optimizer, draw, key = transformer_setup(spec)
+
     def observe(model: tr.ICLTransformer) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(tr.transformer_logits(model, evalb.x))
         return {"metrics": _metric_vector(probs, evalb), "lag_profile": lag_profile(model, evalb.x[:64])}
 
-    optimizer = optax.adamw(spec.step_size, b1=0.9, b2=0.95, weight_decay=0.1)
-    return _optimize(loss, model, optimizer, _draw(spec, jnp.float32), k_data, spec, observe, progress)
+    return _optimize(loss, model, optimizer, draw, key, spec, observe, progress)
 
 
 def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:

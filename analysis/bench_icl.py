@@ -1,0 +1,101 @@
+"""``gradflow bench icl``: training speed of the ICL-MC transformer.
+
+The full model at k = 3, T = 100, d = 16, batch 64, float32, AdamW, with batches sampled on the
+fly inside the step, runs in compiled chunks (``lax.scan`` over ``--chunk`` steps, the code path
+of ``gradflow icl``).  Measured in the same run:
+
+- baseline: the same step jitted alone and called once per Python iteration;
+- the minimal model's SGD step on the same batches (float64), the cheap model the reduction
+  starts from.
+
+Reported as steps per second and as ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+
+from gradflow import GradflowError
+from gradflow.cli._common import format_table, print_json
+
+from .icl_train import RunSpec, minimal_setup, training_step, transformer_setup
+
+K, T, D, BATCH = 3, 100, 16, 64
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--steps", type=int, default=200, help="timed steps per measurement (default 200)")
+    parser.add_argument("--chunk", type=int, default=50, help="steps per compiled chunk (default 50)")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+
+def _rates(step: Callable, state: tuple, steps: int, chunk: int, loop: bool) -> dict[str, float]:
+    """Steps/s of ``lax.scan`` chunks (and of one jitted step per call if ``loop``), compile times."""
+    scan = eqx.filter_jit(lambda s: jax.lax.scan(step, s, None, length=chunk)[0])
+    begin = time.perf_counter()
+    jax.block_until_ready(scan(state))
+    out = {"compile_scan_s": time.perf_counter() - begin}
+    chunks = max(1, steps // chunk)
+    begin = time.perf_counter()
+    s = state
+    for _ in range(chunks):
+        s = scan(s)
+    jax.block_until_ready(s)
+    out["scan_steps_per_s"] = chunks * chunk / (time.perf_counter() - begin)
+    if loop:
+        one = eqx.filter_jit(lambda s: step(s, None)[0])
+        begin = time.perf_counter()
+        jax.block_until_ready(one(state))
+        out["compile_step_s"] = time.perf_counter() - begin
+        begin = time.perf_counter()
+        s = state
+        for _ in range(chunks * chunk):
+            s = one(s)
+        jax.block_until_ready(s)
+        out["loop_steps_per_s"] = chunks * chunk / (time.perf_counter() - begin)
+    out["steps_timed"] = chunks * chunk
+    return out
+
+
+def _state(params: Any, optimizer: Any, key: jax.Array) -> tuple:
+    return (params, optimizer.init(eqx.filter(params, eqx.is_array)), key)
+
+
+def run(args: argparse.Namespace) -> int:
+    for name in ("steps", "chunk"):
+        if getattr(args, name) < 1:
+            raise GradflowError(f"--{name} {getattr(args, name)} must be ≥ 1")
+    spec = RunSpec(model="transformer", k=K, T=T, d=D, batch=BATCH)
+    loss, model, optimizer, draw, key = transformer_setup(spec)
+    full = _rates(training_step(loss, optimizer, draw), _state(model, optimizer, key), args.steps, args.chunk, loop=True)
+    mspec = RunSpec(model="minimal", k=K, T=T, batch=BATCH)
+    mloss, params, moptimizer, mdraw = minimal_setup(mspec)
+    minimal = _rates(training_step(mloss, moptimizer, mdraw), _state(params, moptimizer, key), args.steps, args.chunk, loop=False)
+    record = {
+        "settings": {"k": K, "T": T, "d": D, "batch": BATCH, "transformer_dtype": "float32", "minimal_dtype": "float64"},
+        "transformer": full,
+        "minimal": minimal,
+        "scan_over_loop": full["scan_steps_per_s"] / full["loop_steps_per_s"],
+        "minimal_over_transformer": minimal["scan_steps_per_s"] / full["scan_steps_per_s"],
+        "devices": [str(dev) for dev in jax.devices()],
+    }
+    if args.json:
+        print_json(record)
+        return 0
+    print(f"ICL-MC training speed: k = {K}, T = {T}, batch {BATCH}; transformer d = {D}, float32, AdamW; batches sampled in the step")
+    print(format_table(
+        ["training step", "steps/s", "compile (s)"],
+        [
+            [f"transformer, lax.scan chunks of {args.chunk}", f"{full['scan_steps_per_s']:.1f}", f"{full['compile_scan_s']:.1f}"],
+            ["transformer, one jitted step per Python call (baseline)", f"{full['loop_steps_per_s']:.1f}", f"{full['compile_step_s']:.1f}"],
+            [f"minimal model (SGD, float64), lax.scan chunks of {args.chunk}", f"{minimal['scan_steps_per_s']:.1f}", f"{minimal['compile_scan_s']:.1f}"],
+        ],
+    ))
+    print(f"scan / per-call loop: {record['scan_over_loop']:.2f}×; minimal model / transformer: {record['minimal_over_transformer']:.2f}×")
+    return 0
