@@ -14,6 +14,7 @@ COMMANDS: dict[str, Command] = {
     "train": Command("gradflow.analysis.markov_train_cli", "train the full single-layer transformer on a Markov chain: loss curve, canonical trajectory"),
     "compare": Command("gradflow.analysis.markov_compare_cli", "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics"),
     "ntk": Command("gradflow.analysis.ntk_command", "NTK width sweep of the shallow encoder transformer (Wu et al. 2023)"),
+    "mixture": Command("gradflow.analysis.mixture_command", "two-headed transformer on the two-mixture task: train (joint or staged), detect the stages"),
     "icl": Command("gradflow.analysis.icl", "in-context Markov chains: train the minimal/transformer/reduced model, phases uniform → unigram → bigram"),
 }
 

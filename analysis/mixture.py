@@ -169,7 +169,7 @@ class MixtureRun:
         scores: the score matrices ``B`` of both heads, shape ``(T, 2, 2K, 2K)`` (row key,
             column query, slots ``c_1..c_K, v_1..v_K``).
         neurons: neuron alignments ``N[h, r] = Uᵀ w_{h,r}``, shape ``(T, 2, m, 2K)``.
-        span_cosine: ``(Σ‖Uᵀ w‖² / Σ‖w‖²)^{1/2}`` over all neurons, shape ``(T,)``.
+        neuron_norms: ``‖w_{h,r}‖`` (the whole weight, in ``R^d``), shape ``(T, 2, m)``.
         conservation: per attention map, the relative drift of ``C = W_Q W_Qᵀ - W_K W_Kᵀ``
             (:func:`conservation_drift`), shape ``(T, H)``; empty for reduced runs.
         status: ``"horizon"`` if ``t_max`` was reached, else why the integration stopped
@@ -185,14 +185,27 @@ class MixtureRun:
     loss_consistent: np.ndarray
     scores: np.ndarray
     neurons: np.ndarray
-    span_cosine: np.ndarray
+    neuron_norms: np.ndarray
     conservation: np.ndarray
     status: str
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The recorded arrays by name (for NPZ output)."""
-        names = ("ts", "loss", "loss_hard", "loss_consistent", "scores", "neurons", "span_cosine", "conservation")
-        return {name: getattr(self, name) for name in names}
+        names = ("ts", "loss", "loss_hard", "loss_consistent", "scores", "neurons", "neuron_norms", "conservation")
+        return {name: getattr(self, name) for name in names} | {"span_cosine": self.span_cosine}
+
+    @property
+    def span_cosine(self) -> np.ndarray:
+        """``(Σ_{h,r} ‖Uᵀ w_{h,r}‖² / Σ_{h,r} ‖w_{h,r}‖²)^{1/2}``: how much of the neurons lies in
+        the signal span, shape ``(T,)``; about ``√(2K/d)`` at initialization, 1 when aligned."""
+        inside = (self.neurons**2).sum(axis=(1, 2, 3))
+        return np.sqrt(inside / (self.neuron_norms**2).sum(axis=(1, 2)))
+
+    def neuron_cosines(self) -> np.ndarray:
+        """``cos∠(w_{h,r}, u_a)`` for the slots ``a`` (``c_1..c_K, v_1..v_K``), shape ``(T, 2, m, 2K)``
+        (0 for a zero neuron)."""
+        norms = self.neuron_norms[..., None]
+        return np.divide(self.neurons, norms, out=np.zeros_like(self.neurons), where=norms > 0)
 
 
 @dataclass(frozen=True)
@@ -259,16 +272,17 @@ def _both_heads(B: np.ndarray) -> np.ndarray:
     return np.concatenate([B, -B], axis=1) if B.shape[1] == 1 else B
 
 
-def _span_cosine(N: np.ndarray, orthogonal_sq: float) -> np.ndarray:
-    """``(Σ‖N‖² / (Σ‖N‖² + Σ‖w_⊥‖²))^{1/2}`` per record; ``N`` of shape ``(T, 2, m, 2K)``."""
-    inside = (N**2).sum(axis=(1, 2, 3))
-    return np.sqrt(inside / (inside + orthogonal_sq))
+def _neuron_norms(N: np.ndarray, orthogonal_sq: np.ndarray) -> np.ndarray:
+    """``‖w‖`` per record and neuron from ``N = Uᵀ w`` (``(T, 2, m, 2K)``) and the constant
+    ``‖w - U Uᵀ w‖²`` (``(2, m)``)."""
+    return np.sqrt((N**2).sum(axis=-1) + orthogonal_sq)
 
 
-def _orthogonal_sq(model: MixtureTransformer, U: np.ndarray) -> float:
-    """``Σ_r ‖w_r - U Uᵀ w_r‖²`` over all neurons: constant along any training (tokens are in span U)."""
-    W = np.concatenate([np.asarray(h.W) for h in model.heads])
-    return float(((W - W @ U @ U.T) ** 2).sum())
+def _orthogonal_sq(model: MixtureTransformer, U: np.ndarray) -> np.ndarray:
+    """``‖w_{h,r} - U Uᵀ w_{h,r}‖²``, shape ``(2, m)``: constant along any training, since every
+    token, hence every neuron gradient, lies in span U."""
+    W = np.stack([np.asarray(h.W) for h in model.heads])
+    return ((W - W @ U @ U.T) ** 2).sum(axis=-1)
 
 
 # --- full model -------------------------------------------------------------------------------
@@ -421,7 +435,7 @@ def _full_run(
         loss_consistent=consistent,
         scores=scores,
         neurons=N,
-        span_cosine=_span_cosine(N, _orthogonal_sq(models[0], U)),
+        neuron_norms=np.stack([[np.linalg.norm(np.asarray(h.W), axis=-1) for h in m.heads] for m in models]),
         conservation=conservation_drift(models),
         status=status,
     )
@@ -493,7 +507,7 @@ def train_reduced(
         loss_consistent=consistent,
         scores=_both_heads(np.asarray(stacked.B)),
         neurons=N,
-        span_cosine=_span_cosine(N, _orthogonal_sq(model0, U)),
+        neuron_norms=_neuron_norms(N, _orthogonal_sq(model0, U)),
         conservation=np.zeros((len(states), 0)),
         status=status,
     )

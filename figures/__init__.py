@@ -23,6 +23,10 @@ FIGURES = {
         "gradflow.figures.local_to_global_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
     ),
+    "two-mixture": Command(
+        "gradflow.figures.two_mixture",
+        "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
+    ),
     "shallow-ntk": Command(
         "gradflow.figures.shallow_ntk",
         "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",

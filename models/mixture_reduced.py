@@ -240,7 +240,7 @@ class ReducedMixture(eqx.Module):
             coords=jnp.asarray(pop.coordinates(), jnp.float64),
             y=jnp.asarray(pop.y, jnp.float64),
             out=jnp.asarray(output_signs(config)),
-            kappa=float(config.kappa),
+            kappa=config.kappa,
             tied=config.combine == "tied",
         )
 

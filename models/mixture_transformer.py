@@ -23,8 +23,11 @@ Named options (the uncertain choices of the reconstruction):
   ``+1``, second half ``-1``, in each head); ``"tied"``: ``f = F_+ - F_-`` with the second
   head's attention tied to the first, ``W_Q^- = -W_Q^+`` and ``W_K^- = W_K^+``, so its scores are
   exactly the negated scores of the first head (``B^- = -B^+``).
-- ``readout``: the scale ``κ`` of the neuron sum, ``"mean"`` (default, ``κ = 1/m``) or
-  ``"sqrt"`` (``κ = 1/√m``).
+- ``readout``: the scale ``κ`` of the neuron sum, ``"sqrt"`` (default, ``κ = 1/√m``) or
+  ``"mean"`` (``κ = 1/m``).  With ``ŵ = √m w`` the ``"sqrt"`` model is ``(1/m) Σ_r a_r ReLU(⟨ŵ_r, u⟩)``
+  with ``ŵ ~ N(0, ω²)`` trained at the mean-field rate, whose neuron dynamics has a limit as
+  ``m → ∞`` on the same clock as the attention state; ``"mean"`` with ``N(0, ω²/m)`` neurons
+  slows the neurons' clock by a factor of about ``m``.
 - ``d_head``: the inner dimension of ``W_Q, W_K`` (default ``m``, so that at initialization
   ``W_Qᵀ W_Q → ω² I`` as ``m → ∞``).
 
@@ -61,8 +64,8 @@ __all__ = [
 COMBINES = ("difference", "signed-sum", "tied")
 """Values of the ``combine`` option: how the two heads make the logit."""
 
-READOUTS = ("mean", "sqrt")
-"""Values of the ``readout`` option: ``κ = 1/m`` or ``κ = 1/√m`` in front of the neuron sum."""
+READOUTS = ("sqrt", "mean")
+"""Values of the ``readout`` option: ``κ = 1/√m`` or ``κ = 1/m`` in front of the neuron sum."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ class MixtureConfig:
         omega: initialization scale ``ω > 0``: every weight is ``N(0, ω²/m)``.
         L: tokens per sample, ``L ≥ 3``.
         combine: ``"difference"``, ``"signed-sum"`` or ``"tied"`` (module docstring).
-        readout: ``"mean"`` or ``"sqrt"`` (module docstring).
+        readout: ``"sqrt"`` or ``"mean"`` (module docstring).
         d_head: inner dimension of ``W_Q, W_K``; ``None`` means ``m``.
         filler: tokens beyond the third, ``"zero"`` or ``"cycle"``
             (:mod:`gradflow.models.mixture_data`).
@@ -93,7 +96,7 @@ class MixtureConfig:
     omega: float = 0.05
     L: int = 3
     combine: str = "difference"
-    readout: str = "mean"
+    readout: str = "sqrt"
     d_head: int | None = None
     filler: str = "zero"
     basis: str = "standard"
@@ -125,8 +128,8 @@ class MixtureConfig:
 
     @property
     def kappa(self) -> float:
-        """The readout scale ``κ``: ``1/m`` or ``1/√m``."""
-        return 1.0 / self.m if self.readout == "mean" else 1.0 / np.sqrt(self.m)
+        """The readout scale ``κ``: ``1/√m`` or ``1/m``."""
+        return 1.0 / self.m if self.readout == "mean" else float(1.0 / np.sqrt(self.m))
 
     def frame(self) -> np.ndarray:
         """The signal frame ``U = [c_1..c_K, v_1..v_K]``, shape ``(d, 2K)``."""
@@ -237,7 +240,7 @@ def init_transformer(config: MixtureConfig, key: jax.Array | None = None) -> Mix
     else:
         minus = Head(*weights[3:])
     return MixtureTransformer(
-        heads=(plus, minus), out=jnp.asarray(output_signs(config)), kappa=float(config.kappa)
+        heads=(plus, minus), out=jnp.asarray(output_signs(config)), kappa=config.kappa
     )
 
 

@@ -1,0 +1,170 @@
+"""Two-mixture linear classification (ICLR 2025, reconstruction): the stages of training.
+
+Left column: (a) neuron alignment, the mean over each head's neurons of ``|cos(w, c_j)|`` and
+``|cos(w, v_j)|`` and the cosine of all neurons with the signal span (the stage criterion);
+(b) the population loss with its hard (``ε = -y``) and consistent parts.  Middle: the scores
+``s(key, query)`` of head ``+`` for the ``c`` queries (c) and the ``v`` queries (d), and of
+head ``-`` (e, f), one colour per key (query index 1 solid, 2 dashed).  The detected stage times
+(neurons aligned, attention escape, fit) are vertical lines on every time axis.  Right: (g) the
+attention-stage duration against ``ω`` (log axis) with the fitted law ``a ln(1/ω) + b``.
+
+The time panels are one full-model run (gradient descent on the exact population loss); the
+``ω`` sweep runs the reduced dynamics, whose descent map is the exact projection of the full one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+from pathlib import Path
+
+import numpy as np
+from gradflow.analysis.mixture import MixtureRun, StageTimes, detect_stages, omega_sweep, train
+from gradflow.analysis.mixture_command import (
+    add_config_arguments,
+    add_train_arguments,
+    config_of,
+    options_of,
+    run_metadata,
+)
+
+from gradflow import GradflowError
+from gradflow._io import save_with_data
+
+NAME = "two-mixture"
+OMEGAS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+STAGE_STYLE = {
+    "t_align": (":", "neurons aligned"),
+    "t_attention": ("--", "attention escape"),
+    "t_fit": ("-.", "fit"),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
+    add_config_arguments(parser)
+    add_train_arguments(parser)
+    parser.add_argument(
+        "--omegas",
+        type=_omega_list,
+        default=OMEGAS,
+        metavar="W1,W2,…",
+        help="initialization scales of the ω sweep (default 1e-3,3e-3,1e-2,3e-2,1e-1)",
+    )
+
+
+def _omega_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) < 2 or not all(np.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: need at least two positive scales, e.g. 1e-3,1e-2,1e-1")
+    return values
+
+
+def _mark_stages(ax, stages: StageTimes) -> None:
+    for key, (style, label) in STAGE_STYLE.items():
+        t = getattr(stages, key)
+        if np.isfinite(t):
+            ax.axvline(t, color="0.3", ls=style, lw=1, label=f"{label} (t = {t:g})")
+
+
+def _slot_names(K: int) -> list[str]:
+    return [f"c{k + 1}" for k in range(K)] + [f"v{k + 1}" for k in range(K)]
+
+
+def _alignment_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
+    names = _slot_names(run.config.K)
+    cosines = np.abs(run.neuron_cosines()).mean(axis=2)  # (T, 2, 2K)
+    for h, style in ((0, "-"), (1, ":")):
+        for a, name in enumerate(names):
+            ax.plot(run.ts, cosines[:, h, a], style, color=f"C{a}", label=f"head {'+-'[h]}: |cos(w, {name})|")
+    ax.plot(run.ts, run.span_cosine, color="k", lw=1.5, label="cosine of w with span U")
+    _mark_stages(ax, stages)
+    ax.set_ylim(0, 1.02)
+    ax.set_title("(a) neuron alignment (mean over neurons)", fontsize=10)
+    ax.set_xlabel("flow time t")
+    ax.legend(fontsize=6, ncol=2)
+
+
+def _loss_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
+    ax.semilogy(run.ts, run.loss, color="k", label="population loss")
+    ax.semilogy(run.ts, run.loss_hard, color="C3", label="hard samples (ε = −y)")
+    ax.semilogy(run.ts, run.loss_consistent, color="C0", label="consistent samples (ε = y)")
+    ax.axhline(np.log(2), color="0.5", lw=0.8, label="ln 2 (f ≡ 0)")
+    _mark_stages(ax, stages)
+    ax.set_title("(b) loss (nats)", fontsize=10)
+    ax.set_xlabel("flow time t")
+    ax.legend(fontsize=6)
+
+
+def _score_panel(ax, run: MixtureRun, stages: StageTimes, head: int, queries: str, letter: str) -> None:
+    K = run.config.K
+    names = _slot_names(K)
+    offset = 0 if queries == "c" else K
+    for index, style in ((0, "-"), (1, "--")):
+        if index >= K:
+            break
+        q = offset + index
+        for a, name in enumerate(names):
+            label = f"key {name}" if index == 0 else None
+            ax.plot(run.ts, run.scores[:, head, a, q], style, color=f"C{a}", lw=1, label=label)
+    ax.set_yscale("symlog", linthresh=1e-3)
+    _mark_stages(ax, stages)
+    ax.set_title(f"({letter}) head {'+-'[head]}: s(key, {queries}₁) solid, s(key, {queries}₂) dashed", fontsize=9)
+    ax.set_xlabel("flow time t")
+    ax.legend(fontsize=6)
+
+
+def _law_panel(ax, omegas, times, law) -> None:
+    durations = np.array([t.attention_duration for t in times])
+    ax.semilogx(omegas, durations, "o", color="C3", label="attention stage t_attention − t_align")
+    if law is not None:
+        grid = np.geomspace(min(omegas), max(omegas), 100)
+        ax.semilogx(grid, law(grid), "-", color="k", lw=1, label=f"{law.slope:.1f} ln(1/ω) + {law.intercept:.1f}, R² = {law.r2:.4f}")
+    ax.set_xlabel("initialization scale ω")
+    ax.set_ylabel("flow time")
+    ax.set_title("(g) attention-stage duration vs ω", fontsize=10)
+    ax.legend(fontsize=7)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.out.is_dir():
+        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
+    config, options = config_of(args), options_of(args)
+    result = train(config, options)
+    stages = detect_stages(result)
+    times, law = omega_sweep(config, args.omegas, options)
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(18, 8.5), layout="constrained")
+    grid = fig.add_gridspec(2, 4)
+    _alignment_panel(fig.add_subplot(grid[0, 0]), result, stages)
+    _loss_panel(fig.add_subplot(grid[1, 0]), result, stages)
+    for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
+        _score_panel(fig.add_subplot(grid[head, 1 + (queries == "v")]), result, stages, head, queries, letter)
+    _law_panel(fig.add_subplot(grid[:, 3]), np.asarray(args.omegas), times, law)
+    fig.suptitle(
+        f"Two-mixture linear classification (reconstruction): K = {config.K}, d = {config.d}, m = {config.m}, "
+        f"ω = {config.omega:g}, {config.combine} heads, {options.schedule} {options.method}, η = {options.lr:g}"
+    )
+    arrays = {
+        **result.arrays(),
+        "omegas": np.asarray(args.omegas),
+        **{f"sweep_{k}": np.array([getattr(t, k) for t in times]) for k in ("t_align", "t_attention", "t_fit")},
+    }
+    metadata = {
+        "figure": NAME,
+        **run_metadata(result, stages),
+        "omega_sweep": [t.to_dict() for t in times],
+        "log_law": None if law is None else vars(law),
+    }
+    written = save_with_data(args.out / f"{NAME}.png", lambda p: fig.savefig(p, dpi=110, format="png"), arrays, metadata)
+    plt.close(fig)
+    print("wrote " + ", ".join(str(p) for p in written))
+    return 0
