@@ -146,7 +146,7 @@ def sweep_arrays(sweep: Sweep) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {
         key: np.array([r.scalars()[key] for r in runs]) for key in runs[0].scalars()
     }
-    for curve in ("losses", "linearized", "linearized_gd", "limit_flow", "bound"):
+    for curve in ("losses", "linearized", "linearized_gd", "limit_flow", "limit_gd", "bound"):
         arrays[curve] = np.stack([getattr(r, curve) for r in runs])
     arrays["step"] = np.arange(sweep.config.steps + 1)
     return arrays

@@ -133,6 +133,8 @@ class WidthRun:
         linearized_gd: loss of linearized GD ``r_{k+1} = (I - γ K_0) r_k``, the same discrete
             map as GD with the kernel frozen (isolates the nonlinearity from the time step).
         limit_flow: loss of the flow with ``K∞`` at ``t = γ k`` (NaN without a limit).
+        limit_gd: loss of GD with the kernel fixed at ``K∞``, ``r_{k+1} = (I - γ K∞) r_k``, from
+            the network's ``f_0`` (NaN without a limit): the reduced model's prediction of GD.
         bound: ``(1 - γ τ1² α_0² / 2)^k ℓ_0``.
     """
 
@@ -152,6 +154,7 @@ class WidthRun:
     linearized: np.ndarray = field(repr=False)
     linearized_gd: np.ndarray = field(repr=False)
     limit_flow: np.ndarray = field(repr=False)
+    limit_gd: np.ndarray = field(repr=False)
     bound: np.ndarray = field(repr=False)
 
     @property
@@ -170,6 +173,12 @@ class WidthRun:
         """``max_k |ℓ_k - ℓ_linGD(k)| / ℓ_0``: how far GD is from linearized GD (the kernel's
         movement alone)."""
         return float(np.max(np.abs(self.losses - self.linearized_gd)) / self.losses[0])
+
+    @property
+    def limit_gap(self) -> float:
+        """``max_k |ℓ_k - ℓ_K∞GD(k)| / ℓ_0``: how far GD is from GD with the limiting kernel
+        (NaN without a limit)."""
+        return float(np.max(np.abs(self.losses - self.limit_gd)) / self.losses[0])
 
     def scalars(self) -> dict[str, float | int | str | bool]:
         """The scalar results, for tables and JSON."""
@@ -192,6 +201,7 @@ class WidthRun:
             "linearized_final_loss": float(self.linearized[-1]),
             "linearization_gap": self.linearization_gap,
             "nonlinearity_gap": self.nonlinearity_gap,
+            "limit_gap": self.limit_gap,
             "bound_holds": self.bound_holds,
         }
 
@@ -241,8 +251,10 @@ def run_width(
         K_inf = limit_kernel(X, init, d_m, hidden=hidden)["total"]
         limit_error = float(np.linalg.norm(K0 - K_inf) / np.linalg.norm(K_inf))
         _, limit_flow = linearized_flow(K_inf, f0, np.asarray(y), ts)
+        limit_gd = linearized_descent(K_inf, f0 - np.asarray(y), lr, steps)
     else:
         limit_error, limit_flow = float("nan"), np.full(steps + 1, np.nan)
+        limit_gd = limit_flow
     return WidthRun(
         init=init,
         scaling=scaling,
@@ -259,6 +271,7 @@ def run_width(
         losses=descent.losses,
         linearized=linearized,
         limit_flow=limit_flow,
+        limit_gd=limit_gd,
         linearized_gd=linearized_descent(K0, f0 - np.asarray(y), lr, steps),
         bound=loss_bound(float(descent.losses[0]), lr, tau1, alpha0, steps),
     )

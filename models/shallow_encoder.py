@@ -163,11 +163,6 @@ class ShallowEncoder(eqx.Module):
         """The scalar output ``f(X)`` for ``X`` of shape ``(d_s, d)``."""
         return jax.lax.stop_gradient(self.tau1) * (self.w_O @ self.features(X))
 
-    @property
-    def width(self) -> int:
-        """``d_m``."""
-        return int(self.w_O.shape[0])
-
 
 def init_encoder(
     key: jax.Array,

@@ -44,42 +44,19 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, named, tmp_path, mon
 
 def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(tmp_path, capsys):
     out = tmp_path / "sweep.npz"
-    argv = [
-        "ntk",
-        "--n-samples",
-        "5",
-        "--d-s",
-        "2",
-        "--d",
-        "3",
-        "--widths",
-        "4,32",
-        "--steps",
-        "3",
-        "--scaling",
-        "sqrt,linear",
-        "--init",
-        "ntk",
-        "--json",
-        "--out",
-        str(out),
-    ]
-    assert main(argv) == 0
+    argv = "ntk --n-samples 4 --d-s 2 --d 3 --widths 2,32 --steps 10 --scaling sqrt,linear --init ntk --json"
+    assert main([*argv.split(), "--out", str(out)]) == 0
     captured = capsys.readouterr()
     warnings = [line for line in captured.err.splitlines() if "warning" in line]
-    assert any("d = 3 < N = 5" in line and "linearly independent" in line for line in warnings)
-    assert any("d_m = 4 < N = 5" in line and "α_0 = 0" in line for line in warnings)
+    assert any("d = 3 < N = 4" in line and "linearly independent" in line for line in warnings)
+    assert any("d_m = 2 < N = 4" in line and "α_0 = 0" in line for line in warnings)
     report = json.loads(captured.out)
-    assert [(r["scaling"], r["d_m"]) for r in report["runs"]] == [
-        ("sqrt", 4),
-        ("sqrt", 32),
-        ("linear", 4),
-        ("linear", 32),
-    ]
+    runs = [(r["scaling"], r["d_m"]) for r in report["runs"]]
+    assert runs == [("sqrt", 2), ("sqrt", 32), ("linear", 2), ("linear", 32)]
     assert report["runs"][0]["alpha0"] == 0.0
     assert all(r["lambda_min"] >= r["tau1sq_alpha0sq"] for r in report["runs"])
     assert set(report["slopes"]) == {"ntk/sqrt", "ntk/linear"}
     with np.load(out) as data:
-        assert data["losses"].shape == (4, 4)
+        assert data["losses"].shape == (4, 11)
         np.testing.assert_allclose(data["lambda_min"], [r["lambda_min"] for r in report["runs"]])
-    assert json.loads(out.with_suffix(".json").read_text())["config"]["widths"] == [4, 32]
+    assert json.loads(out.with_suffix(".json").read_text())["config"]["widths"] == [2, 32]
