@@ -24,7 +24,7 @@ from gradflow.models.markov_transformer import exact_loss, sample_loss, standard
 
 from gradflow.cli._common import format_table, print_json
 
-from .markov_training import _optimizer
+from .markov_training import optimizer as adamw
 
 P, Q = 0.5, 0.8
 D, LENGTH, BATCH = 8, 256, 16
@@ -50,7 +50,7 @@ def _timed(fn: Callable[[], Any]) -> float:
 
 
 def _training(steps: int, chunk: int) -> dict[str, float]:
-    optimizer = _optimizer(steps, 2e-3, 1e-3)
+    optimizer = adamw(steps, 2e-3, 1e-3)
     model = standard_init(jax.random.key(0), D, LENGTH, attention="softmax")
     state = optimizer.init(model)
 

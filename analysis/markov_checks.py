@@ -22,6 +22,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -354,7 +355,7 @@ def dynamics_check(
     metric, rate = (np.asarray(v) for v in _geometry(theta0, h, alpha, embed=embed, length=length))
     times = lr * every * np.arange(steps // every + 1)
     args = (h, jnp.asarray(np.linalg.inv(metric)))
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-12)
+    options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12, gtol=1e-12)
     path = integrate(_metric_field(bound.compiled), np.asarray(theta0), args, options, ts=times)
     reduced = _hold_last(path.thetas, len(times))
     return DynamicsCheck(

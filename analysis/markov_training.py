@@ -40,7 +40,15 @@ from gradflow.models.markov_transformer import (
 from gradflow import GradflowError
 from gradflow._progress import progress_bar
 
-__all__ = ["INITS", "TrainConfig", "TrainResult", "initial_model", "references", "train"]
+__all__ = [
+    "INITS",
+    "TrainConfig",
+    "TrainResult",
+    "initial_model",
+    "optimizer",
+    "references",
+    "train",
+]
 
 INITS = ("standard", "canonical", "paper")
 MAX_STEPS = 10_000_000
@@ -170,15 +178,23 @@ def initial_model(config: TrainConfig, key: jax.Array) -> MarkovTransformer:
     return jax.tree.map(lambda x: x.astype(jnp.float32), full)
 
 
-def _optimizer(steps: int, lr: float, weight_decay: float) -> optax.GradientTransformation:
-    """AdamW(0.9, 0.95) with a cosine one-cycle schedule peaking at ``lr`` after 10 % of the steps."""
-    schedule = optax.cosine_onecycle_schedule(transition_steps=steps, peak_value=lr, pct_start=0.1)
-    return optax.adamw(schedule, b1=0.9, b2=0.95, weight_decay=weight_decay)
+def optimizer(
+    steps: int, lr: float | jax.Array, weight_decay: float
+) -> optax.GradientTransformation:
+    """AdamW(0.9, 0.95) with a cosine one-cycle schedule peaking at ``lr`` after 10 % of the steps.
+
+    The schedule's shape (peak 1) sits inside AdamW and the peak ``lr`` is a final scaling, so
+    ``lr`` may be a traced array: runs that differ only in ``lr`` share one compilation.
+    """
+    shape = optax.cosine_onecycle_schedule(transition_steps=steps, peak_value=1.0, pct_start=0.1)
+    return optax.chain(
+        optax.adamw(shape, b1=0.9, b2=0.95, weight_decay=weight_decay), optax.scale(lr)
+    )
 
 
 @eqx.filter_jit
-def _initial_states(models: MarkovTransformer, optim: tuple[int, float, float]) -> Any:
-    return jax.vmap(_optimizer(*optim).init)(models)
+def _initial_states(models: MarkovTransformer, optim: tuple[int, float]) -> Any:
+    return jax.vmap(optimizer(optim[0], 1.0, optim[1]).init)(models)
 
 
 @eqx.filter_jit
@@ -200,17 +216,18 @@ def _chunk(
     keys: jax.Array,
     pq: jax.Array,
     shape: tuple[int, int],
-    optim: tuple[int, float, float],
+    lr: jax.Array,
+    optim: tuple[int, float],
     count: int,
 ) -> tuple[MarkovTransformer, Any, jax.Array]:
     """``count`` AdamW steps of every seed on fresh batches of ``shape = (batch, N + 1)``."""
-    optimizer = _optimizer(*optim)
+    adamw = optimizer(optim[0], lr, optim[1])
 
     def one_step(carry: tuple[Any, Any], key: jax.Array) -> tuple[tuple[Any, Any], jax.Array]:
         model, state = carry
         batch = sample_chains(key, pq[0], pq[1], *shape)
         loss, grads = jax.value_and_grad(sample_loss)(model, batch)
-        updates, state = optimizer.update(grads, state, model)
+        updates, state = adamw.update(grads, state, model)
         return (optax.apply_updates(model, updates), state), loss
 
     def seed_chunk(
@@ -238,7 +255,8 @@ def train(
         The recorded curves; ``nan_step`` set if a non-finite loss stopped the run.
     """
     pq = jnp.asarray([config.p, config.q], jnp.float32)
-    optim = (config.steps, config.lr, config.weight_decay)
+    optim = (config.steps, config.weight_decay)
+    lr = jnp.asarray(config.lr, jnp.float32)
     shape = (config.batch, config.length + 1)
     seed_keys = jnp.stack([jax.random.key(config.seed0 + i) for i in range(config.seeds)])
     init_keys, data_keys = _split(seed_keys)
@@ -262,7 +280,7 @@ def train(
             count = min(config.eval_every, config.steps - done)
             data_keys, sub = _split(data_keys)
             new_models, new_states, chunk_losses = _chunk(
-                models, states, sub, pq, shape, optim, count
+                models, states, sub, pq, shape, lr, optim, count
             )
             chunk_losses = np.asarray(chunk_losses)
             bad = ~np.isfinite(chunk_losses)

@@ -41,7 +41,13 @@ from .markov_ansatz import b as b_sym
 from .markov_ansatz import e as e_sym
 from .markov_ansatz import w as w_sym
 from .markov_data import check_length
-from .markov_transformer import STANDARD_STD, MarkovTransformer, check_attention, check_width
+from .markov_transformer import (
+    STANDARD_STD,
+    MarkovTransformer,
+    check_attention,
+    check_width,
+    normal_blocks,
+)
 
 __all__ = [
     "COORDINATES",
@@ -316,16 +322,21 @@ def paper_init(
     base = rank_one_transformer(
         e0, w0, 0.0, 0.0, direction=alpha, length=length, attention=attention, tied=tied
     )
-    keys = jax.random.split(key, 4)
-    stds = (STANDARD_STD, STANDARD_STD, STANDARD_STD, STANDARD_STD / math.sqrt(2))
-    attn = [(s * jax.random.normal(k, (d, d))).astype(dtype) for k, s in zip(keys, stds)]
+    std = STANDARD_STD
+    attn = normal_blocks(
+        key,
+        {
+            "W_Q": ((d, d), std),
+            "W_K": ((d, d), std),
+            "W_V": ((d, d), std),
+            "W_O": ((d, d), std / math.sqrt(2)),
+        },
+        dtype,
+    )
     return MarkovTransformer(
         e=base.e,
         positions=base.positions,
-        W_Q=attn[0],
-        W_K=attn[1],
-        W_V=attn[2],
-        W_O=attn[3],
+        **attn,
         W_1=base.W_1,
         W_2=base.W_2,
         b=base.b,

@@ -49,6 +49,7 @@ __all__ = [
     "exact_loss",
     "expected_cross_entropy",
     "logits",
+    "normal_blocks",
     "sample_loss",
     "standard_init",
 ]
@@ -206,26 +207,37 @@ def standard_init(
     return _standard_weights(key, d, length, attention, tied, jnp.dtype(dtype))
 
 
+def normal_blocks(
+    key: jax.Array, blocks: dict[str, tuple[tuple[int, ...], float]], dtype: jnp.dtype
+) -> dict[str, jax.Array]:
+    """Independent N(0, std²) arrays ``{name: (shape, std)}`` from one draw (one random kernel to
+    compile instead of one per array)."""
+    sizes = [math.prod(shape) for shape, _ in blocks.values()]
+    flat = jax.random.normal(key, (sum(sizes),))
+    out, start = {}, 0
+    for (name, (shape, std)), size in zip(blocks.items(), sizes):
+        out[name] = (std * flat[start : start + size].reshape(shape)).astype(dtype)
+        start += size
+    return out
+
+
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5))
 def _standard_weights(
     key: jax.Array, d: int, length: int, attention: str, tied: bool, dtype: jnp.dtype
 ) -> MarkovTransformer:
-    keys = jax.random.split(key, 9)
     std, out_std = STANDARD_STD, STANDARD_STD / math.sqrt(2)
-
-    def normal(k: jax.Array, shape: tuple[int, ...], s: float) -> jax.Array:
-        return (s * jax.random.normal(k, shape)).astype(dtype)
-
-    return MarkovTransformer(
-        e=normal(keys[0], (d,), std),
-        positions=normal(keys[1], (length, d), std),
-        W_Q=normal(keys[2], (d, d), std),
-        W_K=normal(keys[3], (d, d), std),
-        W_V=normal(keys[4], (d, d), std),
-        W_O=normal(keys[5], (d, d), out_std),
-        W_1=normal(keys[6], (4 * d, d), std),
-        W_2=normal(keys[7], (d, 4 * d), out_std),
-        b=jnp.zeros((), dtype),
-        unembed=None if tied else normal(keys[8], (d,), std),
-        attention=attention,
-    )
+    blocks = {
+        "e": ((d,), std),
+        "positions": ((length, d), std),
+        "W_Q": ((d, d), std),
+        "W_K": ((d, d), std),
+        "W_V": ((d, d), std),
+        "W_O": ((d, d), out_std),
+        "W_1": ((4 * d, d), std),
+        "W_2": ((d, 4 * d), out_std),
+    }
+    if not tied:
+        blocks["unembed"] = ((d,), std)
+    weights = normal_blocks(key, blocks, dtype)
+    weights.setdefault("unembed", None)
+    return MarkovTransformer(**weights, b=jnp.zeros((), dtype), attention=attention)

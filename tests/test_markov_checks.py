@@ -14,8 +14,8 @@ from gradflow.models.markov_attention import canonical_attention, canonical_atte
 P, Q = 0.5, 0.8
 LENGTH = 8
 """Positions of the full model in the value/gradient checks (2^8 = 256 sequences enumerated)."""
-RUN = {"length": 6, "steps": 1200, "every": 400}
-"""One compiled gradient-descent run shared by the dynamics tests."""
+RUN = {"length": 6, "steps": 1200, "every": 24}
+"""One compiled gradient-descent run shared by the dynamics tests and `gradflow compare --steps 1200`."""
 FACTORIES = {
     "canonical": markov.canonical,
     "canonical-bias": markov.canonical_bias,

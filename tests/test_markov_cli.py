@@ -1,0 +1,161 @@
+"""``gradflow train``, ``compare``, ``bench train`` and the two Local-to-Global figures."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradflow.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GRADFLOW_CACHE_DIR", "")
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _entropy(x: float) -> float:
+    return -x * math.log(x) - (1 - x) * math.log(1 - x)
+
+
+H_RATE = (0.8 * _entropy(0.5) + 0.5 * _entropy(0.8)) / 1.3
+SHORT = [
+    "--p",
+    "0.5",
+    "--q",
+    "0.8",
+    "--steps",
+    "300",
+    "--seq-len",
+    "64",
+    "--d",
+    "8",
+    "--seeds",
+    "3",
+]
+"""The settings of tests/test_markov_training.py, so that both use one compiled training step."""
+
+BAD = {
+    "p out of range": (
+        ["train", "--p", "1.5", "--q", "0.8"],
+        "p = 1.5 is outside the valid range (0, 1)",
+    ),
+    "no steps": (["train", "--p", "0.5", "--q", "0.8", "--steps", "0"], "steps = 0"),
+    "no seeds": (["train", "--p", "0.5", "--q", "0.8", "--seeds", "0"], "seeds = 0"),
+    "bad width": (["train", "--p", "0.5", "--q", "0.8", "--d", "-3"], "width d = -3"),
+    "bad length": (["train", "--p", "0.5", "--q", "0.8", "--seq-len", "0"], "N = 0"),
+    "bad lr": (["train", "--p", "0.5", "--q", "0.8", "--lr", "inf"], "lr = inf"),
+    "bad init": (["train", "--p", "0.5", "--q", "0.8", "--init", "xavier"], "invalid choice"),
+    "no folder": (
+        ["train", "--p", "0.5", "--q", "0.8", "--out", "missing/t.npz"],
+        "does not exist",
+    ),
+    "not npz": (["train", "--p", "0.5", "--q", "0.8", "--out", "t.csv"], ".npz"),
+    "too long to enumerate": (
+        ["compare", "--p", "0.5", "--q", "0.8", "--seq-len", "15"],
+        "too long for exact enumeration (valid range 1…14): it sums over all 2^N = 32,768 sequences",
+    ),
+    "compare q": (["compare", "--p", "0.5", "--q", "1"], "q = 1 is outside the valid range (0, 1)"),
+    "training figure seeds": (["figures", "local-to-global-training", "--seeds", "2"], "--seeds 2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_input_is_one_line_exit_2_nothing_written(case, capsys, tmp_path):
+    argv, message = BAD[case]
+    code, _, err = run(argv, capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_report(capsys):
+    """Same shapes as tests/test_markov_checks.py (N = 8, d = 6, 20 points, 1200 steps)."""
+    argv = ["compare", "--p", "0.5", "--q", "0.8", "--seq-len", "8", "--d", "6", "--steps", "1200"]
+    code, out, _ = run([*argv, "--lr", "0.1", "--json"], capsys)
+    assert code == 0
+    report = json.loads(out)
+    assert [m["model"] for m in report["models"]] == [
+        "canonical",
+        "canonical-bias",
+        "canonical-attention",
+        "canonical-attention-bias",
+    ]
+    for model in report["models"]:
+        assert model["value_error"] <= 1e-9 and model["gradient_error"] <= 1e-7
+        assert model["outside_rank_one_family"] <= 1e-12
+    assert report["dynamics"]["full_loss"] == pytest.approx(H_RATE, abs=1e-6)
+    code, out, _ = run([*argv, "--lr", "0.1"], capsys)
+    assert code == 0 and "max deviation" in out and "canonical-attention-bias" in out
+
+
+def test_train_stops_at_a_nan_loss_and_keeps_the_steps_before(capsys, tmp_path):
+    code, out, err = run(["train", *SHORT, "--lr", "1e30", "--out", "run.npz"], capsys)
+    assert code == 1
+    assert "not finite at step" in err
+    step = int(err.split("not finite at step ")[1].split(";")[0])
+    data = np.load(tmp_path / "run.npz")
+    assert data["train_loss"].shape == (3, step - 1)
+    assert np.all(np.isfinite(data["train_loss"]))
+    meta = json.loads((tmp_path / "run.json").read_text())
+    assert meta["nan_step"] == step and meta["config"]["lr"] == 1e30
+
+
+@pytest.mark.slow
+def test_train_writes_the_record(capsys, tmp_path):
+    code, out, _ = run(["train", *SHORT, "--init", "paper", "--json"], capsys)
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["steps_done"] == 300 and summary["nan_step"] is None
+    assert np.all(np.abs(np.array(summary["final_test_loss"]) - H_RATE) < 0.01)
+    data = np.load(tmp_path / "train.npz")
+    assert data["coords"].shape[0] == 3 and list(data["coordinate_names"]) == ["e", "w", "a", "b"]
+
+
+@pytest.mark.slow
+def test_portrait_of_a_slice_of_the_three_scalar_model(capsys, tmp_path):
+    argv = [
+        "portrait",
+        "--model",
+        "canonical-attention",
+        "--p",
+        "0.5",
+        "--q",
+        "0.8",
+        "--fixed",
+        "a=0.5",
+    ]
+    code, out, _ = run([*argv, "--no-basins", "--out", "slice.png"], capsys)
+    assert code == 0 and "w = -1/√2, a e² = -4" in out
+    assert (tmp_path / "slice.png").exists() and (tmp_path / "slice.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["local-to-global-training", "local-to-global-overlay"])
+def test_figures(name, capsys, tmp_path):
+    code, _, _ = run(["figures", name, "--steps", "200"], capsys)
+    assert code == 0
+    assert {p.name for p in tmp_path.iterdir()} == {f"{name}.png", f"{name}.npz", f"{name}.json"}
+
+
+@pytest.mark.slow
+def test_bench_train(capsys):
+    code, out, _ = run(
+        ["bench", "train", "--steps", "40", "--chunk", "20", "--repeats", "2", "--json"], capsys
+    )
+    assert code == 0
+    record = json.loads(out)
+    assert record["training"]["scan_steps_per_s"] > 0 and record["exact"]["sequences"] == 4096
