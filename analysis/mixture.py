@@ -41,10 +41,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
-
-from gradflow import FlowOptions, GradflowError, GradientField, Status, descend, integrate
-from gradflow._progress import progress_bar
 from gradflow.models.mixture_reduced import ReducedMixture, ReducedState, project
 from gradflow.models.mixture_transformer import (
     MixtureConfig,
@@ -53,6 +49,10 @@ from gradflow.models.mixture_transformer import (
     logistic_loss,
     population_loss,
 )
+from jax.flatten_util import ravel_pytree
+
+from gradflow import FlowOptions, GradflowError, GradientField, Status, descend, integrate
+from gradflow._progress import progress_bar
 
 __all__ = [
     "METHODS",
@@ -89,8 +89,8 @@ class TrainOptions:
         t_max: flow-time horizon (time units of the gradient flow; ``t_max/lr`` descent steps).
         lr: descent step ``η`` (``method = "gd"``).
         records: recorded states, evenly spaced in time, besides the initial one.
-        stage_times: ``(t_1, t_2)`` of the staged schedule; default ``(t_max/10, t_max/2)``.
-            Each must lie on the record grid.
+        stage_times: ``(t_1, t_2)`` of the staged schedule; default the record times nearest
+            ``(t_max/10, t_max/2)``.  Each must lie on the record grid.
         rtol, atol: tolerances of the flow's step-size controller (``method = "flow"``).
         max_steps: solver-step budget per record interval (``method = "flow"``).
 
@@ -112,7 +112,9 @@ class TrainOptions:
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
-            raise GradflowError(f"schedule = {self.schedule!r} is not one of {', '.join(SCHEDULES)}")
+            raise GradflowError(
+                f"schedule = {self.schedule!r} is not one of {', '.join(SCHEDULES)}"
+            )
         if self.method not in METHODS:
             raise GradflowError(f"method = {self.method!r} is not one of {', '.join(METHODS)}")
         for name in ("t_max", "lr"):
@@ -123,13 +125,18 @@ class TrainOptions:
             raise GradflowError(f"records = {self.records!r} must be an integer ≥ 1")
         if self.method == "gd":
             self.steps_per_record()
-        t1, t2 = self.boundaries()
-        grid = self.t_max / self.records
-        for t in (t1, t2):
-            if abs(t / grid - round(t / grid)) > 1e-9:
-                raise GradflowError(f"stage time {t!r} is not on the record grid (multiples of {grid:g})")
-        if not 0 < t1 < t2 < self.t_max:
-            raise GradflowError(f"stage_times = ({t1!r}, {t2!r}) need 0 < t_1 < t_2 < t_max = {self.t_max!r}")
+        if self.schedule == "staged" or self.stage_times is not None:
+            t1, t2 = self.boundaries()
+            grid = self.t_max / self.records
+            for t in (t1, t2):
+                if abs(t / grid - round(t / grid)) > 1e-9:
+                    raise GradflowError(
+                        f"stage time {t!r} is not on the record grid (multiples of {grid:g})"
+                    )
+            if not 0 < t1 < t2 < self.t_max:
+                raise GradflowError(
+                    f"stage_times = ({t1!r}, {t2!r}) need 0 < t_1 < t_2 < t_max = {self.t_max!r}"
+                )
 
     def steps_per_record(self) -> int:
         """Descent steps between two records, ``t_max / (records · lr)``, an integer."""
@@ -142,8 +149,12 @@ class TrainOptions:
         return int(round(ratio))
 
     def boundaries(self) -> tuple[float, float]:
-        """``(t_1, t_2)``: the ends of the first two stages of the staged schedule."""
-        return self.stage_times or (self.t_max / 10, self.t_max / 2)
+        """``(t_1, t_2)``: the ends of the first two stages of the staged schedule; by default the
+        record-grid points nearest ``t_max/10`` and ``t_max/2``."""
+        if self.stage_times is not None:
+            return tuple(float(t) for t in self.stage_times)
+        grid = self.t_max / self.records
+        return grid * max(1, round(self.records / 10)), grid * round(self.records / 2)
 
     def segments(self) -> list[tuple[int, int, tuple[bool, bool]]]:
         """``(first record, last record, (attention, neurons))`` of each stage."""
@@ -191,7 +202,16 @@ class MixtureRun:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The recorded arrays by name (for NPZ output)."""
-        names = ("ts", "loss", "loss_hard", "loss_consistent", "scores", "neurons", "neuron_norms", "conservation")
+        names = (
+            "ts",
+            "loss",
+            "loss_hard",
+            "loss_consistent",
+            "scores",
+            "neurons",
+            "neuron_norms",
+            "conservation",
+        )
         return {name: getattr(self, name) for name in names} | {"span_cosine": self.span_cosine}
 
     @property
@@ -260,7 +280,9 @@ def detect_stages(
     )
 
 
-def _subset_losses(margins: np.ndarray, config: MixtureConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _subset_losses(
+    margins: np.ndarray, config: MixtureConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Loss over all, hard and consistent samples from margins ``y f`` of shape ``(T, n)``."""
     ell = np.asarray(logistic_loss(jnp.asarray(margins)))
     hard = config.population().hard
@@ -318,12 +340,19 @@ def _shape_key(config: MixtureConfig) -> MixtureConfig:
     return dataclasses.replace(config, omega=1.0, seed=0, basis="standard", filler="zero")
 
 
-def train(config: MixtureConfig, options: TrainOptions | None = None, *, progress: bool | None = None) -> MixtureRun:
+def train(
+    config: MixtureConfig,
+    options: TrainOptions | None = None,
+    init: MixtureTransformer | None = None,
+    *,
+    progress: bool | None = None,
+) -> MixtureRun:
     """Train the full two-headed transformer on the exact population loss.
 
     Args:
         config: the model (sizes, ``ω``, options, seed).
         options: schedule, integrator and horizon.
+        init: the initial model; default :func:`init_transformer` ``(config)``.
         progress: show a progress bar (default: after 1.5 s).
 
     Returns:
@@ -334,7 +363,7 @@ def train(config: MixtureConfig, options: TrainOptions | None = None, *, progres
         GradflowError: bad options.
     """
     options = options or TrainOptions()
-    model = init_transformer(config)
+    model = init_transformer(config) if init is None else init
     U = config.frame()
     pop = config.population()
     X, y = jnp.asarray(pop.tokens(U)), jnp.asarray(pop.y, jnp.float64)
@@ -344,14 +373,18 @@ def train(config: MixtureConfig, options: TrainOptions | None = None, *, progres
     def advance(state: MixtureTransformer, n_records: int, flags: tuple[bool, bool]):
         field, unravel = _full_field(_shape_key(config), flags)
         moving, still = eqx.partition(state, _train_filter(model, flags))
-        thetas, status = _advance(field, ravel_pytree(moving)[0], (still, fixed, X, y), n_records, grid, options)
+        thetas, status = _advance(
+            field, ravel_pytree(moving)[0], (still, fixed, X, y), n_records, grid, options
+        )
         return [eqx.combine(unravel(theta), still) for theta in thetas], status
 
     records, status = _run_schedule(trained, advance, options, "mixture train", progress)
     return _full_run(config, options, [eqx.combine(t, fixed) for t in records], U, X, y, status)
 
 
-def _run_schedule(state0: Any, advance: Callable, options: TrainOptions, desc: str, progress: bool | None) -> tuple[list, str]:
+def _run_schedule(
+    state0: Any, advance: Callable, options: TrainOptions, desc: str, progress: bool | None
+) -> tuple[list, str]:
     """Drive ``advance(state, n_records, (attention, neurons)) -> (states, Status)`` through the
     schedule's stages in chunks; stop early when a chunk comes back short.
 
@@ -378,7 +411,12 @@ def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
 
 
 def _advance(
-    field: GradientField, theta0: jax.Array, args: Any, n_records: int, grid: float, options: TrainOptions
+    field: GradientField,
+    theta0: jax.Array,
+    args: Any,
+    n_records: int,
+    grid: float,
+    options: TrainOptions,
 ) -> tuple[np.ndarray, Status]:
     """Integrate ``n_records`` record intervals of length ``grid``; return the records (initial included)."""
     if options.method == "gd":
@@ -435,7 +473,9 @@ def _full_run(
         loss_consistent=consistent,
         scores=scores,
         neurons=N,
-        neuron_norms=np.stack([[np.linalg.norm(np.asarray(h.W), axis=-1) for h in m.heads] for m in models]),
+        neuron_norms=np.stack(
+            [[np.linalg.norm(np.asarray(h.W), axis=-1) for h in m.heads] for m in models]
+        ),
         conservation=conservation_drift(models),
         status=status,
     )
@@ -452,7 +492,9 @@ def conservation_drift(models: Sequence[MixtureTransformer]) -> np.ndarray:
 
     def terms(model: MixtureTransformer) -> np.ndarray:
         maps = model.attention_maps()[: 1 if model.heads[1].W_Q is None else 2]
-        return np.stack([np.stack([np.asarray(wq @ wq.T), np.asarray(wk @ wk.T)]) for wq, wk in maps])
+        return np.stack(
+            [np.stack([np.asarray(wq @ wq.T), np.asarray(wk @ wk.T)]) for wq, wk in maps]
+        )
 
     QK = np.stack([terms(m) for m in models])  # (T, H, 2, d_head, d_head)
     C = QK[:, :, 0] - QK[:, :, 1]
@@ -466,7 +508,7 @@ def conservation_drift(models: Sequence[MixtureTransformer]) -> np.ndarray:
 def train_reduced(
     config: MixtureConfig,
     options: TrainOptions | None = None,
-    state0: ReducedState | None = None,
+    init: MixtureTransformer | None = None,
     *,
     progress: bool | None = None,
 ) -> MixtureRun:
@@ -475,17 +517,18 @@ def train_reduced(
     Args:
         config: the model.
         options: schedule, integrator and horizon.
-        state0: initial reduced state; default the projection of the full model's
-            initialization (so the run is the full run seen through ``U``).
+        init: the full model whose projection is the initial state; default
+            :func:`init_transformer` ``(config)`` (so the run is :func:`train`'s run seen
+            through ``U``).
         progress: show a progress bar.
 
     Returns:
         The run (``conservation`` is empty: the reduced state has no ``W_Q W_Qᵀ``).
     """
     options = options or TrainOptions()
-    model0 = init_transformer(config)
+    model0 = init_transformer(config) if init is None else init
     U = config.frame()
-    state = project(model0, U) if state0 is None else state0
+    state = project(model0, U)
     red = ReducedMixture.from_config(config)
     grid = options.t_max / options.records
 
@@ -535,8 +578,9 @@ def _advance_reduced(
 
 
 def _unstack(tree: ReducedState) -> list[ReducedState]:
-    n = tree.B.shape[0]
-    return [jax.tree.map(lambda x: x[i], tree) for i in range(n)]
+    """A state stacked on a leading axis as a list of states."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return [treedef.unflatten([leaf[i] for leaf in leaves]) for i in range(tree.B.shape[0])]
 
 
 # --- the ω law --------------------------------------------------------------------------------
@@ -573,12 +617,16 @@ def fit_log_law(omegas: Sequence[float], durations: Sequence[float]) -> LogLaw:
     d = np.asarray(durations, dtype=float)
     ok = np.isfinite(d)
     if ok.sum() < 2:
-        raise GradflowError(f"need at least two finite attention-stage durations to fit, got {int(ok.sum())}")
+        raise GradflowError(
+            f"need at least two finite attention-stage durations to fit, got {int(ok.sum())}"
+        )
     a, b = np.polyfit(x[ok], d[ok], 1)
     residual = d[ok] - (a * x[ok] + b)
     total = ((d[ok] - d[ok].mean()) ** 2).sum()
     r2 = 1.0 - (residual**2).sum() / total if total > 0 else 1.0
-    return LogLaw(slope=float(a), intercept=float(b), r2=float(r2), max_residual=float(np.abs(residual).max()))
+    return LogLaw(
+        slope=float(a), intercept=float(b), r2=float(r2), max_residual=float(np.abs(residual).max())
+    )
 
 
 def omega_sweep(
@@ -600,7 +648,9 @@ def omega_sweep(
     times = []
     with progress_bar(total=len(omegas), unit="ω", enabled=progress, desc="ω sweep") as bar:
         for omega in omegas:
-            run = train_reduced(dataclasses.replace(config, omega=float(omega)), options, progress=False)
+            run = train_reduced(
+                dataclasses.replace(config, omega=float(omega)), options, progress=False
+            )
             times.append(detect_stages(run, **(levels or {})))
             bar.update(1)
     durations = [t.attention_duration for t in times]

@@ -21,7 +21,16 @@ from gradflow import GradflowError
 from gradflow._io import save_with_data
 from gradflow.cli._common import format_table, print_json
 
-from .mixture import METHODS, SCHEDULES, MixtureRun, StageTimes, TrainOptions, detect_stages, train, train_reduced
+from .mixture import (
+    METHODS,
+    SCHEDULES,
+    MixtureRun,
+    StageTimes,
+    TrainOptions,
+    detect_stages,
+    train,
+    train_reduced,
+)
 
 __all__ = [
     "add_arguments",
@@ -38,33 +47,106 @@ def add_config_arguments(parser: argparse.ArgumentParser, *, m: int = 256) -> No
     """The model's sizes, ``ω``, the reconstruction's named options and the seed."""
     parser.add_argument("--k", type=int, default=2, metavar="K", help="groups K ≥ 2 (default 2)")
     parser.add_argument("--d", type=int, default=8, help="token dimension d ≥ 2K (default 8)")
-    parser.add_argument("--m", type=int, default=m, help=f"ReLU neurons per head m ≥ 1 (default {m})")
-    parser.add_argument("--omega", type=float, default=0.05, help="initialization scale ω > 0: weights N(0, ω²/m) (default 0.05)")
-    parser.add_argument("--combine", choices=COMBINES, default="difference", help="how the heads make the logit: F+ − F− (difference, default), F+ + F− with signed a_r (signed-sum), F+ − F− with W_Q− = −W_Q+, W_K− = W_K+ (tied)")
-    parser.add_argument("--readout", choices=READOUTS, default="sqrt", help="neuron sum scale κ = 1/√m (sqrt, default) or 1/m (mean)")
+    parser.add_argument(
+        "--m", type=int, default=m, help=f"ReLU neurons per head m ≥ 1 (default {m})"
+    )
+    parser.add_argument(
+        "--omega",
+        type=float,
+        default=0.05,
+        help="initialization scale ω > 0: weights N(0, ω²/m) (default 0.05)",
+    )
+    parser.add_argument(
+        "--combine",
+        choices=COMBINES,
+        default="difference",
+        help="how the heads make the logit: F+ − F− (difference, default), F+ + F− with signed a_r (signed-sum), F+ − F− with W_Q− = −W_Q+, W_K− = W_K+ (tied)",
+    )
+    parser.add_argument(
+        "--readout",
+        choices=READOUTS,
+        default="sqrt",
+        help="neuron sum scale κ = 1/√m (sqrt, default) or 1/m (mean)",
+    )
     parser.add_argument("--L", type=int, default=3, help="tokens per sample L ≥ 3 (default 3)")
-    parser.add_argument("--filler", choices=FILLERS, default="zero", help="tokens beyond the third: zero vectors (default) or the three tokens cycled")
-    parser.add_argument("--d-head", type=int, default=None, help="inner dimension of W_Q, W_K (default m)")
-    parser.add_argument("--basis", choices=BASES, default="standard", help="signal frame U: standard basis vectors (default) or a random orthonormal frame")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the initialization and token orders (default 0)")
+    parser.add_argument(
+        "--filler",
+        choices=FILLERS,
+        default="zero",
+        help="tokens beyond the third: zero vectors (default) or the three tokens cycled",
+    )
+    parser.add_argument(
+        "--d-head", type=int, default=None, help="inner dimension of W_Q, W_K (default m)"
+    )
+    parser.add_argument(
+        "--basis",
+        choices=BASES,
+        default="standard",
+        help="signal frame U: standard basis vectors (default) or a random orthonormal frame",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the initialization and token orders (default 0)",
+    )
 
 
 def add_train_arguments(parser: argparse.ArgumentParser, *, t_max: float = 2000.0) -> None:
     """Schedule, integrator and horizon."""
-    parser.add_argument("--schedule", choices=SCHEDULES, default="joint", help="joint (default) or staged: neurons, then attention, then neurons")
-    parser.add_argument("--stage-times", type=float, nargs=2, metavar=("T1", "T2"), help="ends of the first two stages of --schedule staged (default t_max/10, t_max/2)")
-    parser.add_argument("--method", choices=METHODS, default="gd", help="gradient descent (gd, default) or the gradient flow (flow: adaptive Tsit5, slow past ReLU kinks)")
-    parser.add_argument("--t-max", type=float, default=t_max, help=f"horizon in flow time units (default {t_max:g})")
-    parser.add_argument("--lr", type=float, default=0.1, help="descent step η (default 0.1); t_max/(records·η) must be a whole number")
-    parser.add_argument("--records", type=int, default=200, help="recorded states after the initial one (default 200)")
+    parser.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        default="joint",
+        help="joint (default) or staged: neurons, then attention, then neurons",
+    )
+    parser.add_argument(
+        "--stage-times",
+        type=float,
+        nargs=2,
+        metavar=("T1", "T2"),
+        help="ends of the first two stages of --schedule staged (default t_max/10, t_max/2)",
+    )
+    parser.add_argument(
+        "--method",
+        choices=METHODS,
+        default="gd",
+        help="gradient descent (gd, default) or the gradient flow (flow: adaptive Tsit5, slow past ReLU kinks)",
+    )
+    parser.add_argument(
+        "--t-max", type=float, default=t_max, help=f"horizon in flow time units (default {t_max:g})"
+    )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=0.1,
+        help="descent step η (default 0.1); t_max/(records·η) must be a whole number",
+    )
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=200,
+        help="recorded states after the initial one (default 200)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser)
     add_train_arguments(parser)
-    parser.add_argument("--reduced", action="store_true", help="run the reduced dynamics (B, P_Q, P_K, N) instead of the full model")
-    parser.add_argument("--out", type=Path, default=Path("mixture.npz"), help="NPZ path (default mixture.npz); the .json goes beside it")
-    parser.add_argument("--json", action="store_true", help="stage times and losses as one JSON object on stdout")
+    parser.add_argument(
+        "--reduced",
+        action="store_true",
+        help="run the reduced dynamics (B, P_Q, P_K, N) instead of the full model",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("mixture.npz"),
+        help="NPZ path (default mixture.npz); the .json goes beside it",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="stage times and losses as one JSON object on stdout"
+    )
 
 
 def config_of(args: argparse.Namespace, **overrides: Any) -> MixtureConfig:
@@ -129,7 +211,9 @@ def run(args: argparse.Namespace) -> int:
     if args.out.suffix.lower() != ".npz":
         raise GradflowError(f"--out {str(args.out)!r}: the run is written as .npz")
     if not args.out.parent.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist")
+        raise GradflowError(
+            f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist"
+        )
     config, options = config_of(args), options_of(args)
     result = (train_reduced if args.reduced else train)(config, options)
     stages = detect_stages(result)
@@ -143,9 +227,9 @@ def run(args: argparse.Namespace) -> int:
         f"{options.schedule} schedule, {options.method} to t = {result.ts[-1]:g} ({result.status})"
     )
     rows = [
-        ["neurons aligned (span cosine ≥ %g)" % stages.levels["align_level"], _t(stages.t_align)],
-        ["attention escapes (max |s| ≥ %g)" % stages.levels["score_level"], _t(stages.t_attention)],
-        ["fit (loss ≤ %g nats)" % stages.levels["loss_level"], _t(stages.t_fit)],
+        [f"neurons aligned (span cosine ≥ {stages.levels['align_level']:g})", _t(stages.t_align)],
+        [f"attention escapes (max |s| ≥ {stages.levels['score_level']:g})", _t(stages.t_attention)],
+        [f"fit (loss ≤ {stages.levels['loss_level']:g} nats)", _t(stages.t_fit)],
         ["attention stage duration", _t(stages.attention_duration)],
     ]
     print(format_table(["stage", "time"], rows))
@@ -154,7 +238,9 @@ def run(args: argparse.Namespace) -> int:
         f"final loss {final['loss']:.6f} nats (hard {final['loss_hard']:.6f}, consistent {final['loss_consistent']:.6f})"
     )
     if metadata["max_conservation_drift"] is not None:
-        print(f"max drift of W_Q W_Qᵀ − W_K W_Kᵀ (relative): {metadata['max_conservation_drift']:.3g}")
+        print(
+            f"max drift of W_Q W_Qᵀ − W_K W_Kᵀ (relative): {metadata['max_conservation_drift']:.3g}"
+        )
     print("wrote " + ", ".join(str(p) for p in written))
     return 0
 

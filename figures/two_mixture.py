@@ -59,7 +59,9 @@ def _omega_list(text: str) -> tuple[float, ...]:
     except ValueError:
         values = ()
     if len(values) < 2 or not all(np.isfinite(v) and v > 0 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: need at least two positive scales, e.g. 1e-3,1e-2,1e-1")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: need at least two positive scales, e.g. 1e-3,1e-2,1e-1"
+        )
     return values
 
 
@@ -79,7 +81,13 @@ def _alignment_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
     cosines = np.abs(run.neuron_cosines()).mean(axis=2)  # (T, 2, 2K)
     for h, style in ((0, "-"), (1, ":")):
         for a, name in enumerate(names):
-            ax.plot(run.ts, cosines[:, h, a], style, color=f"C{a}", label=f"head {'+-'[h]}: |cos(w, {name})|")
+            ax.plot(
+                run.ts,
+                cosines[:, h, a],
+                style,
+                color=f"C{a}",
+                label=f"head {'+-'[h]}: |cos(w, {name})|",
+            )
     ax.plot(run.ts, run.span_cosine, color="k", lw=1.5, label="cosine of w with span U")
     _mark_stages(ax, stages)
     ax.set_ylim(0, 1.02)
@@ -99,7 +107,9 @@ def _loss_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
     ax.legend(fontsize=6)
 
 
-def _score_panel(ax, run: MixtureRun, stages: StageTimes, head: int, queries: str, letter: str) -> None:
+def _score_panel(
+    ax, run: MixtureRun, stages: StageTimes, head: int, queries: str, letter: str
+) -> None:
     K = run.config.K
     names = _slot_names(K)
     offset = 0 if queries == "c" else K
@@ -112,7 +122,10 @@ def _score_panel(ax, run: MixtureRun, stages: StageTimes, head: int, queries: st
             ax.plot(run.ts, run.scores[:, head, a, q], style, color=f"C{a}", lw=1, label=label)
     ax.set_yscale("symlog", linthresh=1e-3)
     _mark_stages(ax, stages)
-    ax.set_title(f"({letter}) head {'+-'[head]}: s(key, {queries}₁) solid, s(key, {queries}₂) dashed", fontsize=9)
+    ax.set_title(
+        f"({letter}) head {'+-'[head]}: s(key, {queries}₁) solid, s(key, {queries}₂) dashed",
+        fontsize=9,
+    )
     ax.set_xlabel("flow time t")
     ax.legend(fontsize=6)
 
@@ -122,7 +135,14 @@ def _law_panel(ax, omegas, times, law) -> None:
     ax.semilogx(omegas, durations, "o", color="C3", label="attention stage t_attention − t_align")
     if law is not None:
         grid = np.geomspace(min(omegas), max(omegas), 100)
-        ax.semilogx(grid, law(grid), "-", color="k", lw=1, label=f"{law.slope:.1f} ln(1/ω) + {law.intercept:.1f}, R² = {law.r2:.4f}")
+        ax.semilogx(
+            grid,
+            law(grid),
+            "-",
+            color="k",
+            lw=1,
+            label=f"{law.slope:.1f} ln(1/ω) + {law.intercept:.1f}, R² = {law.r2:.4f}",
+        )
     ax.set_xlabel("initialization scale ω")
     ax.set_ylabel("flow time")
     ax.set_title("(g) attention-stage duration vs ω", fontsize=10)
@@ -147,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
     _alignment_panel(fig.add_subplot(grid[0, 0]), result, stages)
     _loss_panel(fig.add_subplot(grid[1, 0]), result, stages)
     for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
-        _score_panel(fig.add_subplot(grid[head, 1 + (queries == "v")]), result, stages, head, queries, letter)
+        _score_panel(
+            fig.add_subplot(grid[head, 1 + (queries == "v")]), result, stages, head, queries, letter
+        )
     _law_panel(fig.add_subplot(grid[:, 3]), np.asarray(args.omegas), times, law)
     fig.suptitle(
         f"Two-mixture linear classification (reconstruction): K = {config.K}, d = {config.d}, m = {config.m}, "
@@ -156,7 +178,10 @@ def run(args: argparse.Namespace) -> int:
     arrays = {
         **result.arrays(),
         "omegas": np.asarray(args.omegas),
-        **{f"sweep_{k}": np.array([getattr(t, k) for t in times]) for k in ("t_align", "t_attention", "t_fit")},
+        **{
+            f"sweep_{k}": np.array([getattr(t, k) for t in times])
+            for k in ("t_align", "t_attention", "t_fit")
+        },
     }
     metadata = {
         "figure": NAME,
@@ -164,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
         "omega_sweep": [t.to_dict() for t in times],
         "log_law": None if law is None else vars(law),
     }
-    written = save_with_data(args.out / f"{NAME}.png", lambda p: fig.savefig(p, dpi=110, format="png"), arrays, metadata)
+    written = save_with_data(
+        args.out / f"{NAME}.png", lambda p: fig.savefig(p, dpi=110, format="png"), arrays, metadata
+    )
     plt.close(fig)
     print("wrote " + ", ".join(str(p) for p in written))
     return 0

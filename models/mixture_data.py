@@ -33,7 +33,15 @@ import numpy as np
 
 from gradflow import GradflowError
 
-__all__ = ["BASES", "FILLERS", "Population", "check_groups", "check_sizes", "population", "signal_basis"]
+__all__ = [
+    "BASES",
+    "FILLERS",
+    "Population",
+    "check_groups",
+    "check_sizes",
+    "population",
+    "signal_basis",
+]
 
 FILLERS = ("zero", "cycle")
 """Values of the ``filler`` option: what occupies token positions beyond the third."""
@@ -132,7 +140,9 @@ def check_sizes(K: int, d: int) -> None:
     """Raise :class:`GradflowError` unless ``K ≥ 2`` and ``d ≥ 2K`` (integers)."""
     check_groups(K)
     if int(d) != d or d < 2 * K:
-        raise GradflowError(f"d = {d!r}: the 2K = {2 * K} signal directions need an integer d ≥ {2 * K}")
+        raise GradflowError(
+            f"d = {d!r}: the 2K = {2 * K} signal directions need an integer d ≥ {2 * K}"
+        )
 
 
 def population(K: int, L: int = 3, filler: str = "zero", seed: int | None = 0) -> Population:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -42,7 +43,6 @@ from .mixture_data import ZERO_SLOT, Population
 from .mixture_transformer import (
     MixtureConfig,
     MixtureTransformer,
-    init_transformer,
     logistic_loss,
     output_signs,
 )
@@ -130,26 +130,36 @@ def attention_inputs(pop: Population, B: sp.Matrix) -> sp.Matrix:
     Returns:
         Shape ``(n, 2K)``: row ``s`` is ``u`` of sample ``s``.
     """
-    r = 2 * pop.K
-    rows = []
-    for slots, signs in zip(pop.slots.tolist(), pop.signs.tolist()):
-        tokens = [
-            sp.zeros(r, 1) if a == ZERO_SLOT else sp.Matrix(r, 1, lambda i, _: sign * int(i == a))
-            for a, sign in zip(slots, signs)
-        ]
-
-        def score(i: int, j: int) -> sp.Expr:
-            if ZERO_SLOT in (slots[i], slots[j]):
-                return sp.S.Zero
-            return signs[i] * signs[j] * B[slots[i], slots[j]]
-
-        u = sp.zeros(r, 1)
-        for j in range(pop.L):
-            weights = [sp.exp(score(i, j)) for i in range(pop.L)]
-            total = sp.Add(*weights)
-            u += sum((w / total * t for w, t in zip(weights, tokens)), sp.zeros(r, 1))
-        rows.append((u / pop.L).T)
+    rows = [
+        _sample_input(slots, signs, B, 2 * pop.K).T
+        for slots, signs in zip(pop.slots.tolist(), pop.signs.tolist())
+    ]
     return sp.Matrix.vstack(*rows)
+
+
+def _sample_input(slots: list[int], signs: list[int], B: sp.Matrix, r: int) -> sp.Matrix:
+    """``u(B)`` of one sample (:func:`attention_inputs`), an ``r × 1`` SymPy matrix."""
+    L = len(slots)
+    tokens = [
+        sp.zeros(r, 1) if a == ZERO_SLOT else sign * sp.eye(r)[:, a]
+        for a, sign in zip(slots, signs)
+    ]
+    scores = [
+        [
+            sp.S.Zero
+            if ZERO_SLOT in (slots[i], slots[j])
+            else signs[i] * signs[j] * B[slots[i], slots[j]]
+            for j in range(L)
+        ]
+        for i in range(L)
+    ]
+    u = sp.zeros(r, 1)
+    for j in range(L):
+        weights = [sp.exp(scores[i][j]) for i in range(L)]
+        total = sp.Add(*weights)
+        for weight, token in zip(weights, tokens):
+            u += weight / total * token
+    return u / L
 
 
 class ReducedState(eqx.Module):
@@ -261,7 +271,9 @@ class ReducedMixture(eqx.Module):
     def _loss_of(self, B: jax.Array, N: jax.Array) -> jax.Array:
         return jnp.mean(logistic_loss(self.y * self.logits(B, N)))
 
-    def velocity(self, state: ReducedState, train: tuple[bool, bool] = (True, True)) -> ReducedState:
+    def velocity(
+        self, state: ReducedState, train: tuple[bool, bool] = (True, True)
+    ) -> ReducedState:
         """``d(state)/dt`` along the full model's gradient flow.
 
         Args:
@@ -275,7 +287,9 @@ class ReducedMixture(eqx.Module):
             dB, dPQ, dPK = zero(dB), zero(dPQ), zero(dPK)
         return ReducedState(B=dB, P_Q=dPQ, P_K=dPK, N=-gN if train[1] else zero(gN))
 
-    def descent_step(self, state: ReducedState, lr: float, train: tuple[bool, bool] = (True, True)) -> ReducedState:
+    def descent_step(
+        self, state: ReducedState, lr: float, train: tuple[bool, bool] = (True, True)
+    ) -> ReducedState:
         """One step of gradient descent on the full weights, seen through ``U`` (exact).
 
         Full descent ``S_Q ← S_Q - η S_K G``, ``S_K ← S_K - η S_Q Gᵀ`` maps the attention state to
@@ -303,7 +317,12 @@ class ReducedMixture(eqx.Module):
         )
 
     def descend(
-        self, state0: ReducedState, lr: float, steps: int, every: int = 1, train: tuple[bool, bool] = (True, True)
+        self,
+        state0: ReducedState,
+        lr: float,
+        steps: int,
+        every: int = 1,
+        train: tuple[bool, bool] = (True, True),
     ) -> ReducedState:
         """Gradient descent for ``steps`` steps from ``state0``, recording every ``every``-th state.
 
@@ -337,13 +356,20 @@ class ReducedMixture(eqx.Module):
         Returns:
             ``(trajectory, unravel)`` as :func:`gradflow.gradient_flow` returns.
         """
-        field, unravel = _reduced_field(state0.B.shape[0], state0.N.shape[1], state0.B.shape[-1], train)
+        field, unravel = _reduced_field(
+            state0.B.shape[0], state0.N.shape[1], state0.B.shape[-1], train
+        )
         return integrate(field, ravel_pytree(state0)[0], self, options, ts=ts), unravel
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))
 def _descend_reduced(
-    model: ReducedMixture, state0: ReducedState, lr: float, steps: int, every: int, train: tuple[bool, bool]
+    model: ReducedMixture,
+    state0: ReducedState,
+    lr: float,
+    steps: int,
+    every: int,
+    train: tuple[bool, bool],
 ) -> ReducedState:
     def block(state: ReducedState, _: None) -> tuple[ReducedState, ReducedState]:
         state = jax.lax.fori_loop(0, every, lambda _, s: model.descent_step(s, lr, train), state)
@@ -358,7 +384,9 @@ def _reduced_field(
 ) -> tuple[GradientField, Callable[[jax.Array], ReducedState]]:
     """The engine field of the reduced dynamics on flat states of the given shapes."""
     square = jnp.zeros((H, r, r))
-    _, unravel = ravel_pytree(ReducedState(B=square, P_Q=square, P_K=square, N=jnp.zeros((2, m, r))))
+    _, unravel = ravel_pytree(
+        ReducedState(B=square, P_Q=square, P_K=square, N=jnp.zeros((2, m, r)))
+    )
 
     def minus_velocity(theta: jax.Array, model: ReducedMixture) -> jax.Array:
         return -ravel_pytree(model.velocity(unravel(theta), train))[0]

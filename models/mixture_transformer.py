@@ -119,7 +119,9 @@ class MixtureConfig:
             ("basis", BASES),
         ):
             if getattr(self, name) not in allowed:
-                raise GradflowError(f"{name} = {getattr(self, name)!r} is not one of {', '.join(allowed)}")
+                raise GradflowError(
+                    f"{name} = {getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                )
 
     @property
     def head_dim(self) -> int:

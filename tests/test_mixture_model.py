@@ -23,7 +23,6 @@ from gradflow.models.mixture_reduced import (
     score_velocity,
 )
 from gradflow.models.mixture_transformer import (
-    COMBINES,
     Head,
     MixtureConfig,
     MixtureTransformer,
@@ -55,8 +54,12 @@ def test_population_has_4K_K_minus_1_distinct_samples_half_of_them_hard(K):
     signed = {tuple(sorted(zip(s, g))) for s, g in zip(pop.slots.tolist(), pop.signs.tolist())}
     assert len(signed) == pop.n
     assert pop.hard.sum() == pop.n // 2
-    for slots, signs, k, kp, y, e in zip(pop.slots, pop.signs, pop.group, pop.other, pop.y, pop.eps):
-        assert sorted(zip(slots.tolist(), signs.tolist())) == sorted([(k, 1), (K + k, y), (K + kp, e)])
+    for slots, signs, k, kp, y, e in zip(
+        pop.slots, pop.signs, pop.group, pop.other, pop.y, pop.eps
+    ):
+        assert sorted(zip(slots.tolist(), signs.tolist())) == sorted(
+            [(k, 1), (K + k, y), (K + kp, e)]
+        )
         assert k != kp
 
 
@@ -77,9 +80,8 @@ def test_filler_tokens_beyond_the_third():
     assert (cycle.signs[:, 3:] == cycle.signs[:, :2]).all()
 
 
-@pytest.mark.parametrize("combine", COMBINES)
-def test_logit_is_invariant_under_every_token_permutation(combine):
-    config = MixtureConfig(K=2, d=6, m=5, omega=1.5, combine=combine, L=4, filler="cycle", basis="random")
+def test_logit_is_invariant_under_every_token_permutation():
+    config = MixtureConfig(K=2, d=6, m=5, omega=1.5, L=4, filler="cycle", basis="random")
     model = init_transformer(config)
     _, X, _ = _data(config)
     f = logits(model, X)
@@ -97,7 +99,9 @@ def test_zero_scores_give_uniform_attention_and_the_mean_token():
     assert np.allclose(u, X.mean(axis=1), atol=1e-15)
     pop = config.population()
     coords = pop.coordinates()
-    assert np.allclose(attention_average(jnp.zeros((4, 4)), jnp.asarray(coords)), coords.mean(axis=1))
+    assert np.allclose(
+        attention_average(jnp.zeros((4, 4)), jnp.asarray(coords)), coords.mean(axis=1)
+    )
 
 
 def _hand_built(config: MixtureConfig) -> MixtureTransformer:
@@ -116,19 +120,32 @@ def _hand_built(config: MixtureConfig) -> MixtureTransformer:
     tied = config.combine == "tied"
     heads = (
         Head(W_Q=zeros + 1.0, W_K=zeros, W=jnp.asarray(scale * plus)),
-        Head(W_Q=None if tied else zeros + 1.0, W_K=None if tied else zeros, W=jnp.asarray(scale * minus)),
+        Head(
+            W_Q=None if tied else zeros + 1.0,
+            W_K=None if tied else zeros,
+            W=jnp.asarray(scale * minus),
+        ),
     )
-    return MixtureTransformer(heads=heads, out=jnp.asarray(output_signs(config)), kappa=config.kappa)
+    return MixtureTransformer(
+        heads=heads, out=jnp.asarray(output_signs(config)), kappa=config.kappa
+    )
 
 
 @pytest.mark.parametrize(
     ("combine", "m", "readout"),
-    [("difference", 2, "sqrt"), ("difference", 2, "mean"), ("tied", 2, "sqrt"), ("signed-sum", 4, "sqrt")],
+    [
+        ("difference", 2, "sqrt"),
+        pytest.param("difference", 2, "mean", marks=pytest.mark.slow),
+        ("tied", 2, "sqrt"),
+        ("signed-sum", 4, "sqrt"),
+    ],
 )
 def test_uniform_attention_with_neurons_pm_v_gives_f_equal_y_plus_eps_over_3(combine, m, readout):
     """u = (c_k + y v_k + ε v_k')/3, so ReLU(⟨v_k, u⟩) − ReLU(−⟨v_k, u⟩) = ⟨v_k, u⟩ and
     f = (y + ε)/3: margin 2/3 on consistent samples, f = 0 and loss ln 2 on hard ones."""
-    config = MixtureConfig(K=2, d=8, m=m, omega=1.0, combine=combine, readout=readout, basis="random")
+    config = MixtureConfig(
+        K=2, d=8, m=m, omega=1.0, combine=combine, readout=readout, basis="random"
+    )
     model = _hand_built(config)
     _, X, y = _data(config)
     pop = config.population()
@@ -139,12 +156,12 @@ def test_uniform_attention_with_neurons_pm_v_gives_f_equal_y_plus_eps_over_3(com
     hard_loss = np.log1p(np.exp(-margins[pop.hard]))
     assert np.allclose(hard_loss, LN2, atol=1e-14)
     expected = 0.5 * LN2 + 0.5 * np.log1p(np.exp(-2 / 3))
-    assert full_loss(model, X, y) == pytest.approx(expected, abs=1e-14)
+    assert np.mean(np.log1p(np.exp(-margins))) == pytest.approx(expected, abs=1e-14)
     red = ReducedMixture.from_config(config)
     assert reduced_loss(red, model, config.frame()) == pytest.approx(expected, abs=1e-14)
 
 
-@pytest.mark.parametrize("combine", COMBINES)
+@pytest.mark.parametrize("combine", ["difference", pytest.param("tied", marks=pytest.mark.slow)])
 def test_zero_logit_gives_loss_ln2(combine):
     config = MixtureConfig(K=3, d=7, m=4, omega=2.0, combine=combine)
     model = init_transformer(config)
@@ -155,7 +172,9 @@ def test_zero_logit_gives_loss_ln2(combine):
     )
     _, X, y = _data(config)
     assert full_loss(model, X, y) == pytest.approx(LN2, abs=1e-15)
-    assert reduced_loss(ReducedMixture.from_config(config), model, config.frame()) == pytest.approx(LN2, abs=1e-15)
+    assert reduced_loss(ReducedMixture.from_config(config), model, config.frame()) == pytest.approx(
+        LN2, abs=1e-15
+    )
 
 
 def test_score_equations_follow_from_the_chain_rule_symbolically():
@@ -190,12 +209,27 @@ def test_vectorized_attention_matches_the_symbolic_u_of_B(L, filler, rng):
 
 @pytest.mark.parametrize(
     ("combine", "L", "filler"),
-    [("difference", 3, "zero"), ("signed-sum", 4, "cycle"), ("tied", 5, "zero")],
+    [
+        ("difference", 3, "zero"),
+        pytest.param("signed-sum", 4, "cycle", marks=pytest.mark.slow),
+        pytest.param("tied", 5, "zero", marks=pytest.mark.slow),
+    ],
 )
 def test_reduced_value_and_velocity_equal_the_full_model_on_the_signal_span(combine, L, filler):
     """Value: L_red(project(θ)) = L_full(θ).  Velocity: pushing the full gradient through U,
     d/dt Uᵀ W_Kᵀ W_Q U and d/dt W U, gives the reduced velocity (both heads, tied or not)."""
-    config = MixtureConfig(K=2, d=7, m=6, d_head=5, omega=1.3, combine=combine, L=L, filler=filler, basis="random", seed=4)
+    config = MixtureConfig(
+        K=2,
+        d=7,
+        m=6,
+        d_head=5,
+        omega=1.3,
+        combine=combine,
+        L=L,
+        filler=filler,
+        basis="random",
+        seed=4,
+    )
     model = init_transformer(config)
     U, X, y = _data(config)
     red = ReducedMixture.from_config(config)
@@ -206,7 +240,9 @@ def test_reduced_value_and_velocity_equal_the_full_model_on_the_signal_span(comb
         trained, fixed = model.split()
         grad = jax.grad(lambda t: population_loss(eqx.combine(t, fixed), X, y))(trained)
         flow_direction = jax.tree.map(jnp.negative, grad)
-        _, tangent = jax.jvp(lambda t: project(eqx.combine(t, fixed), U), (trained,), (flow_direction,))
+        _, tangent = jax.jvp(
+            lambda t: project(eqx.combine(t, fixed), U), (trained,), (flow_direction,)
+        )
         return red.velocity(project(model, U)), tangent
 
     velocity, tangent = velocities(red, model, U, X, y)
