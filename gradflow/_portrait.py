@@ -38,6 +38,10 @@ STREAM_GRID = 80
 """Points per axis of the grid on which ``-∇L`` is sampled for streamlines."""
 CRITICAL_SAMPLES = 801
 """Samples per free dimension when drawing closed-form critical sets."""
+SLICE_TOL = 0.005
+"""On a slice of a model with more than two parameters, critical points are drawn when each
+off-plane coordinate is within this fraction of its range from the slice's value (a critical set
+of dimension k meets the slice in dimension k - 1; its samples rarely lie exactly on it)."""
 
 BASIN_COLORS = {
     "global_min": "#cde9c9",
@@ -203,16 +207,29 @@ class Portrait:
             )
         return handles
 
+    def _on_slice(self, points: np.ndarray) -> np.ndarray:
+        """Which points lie on the slice: within :data:`SLICE_TOL` of the range of each fixed
+        parameter from its value (all of them on a model with no parameter off the plane)."""
+        m = self.model.model
+        near = np.ones(len(points), dtype=bool)
+        for name, value in self.fixed.items():
+            lo, hi = m.bound(name)
+            near &= np.abs(points[:, m.index(name)] - value) <= SLICE_TOL * (hi - lo)
+        return near
+
     def _draw_critical(self, ax: Axes) -> list[Any]:
-        """Draw critical sets projected onto the plane; return legend handles."""
+        """Draw the critical sets on the slice, projected onto the plane; return legend handles."""
         m = self.model.model
         ix, iy = m.index(self.plane[0]), m.index(self.plane[1])
         handles, seen = [], set()
         for s in self.critical:
             style = KIND_STYLE[s.kind]
-            xy = s.points[:, [ix, iy]]
+            near = self._on_slice(s.points)
+            if not near.any():
+                continue
+            xy = s.points[near][:, [ix, iy]]
             label = _critical_label(s)
-            lines = s.polylines()
+            lines = s.polylines() if near.all() else []
             if lines:
                 for line in lines:
                     ax.plot(
