@@ -31,6 +31,7 @@ from .markov_checks import (
     embedding_checks,
     random_points,
 )
+from .markov_train_cli import add_switching_arguments
 
 MODELS = (
     canonical_model,
@@ -41,12 +42,7 @@ MODELS = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--p", type=float, required=True, help="switching probability P(1|0) in (0, 1)"
-    )
-    parser.add_argument(
-        "--q", type=float, required=True, help="switching probability P(0|1) in (0, 1)"
-    )
+    add_switching_arguments(parser)
     parser.add_argument(
         "--points", type=int, default=20, help="random reduced points per model (default 20)"
     )
@@ -104,9 +100,11 @@ def _model_record(checks: EmbeddingChecks) -> dict[str, Any]:
     }
 
 
-def _dynamics_record(run: DynamicsCheck, references: dict[str, float]) -> dict[str, Any]:
+def _dynamics_record(
+    run: DynamicsCheck, theta0: np.ndarray, references: dict[str, float]
+) -> dict[str, Any]:
     return {
-        "theta0": run.full[0],
+        "theta0": theta0,
         "lr": run.lr,
         "flow_time": float(run.times[-1]),
         "max_deviation": run.max_deviation,
@@ -143,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         every=every,
     )
     references = {k: bound.references[k] for k in ("unigram_loss", "entropy_rate")}
-    dynamics = _dynamics_record(run_, references)
+    dynamics = _dynamics_record(run_, np.asarray(args.theta0), references)
     if args.json:
         print_json(
             {

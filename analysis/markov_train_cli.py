@@ -22,13 +22,14 @@ from gradflow.cli._common import format_table, print_json
 from .markov_training import INITS, TrainConfig, TrainResult, train
 
 
+def add_switching_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--p`` and ``--q``, the switching probabilities of the chain (required)."""
+    parser.add_argument("--p", type=float, required=True, help="P(x_{n+1} = 1 | x_n = 0) in (0, 1)")
+    parser.add_argument("--q", type=float, required=True, help="P(x_{n+1} = 0 | x_n = 1) in (0, 1)")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--p", type=float, required=True, help="switching probability P(1|0) in (0, 1)"
-    )
-    parser.add_argument(
-        "--q", type=float, required=True, help="switching probability P(0|1) in (0, 1)"
-    )
+    add_switching_arguments(parser)
     parser.add_argument(
         "--init",
         choices=INITS,

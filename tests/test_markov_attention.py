@@ -94,3 +94,17 @@ def test_critical_sets(p, q, above, below):
     unigram = [s for s in sets if s.name.startswith(("e = 0", "w = -1/√2"))]
     assert all(s.loss == pytest.approx(_entropy(p / (p + q)), abs=1e-12) for s in unigram)
     assert {s.dimension for s in sets if s.name == "e = 0"} == {2}
+
+
+@pytest.mark.parametrize("p, q, expected", [(0.5, 0.8, 0.0), (0.2, 0.3, 1.0)])
+def test_small_initializations_on_rays(p, q, expected):
+    """Near the origin |w| < 1/√2, so 1 + 2w|w| > 0 and L ≈ H(π) + Φ'(0) e² (1 + 2w|w|):
+    every small init ends at the unigram plane when Φ'(0) = π0π1(p + q - 1) > 0 and at the global
+    minimum when it is < 0."""
+    from gradflow.analysis.markov_rays import ray_outcomes, sphere_directions
+
+    rays = ray_outcomes(
+        canonical_attention(p, q), sphere_directions(24, 3, seed=1), np.array([0.1])
+    )
+    assert rays.fraction("global")[0] == expected
+    assert rays.fraction("other")[0] == 0.0
