@@ -21,8 +21,10 @@ entries of the symmetric ``P``) plus the neuron alignments ``N = W U`` (``m × 2
 (not an approximation), so the full model's projected flow must follow it to integrator
 precision.  :func:`derive_score_equations` derives the three equations in SymPy from the chain
 rule; :func:`attention_inputs` writes each sample's attention-averaged input ``u(B)`` in SymPy
-(the reference the vectorized :func:`attention_average` is tested against).  With the ``"tied"`` heads option (``B^- = -B^+``) one
-attention state remains, driven by ``G = G^+ - G^-``.
+(the reference the vectorized :func:`attention_average` is tested against).  With the
+``"tied"`` heads option (``B^- = -B^+``) one attention state remains, driven by
+``G = G^+ - G^-``.  Gradient descent maps the state exactly too
+(:meth:`ReducedMixture.descent_step`, with second-order terms in the step).
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ from .mixture_transformer import (
 
 __all__ = [
     "ReducedMixture",
-    "attention_average",
     "ReducedState",
+    "attention_average",
     "attention_inputs",
     "derive_score_equations",
     "infinite_width_state",
