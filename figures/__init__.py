@@ -19,6 +19,10 @@ FIGURES = {
         "gradflow.figures.local_to_global_overlay",
         "Local to Global: full-model training projected onto (w, e) over the canonical portrait and basins",
     ),
+    "canonical-attention": Command(
+        "gradflow.figures.canonical_attention",
+        "three-scalar model L(e, w, a): basins on slices of a, rays from the origin, 3-D trajectories",
+    ),
     "local-to-global-fig1": Command(
         "gradflow.figures.local_to_global_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
