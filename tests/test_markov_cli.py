@@ -152,6 +152,15 @@ def test_figures(name, capsys, tmp_path):
 
 
 @pytest.mark.slow
+def test_canonical_attention_figure(capsys, tmp_path):
+    code, _, _ = run(
+        ["figures", "canonical-attention", "--grid", "11", "--directions", "4"], capsys
+    )
+    assert code == 0
+    assert (tmp_path / "canonical-attention.png").exists()
+
+
+@pytest.mark.slow
 def test_bench_train(capsys):
     code, out, _ = run(
         ["bench", "train", "--steps", "40", "--chunk", "20", "--repeats", "2", "--json"], capsys
