@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior", default="dirichlet", help=f"training prior: {' | '.join(PRIOR_NAMES)} (default dirichlet; RHO = share of doubly-stochastic sequences)")
     parser.add_argument("--seeds", type=int, default=1, help="number of seeds 0 … K-1 (default 1)")
     parser.add_argument("--lr", type=float, default=None, help=f"step size (default {DEFAULT_LR})")
-    parser.add_argument("--batch", type=int, default=64, help="sequences per step; reduced: sequences in its fixed sample before the k! relabellings (default 64)")
+    parser.add_argument("--batch", type=int, default=None, help="sequences per step (default 64); reduced: sequences in its fixed sample before the k! relabellings (default 256)")
     parser.add_argument("--eval-every", type=int, default=None, help="steps between evaluations (default steps/50)")
     parser.add_argument("--mixing", default="softmax", help=f"minimal/reduced positional mixing: {' | '.join(MIXINGS)}")
     parser.add_argument("--lags", type=int, default=None, help="minimal/reduced: learnable lags (default T-1)")
@@ -62,10 +62,11 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
     steps = args.steps if args.steps is not None else (2000 if args.model == "transformer" else 400)
     every = args.eval_every if args.eval_every is not None else max(1, steps // 50)
     prior = parse_prior(args.prior)
+    batch = args.batch if args.batch is not None else (256 if args.model == "reduced" else 64)
     return [
         RunSpec(
             model=args.model, k=args.k, T=args.T, steps=steps, prior=prior, seed=seed,
-            lr=args.lr, batch=args.batch, eval_every=every, mixing=args.mixing, lags=args.lags,
+            lr=args.lr, batch=batch, eval_every=every, mixing=args.mixing, lags=args.lags,
             d=args.d, solver=args.solver,
         )
         for seed in range(args.seeds)

@@ -5,7 +5,9 @@ Every run records, at evaluation steps, the test loss and the distance to each s
 Dirichlet prior (the task), whatever the training prior, plus model-specific traces:
 
 - minimal and reduced: ``theta`` = ``(a, b, v…)`` (for the minimal model the projection of
-  ``W`` on ``{aI + b11ᵀ}``) and, for the minimal model, ``off_family`` = ``‖W - proj W‖_F``;
+  ``W`` on ``{aI + b11ᵀ}``); for the minimal model ``off_family`` = ``‖W - proj W‖_F``; for the
+  reduced model ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
+  each component (spread over the ``batch`` independent sequences, each with its relabellings);
 - transformer: ``lag_profile``, the layer-1 attention mass at each lag ``m = 0 … T-1``, averaged
   over evaluation sequences and positions ``i ≥ m``.
 
@@ -18,6 +20,7 @@ descent) on one fixed sample closed under relabelling.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -327,12 +330,19 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
             eval_steps = traj.ts / lr
         bar.update(1)
 
-    @jax.jit
-    def observe(theta: jax.Array) -> jax.Array:
-        probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
-        return _metric_vector(probs, evalb)
+    groups = math.factorial(spec.k)
+    grouped = jax.tree.map(lambda arr: jnp.swapaxes(arr.reshape((groups, spec.batch) + arr.shape[1:]), 0, 1), data)
 
-    records = [{"metrics": observe(jnp.asarray(th)), "theta": th} for th in thetas]
+    @jax.jit
+    def observe(theta: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
+        per_sequence = jax.vmap(field.grad, in_axes=(None, 0))(theta, grouped)
+        return _metric_vector(probs, evalb), per_sequence.mean(0), per_sequence.std(0) / jnp.sqrt(spec.batch)
+
+    records = []
+    for th in thetas:
+        m, g, se = observe(jnp.asarray(th))
+        records.append({"metrics": m, "theta": th, "field": g, "grad_se": se})
     return _history(records, list(eval_steps))
 
 

@@ -35,4 +35,8 @@ FIGURES = {
         "gradflow.figures.shallow_ntk",
         "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
     ),
+    "induction-heads": Command(
+        "gradflow.figures.induction_heads",
+        "Evolution of Statistical Induction Heads: phases, positional vector, doubly-stochastic share, reduced (a, b, v_1) flow",
+    ),
 }

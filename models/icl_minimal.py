@@ -52,6 +52,7 @@ __all__ = [
     "embed",
     "project",
     "family_residual",
+    "lag_weights",
     "reduced_logits",
     "reduced_loss",
     "reduced_field",
@@ -150,22 +151,53 @@ def family_residual(W: jax.Array) -> jax.Array:
     return jnp.linalg.norm(W - embed(theta, W.shape[0]).W)
 
 
+def lag_weights(v: jax.Array, T: int, mixing: str) -> tuple[jax.Array, jax.Array]:
+    """Row ``s`` of ``M(v)`` in lag form: ``(w (T, L), tail (T,))``.
+
+    ``M_{s, s-m} = w[s, m-1]`` for ``m ≤ L = len(v)`` and ``M_{s, s-m} = tail[s]`` for every
+    lag ``m > L`` (whose ``v_m = 0``); zero for ``m > s - 1`` (1-based ``s``).
+    """
+    L = v.shape[0]
+    s = jnp.arange(T)[:, None]  # 0-based row: lags 1 … s are available
+    available = jnp.arange(1, L + 1)[None, :] <= s
+    if mixing == "linear":
+        return jnp.where(available, v[None, :], 0.0), jnp.zeros(T)
+    c = jnp.maximum(jnp.max(v), 0.0)
+    e = jnp.where(available, jnp.exp(v - c)[None, :], 0.0)
+    n_tail = jnp.maximum(jnp.arange(T) - L, 0)
+    Z = e.sum(1) + n_tail * jnp.exp(-c)
+    Z = jnp.where(Z > 0, Z, 1.0)
+    return e / Z[:, None], jnp.exp(-c) / Z
+
+
 def reduced_logits(theta: jax.Array, x: jax.Array, k: int, mixing: str) -> jax.Array:
     """``f_t(j) = a U_t(j) + b C_t(j)`` (see :mod:`gradflow.models.icl_reduction`); ``(n, T, k)``.
 
-    ``U`` gathers ``(M E)_s[x_t]``; ``C`` is a running sum of the row sums ``ρ_s`` of ``M`` over
-    the positions holding ``j``, ``O(nTk)`` instead of the ``O(nT²k)`` attention product.
+    Computed without the ``T × T`` attention matrix, in ``O(n T (L k + k²))`` for ``L`` lags:
+    ``(M E)_s = Σ_{m ≤ L} w_{s,m} E_{s-m} + tail_s Σ_{r ≤ s-L-1} E_r`` by shifted sums,
+    ``U_t(j) = Q_t[x_t, j] / t`` with the running sum ``Q_t = Σ_{s ≤ t} (M E)_s ⊗ E_s``, and
+    ``C_t(j) = Σ_{s ≤ t} ρ_s E_s[j] / t`` with the row sums ``ρ_s`` of ``M``.
     """
     a, b, v = theta[0], theta[1], theta[2:]
-    T = x.shape[1]
-    M = mixing_matrix(v, T, mixing)
+    n, T = x.shape
+    w, tail = lag_weights(v, T, mixing)
     E = one_hot(x, k)
-    ME = jnp.einsum("sr,nrj->nsj", M, E)
-    current = jnp.take_along_axis(ME, jnp.broadcast_to(x[:, None, :], (x.shape[0], T, T)), axis=2)
-    # current[n, s, t] = (M E)_s[x_t]
-    U = jnp.einsum("nst,nsj,ts->ntj", current, E, _causal_mean(T))
+
+    def shift(X: jax.Array, m: jax.Array) -> jax.Array:
+        """``X_{s-m}`` at position ``s`` (zero where ``s < m``)."""
+        return jnp.where((jnp.arange(T) >= m)[None, :, None], jnp.roll(X, m, axis=1), 0.0)
+
+    def add_lag(ME: jax.Array, lag: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, None]:
+        m, wm = lag
+        return ME + wm[None, :, None] * shift(E, m), None
+
+    L = v.shape[0]
+    ME, _ = jax.lax.scan(add_lag, tail[None, :, None] * shift(jnp.cumsum(E, axis=1), L + 1), (jnp.arange(1, L + 1), w.T))
     t = jnp.arange(1, T + 1)[None, :, None]
-    C = jnp.cumsum(M.sum(-1)[None, :, None] * E, axis=1) / t
+    Q = jnp.cumsum(jnp.einsum("nsi,nsj->nsij", ME, E), axis=1)
+    U = jnp.einsum("nsij,nsi->nsj", Q, E) / t
+    rho = w.sum(1) + tail * jnp.maximum(jnp.arange(T) - L, 0)
+    C = jnp.cumsum(rho[None, :, None] * E, axis=1) / t
     return a * U + b * C
 
 
