@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -158,9 +159,20 @@ def evaluation_batch(k: int, T: int, n: int) -> ICLBatch:
     return sample(jax.random.key(EVAL_SEED), Dirichlet(), n, k, T)
 
 
-def _history(records: list[dict[str, Any]], steps: list[float]) -> History:
+def _history(records: list[dict[str, Any]], steps: list[float], spec: RunSpec) -> History:
+    """Stack the records; a run whose metrics stopped being finite is an error, not a phase.
+
+    Raises:
+        GradflowError: the run diverged (non-finite predictions), naming the step and ``lr``.
+    """
     stacked = {key: np.stack([np.asarray(r[key]) for r in records]) for key in records[0]}
     m = stacked.pop("metrics")
+    bad = ~np.all(np.isfinite(m), axis=1)
+    if bad.any():
+        raise GradflowError(
+            f"the {spec.model} run diverged (non-finite predictions by step {steps[int(np.argmax(bad))]:g}); "
+            f"lower --lr (now {spec.step_size:g})"
+        )
     return History(
         steps=np.asarray(steps),
         test_last=m[:, 0],
@@ -223,7 +235,7 @@ def _optimize(
             records.append(observe_jit(state[0]))
             steps.append(done)
             bar.update(length)
-    return _history(records, steps)
+    return _history(records, steps, spec)
 
 
 def _draw(spec: RunSpec, dtype: Any) -> Callable[[jax.Array], ICLBatch]:
@@ -240,11 +252,12 @@ def minimal_setup(spec: RunSpec) -> tuple[Callable, mm.Minimal, optax.GradientTr
     def loss(params: mm.Minimal, batch: ICLBatch) -> jax.Array:
         return mm.minimal_loss(params, batch, spec.mixing)
 
-    return loss, mm.zero_init(spec.k, spec.n_lags), optax.sgd(spec.step_size), _draw(spec, jnp.float64)
+    return loss, mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing), optax.sgd(spec.step_size), _draw(spec, jnp.float64)
 
 
 def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
-    """SGD (step ``lr``) on the minimal model from ``W = 0, v = 0``, fresh batches each step."""
+    """SGD (step ``lr``) on the minimal model from :func:`~gradflow.models.icl_minimal.initial`,
+    fresh batches each step."""
     evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
 
     def observe(params: mm.Minimal) -> dict[str, jax.Array]:
@@ -312,17 +325,15 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
     data = mm.relabel_all(sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T))
     field = mm.reduced_field(spec.mixing)
-    theta0 = jnp.zeros(2 + spec.n_lags)
+    theta0 = mm.project(mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing))
     n_eval = -(-spec.steps // spec.eval_every)
     eval_steps = np.minimum(np.arange(n_eval + 1) * spec.eval_every, spec.steps).astype(float)
     lr = spec.step_size
     with progress_bar(1, "run", enabled=progress, desc=f"reduced seed {spec.seed}") as bar:
         if spec.solver == "gd":
             traj = descend(field, theta0, data, lr=lr, steps=spec.steps, every=1)
-            thetas = traj.thetas[eval_steps.astype(int)]
+            thetas = traj.thetas[np.minimum(eval_steps.astype(int), len(traj.thetas) - 1)]
         else:
-            import diffrax
-
             options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-6, atol=1e-8, gtol=1e-9,
                                   t_max=lr * spec.steps, max_steps=100_000)
             traj = integrate(field, theta0, data, options, ts=lr * eval_steps)
@@ -343,7 +354,7 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     for th in thetas:
         m, g, se = observe(jnp.asarray(th))
         records.append({"metrics": m, "theta": th, "field": g, "grad_se": se})
-    return _history(records, list(eval_steps))
+    return _history(records, list(eval_steps), spec)
 
 
 def train(spec: RunSpec, progress: bool | None = None) -> History:

@@ -48,7 +48,7 @@ __all__ = [
     "minimal_logits",
     "minimal_loss",
     "cross_entropy",
-    "zero_init",
+    "initial",
     "embed",
     "project",
     "family_residual",
@@ -123,9 +123,15 @@ def minimal_loss(params: Minimal, batch: ICLBatch, mixing: str) -> jax.Array:
     return cross_entropy(minimal_logits(params, batch.x, mixing), batch)
 
 
-def zero_init(k: int, lags: int) -> Minimal:
-    """``W = 0``, ``v = 0`` (``lags`` lags): the uniform predictor, the paper's starting point."""
-    return Minimal(W=jnp.zeros((k, k)), v=jnp.zeros((lags,)))
+def initial(k: int, T: int, lags: int, mixing: str) -> Minimal:
+    """The starting point of training: ``W = 0`` and the uninformative mixing.
+
+    Softmax: ``v = 0``, every available lag weighted equally (the paper's start).  Linear:
+    ``v_m = 1/T``; ``v = 0`` would be a critical point there, since ``W = 0`` and ``M = 0``
+    annihilate each other's gradients.
+    """
+    v0 = 0.0 if mixing == "softmax" else 1.0 / T
+    return Minimal(W=jnp.zeros((k, k)), v=jnp.full((lags,), v0))
 
 
 def embed(theta: jax.Array, k: int) -> Minimal:

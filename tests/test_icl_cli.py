@@ -23,11 +23,12 @@ from gradflow.cli import main
         (["--mixing", "cosine"], "unknown positional mixing"),
         (["--seeds", "0"], "--seeds 0"),
         (["--k", "5", "--prior", "doubly-stochastic"], "k = 5"),
+        (["--k", "2", "--T", "12", "--eval-every", "2", "--lr", "1e6"], "diverged"),
     ],
 )
 def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, argv, match):
     out = tmp_path / "run.npz"
-    assert main(["icl", *argv, "--steps", "2", "--out", str(out)]) == 2
+    assert main(["icl", *argv, "--steps", "4", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert match in err and "\n" not in err
     assert list(tmp_path.iterdir()) == []

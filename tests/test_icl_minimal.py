@@ -97,7 +97,7 @@ def test_relabelling_equivariance(batch):
 def test_first_gradient_second_layer_learns_first(batch):
     """At W = 0, v = 0: ∂L/∂v = 0 exactly; ∂L/∂W ∈ {aI + b11ᵀ} on a relabelling-closed sample."""
     sym = mm.relabel_all(batch)
-    g = _grad(mm.zero_init(3, 19), sym, "softmax")
+    g = _grad(mm.initial(3, 20, 19, "softmax"), sym, "softmax")
     assert float(jnp.abs(g.v).max()) == 0.0
     assert float(mm.family_residual(g.W)) < 1e-14 * float(jnp.linalg.norm(g.W))
     assert float(jnp.linalg.norm(g.W)) > 1e-3
@@ -126,7 +126,7 @@ def test_reduced_flow_matches_the_minimal_model_trained_directly(batch):
     """GD on (W, v) and GD on (a, b, v) in the metric G coincide on a relabelling-closed sample."""
     sym = mm.relabel_all(batch)
     lr, steps = 2.0, 30
-    params = mm.zero_init(3, 19)
+    params = mm.initial(3, 20, 19, "softmax")
     step = jax.jit(lambda p: jax.tree.map(lambda w, g: w - lr * g, p, jax.grad(mm.minimal_loss)(p, sym, "softmax")))
     path = [mm.project(params)]
     for _ in range(steps):
