@@ -3,28 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-from gradflow.cli import main
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GRADFLOW_CACHE_DIR", "")
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 BAD = [
     ["portrait", "--p", "1.2", "--q", "0.6"],
@@ -46,22 +27,19 @@ BAD = [
 
 
 @pytest.mark.parametrize("argv", BAD, ids=[" ".join(a) for a in BAD])
-def test_bad_input_is_a_one_line_error_with_status_2_and_no_output(argv, capsys, tmp_path) -> None:
-    code, out, err = run(argv, capsys)
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1 and "error" in err
-    assert list(tmp_path.iterdir()) == []
+def test_bad_input_is_a_one_line_error_with_status_2_and_no_output(argv, cli) -> None:
+    cli.assert_rejected(argv, "error")
 
 
-def test_out_of_range_message_names_the_value_and_the_range(capsys) -> None:
-    _, _, err = run(["critical", "--p", "1.2", "--q", "0.6"], capsys)
-    assert "p = 1.2 is outside the valid range (0, 1)" in err
+def test_out_of_range_message_names_the_value_and_the_range(cli) -> None:
+    message = "p = 1.2 is outside the valid range (0, 1)"
+    cli.assert_rejected(["critical", "--p", "1.2", "--q", "0.6"], message)
 
 
-def test_critical_json(capsys) -> None:
-    code, out, _ = run(["critical", "--p", "0.5", "--q", "0.8", "--json"], capsys)
-    assert code == 0
-    data = json.loads(out)
+def test_critical_json(cli) -> None:
+    run = cli("critical", "--p", "0.5", "--q", "0.8", "--json")
+    assert run.code == 0
+    data = json.loads(run.out)
     assert data["model"] == "canonical" and data["hyperparameters"] == {"p": 0.5, "q": 0.8}
     assert data["entropy_rate"] == pytest.approx(0.619015, abs=5e-7)
     assert data["unigram_loss"] == pytest.approx(0.666278, abs=5e-7)
@@ -75,42 +53,26 @@ def test_critical_json(capsys) -> None:
     assert saddle["points"][0] == pytest.approx([0.0, -1 / np.sqrt(2)], abs=1e-12)
 
 
-def test_p_plus_q_one_is_valid_and_said(capsys) -> None:
-    code, out, _ = run(["critical", "--p", "0.4", "--q", "0.6"], capsys)
-    assert code == 0 and "every critical point is a global minimum" in out
+def test_p_plus_q_one_is_valid_and_said(cli) -> None:
+    run = cli("critical", "--p", "0.4", "--q", "0.6")
+    assert run.code == 0 and "every critical point is a global minimum" in run.out
 
 
-def test_flow_json(capsys) -> None:
-    code, out, _ = run(
-        ["flow", "--p", "0.9", "--q", "0.9", "--init", "0.5", "-0.5", "--json"], capsys
-    )
-    assert code == 0
-    data = json.loads(out)
+def test_flow_json(cli) -> None:
+    run = cli("flow", "--p", "0.9", "--q", "0.9", "--init", "0.5", "-0.5", "--json")
+    assert run.code == 0
+    data = json.loads(run.out)
     assert data["init"] == [0.5, -0.5] and data["converged"] is True
     assert data["reached"] == "global_min"
     assert data["loss"] == pytest.approx(0.325083, abs=5e-7)
     assert len(data["endpoint"]) == 2 and data["time"] > 0
 
 
-def test_basins_json_and_npz(capsys, tmp_path) -> None:
-    argv = [
-        "basins",
-        "--p",
-        "0.1",
-        "--q",
-        "0.1",
-        "--grid",
-        "7",
-        "--box",
-        "-2",
-        "2",
-        "-1",
-        "1",
-        "--json",
-    ]
-    code, out, _ = run(argv, capsys)
-    assert code == 0
-    data = json.loads(out)
+def test_basins_json_and_npz(cli, tmp_path) -> None:
+    argv = "basins --p 0.1 --q 0.1 --grid 7 --box -2 2 -1 1 --json".split()
+    run = cli(*argv)
+    assert run.code == 0
+    data = json.loads(run.out)
     assert data["grid"] == 7 and data["box"] == [-2.0, 2.0, -1.0, 1.0]
     assert sum(data["fractions"].values()) == pytest.approx(1.0)
     assert set(data["fractions"]) >= {
@@ -130,14 +92,12 @@ def test_basins_json_and_npz(capsys, tmp_path) -> None:
     }
 
 
-def test_portrait_writes_figure_and_data(capsys, tmp_path) -> None:
-    code, out, _ = run(
-        ["portrait", "--p", "0.7", "--q", "0.6", "--grid", "9", "--out", "pic.svg"], capsys
-    )
-    assert code == 0
+def test_portrait_writes_figure_and_data(cli, tmp_path) -> None:
+    run = cli(*"portrait --p 0.7 --q 0.6 --grid 9 --out pic.svg".split())
+    assert run.code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["pic.json", "pic.npz", "pic.svg"]
     meta = json.loads((tmp_path / "pic.json").read_text())
     assert meta["model"] == "canonical" and meta["hyperparameters"] == {"p": 0.7, "q": 0.6}
     assert meta["grid"] == [9, 9] and {"jax", "diffrax", "sympy"} <= set(meta["versions"])
     assert meta["solver"][0]["solver"] == "Tsit5"
-    assert "global_min" in out and "basin label" in out
+    assert "global_min" in run.out and "basin label" in run.out

@@ -6,9 +6,7 @@ import json
 
 import numpy as np
 import pytest
-
 from gradflow.analysis.icl_phases import phases
-from gradflow.cli import main
 
 
 @pytest.mark.parametrize(
@@ -26,20 +24,33 @@ from gradflow.cli import main
         (["--k", "2", "--T", "12", "--eval-every", "2", "--lr", "1e6"], "diverged"),
     ],
 )
-def test_bad_input_one_line_exit_2_nothing_written(tmp_path, capsys, argv, match):
-    out = tmp_path / "run.npz"
-    assert main(["icl", *argv, "--steps", "4", "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert match in err and "\n" not in err
-    assert list(tmp_path.iterdir()) == []
+def test_bad_input_one_line_exit_2_nothing_written(cli, argv, match):
+    cli.assert_rejected(["icl", *argv, "--steps", "4", "--out", "run.npz"], match)
 
 
-def test_tiny_run_json(tmp_path, capsys):
+def test_tiny_run_json(cli, tmp_path):
     out = tmp_path / "run.npz"
-    argv = ["icl", "--model", "minimal", "--k", "2", "--T", "12", "--steps", "6", "--eval-every", "3",
-            "--seeds", "2", "--json", "--out", str(out)]
-    assert main(argv) == 0
-    record = json.loads(capsys.readouterr().out)
+    argv = [
+        "icl",
+        "--model",
+        "minimal",
+        "--k",
+        "2",
+        "--T",
+        "12",
+        "--steps",
+        "6",
+        "--eval-every",
+        "3",
+        "--seeds",
+        "2",
+        "--json",
+        "--out",
+        str(out),
+    ]
+    run = cli(*argv)
+    assert run.code == 0
+    record = json.loads(run.out)
     assert record["setting"]["model"] == "minimal" and len(record["runs"]) == 2
     assert set(record["runs"][0]["final_distance"]) == {"uniform", "unigram", "bigram"}
     data = np.load(out)
@@ -59,6 +70,8 @@ def test_phases_bookkeeping():
     assert ph.intervals[1] == ("unigram", 20.0, 40.0)
     assert ph.transition_step == 70.0 and ph.unigram_onset == 20.0 and ph.plateau_length == 50.0
     censored = phases(steps[:5], distances[:5])
-    assert censored.censored and censored.plateau_length is None and censored.transition_step is None
+    assert (
+        censored.censored and censored.plateau_length is None and censored.transition_step is None
+    )
     direct = phases(steps[:2], np.array([[0, 1, 1], [1, 1, 0]]))
     assert direct.plateau_length == 0.0 and direct.unigram_onset is None

@@ -4,27 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-from gradflow.cli import main
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GRADFLOW_CACHE_DIR", "")
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _entropy(x: float) -> float:
@@ -74,18 +56,14 @@ BAD = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
-def test_bad_input_is_one_line_exit_2_nothing_written(case, capsys, tmp_path):
-    argv, message = BAD[case]
-    code, _, err = run(argv, capsys)
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1 and message in err
-    assert list(tmp_path.iterdir()) == []
+def test_bad_input_is_one_line_exit_2_nothing_written(case, cli):
+    cli.assert_rejected(*BAD[case])
 
 
-def test_compare_report(capsys):
+def test_compare_report(cli):
     """Same shapes as tests/test_markov_checks.py (N = 8, d = 6, 20 points, 1200 steps)."""
     argv = ["compare", "--p", "0.5", "--q", "0.8", "--seq-len", "8", "--d", "6", "--steps", "1200"]
-    code, out, _ = run([*argv, "--lr", "0.1", "--json"], capsys)
+    code, out, _ = cli(*argv, "--lr", "0.1", "--json")
     assert code == 0
     report = json.loads(out)
     assert [m["model"] for m in report["models"]] == [
@@ -98,12 +76,12 @@ def test_compare_report(capsys):
         assert model["value_error"] <= 1e-9 and model["gradient_error"] <= 1e-7
         assert model["outside_rank_one_family"] <= 1e-12
     assert report["dynamics"]["full_loss"] == pytest.approx(H_RATE, abs=1e-6)
-    code, out, _ = run([*argv, "--lr", "0.1"], capsys)
+    code, out, _ = cli(*argv, "--lr", "0.1")
     assert code == 0 and "max deviation" in out and "canonical-attention-bias" in out
 
 
-def test_train_stops_at_a_nan_loss_and_keeps_the_steps_before(capsys, tmp_path):
-    code, out, err = run(["train", *SHORT, "--lr", "1e30", "--out", "run.npz"], capsys)
+def test_train_stops_at_a_nan_loss_and_keeps_the_steps_before(cli, tmp_path):
+    code, out, err = cli("train", *SHORT, "--lr", "1e30", "--out", "run.npz")
     assert code == 1
     assert "not finite at step" in err
     step = int(err.split("not finite at step ")[1].split(";")[0])
@@ -115,8 +93,8 @@ def test_train_stops_at_a_nan_loss_and_keeps_the_steps_before(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_train_writes_the_record(capsys, tmp_path):
-    code, out, _ = run(["train", *SHORT, "--init", "paper", "--json"], capsys)
+def test_train_writes_the_record(cli, tmp_path):
+    code, out, _ = cli("train", *SHORT, "--init", "paper", "--json")
     assert code == 0
     summary = json.loads(out)
     assert summary["steps_done"] == 300 and summary["nan_step"] is None
@@ -126,7 +104,7 @@ def test_train_writes_the_record(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_portrait_of_a_slice_of_the_three_scalar_model(capsys, tmp_path):
+def test_portrait_of_a_slice_of_the_three_scalar_model(cli, tmp_path):
     argv = [
         "portrait",
         "--model",
@@ -138,32 +116,30 @@ def test_portrait_of_a_slice_of_the_three_scalar_model(capsys, tmp_path):
         "--fixed",
         "a=0.5",
     ]
-    code, out, _ = run([*argv, "--no-basins", "--out", "slice.png"], capsys)
+    code, out, _ = cli(*argv, "--no-basins", "--out", "slice.png")
     assert code == 0 and "w = -1/√2, a e² = -4" in out
     assert (tmp_path / "slice.png").exists() and (tmp_path / "slice.json").exists()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["local-to-global-training", "local-to-global-overlay"])
-def test_figures(name, capsys, tmp_path):
-    code, _, _ = run(["figures", name, "--steps", "200"], capsys)
+def test_figures(name, cli, tmp_path):
+    code, _, _ = cli("figures", name, "--steps", "200")
     assert code == 0
     assert {p.name for p in tmp_path.iterdir()} == {f"{name}.png", f"{name}.npz", f"{name}.json"}
 
 
 @pytest.mark.slow
-def test_canonical_attention_figure(capsys, tmp_path):
-    code, _, _ = run(
-        ["figures", "canonical-attention", "--grid", "11", "--directions", "4"], capsys
-    )
+def test_canonical_attention_figure(cli, tmp_path):
+    code, _, _ = cli("figures", "canonical-attention", "--grid", "11", "--directions", "4")
     assert code == 0
     assert (tmp_path / "canonical-attention.png").exists()
 
 
 @pytest.mark.slow
-def test_bench_train(capsys):
-    code, out, _ = run(
-        ["bench", "train", "--steps", "40", "--chunk", "20", "--repeats", "2", "--json"], capsys
+def test_bench_train(cli):
+    code, out, _ = cli(
+        "bench", "train", "--steps", "40", "--chunk", "20", "--repeats", "2", "--json"
     )
     assert code == 0
     record = json.loads(out)

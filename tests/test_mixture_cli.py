@@ -8,8 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from gradflow.cli import main
-
 BAD = [
     (["--k", "1"], "K = 1"),
     (["--k", "3", "--d", "5"], "d = 5"),
@@ -30,24 +28,13 @@ BAD = [
 ]
 
 
-def _exit_status(argv: list[str]) -> int:
-    try:
-        return main(argv)
-    except SystemExit as stop:
-        return int(stop.code)
-
-
 @pytest.mark.parametrize(("argv", "named"), BAD)
-def test_bad_input_is_one_line_exit_2_nothing_written(argv, named, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert _exit_status(["mixture", *argv]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and named in err
-    assert list(tmp_path.iterdir()) == []
+def test_bad_input_is_one_line_exit_2_nothing_written(argv, named, cli):
+    cli.assert_rejected(["mixture", *argv], named)
 
 
-def _small_run(tmp_path, capsys, *extra: str) -> tuple[dict, dict, np.lib.npyio.NpzFile]:
-    out = tmp_path / "run.npz"
+def _small_run(cli, *extra: str) -> tuple[dict, dict, np.lib.npyio.NpzFile]:
+    out = cli.folder / "run.npz"
     argv = [
         "mixture",
         "--k",
@@ -69,13 +56,14 @@ def _small_run(tmp_path, capsys, *extra: str) -> tuple[dict, dict, np.lib.npyio.
         "--json",
         *extra,
     ]
-    assert _exit_status(argv) == 0
-    printed = json.loads(capsys.readouterr().out)
+    run = cli(*argv)
+    assert run.code == 0
+    printed = json.loads(run.out)
     return printed, json.loads(out.with_suffix(".json").read_text()), np.load(out)
 
 
-def test_reduced_run_writes_npz_and_json_with_the_stage_times(tmp_path, capsys):
-    printed, meta, data = _small_run(tmp_path, capsys, "--reduced", "--schedule", "staged")
+def test_reduced_run_writes_npz_and_json_with_the_stage_times(cli):
+    printed, meta, data = _small_run(cli, "--reduced", "--schedule", "staged")
     assert printed["kind"] == "reduced" and printed["status"] == "horizon"
     assert meta["stages"] == printed["stages"] and "versions" in meta
     assert data["ts"].tolist() == pytest.approx(np.arange(9) * 2.5)
@@ -86,9 +74,9 @@ def test_reduced_run_writes_npz_and_json_with_the_stage_times(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_full_run_reports_conservation_drift_and_matches_the_reduced_run(tmp_path, capsys):
-    full, _, full_data = _small_run(tmp_path, capsys)
-    reduced, _, reduced_data = _small_run(tmp_path, capsys, "--reduced")
+def test_full_run_reports_conservation_drift_and_matches_the_reduced_run(cli):
+    full, _, full_data = _small_run(cli)
+    reduced, _, reduced_data = _small_run(cli, "--reduced")
     assert full["kind"] == "full" and full["max_conservation_drift"] is not None
     assert np.abs(full_data["scores"] - reduced_data["scores"]).max() < 1e-11
     assert full["stages"] == reduced["stages"]

@@ -8,8 +8,6 @@ import json
 import numpy as np
 import pytest
 
-from gradflow.cli import main
-
 BAD = [
     (["--widths", "0"], "--widths"),
     (["--widths", "64,abc"], "--widths"),
@@ -26,27 +24,16 @@ BAD = [
 ]
 
 
-def _exit_status(argv: list[str]) -> int:
-    try:
-        return main(argv)
-    except SystemExit as stop:
-        return int(stop.code)
-
-
 @pytest.mark.parametrize(("argv", "named"), BAD)
-def test_bad_input_is_one_line_exit_2_nothing_written(argv, named, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert _exit_status(["ntk", *argv]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and named in err
-    assert list(tmp_path.iterdir()) == []
+def test_bad_input_is_one_line_exit_2_nothing_written(argv, named, cli):
+    cli.assert_rejected(["ntk", *argv], named)
 
 
-def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(tmp_path, capsys):
-    out = tmp_path / "sweep.npz"
+def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(cli):
+    out = cli.folder / "sweep.npz"
     argv = "ntk --n-samples 4 --d-s 2 --d 3 --widths 2,32 --steps 10 --scaling sqrt,linear --init ntk --json"
-    assert main([*argv.split(), "--out", str(out)]) == 0
-    captured = capsys.readouterr()
+    captured = cli(*argv.split(), "--out", str(out))
+    assert captured.code == 0
     warnings = [line for line in captured.err.splitlines() if "warning" in line]
     assert any("d = 3 < N = 4" in line and "linearly independent" in line for line in warnings)
     assert any("d_m = 2 < N = 4" in line and "α_0 = 0" in line for line in warnings)
