@@ -30,8 +30,12 @@ K, T, D, BATCH = 3, 100, 16, 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--steps", type=int, default=200, help="timed steps per measurement (default 200)")
-    parser.add_argument("--chunk", type=int, default=50, help="steps per compiled chunk (default 50)")
+    parser.add_argument(
+        "--steps", type=int, default=200, help="timed steps per measurement (default 200)"
+    )
+    parser.add_argument(
+        "--chunk", type=int, default=50, help="steps per compiled chunk (default 50)"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
 
 
@@ -73,12 +77,31 @@ def run(args: argparse.Namespace) -> int:
             raise GradflowError(f"--{name} {getattr(args, name)} must be ≥ 1")
     spec = RunSpec(model="transformer", k=K, T=T, d=D, batch=BATCH)
     loss, model, optimizer, draw, key = transformer_setup(spec)
-    full = _rates(training_step(loss, optimizer, draw), _state(model, optimizer, key), args.steps, args.chunk, loop=True)
+    full = _rates(
+        training_step(loss, optimizer, draw),
+        _state(model, optimizer, key),
+        args.steps,
+        args.chunk,
+        loop=True,
+    )
     mspec = RunSpec(model="minimal", k=K, T=T, batch=BATCH)
     mloss, params, moptimizer, mdraw = minimal_setup(mspec)
-    minimal = _rates(training_step(mloss, moptimizer, mdraw), _state(params, moptimizer, key), args.steps, args.chunk, loop=False)
+    minimal = _rates(
+        training_step(mloss, moptimizer, mdraw),
+        _state(params, moptimizer, key),
+        args.steps,
+        args.chunk,
+        loop=False,
+    )
     record = {
-        "settings": {"k": K, "T": T, "d": D, "batch": BATCH, "transformer_dtype": "float32", "minimal_dtype": "float64"},
+        "settings": {
+            "k": K,
+            "T": T,
+            "d": D,
+            "batch": BATCH,
+            "transformer_dtype": "float32",
+            "minimal_dtype": "float64",
+        },
         "transformer": full,
         "minimal": minimal,
         "scan_over_loop": full["scan_steps_per_s"] / full["loop_steps_per_s"],
@@ -88,14 +111,32 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(record)
         return 0
-    print(f"ICL-MC training speed: k = {K}, T = {T}, batch {BATCH}; transformer d = {D}, float32, AdamW; batches sampled in the step")
-    print(format_table(
-        ["training step", "steps/s", "compile (s)"],
-        [
-            [f"transformer, lax.scan chunks of {args.chunk}", f"{full['scan_steps_per_s']:.1f}", f"{full['compile_scan_s']:.1f}"],
-            ["transformer, one jitted step per Python call (baseline)", f"{full['loop_steps_per_s']:.1f}", f"{full['compile_step_s']:.1f}"],
-            [f"minimal model (SGD, float64), lax.scan chunks of {args.chunk}", f"{minimal['scan_steps_per_s']:.1f}", f"{minimal['compile_scan_s']:.1f}"],
-        ],
-    ))
-    print(f"scan / per-call loop: {record['scan_over_loop']:.2f}×; minimal model / transformer: {record['minimal_over_transformer']:.2f}×")
+    print(
+        f"ICL-MC training speed: k = {K}, T = {T}, batch {BATCH}; transformer d = {D}, float32, AdamW; batches sampled in the step"
+    )
+    print(
+        format_table(
+            ["training step", "steps/s", "compile (s)"],
+            [
+                [
+                    f"transformer, lax.scan chunks of {args.chunk}",
+                    f"{full['scan_steps_per_s']:.1f}",
+                    f"{full['compile_scan_s']:.1f}",
+                ],
+                [
+                    "transformer, one jitted step per Python call (baseline)",
+                    f"{full['loop_steps_per_s']:.1f}",
+                    f"{full['compile_step_s']:.1f}",
+                ],
+                [
+                    f"minimal model (SGD, float64), lax.scan chunks of {args.chunk}",
+                    f"{minimal['scan_steps_per_s']:.1f}",
+                    f"{minimal['compile_scan_s']:.1f}",
+                ],
+            ],
+        )
+    )
+    print(
+        f"scan / per-call loop: {record['scan_over_loop']:.2f}×; minimal model / transformer: {record['minimal_over_transformer']:.2f}×"
+    )
     return 0

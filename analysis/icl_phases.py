@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
 from gradflow.models.icl_strategies import STRATEGY_NAMES, nearest
 
 __all__ = ["Phases", "phases"]
@@ -74,7 +73,9 @@ def phases(steps: np.ndarray, distances: np.ndarray) -> Phases:
     cuts = np.flatnonzero(np.diff(labels)) + 1
     starts = np.concatenate([[0], cuts])
     ends = np.concatenate([cuts - 1, [len(labels) - 1]])
-    intervals = [(STRATEGY_NAMES[labels[s]], float(steps[s]), float(steps[e])) for s, e in zip(starts, ends)]
+    intervals = [
+        (STRATEGY_NAMES[labels[s]], float(steps[s]), float(steps[e])) for s, e in zip(starts, ends)
+    ]
     order = [name for name, _, _ in intervals]
     bigram = STRATEGY_NAMES.index("bigram")
     unigram = STRATEGY_NAMES.index("unigram")

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-
 from gradflow.models import icl_minimal as mm
 from gradflow.models.icl_data import ICLBatch, Prior, sample
 from gradflow.models.icl_reduction import metric_inverse
@@ -107,6 +106,11 @@ def slow_field(
     per_seq = np.asarray(jax.jit(_per_sequence_loss, static_argnums=2)(centre, data, mixing))
     per_seq = per_seq.reshape(-1, n).mean(0)  # the k! relabellings of one sequence are one draw
     return SlowField(
-        v1=np.asarray(v1, float), a=np.asarray(a, float), b_star=out[..., 0], dv1=out[..., 1],
-        da=out[..., 2], loss=out[..., 3], loss_se=float(per_seq.std() / np.sqrt(per_seq.size)),
+        v1=np.asarray(v1, float),
+        a=np.asarray(a, float),
+        b_star=out[..., 0],
+        dv1=out[..., 1],
+        da=out[..., 2],
+        loss=out[..., 3],
+        loss_se=float(per_seq.std() / np.sqrt(per_seq.size)),
     )

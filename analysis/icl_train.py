@@ -31,13 +31,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-
-from gradflow import FlowOptions, GradflowError, descend, integrate
-from gradflow._progress import progress_bar
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
 from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, check_sizes, sample
 from gradflow.models.icl_strategies import metrics
+
+from gradflow import FlowOptions, GradflowError, descend, integrate
+from gradflow._progress import progress_bar
 
 __all__ = [
     "MODELS",
@@ -227,7 +227,9 @@ def _optimize(
     observe_jit = eqx.filter_jit(observe)
     state = (params, optimizer.init(eqx.filter(params, eqx.is_array)), key)
     records, steps, done = [observe_jit(params)], [0], 0
-    with progress_bar(spec.steps, "step", enabled=progress, desc=f"{spec.model} seed {spec.seed}") as bar:
+    with progress_bar(
+        spec.steps, "step", enabled=progress, desc=f"{spec.model} seed {spec.seed}"
+    ) as bar:
         while done < spec.steps:
             length = min(spec.eval_every, spec.steps - done)
             state = advance(state, length)
@@ -246,13 +248,20 @@ def _draw(spec: RunSpec, dtype: Any) -> Callable[[jax.Array], ICLBatch]:
     return draw
 
 
-def minimal_setup(spec: RunSpec) -> tuple[Callable, mm.Minimal, optax.GradientTransformation, Callable]:
+def minimal_setup(
+    spec: RunSpec,
+) -> tuple[Callable, mm.Minimal, optax.GradientTransformation, Callable]:
     """``(loss, initial parameters, optimizer, draw)`` of the minimal model's SGD training."""
 
     def loss(params: mm.Minimal, batch: ICLBatch) -> jax.Array:
         return mm.minimal_loss(params, batch, spec.mixing)
 
-    return loss, mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing), optax.sgd(spec.step_size), _draw(spec, jnp.float64)
+    return (
+        loss,
+        mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing),
+        optax.sgd(spec.step_size),
+        _draw(spec, jnp.float64),
+    )
 
 
 def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
@@ -269,7 +278,9 @@ def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
         }
 
     loss, params, optimizer, draw = minimal_setup(spec)
-    return _optimize(loss, params, optimizer, draw, jax.random.key(spec.seed), spec, observe, progress)
+    return _optimize(
+        loss, params, optimizer, draw, jax.random.key(spec.seed), spec, observe, progress
+    )
 
 
 def lag_profile(model: tr.ICLTransformer, x: jax.Array) -> jax.Array:
@@ -290,7 +301,9 @@ def _float32(model: Any) -> Any:
     return jax.tree.map(lambda a: a.astype(jnp.float32) if eqx.is_inexact_array(a) else a, model)
 
 
-def transformer_setup(spec: RunSpec) -> tuple[Callable, tr.ICLTransformer, optax.GradientTransformation, Callable, jax.Array]:
+def transformer_setup(
+    spec: RunSpec,
+) -> tuple[Callable, tr.ICLTransformer, optax.GradientTransformation, Callable, jax.Array]:
     """``(loss, float32 model, AdamW, draw, data key)`` of the transformer's training."""
     k_init, k_data = jax.random.split(jax.random.key(spec.seed))
     model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d))
@@ -309,7 +322,10 @@ def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
 
     def observe(model: tr.ICLTransformer) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(tr.transformer_logits(model, evalb.x))
-        return {"metrics": _metric_vector(probs, evalb), "lag_profile": lag_profile(model, evalb.x[:64])}
+        return {
+            "metrics": _metric_vector(probs, evalb),
+            "lag_profile": lag_profile(model, evalb.x[:64]),
+        }
 
     return _optimize(loss, model, optimizer, draw, key, spec, observe, progress)
 
@@ -334,21 +350,33 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
             traj = descend(field, theta0, data, lr=lr, steps=spec.steps, every=1)
             thetas = traj.thetas[np.minimum(eval_steps.astype(int), len(traj.thetas) - 1)]
         else:
-            options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-6, atol=1e-8, gtol=1e-9,
-                                  t_max=lr * spec.steps, max_steps=100_000)
+            options = FlowOptions(
+                solver=diffrax.Tsit5(),
+                rtol=1e-6,
+                atol=1e-8,
+                gtol=1e-9,
+                t_max=lr * spec.steps,
+                max_steps=100_000,
+            )
             traj = integrate(field, theta0, data, options, ts=lr * eval_steps)
             thetas = traj.thetas
             eval_steps = traj.ts / lr
         bar.update(1)
 
     groups = math.factorial(spec.k)
-    grouped = jax.tree.map(lambda arr: jnp.swapaxes(arr.reshape((groups, spec.batch) + arr.shape[1:]), 0, 1), data)
+    grouped = jax.tree.map(
+        lambda arr: jnp.swapaxes(arr.reshape((groups, spec.batch) + arr.shape[1:]), 0, 1), data
+    )
 
     @jax.jit
     def observe(theta: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
         per_sequence = jax.vmap(field.grad, in_axes=(None, 0))(theta, grouped)
-        return _metric_vector(probs, evalb), per_sequence.mean(0), per_sequence.std(0) / jnp.sqrt(spec.batch)
+        return (
+            _metric_vector(probs, evalb),
+            per_sequence.mean(0),
+            per_sequence.std(0) / jnp.sqrt(spec.batch),
+        )
 
     records = []
     for th in thetas:

@@ -21,14 +21,14 @@ import math
 from pathlib import Path
 
 import numpy as np
-
-from gradflow import GradflowError
-from gradflow._io import save_with_data
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_portrait import slow_field
 from gradflow.analysis.icl_train import RunSpec, train
 from gradflow.models.icl_data import Dirichlet, doubly_stochastic_mixture
 from gradflow.models.icl_strategies import STRATEGY_NAMES
+
+from gradflow import GradflowError
+from gradflow._io import save_with_data
 
 NAME = "induction-heads"
 COLORS = {"uniform": "tab:gray", "unigram": "tab:orange", "bigram": "tab:blue"}
@@ -42,11 +42,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
     parser.add_argument("--k", type=int, default=3, help="states (default 3)")
     parser.add_argument("--T", type=int, default=100, help="sequence length (default 100)")
-    parser.add_argument("--transformer-steps", type=int, default=1200, help="AdamW steps per transformer run (default 1200)")
-    parser.add_argument("--minimal-steps", type=int, default=300, help="SGD steps of the minimal model (default 300)")
-    parser.add_argument("--shares", type=float, nargs="+", default=[0.0, 0.5, 1.0], help="doubly-stochastic shares for (c) (default 0 0.5 1)")
-    parser.add_argument("--seeds", type=int, default=2, help="transformer seeds per share (default 2)")
-    parser.add_argument("--grid", type=int, default=15, help="grid points per axis of (d) (default 15)")
+    parser.add_argument(
+        "--transformer-steps",
+        type=int,
+        default=1200,
+        help="AdamW steps per transformer run (default 1200)",
+    )
+    parser.add_argument(
+        "--minimal-steps",
+        type=int,
+        default=300,
+        help="SGD steps of the minimal model (default 300)",
+    )
+    parser.add_argument(
+        "--shares",
+        type=float,
+        nargs="+",
+        default=[0.0, 0.5, 1.0],
+        help="doubly-stochastic shares for (c) (default 0 0.5 1)",
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=2, help="transformer seeds per share (default 2)"
+    )
+    parser.add_argument(
+        "--grid", type=int, default=15, help="grid points per axis of (d) (default 15)"
+    )
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -81,16 +101,48 @@ def run(args: argparse.Namespace) -> int:
     grid_runs = {}
     for rho in args.shares:
         for seed in range(args.seeds):
-            spec = RunSpec(model="transformer", k=k, T=T, steps=args.transformer_steps, seed=seed,
-                           prior=doubly_stochastic_mixture(rho), eval_every=every_t)
+            spec = RunSpec(
+                model="transformer",
+                k=k,
+                T=T,
+                steps=args.transformer_steps,
+                seed=seed,
+                prior=doubly_stochastic_mixture(rho),
+                eval_every=every_t,
+            )
             grid_runs[(rho, seed)] = train(spec)
     main_rho = min(args.shares)
     transformer = grid_runs[(main_rho, 0)]
-    minimal = train(RunSpec(model="minimal", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m))
-    minimal_1 = train(RunSpec(model="minimal", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m, lags=1))
-    reduced_1 = train(RunSpec(model="reduced", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m, lags=1, batch=REDUCED_N))
+    minimal = train(
+        RunSpec(model="minimal", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m)
+    )
+    minimal_1 = train(
+        RunSpec(
+            model="minimal",
+            k=k,
+            T=T,
+            steps=args.minimal_steps,
+            lr=lr_min,
+            eval_every=every_m,
+            lags=1,
+        )
+    )
+    reduced_1 = train(
+        RunSpec(
+            model="reduced",
+            k=k,
+            T=T,
+            steps=args.minimal_steps,
+            lr=lr_min,
+            eval_every=every_m,
+            lags=1,
+            batch=REDUCED_N,
+        )
+    )
     th = np.concatenate([h.traces["theta"][:, :3] for h in (minimal, minimal_1, reduced_1)])
-    v1_axis = np.linspace(min(-0.5, th[:, 2].min()), max(np.log(T) + 2.5, th[:, 2].max() + 0.5), args.grid)
+    v1_axis = np.linspace(
+        min(-0.5, th[:, 2].min()), max(np.log(T) + 2.5, th[:, 2].max() + 0.5), args.grid
+    )
     a_axis = np.linspace(min(-0.5, th[:, 0].min()), th[:, 0].max() + 0.5, args.grid)
     field = slow_field(Dirichlet(), k, T, v1_axis, a_axis, n=PORTRAIT_N, newton_steps=5)
 
@@ -135,11 +187,23 @@ def run(args: argparse.Namespace) -> int:
         b_tr.legend(fontsize=8)
 
         shares = np.asarray(args.shares)
-        for values, label, marker in ((transitions, "transition step", "o"), (plateaus, "plateau length (unigram phase)", "s")):
-            c_ax.errorbar(shares, np.nanmean(values, 1), yerr=np.nanstd(values, 1), marker=marker, capsize=4, label=label)
+        for values, label, marker in (
+            (transitions, "transition step", "o"),
+            (plateaus, "plateau length (unigram phase)", "s"),
+        ):
+            c_ax.errorbar(
+                shares,
+                np.nanmean(values, 1),
+                yerr=np.nanstd(values, 1),
+                marker=marker,
+                capsize=4,
+                label=label,
+            )
             for j in range(values.shape[1]):
                 c_ax.scatter(shares, values[:, j], marker=marker, color="k", s=10, alpha=0.5)
-        c_ax.set_title(f"(c) transformer: share of doubly-stochastic training data\n({args.seeds} seeds each, {args.transformer_steps} steps, same seeds)")
+        c_ax.set_title(
+            f"(c) transformer: share of doubly-stochastic training data\n({args.seeds} seeds each, {args.transformer_steps} steps, same seeds)"
+        )
         c_ax.set_xlabel("share ρ of doubly-stochastic sequences")
         c_ax.set_ylabel("training steps")
         c_ax.set_ylim(bottom=0)
@@ -148,10 +212,39 @@ def run(args: argparse.Namespace) -> int:
         V, A = np.meshgrid(field.v1, field.a)
         filled = d_ax.contourf(V, A, field.loss, levels=20, cmap="viridis", alpha=0.6)
         fig.colorbar(filled, ax=d_ax, label="L(a, b*, v_1), nats")
-        d_ax.streamplot(field.v1, field.a, field.dv1, field.da, color="w", density=1.0, linewidth=0.7, arrowsize=0.8)
-        d_ax.plot(minimal.traces["theta"][:, 2], minimal.traces["theta"][:, 0], "-", color="tab:orange", lw=3.5, alpha=0.8, label="minimal model, SGD (all lags), projected")
-        d_ax.plot(reduced_1.traces["theta"][:, 2], reduced_1.traces["theta"][:, 0], "r-", lw=2.2, label="reduced flow (lags = 1)")
-        d_ax.plot(minimal_1.traces["theta"][:, 2], minimal_1.traces["theta"][:, 0], "k--", lw=1.5, label="minimal model, SGD (lags = 1)")
+        d_ax.streamplot(
+            field.v1,
+            field.a,
+            field.dv1,
+            field.da,
+            color="w",
+            density=1.0,
+            linewidth=0.7,
+            arrowsize=0.8,
+        )
+        d_ax.plot(
+            minimal.traces["theta"][:, 2],
+            minimal.traces["theta"][:, 0],
+            "-",
+            color="tab:orange",
+            lw=3.5,
+            alpha=0.8,
+            label="minimal model, SGD (all lags), projected",
+        )
+        d_ax.plot(
+            reduced_1.traces["theta"][:, 2],
+            reduced_1.traces["theta"][:, 0],
+            "r-",
+            lw=2.2,
+            label="reduced flow (lags = 1)",
+        )
+        d_ax.plot(
+            minimal_1.traces["theta"][:, 2],
+            minimal_1.traces["theta"][:, 0],
+            "k--",
+            lw=1.5,
+            label="minimal model, SGD (lags = 1)",
+        )
         d_ax.axvline(np.log(T), color="w", ls=":", lw=1)
         d_ax.text(np.log(T), field.a[0], " ln T", color="w", va="bottom")
         d_ax.set_xlim(field.v1[0], field.v1[-1])
@@ -176,14 +269,27 @@ def run(args: argparse.Namespace) -> int:
         **minimal.arrays("minimal_"),
         **minimal_1.arrays("minimal_lags1_"),
         **reduced_1.arrays("reduced_lags1_"),
-        "shares": np.asarray(args.shares), "transition_steps": transitions, "plateau_lengths": plateaus,
-        "field_v1": field.v1, "field_a": field.a, "field_b_star": field.b_star,
-        "field_dv1": field.dv1, "field_da": field.da, "field_loss": field.loss,
+        "shares": np.asarray(args.shares),
+        "transition_steps": transitions,
+        "plateau_lengths": plateaus,
+        "field_v1": field.v1,
+        "field_a": field.a,
+        "field_b_star": field.b_star,
+        "field_dv1": field.dv1,
+        "field_da": field.da,
+        "field_loss": field.loss,
     }
     metadata = {
-        "figure": NAME, "k": k, "T": T, "transformer_steps": args.transformer_steps,
-        "minimal_steps": args.minimal_steps, "minimal_lr": lr_min, "shares": args.shares,
-        "seeds": args.seeds, "transition_steps": transitions, "plateau_lengths": plateaus,
+        "figure": NAME,
+        "k": k,
+        "T": T,
+        "transformer_steps": args.transformer_steps,
+        "minimal_steps": args.minimal_steps,
+        "minimal_lr": lr_min,
+        "shares": args.shares,
+        "seeds": args.seeds,
+        "transition_steps": transitions,
+        "plateau_lengths": plateaus,
         "field_loss_se": field.loss_se,
     }
     written = save_with_data(args.out / f"{NAME}.png", draw, arrays, metadata)

@@ -177,7 +177,9 @@ class Mixture(Prior):
 
     def __post_init__(self) -> None:
         if len(self.components) != len(self.weights) or not self.components:
-            raise GradflowError("a mixture needs one weight per component and at least one component")
+            raise GradflowError(
+                "a mixture needs one weight per component and at least one component"
+            )
         if any(not 0.0 <= w <= 1.0 for w in self.weights) or abs(sum(self.weights) - 1.0) > 1e-12:
             raise GradflowError(f"mixture weights {self.weights} must lie in [0, 1] and sum to 1")
 
@@ -219,7 +221,11 @@ def parse_prior(spec: str) -> Prior:
     Raises:
         GradflowError: an unknown name, or a mixture proportion that is not a number in [0, 1].
     """
-    simple = {"dirichlet": Dirichlet(), "doubly-stochastic": DoublyStochastic(), "unigram": Unigram()}
+    simple = {
+        "dirichlet": Dirichlet(),
+        "doubly-stochastic": DoublyStochastic(),
+        "unigram": Unigram(),
+    }
     if spec in simple:
         return simple[spec]
     name, sep, value = spec.partition(":")
@@ -227,7 +233,9 @@ def parse_prior(spec: str) -> Prior:
         try:
             rho = float(value)
         except ValueError:
-            raise GradflowError(f"prior {spec!r}: the mixture proportion must be a number in [0, 1]") from None
+            raise GradflowError(
+                f"prior {spec!r}: the mixture proportion must be a number in [0, 1]"
+            ) from None
         return doubly_stochastic_mixture(rho)
     raise GradflowError(f"unknown prior {spec!r}; choose one of {', '.join(PRIOR_NAMES)}")
 

@@ -78,7 +78,9 @@ class Minimal(NamedTuple):
 def check_mixing(mixing: str) -> None:
     """Raise :class:`GradflowError` unless ``mixing`` is ``softmax`` or ``linear``."""
     if mixing not in MIXINGS:
-        raise GradflowError(f"unknown positional mixing {mixing!r}; choose one of {', '.join(MIXINGS)}")
+        raise GradflowError(
+            f"unknown positional mixing {mixing!r}; choose one of {', '.join(MIXINGS)}"
+        )
 
 
 def mixing_matrix(v: jax.Array, T: int, mixing: str) -> jax.Array:
@@ -198,7 +200,11 @@ def reduced_logits(theta: jax.Array, x: jax.Array, k: int, mixing: str) -> jax.A
         return ME + wm[None, :, None] * shift(E, m), None
 
     L = v.shape[0]
-    ME, _ = jax.lax.scan(add_lag, tail[None, :, None] * shift(jnp.cumsum(E, axis=1), L + 1), (jnp.arange(1, L + 1), w.T))
+    ME, _ = jax.lax.scan(
+        add_lag,
+        tail[None, :, None] * shift(jnp.cumsum(E, axis=1), L + 1),
+        (jnp.arange(1, L + 1), w.T),
+    )
     t = jnp.arange(1, T + 1)[None, :, None]
     Q = jnp.cumsum(jnp.einsum("nsi,nsj->nsij", ME, E), axis=1)
     U = jnp.einsum("nsij,nsi->nsj", Q, E) / t

@@ -22,7 +22,6 @@ Metrics (nats): the test loss ``E KL(P_{x_t, ·} ‖ p_θ)`` and the distance to
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -214,7 +213,9 @@ class Level(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
-def _last_kl_chunk(key: jax.Array, prior: Prior, n: int, k: int, T: int) -> tuple[jax.Array, jax.Array]:
+def _last_kl_chunk(
+    key: jax.Array, prior: Prior, n: int, k: int, T: int
+) -> tuple[jax.Array, jax.Array]:
     batch = sample(key, prior, n, k, T)
     true = batch.P[jnp.arange(n), batch.x[:, -1]]
     preds = last_position(batch.x, k)

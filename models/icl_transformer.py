@@ -124,10 +124,14 @@ def transformer_logits(model: ICLTransformer, x: jax.Array) -> jax.Array:
 
 def _check(k: int, T: int, d: int) -> None:
     if k < 2 or T < 2 or d < 1:
-        raise GradflowError(f"transformer sizes k = {k}, T = {T}, d = {d}: need k ≥ 2, T ≥ 2, d ≥ 1")
+        raise GradflowError(
+            f"transformer sizes k = {k}, T = {T}, d = {d}: need k ≥ 2, T ≥ 2, d ≥ 1"
+        )
 
 
-def init_transformer(key: jax.Array, k: int, T: int, d: int = 16, std: float = 0.02) -> ICLTransformer:
+def init_transformer(
+    key: jax.Array, k: int, T: int, d: int = 16, std: float = 0.02
+) -> ICLTransformer:
     """Random initialization: every matrix and ``r_m`` ``N(0, std²)``, LayerNorms 1 and 0, bias 0.
 
     Args:
@@ -158,7 +162,9 @@ def init_transformer(key: jax.Array, k: int, T: int, d: int = 16, std: float = 0
     )
 
 
-def induction_head(k: int, T: int, d: int = 16, beta: float = 1000.0, out_scale: float = 10.0) -> ICLTransformer:
+def induction_head(
+    k: int, T: int, d: int = 16, beta: float = 1000.0, out_scale: float = 10.0
+) -> ICLTransformer:
     """The hand-built induction head as a model instance (float64 weights).
 
     Residual layout: token ``A = [0, k)``, previous token ``B = [k, 2k)``, layer-2 output
@@ -176,7 +182,9 @@ def induction_head(k: int, T: int, d: int = 16, beta: float = 1000.0, out_scale:
     """
     _check(k, T, d)
     if d < 3 * k + 1:
-        raise GradflowError(f"d = {d}: the hand-built induction head needs d ≥ 3k + 1 = {3 * k + 1}")
+        raise GradflowError(
+            f"d = {d}: the hand-built induction head needs d ≥ 3k + 1 = {3 * k + 1}"
+        )
     z = 3 * k
     A, B, C = (jnp.arange(k) + offset for offset in (0, k, 2 * k))
     norm = eqx.nn.LayerNorm(d)

@@ -90,7 +90,9 @@ def _critical_specs(extra: dict[sp.Symbol, sp.Expr], b_on_gamma: sp.Expr | None)
     ]
     specs.append(
         CriticalSetSpec(
-            "saddle (0, -1/√2)", {e: sp.S.Zero, w: W_SADDLE, **extra}, equation="(e, w) = (0, -1/√2)"
+            "saddle (0, -1/√2)",
+            {e: sp.S.Zero, w: W_SADDLE, **extra},
+            equation="(e, w) = (0, -1/√2)",
         )
     )
     return tuple(specs)

@@ -9,13 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
-
-from gradflow import descend
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_train import RunSpec, train_minimal
 from gradflow.models import icl_data as d
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_reduction as R
+
+from gradflow import descend
 
 
 @pytest.mark.parametrize("mixing", mm.MIXINGS)
@@ -58,7 +58,9 @@ def test_lambda_moments_symbolic_and_monte_carlo():
     lam = 1 - P[:, 0, 1] - P[:, 1, 0]
     for m in range(1, 7):
         values = lam**m
-        assert abs(values.mean() - float(R.lambda_moment(m))) < 4 * values.std() / np.sqrt(values.size)
+        assert abs(values.mean() - float(R.lambda_moment(m))) < 4 * values.std() / np.sqrt(
+            values.size
+        )
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,9 @@ def test_relabelling_equivariance(batch):
     perm = np.array([2, 0, 1])
     inverse = np.argsort(perm)
     base = mm.minimal_logits(mm.Minimal(W, v), batch.x, "softmax")
-    moved = mm.minimal_logits(mm.Minimal(W[inverse][:, inverse], v), jnp.asarray(perm)[batch.x], "softmax")
+    moved = mm.minimal_logits(
+        mm.Minimal(W[inverse][:, inverse], v), jnp.asarray(perm)[batch.x], "softmax"
+    )
     np.testing.assert_allclose(moved[..., perm], base, atol=1e-13)
 
 
@@ -127,7 +131,11 @@ def test_reduced_flow_matches_the_minimal_model_trained_directly(batch):
     sym = mm.relabel_all(batch)
     lr, steps = 2.0, 30
     params = mm.initial(3, 20, 19, "softmax")
-    step = jax.jit(lambda p: jax.tree.map(lambda w, g: w - lr * g, p, jax.grad(mm.minimal_loss)(p, sym, "softmax")))
+    step = jax.jit(
+        lambda p: jax.tree.map(
+            lambda w, g: w - lr * g, p, jax.grad(mm.minimal_loss)(p, sym, "softmax")
+        )
+    )
     path = [mm.project(params)]
     for _ in range(steps):
         params = step(params)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_train import RunSpec, train
 from gradflow.models.icl_data import parse_prior
@@ -20,7 +19,9 @@ def transformer_runs():
     """The transformer at k = 3, T = 100, seeds 0 and 1, Dirichlet and doubly-stochastic training."""
     return {
         (prior, seed): train(
-            RunSpec(model="transformer", steps=STEPS, seed=seed, prior=parse_prior(prior), eval_every=25),
+            RunSpec(
+                model="transformer", steps=STEPS, seed=seed, prior=parse_prior(prior), eval_every=25
+            ),
             progress=False,
         )
         for prior in ("dirichlet", "doubly-stochastic")
@@ -58,8 +59,13 @@ def test_reduced_flow_follows_the_minimal_model_trained_by_sgd():
     percent of ``‖W‖_F`` by the end.
     """
     every, k = 5, 3
-    minimal = train(RunSpec(model="minimal", steps=300, lr=4.0, eval_every=every, lags=1), progress=False)
-    reduced = train(RunSpec(model="reduced", steps=300, lr=4.0, eval_every=every, lags=1, batch=1024), progress=False)
+    minimal = train(
+        RunSpec(model="minimal", steps=300, lr=4.0, eval_every=every, lags=1), progress=False
+    )
+    reduced = train(
+        RunSpec(model="reduced", steps=300, lr=4.0, eval_every=every, lags=1, batch=1024),
+        progress=False,
+    )
     a_min, a_red = minimal.traces["theta"][:, 0], reduced.traces["theta"][:, 0]
     rel_se = reduced.traces["grad_se"][0, 0] / abs(reduced.traces["field"][0, 0])
     assert rel_se < 0.1

@@ -6,10 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.integrate import dblquad
-
 from gradflow.models import icl_data as d
 from gradflow.models import icl_strategies as st
+from scipy.integrate import dblquad
 
 REFERENCE = {
     # Edelman et al. (2024): T = 100, last position, KL(true ‖ strategy), Monte Carlo with
@@ -95,7 +94,9 @@ def test_bayes_matches_quadrature_along_a_sequence():
     """
     x = [1, 1, 0, 1, 1, 1, 0, 0]
     samples = 50_000
-    estimate = np.asarray(st.bayes(jax.random.key(5), jnp.asarray([x]), 2, samples=samples))[0, :, 0]
+    estimate = np.asarray(st.bayes(jax.random.key(5), jnp.asarray([x]), 2, samples=samples))[
+        0, :, 0
+    ]
     exact = {t: _posterior_mean_k2(x, t) for t in (1, 2, 5, 8)}
     for t, value in exact.items():
         # the ratio estimator's spread is below sd(P_{x_t,0}) ≤ 1/2 over √samples

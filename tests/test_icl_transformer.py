@@ -6,11 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from gradflow import GradflowError
 from gradflow.models import icl_data as d
 from gradflow.models import icl_strategies as st
 from gradflow.models import icl_transformer as tr
+
+from gradflow import GradflowError
 
 K, T = 3, 40
 
@@ -48,7 +48,10 @@ def test_induction_head_outputs_the_bigram_counts(handbuilt):
     head = np.asarray(trace.heads[1])[..., :K]
     doubled = tr.doubled_first_token(x)
     rows, total = _frequencies(doubled)
-    rows, total = rows[:, 1:], total[:, 1:]  # position t of x is position t + 1 of the doubled context
+    rows, total = (
+        rows[:, 1:],
+        total[:, 1:],
+    )  # position t of x is position t + 1 of the doubled context
     seen = total > 0
     np.testing.assert_allclose(head[seen], rows[seen] / total[seen][:, None], atol=1e-14)
     own_rows, own_total = _frequencies(x)
@@ -74,7 +77,9 @@ def test_transformer_is_causal_and_shapes():
     logits = tr.transformer_logits(model, x)
     assert logits.shape == (3, T, K)
     changed = x.at[:, 25:].set((x[:, 25:] + 1) % K)
-    np.testing.assert_allclose(tr.transformer_logits(model, changed)[:, :25], logits[:, :25], atol=1e-12)
+    np.testing.assert_allclose(
+        tr.transformer_logits(model, changed)[:, :25], logits[:, :25], atol=1e-12
+    )
 
 
 def test_relative_positions_enter_the_scores():
@@ -82,8 +87,11 @@ def test_relative_positions_enter_the_scores():
     model = tr.init_transformer(jax.random.key(3), K, T, d=16)
     layer = model.layers[0]
     layer = type(layer)(
-        W_Q=jnp.zeros((16, 16)).at[0, :].set(1.0), W_K=jnp.zeros((16, 16)), W_V=layer.W_V,
-        W_O=layer.W_O, R=jnp.zeros((T, 16)).at[1, 0].set(4.0),
+        W_Q=jnp.zeros((16, 16)).at[0, :].set(1.0),
+        W_K=jnp.zeros((16, 16)),
+        W_V=layer.W_V,
+        W_O=layer.W_O,
+        R=jnp.zeros((T, 16)).at[1, 0].set(4.0),
     )
     h = jnp.ones((T, 16)) / 4.0  # q_i = (16 · 1/4) e_0 = 4 e_0, score at lag 1 = 4 · 4/√16 = 4
     att = np.asarray(layer.pattern(h))
