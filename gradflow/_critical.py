@@ -27,16 +27,12 @@ from ._classify import KINDS, Classification, classify_points
 from ._compiled import numpy_gradient
 from ._errors import GradflowError
 from ._model import CriticalSetSpec, ReducedModel
+from ._pieces import GRADIENT_TOL, ON_SET_TOL, SampledPiece, on_piece, sample_piece
 
 if TYPE_CHECKING:
     from ._bound import BoundModel
 
 __all__ = ["CriticalSet", "critical_sets", "global_min_level", "decision_level"]
-
-GRADIENT_TOL = 1e-7
-"""``‖∇L‖₂`` below which a point counts as critical (declared sets are checked against it)."""
-ON_SET_TOL = 1e-6
-"""Distance (parameter units) within which a numerical solution lies on a closed-form set."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +86,7 @@ def critical_sets(
     model: BoundModel,
     *,
     bounds: Mapping[str, tuple[float, float]] | None = None,
+    fixed: Mapping[str, float] | None = None,
     samples: int = 41,
     starts: int = 256,
     seed: int = 0,
@@ -99,31 +96,38 @@ def critical_sets(
     Args:
         model: the model at fixed hyperparameters.
         bounds: ``{name: (lo, hi)}`` overriding the model's default range of some parameters.
-        samples: sample points per free dimension on each closed-form set.
+        fixed: ``{name: value}``: only the critical points on this slice of parameter space
+            (what a portrait of a slice draws).  Closed-form sets are sampled on the slice; the
+            numerical search, whose solutions almost never lie on a slice, is skipped.
+        samples: sample points per free dimension on each closed-form set (fewer on sets of
+            dimension 2 and more, so that a set has at most ``_pieces.MAX_SAMPLES`` points).
         starts: starting points of the numerical search (uniform in the bounds, seeded).
         seed: seed of the starting points.
 
     Returns:
-        The sets ordered by kind (global minima first) and loss.
+        The sets ordered by kind (global minima first) and loss.  Their kinds come from the
+        Hessian in the whole parameter space, also on a slice.
 
     Raises:
-        GradflowError: a bound with ``lo ≥ hi``, or a declared set on which ``∇L ≠ 0``.
+        GradflowError: a bound with ``lo ≥ hi``, an unknown name, or a declared set on which
+            ``∇L ≠ 0``.
     """
     box = _bounds(model.model, bounds)
+    for name, value in (fixed or {}).items():
+        box[model.model.index(name)] = float(value)
     global_loss = model.global_min_loss
     pieces = [*model.model.critical_sets, *_symbolic_pieces(model.model)]
-    sampled = [(spec, *_sample_piece(model, spec, box, samples)) for spec in pieces]
-    found = _numerical_solutions(model, box, starts, seed)
-    on_piece = np.zeros(len(found), dtype=bool)
-    for spec, _, _ in sampled:
-        on_piece |= _on_piece(model, spec, found)
-    loose = found[~on_piece]
+    sampled = [(spec, sample_piece(model, spec, box, samples)) for spec in pieces]
+    found = _numerical_solutions(model, box, 0 if fixed else starts, seed)
+    on_closed_form = np.zeros(len(found), dtype=bool)
+    for spec, _ in sampled:
+        on_closed_form |= on_piece(model, spec, found)
+    loose = found[~on_closed_form]
     if global_loss is None:
-        global_loss = _lowest_minimum(model, [pts for _, pts, _ in sampled] + [loose])
+        global_loss = _lowest_minimum(model, [piece.points for _, piece in sampled] + [loose])
     result: list[CriticalSet] = []
-    for spec, pts, grid_index in sampled:
-        classes = classify_points(model, pts, global_loss)
-        result += _group(model, spec, pts, grid_index, classes)
+    for spec, piece in sampled:
+        result += _group(model, spec, piece, classify_points(model, piece.points, global_loss))
     result += _numerical_sets(model, loose, global_loss, box)
     return _merge(result)
 
@@ -153,74 +157,6 @@ def _bounds(model: ReducedModel, overrides: Mapping[str, tuple[float, float]] | 
         if not lo < hi:
             raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}")
     return box
-
-
-@functools.cache
-def _piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, Any, list[int]]:
-    """NumPy functions of a piece: dependents and condition of ``(free θ…, h…)``; free indices."""
-    free = [s for s in model.params if s not in spec.solution]
-    dependent = [s for s in model.params if s in spec.solution]
-    args = (*free, *model.hyperparams)
-    values = sp.lambdify(args, [spec.solution[s] for s in dependent], modules="numpy")
-    condition = sp.lambdify((*model.params, *model.hyperparams), spec.condition, modules="numpy")
-    return values, condition, [model.params.index(s) for s in free]
-
-
-def _sample_piece(
-    model: BoundModel, spec: CriticalSetSpec, box: np.ndarray, samples: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Points of a closed-form piece inside ``box``, checked to be critical.
-
-    Returns:
-        ``(points, grid_index)``: shape ``(n, dim)``, and each point's index in the sampling grid
-        of the free coordinates, shape ``(n,)``.
-    """
-    values, condition, free_idx = _piece_functions(model.model, spec)
-    dim = model.model.dim
-    axes = [np.linspace(*box[i], samples) for i in free_idx]
-    grid = (
-        np.stack([g.ravel() for g in np.meshgrid(*axes, indexing="ij")], -1)
-        if axes
-        else (np.zeros((1, 0)))
-    )
-    hyper = list(np.asarray(model.h))
-    points = np.empty((grid.shape[0], dim))
-    points[:, free_idx] = grid
-    dep_idx = [i for i in range(dim) if i not in free_idx]
-    with np.errstate(all="ignore"):
-        dep = values(*grid.T, *hyper)
-        for j, i in enumerate(dep_idx):
-            points[:, i] = np.real_if_close(np.broadcast_to(dep[j], grid.shape[:1])).real
-        ok = np.broadcast_to(condition(*points.T, *hyper), grid.shape[:1]).astype(bool)
-    ok &= np.all(np.isfinite(points), axis=1)
-    ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
-    points, grid_index = points[ok], np.flatnonzero(ok)
-    if points.size:
-        norms = np.linalg.norm(model.grad(points), axis=1)
-        worst = int(np.argmax(norms))
-        if norms[worst] > GRADIENT_TOL * max(1.0, float(np.abs(points[worst]).max())):
-            raise GradflowError(
-                f"declared critical set {spec.name!r} of {model!r} is not critical: "
-                f"|∇L| = {norms[worst]:.3g} at {points[worst].tolist()}"
-            )
-    return points, grid_index
-
-
-def _on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np.ndarray:
-    """Which ``points`` lie on a closed-form piece (within :data:`ON_SET_TOL`)."""
-    if not len(points):
-        return np.zeros(0, dtype=bool)
-    values, condition, free_idx = _piece_functions(model.model, spec)
-    hyper = list(np.asarray(model.h))
-    dep_idx = [i for i in range(model.model.dim) if i not in free_idx]
-    with np.errstate(all="ignore"):
-        dep = values(*points[:, free_idx].T, *hyper)
-        gap = np.zeros(len(points))
-        for j, i in enumerate(dep_idx):
-            target = np.real_if_close(np.broadcast_to(dep[j], gap.shape)).real
-            gap = np.maximum(gap, np.abs(points[:, i] - target))
-        inside = np.broadcast_to(condition(*points.T, *hyper), gap.shape).astype(bool)
-    return (gap <= ON_SET_TOL) & inside
 
 
 def _symbolic_pieces(model: ReducedModel) -> list[CriticalSetSpec]:
@@ -280,28 +216,21 @@ def _lowest_minimum(model: BoundModel, point_sets: list[np.ndarray]) -> float | 
 
 
 def _group(
-    model: BoundModel,
-    spec: CriticalSetSpec,
-    points: np.ndarray,
-    grid_index: np.ndarray,
-    classes: Classification,
+    model: BoundModel, spec: CriticalSetSpec, piece: SampledPiece, classes: Classification
 ) -> list[CriticalSet]:
     """One :class:`CriticalSet` per kind among the points of a closed-form piece.
 
-    For a curve, the samples of one kind that are neighbours on the sampling grid form one
-    polyline segment.
+    For a curve, the samples of one kind that are neighbours along it form one polyline.
     """
-    free = model.model.dim - len(spec.solution)
     out = []
     for kind in KINDS:
         idx = np.flatnonzero(classes.kinds == kind)
         if not idx.size:
             continue
-        made = _make_set(
-            model, spec.name, spec.equation, points, classes, idx, free if idx.size > 1 else 0
-        )
-        if free == 1:
-            starts = np.flatnonzero(np.diff(grid_index[idx]) != 1) + 1
+        dimension = piece.dimension if idx.size > 1 else 0
+        made = _make_set(model, spec.name, spec.equation, piece.points, classes, idx, dimension)
+        if dimension == 1:
+            starts = np.flatnonzero(np.diff(piece.order[idx]) != 1) + 1
             made = dataclasses.replace(made, segments=(0, *starts.tolist()))
         out.append(made)
     return out

@@ -37,12 +37,7 @@ LAYERS = ("basins", "invariant", "streamlines", "separatrix", "critical")
 STREAM_GRID = 80
 """Points per axis of the grid on which ``-∇L`` is sampled for streamlines."""
 CRITICAL_SAMPLES = 801
-"""Samples per free dimension when drawing closed-form critical sets."""
-SLICE_TOL = 0.005
-"""On a slice of a model with more than two parameters, critical points are drawn when each
-off-plane coordinate is within this fraction of its range from the slice's value (a critical set
-of dimension k meets the slice in dimension k - 1; its samples rarely lie exactly on it)."""
-
+"""Samples per free dimension when drawing closed-form critical sets on a slice."""
 BASIN_COLORS = {
     "global_min": "#cde9c9",
     "local_min": "#c9dcf2",
@@ -84,7 +79,8 @@ class Portrait:
     Attributes:
         model: the model at fixed hyperparameters.
         basin_map: basins on the plane (``None`` if not computed).
-        critical: the classified critical sets (drawn projected onto the plane).
+        critical: the classified critical sets on the portrait's slice (all of them for a
+            two-parameter model), drawn on the plane.
         separatrix: stable manifolds of saddles, polylines of shape ``(n, 2)``.
         box: ``(xmin, xmax, ymin, ymax)``.
         stream: ``(xs, ys, U, V)``: ``-∇L`` projected on the plane, ``U, V`` of shape ``(ny, nx)``.
@@ -207,29 +203,16 @@ class Portrait:
             )
         return handles
 
-    def _on_slice(self, points: np.ndarray) -> np.ndarray:
-        """Which points lie on the slice: within :data:`SLICE_TOL` of the range of each fixed
-        parameter from its value (all of them on a model with no parameter off the plane)."""
-        m = self.model.model
-        near = np.ones(len(points), dtype=bool)
-        for name, value in self.fixed.items():
-            lo, hi = m.bound(name)
-            near &= np.abs(points[:, m.index(name)] - value) <= SLICE_TOL * (hi - lo)
-        return near
-
     def _draw_critical(self, ax: Axes) -> list[Any]:
-        """Draw the critical sets on the slice, projected onto the plane; return legend handles."""
+        """Draw the critical sets of the slice on the plane; return legend handles."""
         m = self.model.model
         ix, iy = m.index(self.plane[0]), m.index(self.plane[1])
         handles, seen = [], set()
         for s in self.critical:
             style = KIND_STYLE[s.kind]
-            near = self._on_slice(s.points)
-            if not near.any():
-                continue
-            xy = s.points[near][:, [ix, iy]]
+            xy = s.points[:, [ix, iy]]
             label = _critical_label(s)
-            lines = s.polylines() if near.all() else []
+            lines = s.polylines()
             if lines:
                 for line in lines:
                     ax.plot(
@@ -405,7 +388,11 @@ def portrait(
     plane, xs, ys, fixed, _ = plane_grid(model, grid, box, fixed, plane)
     the_box = (float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1]))
     bounds = widened_bounds(model, {plane[0]: the_box[:2], plane[1]: the_box[2:]})
-    critical = critical_sets(model, bounds=bounds, samples=CRITICAL_SAMPLES)
+    if fixed:
+        critical = critical_sets(model, bounds=bounds)
+        on_slice = critical_sets(model, bounds=bounds, fixed=fixed, samples=CRITICAL_SAMPLES)
+    else:
+        critical = on_slice = critical_sets(model, bounds=bounds, samples=CRITICAL_SAMPLES)
     basin_map = None
     if show_basins:
         basin_map = basins(
@@ -429,8 +416,8 @@ def portrait(
     return Portrait(
         model=model,
         basin_map=basin_map,
-        critical=critical,
-        separatrix=separatrices(model, critical, the_box),
+        critical=on_slice,
+        separatrix=separatrices(model, on_slice, the_box),
         box=the_box,
         plane=plane,
         fixed=fixed,
