@@ -105,11 +105,11 @@ def sample_piece(
     pinned = box[:, 0] == box[:, 1]
     varying = [i for i in free_idx if not pinned[i]]
     pinned_dependents = [i for i in dep_idx if pinned[i]]
-    if pinned_dependents and (len(pinned_dependents) > 1 or len(varying) != 2):
+    if pinned_dependents and (len(pinned_dependents) > 1 or len(varying) not in (1, 2)):
         return SampledPiece(np.zeros((0, model.model.dim)), np.zeros(0, dtype=int), 0)
     if pinned_dependents:
         free_points, order = _level_set(model, spec, box, pinned_dependents[0], varying, samples)
-        dimension = 1
+        dimension = len(varying) - 1
     else:
         per_axis = min(samples, max(2, int(MAX_SAMPLES ** (1 / max(len(varying), 1)))))
         axes = [np.linspace(*box[i], per_axis if i in varying else 1) for i in free_idx]
@@ -134,48 +134,66 @@ def _level_set(
     varying: list[int],
     samples: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Free coordinates on ``g_pinned(free) = value``: contour lines, polished by Newton steps.
+    """Free coordinates where the dependent ``θ_pinned = g(free)`` takes its pinned value.
 
-    Vertices that Newton does not bring onto the level set (to 1e-9) are dropped: contouring also
-    "finds" a zero where ``g`` changes sign through a pole.  Returns the free points
-    ``(n, n_free)`` and their order along the lines (a jump of 2 or more between lines).
+    With one varying free coordinate the solutions are isolated points (sign changes of
+    ``g - value`` on a grid); with two they are curves (contourpy).  Both are polished by Newton
+    steps, and candidates that Newton does not bring onto the level set (to 1e-9) are dropped:
+    a sign change through a pole of ``g`` is not a solution.  Returns the free points
+    ``(n, n_free)`` and their order (consecutive integers are neighbours on one curve).
     """
-    import contourpy
-
     _, _, free_idx, _ = _functions(model.model, spec)
     value = box[pinned, 0]
-    ix, iy = varying
-    xs, ys = np.linspace(*box[ix], samples), np.linspace(*box[iy], samples)
     base = np.array([box[i, 0] for i in free_idx])
+    columns = [free_idx.index(i) for i in varying]
 
-    def g(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        free = np.broadcast_to(base, (x.size, len(free_idx))).copy()
-        free[:, free_idx.index(ix)], free[:, free_idx.index(iy)] = x.ravel(), y.ravel()
-        points, _ = _complete(model, spec, free)
-        return points[:, pinned].reshape(x.shape) - value
+    def residual(x: np.ndarray) -> np.ndarray:
+        free = np.broadcast_to(base, (x.shape[0], len(free_idx))).copy()
+        free[:, columns] = x
+        return _complete(model, spec, free)[0][:, pinned] - value
 
-    gx, gy = np.meshgrid(xs, ys)
+    axes = [np.linspace(*box[i], samples) for i in varying]
     with np.errstate(all="ignore"):
-        field = g(gx, gy)
+        x, order = (_sign_changes if len(varying) == 1 else _contour)(axes, residual)
+        step = 1e-7 * max(1.0, float(np.abs(x).max(initial=0.0)))
+        for _ in range(NEWTON_STEPS):
+            r = residual(x)
+            jac = np.stack(
+                [
+                    (residual(x + step * e) - residual(x - step * e)) / (2 * step)
+                    for e in np.eye(x.shape[1])
+                ],
+                axis=1,
+            )
+            x = x - (r / np.sum(jac**2, axis=1))[:, None] * jac
+        on_level = np.abs(residual(x)) <= ON_SET_TOL * 1e-3
+    free = np.broadcast_to(base, (x.shape[0], len(free_idx))).copy()
+    free[:, columns] = x
+    return free[on_level], order[on_level]
+
+
+def _sign_changes(axes: list[np.ndarray], residual: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Roots of a function of one variable on a grid, by linear interpolation (isolated points)."""
+    (xs,) = axes
+    r = residual(xs[:, None])
+    change = np.flatnonzero(np.isfinite(r[:-1]) & np.isfinite(r[1:]) & (r[:-1] * r[1:] < 0))
+    roots = xs[change] - r[change] * (xs[change + 1] - xs[change]) / (r[change + 1] - r[change])
+    return roots[:, None], 2 * np.arange(roots.size)
+
+
+def _contour(axes: list[np.ndarray], residual: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Zero level lines of a function of two variables (contourpy), as ordered vertices."""
+    import contourpy
+
+    xs, ys = axes
+    gx, gy = np.meshgrid(xs, ys)
+    field = residual(np.stack([gx.ravel(), gy.ravel()], 1)).reshape(gx.shape)
     lines = contourpy.contour_generator(xs, ys, np.ma.masked_invalid(field)).lines(0.0)
     if not lines:
-        return np.zeros((0, len(free_idx))), np.zeros(0, dtype=int)
+        return np.zeros((0, 2)), np.zeros(0, dtype=int)
     xy = np.concatenate(lines)
-    order = np.concatenate(
-        [np.arange(len(line)) + 2 * k * xy.shape[0] for k, line in enumerate(lines)]
-    )
-    step = 1e-7 * max(1.0, float(np.abs(xy).max()))
-    with np.errstate(all="ignore"):
-        for _ in range(NEWTON_STEPS):
-            x, y = xy[:, 0], xy[:, 1]
-            r = g(x, y)
-            grad = np.stack([g(x + step, y) - g(x - step, y), g(x, y + step) - g(x, y - step)], 1)
-            grad /= 2 * step
-            xy = xy - (r / np.sum(grad**2, axis=1))[:, None] * grad
-        on_level = np.abs(g(xy[:, 0], xy[:, 1])) <= ON_SET_TOL * 1e-3
-    free = np.broadcast_to(base, (xy.shape[0], len(free_idx))).copy()
-    free[:, free_idx.index(ix)], free[:, free_idx.index(iy)] = xy[:, 0], xy[:, 1]
-    return free[on_level], order[on_level]
+    order = np.concatenate([np.arange(len(line)) + 2 * k * len(xy) for k, line in enumerate(lines)])
+    return xy, order
 
 
 def _check_critical(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> None:

@@ -117,8 +117,11 @@ def test_portrait_of_a_slice_of_the_three_scalar_model(cli, tmp_path):
         "a=0.5",
     ]
     code, out, _ = cli(*argv, "--no-basins", "--out", "slice.png")
-    assert code == 0 and "w = -1/√2, a e² = -4" in out
+    assert code == 0 and "e²(1 + a e²/4)(1 + 2w|w|) = c*" in out
+    assert "a e² = -4" not in out  # that curve lives at a < 0 only
     assert (tmp_path / "slice.png").exists() and (tmp_path / "slice.json").exists()
+    code, out, _ = cli(*argv[:-1], "a=-0.5", "--no-basins", "--out", "negative.png")
+    assert code == 0 and "w = -1/√2, a e² = -4" in out  # meets a = -0.5 at e = ±√8
 
 
 @pytest.mark.slow
