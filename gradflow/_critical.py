@@ -159,22 +159,30 @@ def _bounds(model: ReducedModel, overrides: Mapping[str, tuple[float, float]] | 
     return box
 
 
-def _symbolic_pieces(model: ReducedModel) -> list[CriticalSetSpec]:
-    """Solutions of ``sympy.solve(∇L = 0)`` when the gradient is rational in ``θ``; else none."""
-    return list(_symbolic_pieces_cached(model))
-
-
 @functools.cache
-def _symbolic_pieces_cached(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
+def _symbolic_pieces(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
+    """Solutions of ``sympy.solve(∇L = 0)`` when the gradient is rational in ``θ``; else none.
+
+    Solutions that repeat a declared closed-form piece are left out.
+    """
     grad = [sp.diff(model.loss, s) for s in model.params]
     if not all(g.is_rational_function(*model.params) for g in grad):
         return ()
-    solutions = sp.solve([sp.factor(g) for g in grad], model.params, dict=True)
+    declared = [dict(spec.solution) for spec in model.critical_sets]
+    solutions = [
+        solution
+        for solution in sp.solve([sp.factor(g) for g in grad], model.params, dict=True)
+        if not any(_same_solution(solution, other) for other in declared)
+    ]
     equations = [", ".join(f"{k} = {v}" for k, v in solution.items()) for solution in solutions]
     return tuple(
         CriticalSetSpec(f"sympy.solve: {equation}", solution, equation=equation)
         for solution, equation in zip(solutions, equations)
     )
+
+
+def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr]) -> bool:
+    return a.keys() == b.keys() and all(sp.simplify(a[k] - b[k]) == 0 for k in a)
 
 
 def _numerical_solutions(model: BoundModel, box: np.ndarray, starts: int, seed: int) -> np.ndarray:

@@ -195,3 +195,27 @@ def test_import_does_not_load_matplotlib() -> None:
     code = "import sys, gradflow, gradflow.models.markov; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_slice_through_a_critical_surface_is_its_level_curve() -> None:
+    """L = k (z - x² - y²)² vanishes on the paraboloid z = x² + y²; the slice z = 1 is the unit
+    circle, and the slice x = 0.6 (a pinned free parameter) is the parabola z = 0.36 + y²."""
+    z = sp.symbols("z", real=True)
+    surface = gradflow.CriticalSetSpec("paraboloid", {z: x**2 + y**2}, equation="z = x² + y²")
+    model = ReducedModel(
+        "bowl",
+        (x, y, z),
+        (k,),
+        {k: POSITIVE},
+        k * (z - x**2 - y**2) ** 2,
+        critical_sets=(surface,),
+        global_min_loss=sp.S.Zero,
+        plane=("x", "y"),
+    ).bind(k=1.0)
+    (circle,) = critical_sets(model, fixed={"z": 1.0}, samples=201)
+    assert circle.kind == "global_min" and circle.dimension == 1
+    np.testing.assert_allclose(np.hypot(circle.points[:, 0], circle.points[:, 1]), 1.0, atol=1e-9)
+    np.testing.assert_allclose(circle.points[:, 2], 1.0)
+    assert len(circle.points) > 100 and len(circle.polylines()) >= 1
+    (parabola,) = critical_sets(model, fixed={"x": 0.6})
+    np.testing.assert_allclose(parabola.points[:, 2], 0.36 + parabola.points[:, 1] ** 2, atol=1e-12)
