@@ -144,6 +144,8 @@ def format_table(header: list[str], rows: list[list[Any]]) -> str:
 
 def critical_table(sets: list[Any]) -> str:
     """The critical sets as a table: kind, dimension, loss, Morse index, equation."""
+    if not sets:
+        return "no critical points in the box (on this slice, if it is one)"
     rows = [
         [
             s.kind,
