@@ -143,11 +143,10 @@ class Portrait:
             handles += [
                 Patch(
                     color=BASIN_COLORS[label],
-                    label=f"basin: {label.replace('_', ' ')} ({fractions[label]:.1%})",
+                    label=f"reaches {label.replace('_', ' ')} ({fractions[label]:.1%})",
                 )
                 for label in LABELS
-                if fractions[label] >= 0.001
-                and label in ("global_min", "local_min", "diverged", "not_converged")
+                if fractions[label] > 0
             ]
         if self.invariant is not None and "invariant" in layers:
             name, values = self.invariant
