@@ -13,8 +13,10 @@ Two constructions, each exact where it applies:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
+import diffrax
 import numpy as np
 
 from ._critical import CriticalSet
@@ -22,6 +24,7 @@ from ._flow import FlowOptions, GradientField, integrate
 
 if TYPE_CHECKING:
     from ._bound import BoundModel
+    from ._compiled import CompiledModel
 
 __all__ = ["separatrices"]
 
@@ -75,18 +78,31 @@ def _ascent_branches(
     """Both branches of the stable manifold of a non-degenerate index-1 saddle."""
     lam, vec = np.linalg.eigh(model.hessian(saddle))
     stable = vec[:, int(np.argmax(lam))]
-    compiled = model.compiled
-    ascent = GradientField(
-        loss=lambda t, h: -compiled.loss(t, h), grad=lambda t, h: -compiled.grad(t, h)
-    )
-    scale = max(box[1] - box[0], box[3] - box[2])
-    options = FlowOptions(t_max=1e3, divergence_radius=10 * scale + np.abs(saddle).max())
     branches = []
     for sign in (1.0, -1.0):
-        path = integrate(ascent, saddle + sign * DISPLACEMENT * stable, model.h, options).thetas
-        xy = np.vstack([saddle[order], path[:, order]])
-        branches.append(_clip(xy, box))
+        path = _ascend(model, saddle + sign * DISPLACEMENT * stable, box, order)
+        branches.append(_clip(np.vstack([saddle[order], path]), box))
     return branches
+
+
+def _ascend(
+    model: BoundModel, start: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+) -> np.ndarray:
+    """The ascent trajectory ``dθ/dt = +∇L`` from ``start``, in plane coordinates, shape ``(n, 2)``.
+
+    Run backward in time, the flow follows a stable manifold away from its saddle.
+    """
+    scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
+    options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e3, divergence_radius=10 * scale)
+    return integrate(_ascent_field(model.compiled), start, model.h, options).thetas[:, order]
+
+
+@functools.cache
+def _ascent_field(compiled: CompiledModel) -> GradientField:
+    """The field of ``-L``, one per compiled model so that its integrator compiles once."""
+    return GradientField(
+        loss=lambda t, h: -compiled.loss(t, h), grad=lambda t, h: -compiled.grad(t, h)
+    )
 
 
 def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
@@ -123,7 +139,43 @@ def _level_set_branches(
                 rays.append(np.vstack([center, piece]))
             if np.linalg.norm(piece[-1] - center) <= 2 * near:
                 rays.append(np.vstack([center, piece[::-1]]))
-    return [ray for ray in rays if len(ray) > 2 and _flows_in(model, ray, saddle, order)]
+    kept = [ray for ray in rays if len(ray) > 2 and _flows_in(model, ray, saddle, order)]
+    return [_continued(model, ray, saddle, box, order, name) for ray in kept]
+
+
+LEVEL_SET_RTOL = 1e-4
+"""Relative error in ``E`` up to which a traced contour vertex is trusted."""
+
+
+def _continued(
+    model: BoundModel,
+    ray: np.ndarray,
+    saddle: np.ndarray,
+    box: tuple[float, float, float, float],
+    order: list[int],
+    name: str,
+) -> np.ndarray:
+    """``ray`` up to its last trusted vertex, continued by the ascent flow to the edge of ``box``.
+
+    Where the level set runs within a few grid cells of a singularity of ``E`` (for the canonical
+    model, ``w → 0⁻`` as ``|e| → ∞``) the linear interpolation of the contour drifts off it; the
+    flow conserves ``E`` and carries on along the level set itself.
+    """
+    thetas = np.repeat(saddle[None], len(ray), axis=0)
+    thetas[:, order] = ray
+    level = float(model.invariant(name, saddle))
+    with np.errstate(all="ignore"):
+        error = np.abs(model.invariant(name, thetas) - level)
+    off = np.flatnonzero(~(error <= LEVEL_SET_RTOL * (1 + abs(level))))
+    cell = max(box[1] - box[0], box[3] - box[2]) / (LEVEL_SET_RESOLUTION - 1)
+    end = ray[-1]
+    at_edge = min(end[0] - box[0], box[1] - end[0], end[1] - box[2], box[3] - end[1]) <= 2 * cell
+    if off.size == 0 and at_edge:
+        return ray
+    trusted = ray[: max(int(off[0]) if off.size else len(ray), 2)]
+    thetas[len(trusted) - 1, order] = trusted[-1]
+    path = _ascend(model, thetas[len(trusted) - 1], box, order)
+    return _clip(np.vstack([trusted, path[1:]]), box)
 
 
 def _runs(line: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:

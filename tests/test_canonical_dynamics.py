@@ -96,6 +96,35 @@ def test_basin_map_agrees_with_the_energy_classification(p: float, q: float) -> 
     assert set(np.asarray(LABELS)[on_axis]) <= {"local_min", "local_max", "saddle"}
 
 
+@pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1)])
+def test_separatrix_is_the_saddle_energy_level_out_to_the_box(p: float, q: float) -> None:
+    """The saddle is degenerate, so its stable manifold is {E = E_sad} on the side it flows in from.
+
+    p + q > 1: the two rays into -1/√2 < w < 0, running up to |e| = 3 as w → 0⁻;
+    p + q < 1: the two rays into w < -1/√2, running out to w = -3.
+    """
+    from gradflow._separatrix import separatrices
+
+    model = markov.canonical(p, q)
+    lines = separatrices(model, critical_sets(model), (-3.0, 3.0, -3.0, 3.0))
+    assert len(lines) == 2
+    signs = set()
+    for line in lines:
+        w, e = line.T
+        np.testing.assert_allclose(line[0], [W_SADDLE, 0.0], atol=1e-12)
+        inner = (np.abs(w) <= 3) & (np.abs(e) <= 3)
+        assert inner[:-1].all()
+        np.testing.assert_allclose(energy(e[inner], w[inner]), E_SADDLE, atol=2e-4)
+        if p + q > 1:
+            assert np.all((w[1:] > W_SADDLE) & (w[1:] < 0))
+            assert abs(e[-1]) == pytest.approx(3.0, abs=0.05)
+        else:
+            assert np.all(w[1:] < W_SADDLE)
+            assert w[-1] == pytest.approx(-3.0, abs=0.05)
+        signs.add(np.sign(e[-1]))
+    assert signs == {-1.0, 1.0}
+
+
 def test_bias_model_critical_sets_and_flow() -> None:
     """L(e, w, b): Γ* lifted with b = c*/(2(1 + 2w|w|)) + logit(p); e = 0 needs b = ln(p/q)."""
     p, q = 0.7, 0.6
