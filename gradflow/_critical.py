@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CriticalSet", "critical_sets", "global_min_level", "decision_level"]
 
+POINT_CLUSTER = 1e-3
+"""Numerical solutions spread over less than this fraction of the box diagonal are one point."""
+
 
 @dataclass(frozen=True)
 class CriticalSet:
@@ -272,13 +275,17 @@ def _numerical_sets(
 ) -> list[CriticalSet]:
     """Group numerical solutions: same kind, single-linkage clusters at 5 % of the box diagonal.
 
-    A cluster that is a single point (to 1e-4) is an isolated critical point, reported once;
-    otherwise its dimension is the median nullity of the Hessian over its points.
+    A cluster no wider than ``POINT_CLUSTER`` of the box diagonal is one isolated critical
+    point, reported at its member of least ``‖∇L‖`` (near a degenerate point, where ``∇L``
+    vanishes to higher order, the root finder's solutions scatter around it); otherwise the
+    cluster's dimension is the median nullity of the Hessian over its points.
     """
     if not len(points):
         return []
     classes = classify_points(model, points, global_loss)
-    threshold = 0.05 * float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    threshold = 0.05 * diagonal
+    gradient = np.linalg.norm(model.grad(points), axis=1)
     out = []
     for kind in KINDS:
         idx = np.flatnonzero(classes.kinds == kind)
@@ -291,8 +298,13 @@ def _numerical_sets(
         )
         for label in np.unique(labels):
             members = idx[labels == label]
-            if np.ptp(points[members], axis=0).max() <= 100 * ON_SET_TOL:
-                out.append(_make_set(model, "numerical", None, points, classes, members[:1], 0))
+            if np.ptp(points[members], axis=0).max() <= max(
+                100 * ON_SET_TOL, POINT_CLUSTER * diagonal
+            ):
+                best = members[np.argmin(gradient[members])]
+                out.append(
+                    _make_set(model, "numerical", None, points, classes, np.array([best]), 0)
+                )
             else:
                 nullity = int(np.median(classes.nullity[members]))
                 out.append(_make_set(model, "numerical", None, points, classes, members, nullity))

@@ -31,6 +31,8 @@ MAX_SAMPLES = 40_000
 """At most this many sample points on one closed-form set of dimension 2 or more."""
 ON_SET_TOL = 1e-6
 """Distance (parameter units) within which a numerical solution lies on a closed-form set."""
+SEGMENT_SAMPLES = 33
+"""Points at which ``∇L`` is checked on the segment joining a numerical solution to a piece."""
 NEWTON_STEPS = 6
 """Newton steps that move contour vertices onto a level set of a graph."""
 
@@ -210,11 +212,26 @@ def _check_critical(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray
 
 
 def on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np.ndarray:
-    """Which ``points`` (shape ``(n, dim)``) lie on the piece, within :data:`ON_SET_TOL`."""
+    """Which ``points`` (shape ``(n, dim)``) lie on the piece.
+
+    A point lies on it when it is within :data:`ON_SET_TOL` of the piece (moving only the
+    dependent coordinates), or when the straight segment that does that move has
+    ``‖∇L‖₂ ≤ GRADIENT_TOL`` all along: near a degenerate set, where ``∇L`` vanishes to higher
+    order (at p + q = 1 the canonical loss is ``H + O(c²)``, so ``‖∇L‖ ∝ e³`` near ``e = 0``), a
+    root finder stops at ``‖∇L‖ ≤ GRADIENT_TOL`` well before it reaches the set.
+    """
     if not len(points):
         return np.zeros(0, dtype=bool)
     _, _, free_idx, dep_idx = _functions(model.model, spec)
     targets, inside = _complete(model, spec, points[:, free_idx])
     with np.errstate(invalid="ignore"):
         gap = np.abs(points[:, dep_idx] - targets[:, dep_idx]).max(axis=1, initial=0.0)
-    return (gap <= ON_SET_TOL) & inside
+    near = (gap <= ON_SET_TOL) & inside
+    joinable = ~near & inside & np.isfinite(gap)
+    if joinable.any():
+        start, stop = points[joinable], targets[joinable]
+        s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[None, :, None]
+        segments = start[:, None, :] + s * (stop - start)[:, None, :]
+        gradient = np.linalg.norm(model.grad(segments.reshape(-1, points.shape[1])), axis=1)
+        near[joinable] = (gradient.reshape(len(start), -1) <= GRADIENT_TOL).all(axis=1)
+    return near

@@ -26,6 +26,7 @@ from .markov_embedding import ReducedEmbedding
 from .markov_math import (
     c_star,
     entropy_rate,
+    memoryless,
     p,
     phi_prime_at_zero,
     pi0,
@@ -71,19 +72,33 @@ def _markov_loss(f0: sp.Expr, gap: sp.Expr) -> sp.Expr:
     return pi0 * binary_cross_entropy(p, f0) + pi1 * binary_cross_entropy(1 - q, f0 + gap)
 
 
-def _critical_specs(extra: dict[sp.Symbol, sp.Expr], b_on_gamma: sp.Expr | None) -> tuple:
-    """Closed-form critical sets: Γ* (both signs of e), the line e = 0 split at the saddle."""
+def _critical_specs(
+    extra: dict[sp.Symbol, sp.Expr],
+    b_on_gamma: sp.Expr | None,
+    b_on_saddle_line: sp.Expr | None,
+) -> tuple:
+    """Closed-form critical sets: Γ* (both signs of e), the line e = 0 split at the saddle, and
+    for p + q = 1 (``c* = 0``) the line ``w = -1/√2``, where ``c = 0`` too."""
     e_gamma = sp.sqrt(c_star / gain)
     gamma_extra = {} if b_on_gamma is None else {b: b_on_gamma}
+    line_extra = {} if b_on_saddle_line is None else {b: b_on_saddle_line}
     specs = [
         CriticalSetSpec(
             "Γ*",
             {e: sign * e_gamma, **gamma_extra},
-            condition=c_star / gain > 0,
+            condition=(1 - p - q) * gain > 0,
             equation="e²(1 + 2w|w|) = c*",
         )
         for sign in (1, -1)
     ]
+    specs.append(
+        CriticalSetSpec(
+            "w = -1/√2",
+            {w: W_SADDLE, **line_extra},
+            condition=memoryless,
+            equation="w = -1/√2 (c = 0; critical only when p + q = 1)",
+        )
+    )
     specs += [
         CriticalSetSpec("e = 0", {e: sp.S.Zero, **extra}, condition=cond, equation="e = 0")
         for cond in (w > W_SADDLE, w < W_SADDLE)
@@ -121,7 +136,7 @@ def canonical_model() -> ReducedModel:
         loss=_markov_loss(optimal_logit0(c), c),
         invariants={"E": energy},
         embed=ReducedEmbedding((e, w), (p, q), optimal_logit0(c)),
-        critical_sets=_critical_specs({}, None),
+        critical_sets=_critical_specs({}, None, None),
         global_min_loss=entropy_rate,
         references=REFERENCES,
         plane=("w", "e"),
@@ -145,7 +160,7 @@ def canonical_bias_model() -> ReducedModel:
         hyperparams=(p, q),
         domains={p: UNIT, q: UNIT},
         loss=_markov_loss(b - e**2 / 2, c),
-        critical_sets=_critical_specs({b: b_unigram}, b_gamma),
+        critical_sets=_critical_specs({b: b_unigram}, b_gamma, e**2 / 2 + sp.log(p / (1 - p))),
         embed=ReducedEmbedding((e, w, b), (p, q), b - e**2 / 2),
         global_min_loss=entropy_rate,
         references=REFERENCES,

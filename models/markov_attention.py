@@ -34,7 +34,7 @@ from gradflow import BoundModel, CriticalSetSpec, ReducedModel
 from .markov import REFERENCES, UNIT, W_SADDLE, _markov_loss, gain, optimal_logit0
 from .markov_ansatz import a, ansatz_logit, b, e, w
 from .markov_embedding import ReducedEmbedding
-from .markov_math import c_star, entropy_rate, p, q
+from .markov_math import c_star, entropy_rate, memoryless, p, q
 
 __all__ = [
     "attention_energy",
@@ -56,17 +56,27 @@ def _gap() -> sp.Expr:
 
 
 def _critical_specs(
-    extra: dict[sp.Symbol, sp.Expr], b_on_gamma: sp.Expr | None
+    extra: dict[sp.Symbol, sp.Expr],
+    b_on_gamma: sp.Expr | None,
+    b_on_saddle_plane: sp.Expr | None,
 ) -> tuple[CriticalSetSpec, ...]:
     """Closed-form critical sets of ``Φ(c(e, w, a))``: ``Φ'(c) = 0`` or ``∇c = 0``.
 
     ``∇c = 0`` on the plane ``e = 0`` (split at the saddle line ``w = -1/√2``) and on the curve
     ``w = -1/√2, a e² = -4`` (where ``c = 0`` with ``e ≠ 0``); ``Φ'(c) = 0`` on the surface
-    ``c = c*``, written as a graph ``a(e, w)``.
+    ``c = c*``, written as a graph ``a(e, w)``.  For p + q = 1, ``c* = 0`` and the whole plane
+    ``w = -1/√2`` (where ``c = 0``) is critical as well.
     """
     a_gamma = 4 * c_star / (e**4 * gain) - 4 / e**2
     gamma_extra = {} if b_on_gamma is None else {b: b_on_gamma}
+    plane_extra = {} if b_on_saddle_plane is None else {b: b_on_saddle_plane}
     return (
+        CriticalSetSpec(
+            "w = -1/√2",
+            {w: W_SADDLE, **plane_extra},
+            condition=memoryless,
+            equation="w = -1/√2 (c = 0; critical only when p + q = 1)",
+        ),
         CriticalSetSpec(
             "Γ*",
             {a: a_gamma, **gamma_extra},
@@ -107,7 +117,7 @@ def canonical_attention_model() -> ReducedModel:
         domains={p: UNIT, q: UNIT},
         loss=_markov_loss(f0, c),
         invariants={"E": attention_energy},
-        critical_sets=_critical_specs({}, None),
+        critical_sets=_critical_specs({}, None, None),
         global_min_loss=entropy_rate,
         references=REFERENCES,
         plane=("w", "e"),
@@ -134,7 +144,9 @@ def canonical_attention_bias_model() -> ReducedModel:
         hyperparams=(p, q),
         domains={p: UNIT, q: UNIT},
         loss=_markov_loss(f0, c),
-        critical_sets=_critical_specs({b: sp.log(p / q)}, sp.simplify(b_gamma)),
+        critical_sets=_critical_specs(
+            {b: sp.log(p / q)}, sp.simplify(b_gamma), e * s / 2 + sp.log(p / (1 - p))
+        ),
         global_min_loss=entropy_rate,
         references=REFERENCES,
         plane=("w", "e"),

@@ -19,6 +19,7 @@ __all__ = [
     "unigram_loss",
     "c_star",
     "phi_prime_at_zero",
+    "memoryless",
 ]
 
 p, q = sp.symbols("p q", positive=True)
@@ -42,3 +43,8 @@ c_star = sp.log((1 - p) * (1 - q) / (p * q))
 
 phi_prime_at_zero = pi0 * pi1 * (p + q - 1)
 """``Φ'(0) = π0 π1 (p + q - 1)``: slope of the bias-optimized loss at ``c = 0``."""
+
+memoryless = sp.Eq(1 - p - q, 0)
+"""``p + q = 1``: the rows of the kernel are equal, the chain is i.i.d., ``c* = 0`` and every
+``c = 0`` point is a global minimum.  Written as ``1 - p - q = 0``, the same expression whose sign
+is that of ``c*``, so that the two tests never disagree in floating point."""

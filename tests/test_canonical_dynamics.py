@@ -70,13 +70,23 @@ def test_critical_sets_match_the_closed_forms(p: float, q: float) -> None:
     assert {s.kind for s in sets} == {"global_min", "local_min", "saddle", "local_max"}
 
 
-def test_p_plus_q_equal_one_makes_every_critical_point_global() -> None:
-    model = markov.canonical(0.3, 0.7)
+@pytest.mark.parametrize("p, q", [(0.3, 0.7), (0.5, 0.5)])
+def test_p_plus_q_equal_one_makes_every_critical_point_global(p: float, q: float) -> None:
+    """An i.i.d. chain: c* = 0, so the critical set is {c = 0} = {e = 0} ∪ {w = -1/√2}, all at
+    H(π) = entropy rate, and nothing else (no Γ* apart from it, no stray numerical points)."""
+    model = markov.canonical(p, q)
+    refs = model.references
+    assert refs["entropy_rate"] == pytest.approx(refs["unigram_loss"], abs=1e-12)
     sets = critical_sets(model)
-    assert sets and all(s.kind == "global_min" for s in sets)
-    assert model.references["entropy_rate"] == pytest.approx(
-        model.references["unigram_loss"], abs=1e-12
-    )
+    assert {s.kind for s in sets} == {"global_min"}
+    assert {s.name for s in sets} == {"e = 0", "w = -1/√2", "saddle (0, -1/√2)"}
+    points = np.concatenate([s.points for s in sets])
+    e, w = points.T
+    on_c_zero = (np.abs(e) < 1e-12) | (np.abs(w - W_SADDLE) < 1e-12)
+    assert on_c_zero.all()
+    np.testing.assert_allclose(model.loss(points), refs["entropy_rate"], atol=1e-12)
+    (line,) = [s for s in sets if s.name == "w = -1/√2"]
+    assert line.dimension == 1 and np.ptp(line.points[:, 0]) > 5
 
 
 @pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1)])

@@ -96,6 +96,20 @@ def test_critical_sets(p, q, above, below):
     assert {s.dimension for s in sets if s.name == "e = 0"} == {2}
 
 
+@pytest.mark.parametrize("model", [canonical_attention, canonical_attention_bias])
+def test_iid_chain_makes_the_plane_w_saddle_globally_minimal(model):
+    """p + q = 1: c* = 0, so all of {c = 0} ⊃ {w = -1/√2} is a set of global minima at H(π)."""
+    bound = model(0.3, 0.7)
+    sets = bound.critical_points(starts=32)
+    assert {s.kind for s in sets} == {"global_min"}
+    assert not [s for s in sets if s.name == "numerical"]
+    (plane,) = [s for s in sets if s.name == "w = -1/√2"]
+    assert plane.dimension == 2
+    np.testing.assert_allclose(plane.points[:, 1], -1 / math.sqrt(2), atol=1e-15)
+    np.testing.assert_allclose(bound.loss(plane.points), _entropy(0.3), atol=1e-12)
+    assert np.abs(bound.grad(plane.points)).max() < 1e-10
+
+
 @pytest.mark.parametrize("p, q, expected", [(0.5, 0.8, 0.0), (0.2, 0.3, 1.0)])
 def test_small_initializations_on_rays(p, q, expected):
     """Near the origin |w| < 1/√2, so 1 + 2w|w| > 0 and L ≈ H(π) + Φ'(0) e² (1 + 2w|w|):
