@@ -20,7 +20,7 @@ from gradflow.models.icl_minimal import MIXINGS
 from gradflow.models.icl_strategies import STRATEGY_NAMES
 
 from gradflow import GradflowError
-from gradflow._io import save_with_data
+from gradflow._io import check_output, save_with_data
 from gradflow.cli._common import format_table, print_json
 
 from .icl_phases import phases
@@ -91,12 +91,7 @@ def specs(args: argparse.Namespace) -> list[RunSpec]:
         raise GradflowError(f"unknown model {args.model!r}; choose one of {', '.join(MODELS)}")
     if args.seeds < 1:
         raise GradflowError(f"--seeds {args.seeds}: need at least 1 seed")
-    if args.out.suffix.lower() != ".npz":
-        raise GradflowError(f"--out {str(args.out)!r}: the histories are written as .npz")
-    if not args.out.parent.is_dir():
-        raise GradflowError(
-            f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist"
-        )
+    check_output(args.out, (".npz",), "the histories")
     steps = args.steps if args.steps is not None else (2000 if args.model == "transformer" else 400)
     every = args.eval_every if args.eval_every is not None else max(1, steps // 50)
     prior = parse_prior(args.prior)

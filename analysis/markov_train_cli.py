@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gradflow import GradflowError
-from gradflow._io import save_with_data
+from gradflow._io import check_output, save_with_data
 from gradflow.cli._common import format_table, print_json
 
 from .markov_training import INITS, TrainConfig, TrainResult, train
@@ -142,10 +141,7 @@ def arrays(result: TrainResult) -> dict[str, np.ndarray]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.suffix.lower() != ".npz":
-        raise GradflowError(f"--out {str(args.out)!r}: the training record is written as .npz")
-    if not args.out.parent.is_dir():
-        raise GradflowError(f"output folder {str(args.out.parent)!r} does not exist")
+    check_output(args.out, (".npz",), "the training record")
     config = config_of(args)
     result = train(config)
     record = summary(result)

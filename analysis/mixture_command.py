@@ -17,8 +17,7 @@ from typing import Any
 from gradflow.models.mixture_data import BASES, FILLERS
 from gradflow.models.mixture_transformer import COMBINES, READOUTS, MixtureConfig
 
-from gradflow import GradflowError
-from gradflow._io import save_with_data
+from gradflow._io import check_output, save_with_data
 from gradflow.cli._common import format_table, print_json
 
 from .mixture import (
@@ -208,12 +207,7 @@ def run_metadata(run: MixtureRun, stages: StageTimes) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.suffix.lower() != ".npz":
-        raise GradflowError(f"--out {str(args.out)!r}: the run is written as .npz")
-    if not args.out.parent.is_dir():
-        raise GradflowError(
-            f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist"
-        )
+    check_output(args.out, (".npz",), "the run")
     config, options = config_of(args), options_of(args)
     result = (train_reduced if args.reduced else train)(config, options)
     stages = detect_stages(result)

@@ -20,8 +20,7 @@ from pathlib import Path
 import numpy as np
 from gradflow.models.shallow_encoder import INITS, SCALINGS
 
-from gradflow import GradflowError
-from gradflow._io import save_with_data
+from gradflow._io import check_output, save_with_data
 from gradflow.cli._common import format_table, print_json
 
 from .ntk_sweep import (
@@ -204,12 +203,7 @@ def _tables(sweep: Sweep) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.suffix.lower() != ".npz":
-        raise GradflowError(f"--out {str(args.out)!r}: the sweep is written as .npz")
-    if not args.out.parent.is_dir():
-        raise GradflowError(
-            f"--out {str(args.out)!r}: folder {str(args.out.parent)!r} does not exist"
-        )
+    check_output(args.out, (".npz",), "the sweep")
     config = SweepConfig(
         n_samples=args.n_samples,
         d_s=args.d_s,

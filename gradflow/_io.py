@@ -23,6 +23,7 @@ from ._errors import GradflowError
 
 __all__ = [
     "atomic_outputs",
+    "check_output",
     "package_versions",
     "save_with_data",
     "to_jsonable",
@@ -70,6 +71,26 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value
+
+
+def check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
+    """Check an ``--out`` path before any work is done: its format and that its folder exists.
+
+    Args:
+        path: the path the user gave.
+        suffixes: the accepted suffixes, lower case with the dot (``(".npz",)``).
+        what: what is written there, for the message (``"the basin map"``).
+
+    Raises:
+        GradflowError: an unsupported suffix or a missing folder, in one line naming the path.
+    """
+    if path.suffix.lower() not in suffixes:
+        raise GradflowError(
+            f"--out {str(path)!r}: {what} is written as {' or '.join(suffixes)}, "
+            f"not {path.suffix or '(no suffix)'!r}"
+        )
+    if not path.parent.is_dir():
+        raise GradflowError(f"--out {str(path)!r}: folder {str(path.parent)!r} does not exist")
 
 
 @contextlib.contextmanager

@@ -31,6 +31,23 @@ def test_bad_input_is_a_one_line_error_with_status_2_and_no_output(argv, cli) ->
     cli.assert_rejected(argv, "error")
 
 
+@pytest.mark.parametrize(
+    "argv, computes",
+    [
+        (["portrait", "--p", "0.7", "--q", "0.6", "--out", "missing/x.png"], "portrait"),
+        (["basins", "--p", "0.7", "--q", "0.6", "--out", "missing/b.npz"], "basins"),
+    ],
+)
+def test_missing_output_folder_is_rejected_before_any_work(argv, computes, cli, monkeypatch):
+    module = __import__(f"gradflow.cli._{computes}", fromlist=[computes])
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the command computed before checking --out")
+
+    monkeypatch.setattr(module, computes, no_work)
+    cli.assert_rejected(argv, "folder 'missing' does not exist")
+
+
 def test_out_of_range_message_names_the_value_and_the_range(cli) -> None:
     message = "p = 1.2 is outside the valid range (0, 1)"
     cli.assert_rejected(["critical", "--p", "1.2", "--q", "0.6"], message)

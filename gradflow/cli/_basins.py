@@ -6,8 +6,7 @@ import argparse
 from pathlib import Path
 
 from .._basins import LABELS, basins
-from .._errors import GradflowError
-from .._io import save_with_data
+from .._io import check_output, save_with_data
 from .._portrait import describe_options
 from ._common import (
     add_box_arguments,
@@ -40,8 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.suffix.lower() != ".npz":
-        raise GradflowError(f"--out {str(args.out)!r}: the basin map is written as .npz")
+    check_output(args.out, (".npz",), "the basin map")
     model = bound_model(args)
     bm = basins(
         model,

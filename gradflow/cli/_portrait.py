@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._errors import GradflowError
+from .._io import check_output
 from .._portrait import FORMATS, portrait
 from ._common import (
     add_box_arguments,
@@ -34,10 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.suffix.lower() not in FORMATS:
-        raise GradflowError(
-            f"--out {str(args.out)!r}: unsupported format {args.out.suffix or '(none)'!r}; use .png, .pdf or .svg"
-        )
+    check_output(args.out, tuple(FORMATS), "the portrait")
     model = bound_model(args)
     result = portrait(
         model,
