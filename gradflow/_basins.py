@@ -104,11 +104,16 @@ def plane_grid(
         ``(plane, xs, ys, fixed, thetas)`` with ``thetas`` of shape ``(ny, nx, dim)``.
 
     Raises:
-        GradflowError: a grid below 2, a box with min ≥ max, unknown parameter names.
+        GradflowError: a grid below 2, a box with min ≥ max, unknown parameter names, the same
+            parameter on both axes, a fixed value for an axis or a non-finite one.
     """
     m = model.model
     plane = tuple(plane or m.plane)
     ix, iy = m.index(plane[0]), m.index(plane[1])
+    if ix == iy:
+        raise GradflowError(
+            f"plane ({plane[0]}, {plane[1]}): the two axes must be different parameters"
+        )
     nx, ny = (grid, grid) if np.isscalar(grid) else grid
     for n in (nx, ny):
         if int(n) != n or n < 2:
@@ -119,9 +124,17 @@ def plane_grid(
     for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
         if not lo < hi:
             raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}")
-    fixed = {n: float((fixed or {}).get(n, 0.0)) for n in m.param_names if n not in plane}
-    for name in fixed:
+    off_plane = [n for n in m.param_names if n not in plane]
+    for name, value in (fixed or {}).items():
         m.index(name)
+        if name in plane:
+            raise GradflowError(
+                f"fixed {name} = {value!r}: {name} is an axis of the plane; only "
+                f"{', '.join(off_plane) or 'no parameter'} can be fixed"
+            )
+        if not np.isfinite(value):
+            raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+    fixed = {n: float((fixed or {}).get(n, 0.0)) for n in off_plane}
     xs, ys = np.linspace(xmin, xmax, int(nx)), np.linspace(ymin, ymax, int(ny))
     thetas = np.zeros((len(ys), len(xs), m.dim))
     for name, value in fixed.items():

@@ -23,6 +23,10 @@ BAD = [
     ["flow", "--p", "0.7", "--q", "0.6", "--init", "nan", "1"],
     ["flow", "--p", "0.7", "--q", "0.6", "--init", "1", "x"],
     ["figures", "no-such-figure"],
+    ["portrait", "--p", "0.7", "--q", "0.6", "--fixed", "a=0.5"],
+    ["portrait", "--model", "canonical-attention", "--p", "0.5", "--q", "0.8", "--fixed", "w=1"],
+    ["basins", "--model", "canonical-attention", "--p", "0.5", "--q", "0.8", "--plane", "w", "w"],
+    ["basins", "--model", "canonical-attention", "--p", "0.5", "--q", "0.8", "--fixed", "a=nan"],
 ]
 
 
