@@ -17,6 +17,7 @@ from gradflow.models import markov
 
 from gradflow import portrait
 from gradflow._io import save_with_data
+from gradflow._portrait import describe_options
 
 NAME = "local-to-global-fig1"
 CASES = ((0.1, 0.1), (0.9, 0.9))
@@ -73,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
     metadata = {
         "figure": NAME,
         "model": "canonical",
-        "cases": [{"p": p, "q": q} for p, q in CASES],
+        "hyperparameters": [{"p": p, "q": q} for p, q in CASES],
         "grid": args.grid,
+        "box": list(result.box),
+        "solver": [describe_options(o) for o in result.basin_map.options],
         "fractions": fractions,
         "source": "Makkuva et al., Local to Global (NeurIPS 2024), Figure 1",
     }

@@ -18,7 +18,7 @@ from ._basins import LABELS, BasinMap, basins, plane_grid, widened_bounds
 from ._critical import CriticalSet, critical_sets
 from ._errors import GradflowError
 from ._flow import FlowOptions
-from ._io import save_with_data
+from ._io import check_output, save_with_data
 from ._separatrix import separatrices
 
 if TYPE_CHECKING:
@@ -297,21 +297,20 @@ class Portrait:
             )
         return record
 
-    def save(self, out: Path | str) -> list[Path]:
+    def save(self, out: Path | str, notes: Sequence[str] = ()) -> list[Path]:
         """Write the figure (format from the suffix), and its ``.npz`` and ``.json`` beside it.
 
-        All three appear together or not at all.
+        All three appear together or not at all.  ``notes`` (e.g. "every critical point is a
+        global minimum") go into the JSON as ``"notes"``.
 
         Raises:
             GradflowError: the suffix is not one of :data:`FORMATS`, or the folder is missing.
         """
         out = Path(out)
-        if out.suffix.lower() not in FORMATS:
-            raise GradflowError(
-                f"--out {str(out)!r}: unsupported format {out.suffix or '(none)'!r}; use .png, .pdf or .svg"
-            )
+        check_output(out, FORMATS, "a portrait")
         fig = self.figure()
-        return save_with_data(out, lambda p: fig.savefig(p, dpi=150), self.data(), self.metadata())
+        metadata = self.metadata() | ({"notes": list(notes)} if notes else {})
+        return save_with_data(out, lambda p: fig.savefig(p, dpi=150), self.data(), metadata)
 
 
 def describe_options(options: FlowOptions) -> dict[str, Any]:

@@ -122,3 +122,12 @@ def test_portrait_writes_figure_and_data(cli, tmp_path) -> None:
     assert meta["grid"] == [9, 9] and {"jax", "diffrax", "sympy"} <= set(meta["versions"])
     assert meta["solver"][0]["solver"] == "Tsit5"
     assert "global_min" in run.out and "basin label" in run.out
+
+
+def test_portrait_of_an_iid_chain_says_every_critical_point_is_global(cli, tmp_path) -> None:
+    """p + q = 1 is valid input: c* = 0 and every critical point is a global minimum."""
+    run = cli(*"portrait --p 0.3 --q 0.7 --no-basins --out iid.png".split())
+    assert run.code == 0 and "every critical point is a global minimum" in run.out
+    meta = json.loads((tmp_path / "iid.json").read_text())
+    assert {s["kind"] for s in meta["critical_sets"]} == {"global_min"}
+    assert any("every critical point is a global minimum" in n for n in meta["notes"])

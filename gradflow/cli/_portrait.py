@@ -42,10 +42,10 @@ def run(args: argparse.Namespace) -> int:
         **plane_options(args),
         show_basins=not args.no_basins,
     )
-    written = result.save(args.out)
+    note = all_global_note(result.critical)
+    written = result.save(args.out, notes=[note] if note else [])
     print(f"{model!r}: critical sets (losses in nats)")
     print(critical_table(result.critical))
-    note = all_global_note(result.critical)
     if note:
         print(f"note: {note}")
     if result.basin_map is not None:
