@@ -122,3 +122,50 @@ def test_small_initializations_on_rays(p, q, expected):
     )
     assert rays.fraction("global")[0] == expected
     assert rays.fraction("other")[0] == 0.0
+
+
+def _crosses_c_zero(e0: float, a0: float) -> bool:
+    """The (e, a) projection of the flow of L(e, w, a) where 1 + 2w|w| > 0.
+
+    ∇_{e,a} L = Φ'(c)(1 + 2w|w|)(2e + a e³, e⁴/4): up to a positive factor the direction is
+    independent of w, so whether 1 + a e²/4 reaches 0 (c crosses 0, the way to Γ*) before e
+    reaches 0 (the unigram plane) depends on (e0, a0) only.
+    """
+    from scipy.integrate import solve_ivp
+
+    def crossing(s, y):
+        return 1 + y[1] * y[0] ** 2 / 4
+
+    crossing.terminal = True
+    sol = solve_ivp(
+        lambda s, y: [-(2 * y[0] + y[1] * y[0] ** 3), -y[0] ** 4 / 4],
+        (0.0, 200.0),
+        [e0, a0],
+        events=crossing,
+        rtol=1e-10,
+        atol=1e-12,
+    )
+    return sol.status == 1
+
+
+def test_slice_basin_boundary_is_horizontal_where_w_only_sets_the_speed():
+    """On the slice a = 0.5 (p + q > 1), for w > 0 the unigram basin ends at one height e*,
+    the same for every w: the basin map of the 3-D flow agrees with the (e, a) reduction."""
+    from gradflow import basins
+
+    a0 = 0.5
+    lo, hi = 1.0, 3.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if _crosses_c_zero(mid, a0) else (mid, hi)
+    e_star = (lo + hi) / 2
+    es = np.array([e_star - 0.03, e_star - 0.01, e_star + 0.01, e_star + 0.03])
+    bm = basins(
+        canonical_attention(0.5, 0.8),
+        grid=(3, 4),
+        box=(0.5, 2.5, es[0], es[-1]),
+        fixed={"a": a0},
+        progress=False,
+    )
+    np.testing.assert_allclose(bm.ys, es)
+    assert (bm.mask("local_min")[:2]).all() and (bm.mask("global_min")[2:]).all()
