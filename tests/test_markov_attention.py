@@ -138,7 +138,7 @@ def _crosses_c_zero(e0: float, a0: float) -> bool:
 
     crossing.terminal = True
     sol = solve_ivp(
-        lambda s, y: [-(2 * y[0] + y[1] * y[0] ** 3), -y[0] ** 4 / 4],
+        lambda s, y: [-(2 * y[0] + y[1] * y[0] ** 3), -(y[0] ** 4) / 4],
         (0.0, 200.0),
         [e0, a0],
         events=crossing,
