@@ -8,7 +8,10 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from .. import BoundModel, GradflowError
+from .._classify import ZERO_EIGENVALUE
 from .._io import to_jsonable
 from .._model import show_domain
 
@@ -151,13 +154,22 @@ def critical_table(sets: list[Any]) -> str:
             s.kind,
             s.dimension,
             f"{s.loss:.6f}",
-            s.morse_index,
+            _morse_index(s),
             s.equation or s.name,
             f"({', '.join(f'{x:.4g}' for x in s.points[len(s.points) // 2])})",
         ]
         for s in sets
     ]
     return format_table(["kind", "dim", "loss (nats)", "Morse index", "set", "sample point"], rows)
+
+
+def _morse_index(s: Any) -> str:
+    """The Morse index, marked ``degenerate`` where the Hessian has more zero eigenvalues than
+    the set has dimensions (the index then does not decide the kind; probing the loss did)."""
+    lam = np.asarray(s.hessian_eigenvalues)
+    zero = ZERO_EIGENVALUE * max(1.0, float(np.abs(lam).max(initial=0.0)))
+    nullity = int((np.abs(lam) <= zero).sum())
+    return f"{s.morse_index} (degenerate)" if nullity > s.dimension else str(s.morse_index)
 
 
 def fractions_table(fractions: dict[str, float]) -> str:
