@@ -52,6 +52,8 @@ class CriticalSet:
         equation: the set's equation where known in closed form.
         hessian_eigenvalues: at a representative point, ascending, shape ``(dim,)``.
         morse_index: number of negative Hessian eigenvalues there.
+        nullity: number of zero Hessian eigenvalues there (``_classify.ZERO_EIGENVALUE``); more
+            than ``dimension`` means the Hessian alone does not decide the kind.
         segments: for a curve known in closed form, the offsets in ``points`` at which each
             polyline starts (samples in order along the curve); empty for point clouds.
     """
@@ -64,6 +66,7 @@ class CriticalSet:
     equation: str | None
     hessian_eigenvalues: np.ndarray
     morse_index: int
+    nullity: int
     segments: tuple[int, ...] = ()
 
     def polylines(self) -> list[np.ndarray]:
@@ -267,6 +270,7 @@ def _make_set(
         equation=equation,
         hessian_eigenvalues=classes.eigenvalues[rep],
         morse_index=int(classes.morse_index[rep]),
+        nullity=int(classes.nullity[rep]),
     )
 
 

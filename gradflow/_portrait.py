@@ -336,8 +336,7 @@ def _critical_label(s: CriticalSet) -> str:
     name = "Γ*: " if s.kind == "global_min" and s.name == "Γ*" else ""
     detail = ""
     if s.kind == "saddle":
-        lam = s.hessian_eigenvalues
-        degenerate = np.all(np.abs(lam) <= 1e-7 * max(1.0, float(np.abs(lam).max())))
+        degenerate = s.nullity == len(s.hessian_eigenvalues)
         detail = ", degenerate: Hessian = 0" if degenerate else f", Morse index {s.morse_index}"
     return f"{name}{KIND_TEXT[s.kind]} (L = {s.loss:.4f} nats{detail})"
 

@@ -59,9 +59,7 @@ def separatrices(
         saddle = s.points[0]
         if not _inside(saddle[order], box):
             continue
-        if np.all(
-            np.abs(s.hessian_eigenvalues) > 1e-7 * max(1.0, np.abs(s.hessian_eigenvalues).max())
-        ):
+        if s.nullity == 0:
             lines += _ascent_branches(model, saddle, box, order)
         elif m.invariants:
             lines += _level_set_branches(model, saddle, box, order)

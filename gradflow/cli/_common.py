@@ -8,10 +8,7 @@ import json
 import sys
 from typing import Any
 
-import numpy as np
-
 from .. import BoundModel, GradflowError
-from .._classify import ZERO_EIGENVALUE
 from .._io import to_jsonable
 from .._model import show_domain
 
@@ -166,10 +163,7 @@ def critical_table(sets: list[Any]) -> str:
 def _morse_index(s: Any) -> str:
     """The Morse index, marked ``degenerate`` where the Hessian has more zero eigenvalues than
     the set has dimensions (the index then does not decide the kind; probing the loss did)."""
-    lam = np.asarray(s.hessian_eigenvalues)
-    zero = ZERO_EIGENVALUE * max(1.0, float(np.abs(lam).max(initial=0.0)))
-    nullity = int((np.abs(lam) <= zero).sum())
-    return f"{s.morse_index} (degenerate)" if nullity > s.dimension else str(s.morse_index)
+    return f"{s.morse_index} (degenerate)" if s.nullity > s.dimension else str(s.morse_index)
 
 
 def fractions_table(fractions: dict[str, float]) -> str:
