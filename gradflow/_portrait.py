@@ -307,7 +307,7 @@ class Portrait:
             GradflowError: the suffix is not one of :data:`FORMATS`, or the folder is missing.
         """
         out = Path(out)
-        check_output(out, FORMATS, "a portrait")
+        check_output(out, FORMATS, "the portrait")
         fig = self.figure()
         metadata = self.metadata() | ({"notes": list(notes)} if notes else {})
         return save_with_data(out, lambda p: fig.savefig(p, dpi=150), self.data(), metadata)

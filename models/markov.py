@@ -72,6 +72,18 @@ def _markov_loss(f0: sp.Expr, gap: sp.Expr) -> sp.Expr:
     return pi0 * binary_cross_entropy(p, f0) + pi1 * binary_cross_entropy(1 - q, f0 + gap)
 
 
+def memoryless_spec(b_on_it: sp.Expr | None) -> CriticalSetSpec:
+    """The set ``w = -1/√2`` (``1 + 2w|w| = 0``, so ``c = 0`` whatever ``e`` and ``a``): critical,
+    and globally minimal, only when p + q = 1 (``c* = 0``).  ``b_on_it``: the bias there, for
+    models that train it."""
+    return CriticalSetSpec(
+        "w = -1/√2",
+        {w: W_SADDLE, **({} if b_on_it is None else {b: b_on_it})},
+        condition=memoryless,
+        equation="w = -1/√2 (c = 0; critical only when p + q = 1)",
+    )
+
+
 def _critical_specs(
     extra: dict[sp.Symbol, sp.Expr],
     b_on_gamma: sp.Expr | None,
@@ -81,7 +93,6 @@ def _critical_specs(
     for p + q = 1 (``c* = 0``) the line ``w = -1/√2``, where ``c = 0`` too."""
     e_gamma = sp.sqrt(c_star / gain)
     gamma_extra = {} if b_on_gamma is None else {b: b_on_gamma}
-    line_extra = {} if b_on_saddle_line is None else {b: b_on_saddle_line}
     specs = [
         CriticalSetSpec(
             "Γ*",
@@ -91,14 +102,7 @@ def _critical_specs(
         )
         for sign in (1, -1)
     ]
-    specs.append(
-        CriticalSetSpec(
-            "w = -1/√2",
-            {w: W_SADDLE, **line_extra},
-            condition=memoryless,
-            equation="w = -1/√2 (c = 0; critical only when p + q = 1)",
-        )
-    )
+    specs.append(memoryless_spec(b_on_saddle_line))
     specs += [
         CriticalSetSpec("e = 0", {e: sp.S.Zero, **extra}, condition=cond, equation="e = 0")
         for cond in (w > W_SADDLE, w < W_SADDLE)

@@ -31,10 +31,18 @@ import sympy as sp
 
 from gradflow import BoundModel, CriticalSetSpec, ReducedModel
 
-from .markov import REFERENCES, UNIT, W_SADDLE, _markov_loss, gain, optimal_logit0
+from .markov import (
+    REFERENCES,
+    UNIT,
+    W_SADDLE,
+    _markov_loss,
+    gain,
+    memoryless_spec,
+    optimal_logit0,
+)
 from .markov_ansatz import a, ansatz_logit, b, e, w
 from .markov_embedding import ReducedEmbedding
-from .markov_math import c_star, entropy_rate, memoryless, p, q
+from .markov_math import c_star, entropy_rate, p, q
 
 __all__ = [
     "attention_energy",
@@ -69,14 +77,8 @@ def _critical_specs(
     """
     a_gamma = 4 * c_star / (e**4 * gain) - 4 / e**2
     gamma_extra = {} if b_on_gamma is None else {b: b_on_gamma}
-    plane_extra = {} if b_on_saddle_plane is None else {b: b_on_saddle_plane}
     return (
-        CriticalSetSpec(
-            "w = -1/√2",
-            {w: W_SADDLE, **plane_extra},
-            condition=memoryless,
-            equation="w = -1/√2 (c = 0; critical only when p + q = 1)",
-        ),
+        memoryless_spec(b_on_saddle_plane),
         CriticalSetSpec(
             "Γ*",
             {a: a_gamma, **gamma_extra},

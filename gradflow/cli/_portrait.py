@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_output(args.out, tuple(FORMATS), "the portrait")
+    check_output(args.out, FORMATS, "the portrait")
     model = bound_model(args)
     result = portrait(
         model,
