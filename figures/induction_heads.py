@@ -17,6 +17,7 @@ many seeds; the minimal model 300 SGD steps):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from pathlib import Path
 
@@ -113,32 +114,12 @@ def run(args: argparse.Namespace) -> int:
             grid_runs[(rho, seed)] = train(spec)
     main_rho = min(args.shares)
     transformer = grid_runs[(main_rho, 0)]
-    minimal = train(
-        RunSpec(model="minimal", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m)
+    minimal_spec = RunSpec(
+        model="minimal", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m
     )
-    minimal_1 = train(
-        RunSpec(
-            model="minimal",
-            k=k,
-            T=T,
-            steps=args.minimal_steps,
-            lr=lr_min,
-            eval_every=every_m,
-            lags=1,
-        )
-    )
-    reduced_1 = train(
-        RunSpec(
-            model="reduced",
-            k=k,
-            T=T,
-            steps=args.minimal_steps,
-            lr=lr_min,
-            eval_every=every_m,
-            lags=1,
-            batch=REDUCED_N,
-        )
-    )
+    minimal = train(minimal_spec)
+    minimal_1 = train(dataclasses.replace(minimal_spec, lags=1))
+    reduced_1 = train(dataclasses.replace(minimal_spec, model="reduced", lags=1, batch=REDUCED_N))
     th = np.concatenate([h.traces["theta"][:, :3] for h in (minimal, minimal_1, reduced_1)])
     v1_axis = np.linspace(
         min(-0.5, th[:, 2].min()), max(np.log(T) + 2.5, th[:, 2].max() + 0.5), args.grid
