@@ -12,10 +12,17 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
-from ._basins import LABELS, BasinMap, basins, plane_grid  # noqa: E402
+from ._basins import (  # noqa: E402
+    LABELS,
+    BasinMap,
+    basins,
+    default_basin_options,
+    plane_grid,
+    widened_bounds,
+)
 from ._bound import BoundModel  # noqa: E402
 from ._classify import KINDS, classify_points  # noqa: E402
-from ._critical import CriticalSet, critical_sets  # noqa: E402
+from ._critical import CriticalSet, critical_sets, decision_level  # noqa: E402
 from ._errors import GradflowError  # noqa: E402
 from ._flow import (  # noqa: E402
     FlowEndpoints,
@@ -30,11 +37,22 @@ from ._flow import (  # noqa: E402
     gradient_flow,
     integrate,
 )
+from ._io import atomic_outputs, check_output, save_with_data, to_jsonable  # noqa: E402
 from ._model import CriticalSetSpec, ReducedModel  # noqa: E402
 from ._portrait import Overlay, Portrait, portrait  # noqa: E402
-from ._sym import LogSigmoid, Sigmoid, binary_cross_entropy, lambdify_jax  # noqa: E402
+from ._progress import progress_bar  # noqa: E402
+from ._sym import LogSigmoid, Sigmoid, binary_cross_entropy, lambdify_jax, lambdify_numpy  # noqa: E402
 
 __all__ = [
+    "atomic_outputs",
+    "check_output",
+    "decision_level",
+    "default_basin_options",
+    "lambdify_numpy",
+    "progress_bar",
+    "save_with_data",
+    "to_jsonable",
+    "widened_bounds",
     "KINDS",
     "LABELS",
     "BasinMap",

@@ -92,6 +92,18 @@ class FlowOptions:
         if self.max_steps < 1:
             raise GradflowError(f"max_steps = {self.max_steps!r} must be ≥ 1")
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready description: the solver's class name and every tolerance and budget."""
+        return {
+            "solver": type(self.solver).__name__,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "gtol": self.gtol,
+            "t_max": self.t_max,
+            "max_steps": self.max_steps,
+            "divergence_radius": self.divergence_radius,
+        }
+
 
 @dataclass(frozen=True)
 class Trajectory:

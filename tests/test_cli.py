@@ -43,7 +43,7 @@ def test_bad_input_is_a_one_line_error_with_status_2_and_no_output(argv, cli) ->
     ],
 )
 def test_missing_output_folder_is_rejected_before_any_work(argv, computes, cli, monkeypatch):
-    module = __import__(f"gradflow.cli._{computes}", fromlist=[computes])
+    module = __import__(f"gradflow.cli.{computes}", fromlist=[computes])
 
     def no_work(*args, **kwargs):
         raise AssertionError("the command computed before checking --out")

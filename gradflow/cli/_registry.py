@@ -1,24 +1,30 @@
-"""Lazily imported subcommands: a name, a module path and a one-line help.
+"""The one registry of the command line: commands, figures, benchmarks and models by name.
 
-The engine's own commands are listed here; models, analyses, benchmarks and figures list theirs
-in ``gradflow.models.MODELS``, ``gradflow.analysis.COMMANDS``, ``gradflow.analysis.BENCHES`` and
-``gradflow.figures.FIGURES``, so the engine never imports them until a user asks for one.
+Everything here is plain data (module paths and one-line helps), so ``gradflow --help`` lists
+every command without importing any of them.  Each entry's module is imported only when a user
+asks for it.
 
-A command module provides ``add_arguments(parser)`` and ``run(args) -> int | None``; it raises
-:class:`gradflow.GradflowError` for bad input (the CLI turns that into a one-line message and
-exit status 2).
+- A **command** module in ``gradflow.cli`` provides ``add_arguments(parser)`` and
+  ``run(args) -> int``; it raises :class:`gradflow.GradflowError` for bad input (printed as one
+  line, exit status 2).
+- A **figure** module in ``gradflow.figures`` provides ``Config``, ``compute(config) -> data``,
+  ``draw(data, fig)`` and ``SIZE`` (see :mod:`gradflow.figures`).
+- A **benchmark** module in ``gradflow.analysis`` provides ``Config`` and
+  ``bench(config) -> report`` with ``report.to_dict()`` and ``report.text()``.
+- A **model** factory returns a :class:`gradflow.ReducedModel`; installed packages add models
+  through the entry-point group ``gradflow.models``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Command", "ENGINE_COMMANDS", "ModelEntry"]
+__all__ = ["BENCHES", "COMMANDS", "FIGURES", "MODELS", "Command", "ModelEntry"]
 
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: the module that implements it and its one-line help."""
+    """A named entry: the module that implements it and its one-line help."""
 
     module: str
     help: str
@@ -26,12 +32,12 @@ class Command:
 
 @dataclass(frozen=True)
 class ModelEntry:
-    """A reduced model the model commands can use.
+    """A reduced model the model commands can use by name.
 
     Attributes:
         factory: ``"module:function"`` returning the :class:`gradflow.ReducedModel`.
         hyperparams: its hyperparameter names (each becomes a ``--NAME`` option).
-        help: one line for ``--help``.
+        help: one line for ``--help`` and ``gradflow models``.
     """
 
     factory: str
@@ -39,13 +45,105 @@ class ModelEntry:
     help: str
 
 
-ENGINE_COMMANDS = {
+COMMANDS = {
     "portrait": Command(
-        "gradflow.cli._portrait", "phase portrait: streamlines, critical sets, separatrix, basins"
+        "gradflow.cli.portrait", "phase portrait: streamlines, critical sets, separatrix, basins"
     ),
-    "critical": Command("gradflow.cli._critical", "critical sets, classified by the Hessian"),
-    "basins": Command("gradflow.cli._basins", "basin map of the gradient flow on a grid"),
-    "flow": Command("gradflow.cli._flow", "one trajectory of the gradient flow to convergence"),
-    "figures": Command("gradflow.cli._figures", "regenerate a paper figure"),
-    "bench": Command("gradflow.cli._bench", "run a benchmark"),
+    "critical": Command("gradflow.cli.critical", "critical sets, classified by the Hessian"),
+    "basins": Command("gradflow.cli.basins", "basin map of the gradient flow on a grid"),
+    "flow": Command("gradflow.cli.flow", "one trajectory of the gradient flow to convergence"),
+    "figures": Command("gradflow.cli.figures", "regenerate a paper figure"),
+    "bench": Command("gradflow.cli.bench", "run a benchmark"),
+    "train": Command(
+        "gradflow.cli.train",
+        "train the full single-layer transformer on a Markov chain: loss curve, canonical trajectory",
+    ),
+    "compare": Command(
+        "gradflow.cli.compare",
+        "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics",
+    ),
+    "icl": Command(
+        "gradflow.cli.icl",
+        "in-context Markov chains: train the minimal/transformer/reduced model, phases uniform → unigram → bigram",
+    ),
+    "ntk": Command(
+        "gradflow.cli.ntk", "NTK width sweep of the shallow encoder transformer (Wu et al. 2023)"
+    ),
+    "mixture": Command(
+        "gradflow.cli.mixture",
+        "two-headed transformer on the two-mixture task: train (joint or staged), detect the stages",
+    ),
+}
+
+FIGURES = {
+    "local-to-global-fig1": Command(
+        "gradflow.figures.local_to_global_fig1",
+        "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
+    ),
+    "local-to-global-training": Command(
+        "gradflow.figures.local_to_global_training",
+        "Local to Global: full-model test loss vs iteration, standard vs recommended init, p = 0.5, q = 0.8",
+    ),
+    "local-to-global-overlay": Command(
+        "gradflow.figures.local_to_global_overlay",
+        "Local to Global: full-model training projected onto (w, e) over the canonical portrait and basins",
+    ),
+    "canonical-attention": Command(
+        "gradflow.figures.canonical_attention",
+        "three-scalar model L(e, w, a): basins on slices of a, rays from the origin, 3-D trajectories",
+    ),
+    "induction-heads": Command(
+        "gradflow.figures.induction_heads",
+        "Evolution of Statistical Induction Heads: phases, positional vector, doubly-stochastic share, reduced (a, b, v_1) flow",
+    ),
+    "shallow-ntk": Command(
+        "gradflow.figures.shallow_ntk",
+        "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
+    ),
+    "two-mixture": Command(
+        "gradflow.figures.two_mixture",
+        "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
+    ),
+}
+
+BENCHES = {
+    "basins": Command(
+        "gradflow.analysis.bench_basins",
+        "basin map of the canonical flow against scipy solve_ivp (RK45, LSODA)",
+    ),
+    "train": Command(
+        "gradflow.analysis.bench_train",
+        "full Markov transformer: training steps/s (d = 8, batch 16, float32), exact loss at N = 12",
+    ),
+    "ntk": Command(
+        "gradflow.analysis.bench_ntk",
+        "empirical NTK Gram matrix (N = 64, d_m = 1024): jacobian vs per-sample vs NTK-vector products",
+    ),
+    "icl": Command(
+        "gradflow.analysis.bench_icl",
+        "ICL-MC transformer training steps/s (k = 3, T = 100, d = 16, batch 64) vs per-call loop and the minimal model",
+    ),
+}
+
+MODELS = {
+    "canonical": ModelEntry(
+        "gradflow.models.markov:canonical_model",
+        ("p", "q"),
+        "two-scalar canonical Markov model L(e, w), bias optimized out",
+    ),
+    "canonical-bias": ModelEntry(
+        "gradflow.models.markov:canonical_bias_model",
+        ("p", "q"),
+        "canonical Markov model with the bias trained, L(e, w, b)",
+    ),
+    "canonical-attention": ModelEntry(
+        "gradflow.models.markov_attention:canonical_attention_model",
+        ("p", "q"),
+        "three-scalar canonical model with linear attention L(e, w, a), bias optimized out",
+    ),
+    "canonical-attention-bias": ModelEntry(
+        "gradflow.models.markov_attention:canonical_attention_bias_model",
+        ("p", "q"),
+        "canonical model with linear attention and the bias trained, L(e, w, a, b)",
+    ),
 }

@@ -1,4 +1,4 @@
-"""``gradflow figures NAME``: regenerate a paper figure (listed in ``gradflow.figures.FIGURES``)."""
+"""``gradflow bench NAME``: run a benchmark (listed in ``gradflow.analysis.BENCHES``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,6 @@ from ._registry import Command
 
 
 def SUBCOMMANDS() -> dict[str, Command]:  # noqa: N802 - the protocol name of nested commands
-    from ..figures import FIGURES
+    from ._registry import BENCHES
 
-    return FIGURES
+    return BENCHES

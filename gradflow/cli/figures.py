@@ -1,4 +1,4 @@
-"""``gradflow bench NAME``: run a benchmark (listed in ``gradflow.analysis.BENCHES``)."""
+"""``gradflow figures NAME``: regenerate a paper figure (listed in ``gradflow.figures.FIGURES``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,6 @@ from ._registry import Command
 
 
 def SUBCOMMANDS() -> dict[str, Command]:  # noqa: N802 - the protocol name of nested commands
-    from ..analysis import BENCHES
+    from ._registry import FIGURES
 
-    return BENCHES
+    return FIGURES
