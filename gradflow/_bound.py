@@ -55,6 +55,12 @@ class BoundModel:
             out.setdefault("global_min_loss", float(self.model.global_min_loss.subs(subs)))
         return out
 
+    @functools.cached_property
+    def notes(self) -> list[str]:
+        """The model's notes whose condition holds at these hyperparameters."""
+        subs = {s: self.values[s.name] for s in self.model.hyperparams}
+        return [text for text, cond in self.model.notes.items() if bool(cond.subs(subs))]
+
     @property
     def global_min_loss(self) -> float | None:
         """``inf L`` in closed form, nats, or ``None`` if the model does not declare it."""

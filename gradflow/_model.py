@@ -73,6 +73,8 @@ class ReducedModel:
       and the critical-point search; a parameter left out gets ``(-3, 3)``.
     - ``embed``: ``embed(θ, h) -> full-model parameters`` for the reduced-vs-full checks.
     - ``source``: the paper and equation the loss comes from.
+    - ``notes``: remarks for reports, each shown where its condition on ``h`` holds, e.g.
+      ``{"p + q = 1: the chain is i.i.d. …": Eq(p + q, 1)}``.
     """
 
     name: str
@@ -88,6 +90,7 @@ class ReducedModel:
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     embed: Callable[..., Any] | None = None
     source: str = ""
+    notes: Mapping[str, sp.Basic] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.params]

@@ -117,6 +117,11 @@ def _critical_specs(
     return tuple(specs)
 
 
+NOTES = {
+    "p + q = 1: the chain is i.i.d., c* = 0 and every critical point is a global minimum": memoryless
+}
+"""Remarks shown in reports where their condition on ``(p, q)`` holds."""
+
 REFERENCES = {
     "entropy_rate": entropy_rate,
     "unigram_loss": unigram_loss,
@@ -143,6 +148,7 @@ def canonical_model() -> ReducedModel:
         critical_sets=_critical_specs({}, None, None),
         global_min_loss=entropy_rate,
         references=REFERENCES,
+        notes=NOTES,
         plane=("w", "e"),
         bounds={"e": (-3.0, 3.0), "w": (-3.0, 3.0)},
         source="Makkuva et al., Local to Global (NeurIPS 2024), §3, canonical parametrization",
@@ -168,6 +174,7 @@ def canonical_bias_model() -> ReducedModel:
         embed=ReducedEmbedding((e, w, b), (p, q), b - e**2 / 2),
         global_min_loss=entropy_rate,
         references=REFERENCES,
+        notes=NOTES,
         plane=("w", "e"),
         bounds={"e": (-3.0, 3.0), "w": (-3.0, 3.0), "b": (-6.0, 6.0)},
         source="Makkuva et al., Local to Global (NeurIPS 2024), §3, with the bias b trained",

@@ -32,6 +32,7 @@ import sympy as sp
 from gradflow import BoundModel, CriticalSetSpec, ReducedModel
 
 from .markov import (
+    NOTES,
     REFERENCES,
     UNIT,
     W_SADDLE,
@@ -122,6 +123,7 @@ def canonical_attention_model() -> ReducedModel:
         critical_sets=_critical_specs({}, None, None),
         global_min_loss=entropy_rate,
         references=REFERENCES,
+        notes=NOTES,
         plane=("w", "e"),
         bounds={k: BOUNDS[k] for k in ("e", "w", "a")},
         embed=ReducedEmbedding((e, w, a), (p, q), f0),
@@ -151,6 +153,7 @@ def canonical_attention_bias_model() -> ReducedModel:
         ),
         global_min_loss=entropy_rate,
         references=REFERENCES,
+        notes=NOTES,
         plane=("w", "e"),
         bounds=dict(BOUNDS),
         embed=ReducedEmbedding((e, w, a, b), (p, q), f0),
