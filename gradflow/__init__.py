@@ -1,9 +1,17 @@
 """gradflow: gradient-flow analysis of the reduced models of transformer training dynamics.
 
-A reduced model is a loss ``L(θ; h)`` declared in SymPy (:class:`ReducedModel`).  The engine
-lambdifies it to JAX and provides its gradient flow, critical sets, basins of attraction and
-phase portraits.  Importing gradflow enables JAX's float64 mode: critical points, Hessian spectra
-and conserved quantities need it.  It does not import matplotlib.
+A reduced model is a loss ``L(θ; h)`` declared in SymPy (:class:`ReducedModel`); bound to its
+hyperparameters it is a :class:`Landscape`, as is a loss written directly in JAX
+(:class:`JaxLandscape`).  On a landscape the engine computes gradient flows, critical sets,
+basins of attraction and phase portraits.  Importing gradflow enables JAX's float64 mode:
+critical points, Hessian spectra and conserved quantities need it.  It does not import
+matplotlib.
+
+The modules run in one direction: errors and types (``_errors``, ``_landscape``) → SymPy
+lowering and the integrators (``_lowering``, ``_integrate``, ``_descent``, ``_batched``) → the
+model and its binding (``_symbolic``, ``_compiled``, ``_model``, ``_jax_landscape``) → the
+algorithms (``_classify``, ``_pieces``, ``_critical``, ``_attractors``, ``_flows``, ``_basins``,
+``_separatrix``) → drawing and I/O (``_draw``, ``_io``, ``_portrait``) → this module.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)
 
+from ._attractors import Attractor, AttractorIndex  # noqa: E402
 from ._basins import (  # noqa: E402
     LABELS,
     BasinMap,
@@ -20,67 +29,80 @@ from ._basins import (  # noqa: E402
     plane_grid,
     widened_bounds,
 )
-from ._bound import BoundModel  # noqa: E402
+from ._batched import FlowEndpoints  # noqa: E402
 from ._classify import KINDS, classify_points  # noqa: E402
-from ._critical import CriticalSet, critical_sets, decision_level  # noqa: E402
-from ._errors import GradflowError  # noqa: E402
-from ._flow import (  # noqa: E402
-    FlowEndpoints,
-    FlowOptions,
-    GradientField,
-    Status,
-    Trajectory,
-    descend,
-    flow,
-    flow_endpoints,
-    gradient_descent,
-    gradient_flow,
-    integrate,
+from ._critical import (  # noqa: E402
+    CriticalSet,
+    CriticalSets,
+    critical_sets,
+    decision_level,
+    global_min_level,
 )
+from ._descent import descend  # noqa: E402
+from ._errors import GradflowError  # noqa: E402
+from ._flows import flow, flow_endpoints, gradient_descent  # noqa: E402
+from ._integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate  # noqa: E402
 from ._io import atomic_outputs, check_output, save_with_data, to_jsonable  # noqa: E402
-from ._model import CriticalSetSpec, ReducedModel  # noqa: E402
-from ._portrait import Overlay, Portrait, portrait  # noqa: E402
+from ._jax_landscape import JaxLandscape  # noqa: E402
+from ._landscape import ClosedForm, GradientField, Landscape  # noqa: E402
+from ._lowering import (  # noqa: E402
+    LogSigmoid,
+    Sigmoid,
+    binary_cross_entropy,
+    lambdify_jax,
+    lambdify_numpy,
+)
+from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain  # noqa: E402
+from ._portrait import FORMATS, Overlay, Portrait, portrait  # noqa: E402
 from ._progress import progress_bar  # noqa: E402
-from ._sym import LogSigmoid, Sigmoid, binary_cross_entropy, lambdify_jax, lambdify_numpy  # noqa: E402
 
 __all__ = [
-    "atomic_outputs",
-    "check_output",
-    "decision_level",
-    "default_basin_options",
-    "lambdify_numpy",
-    "progress_bar",
-    "save_with_data",
-    "to_jsonable",
-    "widened_bounds",
+    "FORMATS",
     "KINDS",
     "LABELS",
+    "Attractor",
+    "AttractorIndex",
     "BasinMap",
-    "CriticalSet",
-    "Overlay",
-    "Portrait",
-    "basins",
-    "classify_points",
-    "critical_sets",
-    "descend",
-    "gradient_descent",
-    "plane_grid",
-    "portrait",
     "BoundModel",
+    "ClosedForm",
+    "CriticalSet",
     "CriticalSetSpec",
+    "CriticalSets",
     "FlowEndpoints",
     "FlowOptions",
-    "GradientField",
     "GradflowError",
+    "GradientField",
+    "JaxLandscape",
+    "Landscape",
     "LogSigmoid",
+    "Overlay",
+    "Portrait",
     "ReducedModel",
     "Sigmoid",
     "Status",
     "Trajectory",
+    "atomic_outputs",
+    "basins",
     "binary_cross_entropy",
+    "check_output",
+    "classify_points",
+    "critical_sets",
+    "decision_level",
+    "default_basin_options",
+    "descend",
     "flow",
     "flow_endpoints",
+    "global_min_level",
+    "gradient_descent",
     "gradient_flow",
     "integrate",
     "lambdify_jax",
+    "lambdify_numpy",
+    "plane_grid",
+    "portrait",
+    "progress_bar",
+    "save_with_data",
+    "show_domain",
+    "to_jsonable",
+    "widened_bounds",
 ]

@@ -1,28 +1,35 @@
-"""Basins of attraction: integrate the flow from every point of a grid and label the endpoint.
+"""Basins of attraction: integrate the flow from every point of a grid and name what it reached.
 
-Each grid point is labelled by the kind of critical set its trajectory reaches (``global_min``,
-``local_min``, ``saddle``, ``local_max``, ``degenerate``), or ``diverged`` / ``not_converged``.
-A trajectory whose loss falls below the lowest non-global critical value is labelled
-``global_min`` as soon as it does (the loss decreases along the flow, so nothing else is left
-for it to reach); this removes the stiff tail near the global-minimum set from the integration.
+Each grid point carries the **attractor** its trajectory reached — a connected component of a
+classified critical set, with its id (so the two wells of a double well are two basins) — and
+the attractor's kind, or the label ``diverged``, ``not_converged`` or ``non_smooth``.
+
+Where a landscape proves it (:attr:`~gradflow.Landscape.sublevel_shortcut`), a trajectory whose
+loss falls below every non-global critical value is stopped there: it can only end on a global
+minimum, namely on the component of the sublevel set it is in.  This removes the stiff tail near
+the global-minimum set from the integration.  The component is identified by a straight segment
+to a global-minimum sample that stays below that level; a trajectory for which no such segment
+is found is integrated on to its end.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import diffrax
 import numpy as np
+from scipy.spatial import cKDTree
 
-from ._classify import KINDS, classify_points
-from ._critical import CriticalSet, critical_sets, decision_level, global_min_level
+from ._attractors import Attractor, AttractorIndex
+from ._batched import FlowEndpoints
+from ._classify import KINDS
+from ._critical import CriticalSets, critical_sets, decision_level, global_min_level
 from ._errors import GradflowError
-from ._flow import FlowOptions, Status, flow_endpoints
-
-if TYPE_CHECKING:
-    from ._bound import BoundModel
+from ._flows import flow_endpoints
+from ._integrate import FlowOptions, Status
+from ._landscape import Landscape
 
 __all__ = [
     "LABELS",
@@ -33,13 +40,22 @@ __all__ = [
     "widened_bounds",
 ]
 
-LABELS = (*KINDS, "diverged", "not_converged")
-"""Basin labels; a :class:`BasinMap` stores indices into this tuple."""
+LABELS = (*KINDS, "diverged", "not_converged", "non_smooth")
+"""Basin labels by kind; :attr:`BasinMap.labels` stores indices into this tuple."""
+SEGMENT_SAMPLES = 17
+"""Points at which a decided endpoint's segment to a global-minimum sample is checked."""
+CANDIDATES = 4
+"""Nearest global-minimum samples tried for each decided endpoint."""
+_STATUS_LABEL = {
+    Status.DIVERGED: "diverged",
+    Status.NOT_CONVERGED: "not_converged",
+    Status.NON_SMOOTH: "non_smooth",
+}
 
 
 def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
-    """Tsit5 first (cheap steps; the stiff tail is cut off by the decision level), then Kvaerno5
-    for the members whose 2,000-step budget ran out.  Measured in ``docs/performance.md``."""
+    """Tsit5 first (cheap steps), then Kvaerno5 for the members whose 2,000-step budget ran out
+    (stiff regions).  Measured in ``docs/performance.md``."""
     return (
         FlowOptions(solver=diffrax.Tsit5(), rtol=1e-6, atol=1e-9, max_steps=2_000),
         FlowOptions(solver=diffrax.Kvaerno5(), rtol=1e-6, atol=1e-9, max_steps=20_000),
@@ -55,11 +71,15 @@ class BasinMap:
         xs, ys: grid coordinates, shapes ``(nx,)`` and ``(ny,)`` (endpoints included).
         fixed: values of the parameters not in the plane (a slice of a higher-dimensional flow).
         labels: indices into :data:`LABELS`, shape ``(ny, nx)`` (row = y).
+        attractor_ids: the id of the attractor each grid point reached, ``-1`` where none
+            (diverged, not converged, stuck on a kink), shape ``(ny, nx)``.
+        attractors: every attractor, with the share of the grid reaching it as ``fraction``.
         times: flow time at which each trajectory stopped, shape ``(ny, nx)``.
-        steps: accepted solver steps, shape ``(ny, nx)``.
+        steps: solver steps taken (accepted and rejected), shape ``(ny, nx)``.
         endpoints: where each trajectory stopped, shape ``(ny, nx, dim)``.
         critical: the classified critical sets used for the labels.
         options: the integration stages used.
+        shortcut: whether trajectories were decided below the lowest non-global critical value.
     """
 
     plane: tuple[str, str]
@@ -67,11 +87,19 @@ class BasinMap:
     ys: np.ndarray
     fixed: dict[str, float]
     labels: np.ndarray
+    attractor_ids: np.ndarray
+    attractors: tuple[Attractor, ...]
     times: np.ndarray
     steps: np.ndarray
     endpoints: np.ndarray
-    critical: list[CriticalSet]
+    critical: CriticalSets
     options: tuple[FlowOptions, ...]
+    shortcut: bool
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(xmin, xmax, ymin, ymax)``."""
+        return (float(self.xs[0]), float(self.xs[-1]), float(self.ys[0]), float(self.ys[-1]))
 
     def fractions(self) -> dict[str, float]:
         """Fraction of grid points per label (every label listed; they sum to 1)."""
@@ -82,9 +110,13 @@ class BasinMap:
         """Boolean map of the grid points with ``label``, shape ``(ny, nx)``."""
         return self.labels == LABELS.index(label)
 
+    def reached(self) -> list[Attractor]:
+        """The attractors some grid point reaches, largest basin first."""
+        return sorted((a for a in self.attractors if a.fraction > 0), key=lambda a: -a.fraction)
+
 
 def plane_grid(
-    model: BoundModel,
+    landscape: Landscape,
     grid: int | tuple[int, int],
     box: Sequence[float] | None = None,
     fixed: Mapping[str, float] | None = None,
@@ -93,23 +125,24 @@ def plane_grid(
     """A grid of initial points on a plane of parameter space.
 
     Args:
-        model: the model.
+        landscape: the loss.
         grid: points per axis (``N`` for ``N × N``, or ``(nx, ny)``), at least 2, endpoints
             included like ``numpy.linspace``.
-        box: ``(xmin, xmax, ymin, ymax)``; default: the model's bounds of the plane coordinates.
+        box: ``(xmin, xmax, ymin, ymax)``; default: the landscape's bounds of the plane
+            coordinates.
         fixed: values of the other parameters (default 0).
-        plane: the two parameters on the axes (default: the model's ``plane``).
+        plane: the two parameters on the axes (default: the landscape's ``plane``).
 
     Returns:
         ``(plane, xs, ys, fixed, thetas)`` with ``thetas`` of shape ``(ny, nx, dim)``.
 
     Raises:
-        GradflowError: a grid below 2, a box with min ≥ max, unknown parameter names, the same
-            parameter on both axes, a fixed value for an axis or a non-finite one.
+        GradflowError: a grid below 2, a box with min ≥ max or non-finite, unknown parameter
+            names, the same parameter on both axes, a fixed value for an axis or a non-finite
+            one.
     """
-    m = model.model
-    plane = tuple(plane or m.plane)
-    ix, iy = m.index(plane[0]), m.index(plane[1])
+    plane = tuple(plane or landscape.plane)
+    ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
     if ix == iy:
         raise GradflowError(
             f"plane ({plane[0]}, {plane[1]}): the two axes must be different parameters"
@@ -119,14 +152,16 @@ def plane_grid(
         if int(n) != n or n < 2:
             raise GradflowError(f"grid = {n!r} must be an integer ≥ 2")
     if box is None:
-        box = (*m.bound(plane[0]), *m.bound(plane[1]))
+        box = (*landscape.bound(plane[0]), *landscape.bound(plane[1]))
     xmin, xmax, ymin, ymax = (float(v) for v in box)
     for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
-        if not lo < hi:
-            raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}")
-    off_plane = [n for n in m.param_names if n not in plane]
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise GradflowError(
+                f"box: {name} min {lo:g} must be below {name} max {hi:g}, both finite"
+            )
+    off_plane = [n for n in landscape.param_names if n not in plane]
     for name, value in (fixed or {}).items():
-        m.index(name)
+        landscape.index(name)
         if name in plane:
             raise GradflowError(
                 f"fixed {name} = {value!r}: {name} is an axis of the plane; only "
@@ -136,49 +171,64 @@ def plane_grid(
             raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
     fixed = {n: float((fixed or {}).get(n, 0.0)) for n in off_plane}
     xs, ys = np.linspace(xmin, xmax, int(nx)), np.linspace(ymin, ymax, int(ny))
-    thetas = np.zeros((len(ys), len(xs), m.dim))
+    thetas = np.zeros((len(ys), len(xs), landscape.dim))
     for name, value in fixed.items():
-        thetas[..., m.index(name)] = value
+        thetas[..., landscape.index(name)] = value
     thetas[..., ix] = xs[None, :]
     thetas[..., iy] = ys[:, None]
     return plane, xs, ys, fixed, thetas
 
 
 def basins(
-    model: BoundModel,
+    landscape: Landscape,
     *,
     grid: int | tuple[int, int] = 101,
     box: Sequence[float] | None = None,
     fixed: Mapping[str, float] | None = None,
     plane: tuple[str, str] | None = None,
     options: FlowOptions | Sequence[FlowOptions] | None = None,
-    critical: list[CriticalSet] | None = None,
+    critical: CriticalSets | None = None,
     progress: bool | None = None,
 ) -> BasinMap:
     """Compute the basin map of the gradient flow on a grid of initial points.
 
     Args:
-        model: the model at fixed hyperparameters.
+        landscape: the loss (e.g. a model bound to its hyperparameters).
         grid, box, fixed, plane: the grid of initial points, see :func:`plane_grid`.
         options: integration stages (default :func:`default_basin_options`).
-        critical: critical sets to label with (default: :func:`critical_sets` over the box).
+        critical: critical sets to label with (default: :func:`critical_sets` over the box
+            widened by half its size, since trajectories may end outside it).
         progress: progress bar (default: shown once the integration has run 1.5 s).
 
     Returns:
-        The labelled map with stopping times and endpoints.
+        The map: attractor ids and labels by kind, stopping times and endpoints.
 
     Raises:
         GradflowError: invalid grid or box (see :func:`plane_grid`).
     """
-    plane, xs, ys, fixed, thetas = plane_grid(model, grid, box, fixed, plane)
-    stages = tuple(default_basin_options() if options is None else _as_tuple(options))
+    plane, xs, ys, fixed, thetas = plane_grid(landscape, grid, box, fixed, plane)
+    stages = (
+        default_basin_options()
+        if options is None
+        else ((options,) if isinstance(options, FlowOptions) else tuple(options))
+    )
     if critical is None:
         bounds = {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])}
-        critical = critical_sets(model, bounds=widened_bounds(model, bounds))
-    decide = _decision(critical)
-    flat = thetas.reshape(-1, model.model.dim)
-    result = flow_endpoints(model, flat, stages, decide_below=decide, progress=progress)
-    labels = _labels(model, result.endpoints, result.status, global_min_level(critical))
+        critical = critical_sets(landscape, bounds=widened_bounds(landscape, bounds))
+    level = _decision(critical) if landscape.sublevel_shortcut else None
+    flat = thetas.reshape(-1, landscape.dim)
+    result = flow_endpoints(landscape, flat, stages, decide_below=level, progress=progress)
+    index = AttractorIndex(critical, critical.box, center=_center(flat))
+    ids, status, endpoints = _attractor_ids(landscape, index, critical, result, level, stages)
+    kinds = np.array([LABELS.index(a.kind) for a in index.attractors] + [0], dtype=int)
+    labels = np.where(ids >= 0, kinds[ids], 0)
+    for code, label in _STATUS_LABEL.items():
+        labels[(ids < 0) & (status == code)] = LABELS.index(label)
+    counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
+    attractors = tuple(
+        dataclasses.replace(a, fraction=float(c) / ids.size)
+        for a, c in zip(index.attractors, counts)
+    )
     shape = thetas.shape[:2]
     return BasinMap(
         plane=plane,
@@ -186,15 +236,83 @@ def basins(
         ys=ys,
         fixed=fixed,
         labels=labels.reshape(shape),
+        attractor_ids=ids.reshape(shape),
+        attractors=attractors,
         times=result.times.reshape(shape),
         steps=result.steps.reshape(shape),
-        endpoints=result.endpoints.reshape(thetas.shape),
+        endpoints=endpoints.reshape(thetas.shape),
         critical=critical,
         options=stages,
+        shortcut=level is not None,
     )
 
 
-def _decision(critical: list[CriticalSet]) -> float | None:
+def _center(points: np.ndarray) -> np.ndarray:
+    return 0.5 * (points.min(axis=0) + points.max(axis=0))
+
+
+def _attractor_ids(
+    landscape: Landscape,
+    index: AttractorIndex,
+    critical: CriticalSets,
+    result: FlowEndpoints,
+    level: float | None,
+    stages: tuple[FlowOptions, ...],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Attractor ids (``-1`` for none), final statuses and endpoints of a batch of flows.
+
+    Decided members are resolved to the global-minimum component of their sublevel set; those
+    that cannot be resolved are integrated on without the decision level.
+    """
+    status, endpoints = result.status.copy(), result.endpoints.copy()
+    ids = np.full(len(status), -1)
+    decided = np.flatnonzero(status == Status.DECIDED)
+    if decided.size:
+        ids[decided] = _below_level(landscape, index, endpoints[decided], level)
+        unresolved = decided[ids[decided] < 0]
+        if unresolved.size:
+            rest = flow_endpoints(landscape, endpoints[unresolved], stages[-1:], progress=False)
+            endpoints[unresolved], status[unresolved] = rest.endpoints, rest.status
+    converged = np.flatnonzero((status == Status.CONVERGED) & (ids < 0))
+    if converged.size:
+        ids[converged] = index.match(endpoints[converged])
+        loose = converged[ids[converged] < 0]
+        ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
+    return ids, status, endpoints
+
+
+def _below_level(
+    landscape: Landscape, index: AttractorIndex, points: np.ndarray, level: float | None
+) -> np.ndarray:
+    """For points below ``level``, the global-minimum attractor reachable below it, or ``-1``.
+
+    Below every non-global critical value each component of the sublevel set holds exactly one
+    component of the global-minimum set (two would be separated by a mountain pass, a critical
+    point with a loss in between).  A straight segment below ``level`` from the point to a
+    sample of a global-minimum component shows which.
+    """
+    ids = np.full(len(points), -1)
+    owners = [a.id for a in index.attractors if a.kind == "global_min"]
+    samples = index.samples(owners)
+    if level is None or not len(samples[0]):
+        return ids
+    tree = cKDTree(samples[0])
+    k = min(CANDIDATES, len(samples[0]))
+    _, nearest = tree.query(points, k=k)
+    nearest = nearest.reshape(len(points), k)
+    s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[None, :, None]
+    for j in range(k):
+        todo = np.flatnonzero(ids < 0)
+        if not todo.size:
+            break
+        target = samples[0][nearest[todo, j]]
+        segment = points[todo, None, :] + s * (target - points[todo])[:, None, :]
+        below = np.all(landscape.loss(segment) < level, axis=1)
+        ids[todo[below]] = samples[1][nearest[todo[below], j]]
+    return ids
+
+
+def _decision(critical: CriticalSets) -> float | None:
     """The loss below which a trajectory is labelled ``global_min`` without integrating further.
 
     Just below the lowest non-global critical value.  When every critical set found is global
@@ -208,36 +326,13 @@ def _decision(critical: list[CriticalSet]) -> float | None:
     return None if best is None else best + 1e-6 * max(1.0, abs(best))
 
 
-def _as_tuple(options: FlowOptions | Sequence[FlowOptions]) -> tuple[FlowOptions, ...]:
-    return (options,) if isinstance(options, FlowOptions) else tuple(options)
-
-
 def widened_bounds(
-    model: BoundModel, bounds: dict[str, tuple[float, float]]
+    landscape: Landscape, bounds: Mapping[str, tuple[float, float]]
 ) -> dict[str, tuple[float, float]]:
     """The box enlarged by half its size: trajectories may end outside the grid's box."""
     out = {}
-    for name in model.model.param_names:
-        lo, hi = bounds.get(name, model.model.bound(name))
+    for name in landscape.param_names:
+        lo, hi = bounds.get(name, landscape.bound(name))
         pad = 0.5 * (hi - lo)
-        out[name] = (lo - pad, hi + pad)
+        out[name] = (float(lo - pad), float(hi + pad))
     return out
-
-
-def _labels(
-    model: BoundModel, endpoints: np.ndarray, status: np.ndarray, global_loss: float | None
-) -> np.ndarray:
-    """Label indices into :data:`LABELS` from endpoints and stop statuses."""
-    labels = np.full(status.shape, LABELS.index("not_converged"))
-    labels[status == Status.DIVERGED] = LABELS.index("diverged")
-    labels[status == Status.DECIDED] = LABELS.index("global_min")
-    converged = np.flatnonzero(status == Status.CONVERGED)
-    if converged.size:
-        kinds = classify_points(model, endpoints[converged], global_loss).kinds
-        labels[converged] = [LABELS.index(k) for k in kinds]
-    return labels
-
-
-def fractions_table(fractions: Mapping[str, float]) -> list[tuple[str, float]]:
-    """The non-zero fractions, largest first."""
-    return sorted(((k, v) for k, v in fractions.items() if v > 0), key=lambda kv: -kv[1])

@@ -4,22 +4,25 @@ The Hessian spectrum decides wherever it can.  Where it has zero eigenvalues —
 on a non-isolated critical set, and at degenerate saddles such as the canonical model's
 ``(0, -1/√2)`` where the whole Hessian vanishes — the loss is probed along the null space: a
 Morse–Bott set is flat along it, a degenerate saddle is not.  A critical point whose loss equals
-the global minimum loss is a global minimizer, whatever its Hessian.  Everything is vectorized
-over the points, so a basin map can classify tens of thousands of endpoints at once.
+a proven lower bound of ``L`` is a global minimizer, whatever its Hessian; nothing else is.
+
+A Hessian is never read where it is not finite (a ``0/0`` in the symbolic second derivative,
+as in ``(x² + y²)^{3/2}`` at the origin): there it is taken by central finite differences of
+``∇L``, and where that fails too, the loss alone is probed in every direction.  Each point
+records which way its Hessian was obtained.  Everything is vectorized over the points, so a
+basin map can classify tens of thousands of endpoints at once.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ._bound import BoundModel
+from ._landscape import Landscape
 
-__all__ = ["KINDS", "Classification", "classify_points"]
+__all__ = ["KINDS", "Classification", "classify_points", "hessians"]
 
 KINDS = ("global_min", "local_min", "saddle", "local_max", "degenerate")
 """The kinds of critical points and sets, in reporting order."""
@@ -31,7 +34,16 @@ PROBE_RADIUS = 1e-2
 PROBE_LOSS = 1e-12
 """A probed loss differs from the critical value when ``|ΔL| > PROBE_LOSS · max(1, |L|)``."""
 GLOBAL_LOSS = 1e-9
-"""A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · max(1, |L|)`` (nats)."""
+"""A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · max(1, |L|)``."""
+FD_STEP = 1e-6
+"""Step of the central differences of ``∇L`` that replace a non-finite Hessian (relative to
+``max(1, |θ|)``)."""
+HESSIAN_METHODS = (
+    "automatic differentiation",
+    f"finite differences of ∇L (step {FD_STEP:g})",
+    "loss probes",
+)
+"""How a point's Hessian was obtained, in order of preference."""
 
 
 @dataclass(frozen=True)
@@ -43,12 +55,41 @@ class Classification:
         eigenvalues: Hessian eigenvalues, ascending, shape ``(n, dim)``.
         morse_index: number of negative eigenvalues, shape ``(n,)``.
         nullity: number of zero eigenvalues (the dimension of a Morse–Bott set), shape ``(n,)``.
+        hessian_method: one of :data:`HESSIAN_METHODS` per point, shape ``(n,)``.
     """
 
     kinds: np.ndarray
     eigenvalues: np.ndarray
     morse_index: np.ndarray
     nullity: np.ndarray
+    hessian_method: np.ndarray
+
+
+def hessians(landscape: Landscape, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Hessians at ``thetas`` (shape ``(n, dim)``) and how each was obtained.
+
+    Returns:
+        ``(H, method)``: ``H`` of shape ``(n, dim, dim)``, NaN where neither automatic nor
+        finite differences give a finite matrix; ``method`` indices into
+        :data:`HESSIAN_METHODS`, shape ``(n,)``.
+    """
+    n, dim = thetas.shape
+    with np.errstate(all="ignore"):
+        h = np.array(landscape.hessian(thetas)) if n else np.zeros((0, dim, dim))
+    method = np.zeros(n, dtype=int)
+    bad = np.flatnonzero(~np.all(np.isfinite(h), axis=(1, 2)))
+    if bad.size:
+        step = FD_STEP * np.maximum(1.0, np.abs(thetas[bad]).max(axis=1))
+        offsets = step[:, None, None] * np.eye(dim)[None]
+        plus = thetas[bad, None, :] + offsets
+        minus = thetas[bad, None, :] - offsets
+        with np.errstate(all="ignore"):
+            diff = (landscape.grad(plus) - landscape.grad(minus)) / (2 * step[:, None, None])
+        fd = 0.5 * (diff + np.swapaxes(diff, 1, 2))
+        finite = np.all(np.isfinite(fd), axis=(1, 2))
+        h[bad] = np.where(finite[:, None, None], fd, np.nan)
+        method[bad] = np.where(finite, 1, 2)
+    return h, method
 
 
 def _probe_coefficients(dim: int) -> np.ndarray:
@@ -65,29 +106,34 @@ def _probe_coefficients(dim: int) -> np.ndarray:
 
 
 def classify_points(
-    model: BoundModel, thetas: np.ndarray, global_min_loss: float | None
+    landscape: Landscape, thetas: np.ndarray, global_min_loss: float | None
 ) -> Classification:
-    """Classify critical points ``thetas`` (shape ``(n, dim)``) of ``model``.
+    """Classify critical points ``thetas`` (shape ``(n, dim)``) of ``landscape``.
 
     Args:
-        model: the model at fixed hyperparameters.
+        landscape: the loss.
         thetas: points where ``∇L = 0``.
-        global_min_loss: ``inf L`` in nats, or ``None`` if unknown (then no point is labelled
-            ``global_min`` here).
+        global_min_loss: a proven lower bound of ``L``, or ``None`` (then no point is labelled
+            ``global_min``).
 
     Returns:
-        The kinds, Hessian spectra, Morse indices and nullities.
+        The kinds, Hessian spectra, Morse indices, nullities and Hessian methods.
     """
-    dim = model.model.dim
+    dim = landscape.dim
     thetas = np.asarray(thetas, dtype=np.float64).reshape(-1, dim)
-    lam, vec = np.linalg.eigh(model.hessian(thetas))
-    losses = model.loss(thetas)
-    zero = ZERO_EIGENVALUE * np.maximum(1.0, np.abs(lam).max(axis=1, initial=0.0))[:, None]
-    null = np.abs(lam) <= zero
-    neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
+    h, method = hessians(landscape, thetas)
+    probed = method == 2
+    lam, vec = np.linalg.eigh(np.where(probed[:, None, None], 0.0, h))
+    lam[probed] = np.nan
+    vec[probed] = np.eye(dim)
+    losses = landscape.loss(thetas)
+    with np.errstate(invalid="ignore"):
+        zero = ZERO_EIGENVALUE * np.maximum(1.0, np.abs(lam).max(axis=1, initial=0.0))[:, None]
+        null = (np.abs(lam) <= zero) | probed[:, None]
+        neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
     nullity = null.sum(axis=1)
     decreases, increases = _probe(
-        model, thetas, losses, vec, null, (nullity > 0) & ~((neg > 0) & (pos > 0))
+        landscape, thetas, losses, vec, null, (nullity > 0) & ~((neg > 0) & (pos > 0))
     )
     kinds = np.select(
         [
@@ -117,11 +163,17 @@ def classify_points(
             1.0, np.abs(losses)
         )
         kinds[is_global] = "global_min"
-    return Classification(kinds=kinds, eigenvalues=lam, morse_index=neg, nullity=nullity)
+    return Classification(
+        kinds=kinds,
+        eigenvalues=lam,
+        morse_index=neg,
+        nullity=nullity,
+        hessian_method=np.asarray(HESSIAN_METHODS, dtype=object)[method],
+    )
 
 
 def _probe(
-    model: BoundModel,
+    landscape: Landscape,
     thetas: np.ndarray,
     losses: np.ndarray,
     vec: np.ndarray,
@@ -139,7 +191,7 @@ def _probe(
     coef = np.divide(coef, norms, out=np.zeros_like(coef), where=norms > 0)
     directions = np.einsum("pkj,pij->pki", coef, vec[idx])
     probes = thetas[idx, None, :] + PROBE_RADIUS * directions
-    delta = model.loss(probes) - losses[idx, None]
+    delta = landscape.loss(probes) - losses[idx, None]
     tol = PROBE_LOSS * np.maximum(1.0, np.abs(losses[idx]))[:, None]
     decreases[idx] = (delta < -tol).any(axis=1)
     increases[idx] = (delta > tol).any(axis=1)

@@ -1,7 +1,7 @@
-"""SymPy → JAX: the compiled loss, gradient, Hessian and invariants of a reduced model.
+"""SymPy → JAX: the compiled loss, gradient, Hessian and invariants of a symbolic loss.
 
-Compiled once per :class:`ReducedModel` (cached) and shared by every hyperparameter value:
-hyperparameters are array arguments, so a sweep over ``(p, q)`` does not recompile.
+Compiled once per loss (cached) and shared by every hyperparameter value: hyperparameters are
+array arguments, so a sweep over ``(p, q)`` does not recompile.
 """
 
 from __future__ import annotations
@@ -15,25 +15,28 @@ import jax
 import jax.numpy as jnp
 import sympy as sp
 
-from ._model import ReducedModel
-from ._sym import lambdify_jax, lambdify_numpy
+from ._landscape import GradientField
+from ._lowering import lambdify_jax, lambdify_numpy
 
-__all__ = ["CompiledModel", "compile_model", "numpy_gradient"]
+__all__ = ["CompiledLoss", "compile_loss"]
 
 Fn = Callable[[jax.Array, jax.Array], jax.Array]
 
 
 @dataclass(frozen=True, eq=False)
-class CompiledModel:
-    """Jitted JAX callables of a reduced model; every one takes ``(θ, h)``.
+class CompiledLoss:
+    """Jitted JAX callables of a symbolic loss; every one takes ``(θ, h)``.
 
     ``θ`` has shape ``(..., dim)`` (any leading batch axes), ``h`` shape ``(n_hyper,)``.
 
     Attributes:
-        loss: ``L(θ; h)``, shape ``(...)``, nats.
+        loss: ``L(θ; h)``, shape ``(...)``.
         grad: ``∇L``, shape ``(..., dim)``; differentiated symbolically, then lambdified.
         hessian: ``∇²L``, shape ``(..., dim, dim)``; forward-mode derivative of ``grad``.
         invariants: conserved quantities by name, each shape ``(...)``.
+        field: ``loss`` and ``grad`` as a :class:`GradientField` (one object, so integrators
+            compile once per loss).
+        symbols: the arguments of the lambdified functions, ``(θ_1, …, θ_dim, h_1, …)``.
         symbolic_grad: the SymPy gradient, one expression per parameter.
     """
 
@@ -41,7 +44,16 @@ class CompiledModel:
     grad: Fn
     hessian: Fn
     invariants: dict[str, Fn]
+    field: GradientField
+    symbols: tuple[sp.Symbol, ...]
     symbolic_grad: tuple[sp.Expr, ...]
+
+    @functools.cached_property
+    def numpy_grad(self) -> Callable[..., Any]:
+        """The symbolic ``∇L`` lambdified to NumPy, a function of the scalars :attr:`symbols`
+        returning a list: for per-point calls from Python (root finders, scipy baselines), about
+        16 µs a call against about 60 µs for a jitted JAX call."""
+        return lambdify_numpy(self.symbols, list(self.symbolic_grad))
 
 
 def _unpack(fn: Callable[..., jax.Array], dim: int, *, vector: bool) -> Fn:
@@ -60,39 +72,33 @@ def _unpack(fn: Callable[..., jax.Array], dim: int, *, vector: bool) -> Fn:
 
 
 @functools.cache
-def compile_model(model: ReducedModel) -> CompiledModel:
-    """Lambdify the model's loss, symbolic gradient and invariants to jitted JAX functions."""
-    symbols = (*model.params, *model.hyperparams)
-    dim = model.dim
-    symbolic_grad = tuple(sp.diff(model.loss, s) for s in model.params)
-    loss = _unpack(lambdify_jax(symbols, model.loss), dim, vector=False)
-    grad = _unpack(lambdify_jax(symbols, symbolic_grad), dim, vector=True)
+def compile_loss(
+    params: tuple[sp.Symbol, ...],
+    hyperparams: tuple[sp.Symbol, ...],
+    loss: sp.Expr,
+    invariants: tuple[tuple[str, sp.Expr], ...] = (),
+) -> CompiledLoss:
+    """Lambdify ``loss``, its symbolic gradient and the invariants to jitted JAX functions."""
+    symbols = (*params, *hyperparams)
+    dim = len(params)
+    symbolic_grad = tuple(sp.diff(loss, s) for s in params)
+    loss_fn = jax.jit(_unpack(lambdify_jax(symbols, loss), dim, vector=False))
+    grad_fn = jax.jit(_unpack(lambdify_jax(symbols, list(symbolic_grad)), dim, vector=True))
 
     def hessian(theta: jax.Array, h: jax.Array) -> jax.Array:
-        point_hessian = jax.jacfwd(lambda t: grad(t, h))
+        point_hessian = jax.jacfwd(lambda t: grad_fn(t, h))
         flat = theta.reshape(-1, dim)
         return jax.vmap(point_hessian)(flat).reshape(theta.shape + (dim,))
 
-    invariants = {
-        name: jax.jit(_unpack(lambdify_jax(symbols, expr), dim, vector=False))
-        for name, expr in model.invariants.items()
-    }
-    return CompiledModel(
-        loss=jax.jit(loss),
-        grad=jax.jit(grad),
+    return CompiledLoss(
+        loss=loss_fn,
+        grad=grad_fn,
         hessian=jax.jit(hessian),
-        invariants=invariants,
+        invariants={
+            name: jax.jit(_unpack(lambdify_jax(symbols, expr), dim, vector=False))
+            for name, expr in invariants
+        },
+        field=GradientField(loss=loss_fn, grad=grad_fn),
+        symbols=symbols,
         symbolic_grad=symbolic_grad,
     )
-
-
-@functools.cache
-def numpy_gradient(model: ReducedModel) -> Callable[..., Any]:
-    """The symbolic ``∇L`` lambdified to NumPy, a function of scalars ``(θ_1, …, θ_dim, h_1, …)``.
-
-    For per-point calls from Python (e.g. ``scipy.optimize.root`` from many starts), where it
-    costs about 16 µs against about 60 µs for a jitted JAX call.  (The symbolic Hessian is not
-    offered this way: even with common-subexpression elimination it is slower than JAX's.)
-    """
-    symbols = (*model.params, *model.hyperparams)
-    return lambdify_numpy(symbols, list(compile_model(model).symbolic_grad))

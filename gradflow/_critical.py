@@ -1,59 +1,86 @@
-"""Critical sets of a reduced model: closed form and symbolic first, then numerical search.
+"""Critical sets of a loss: closed form first, then numerical search; each classified.
 
-1. Closed form: the model's declared :class:`CriticalSetSpec` pieces, and, where the gradient is a
-   rational function of ``θ``, the solutions of ``sympy.solve(∇L = 0)``.  Each piece is sampled
-   inside the bounds, checked (``∇L = 0`` there, or the declaration is wrong) and classified.
+1. Closed form: the landscape's closed-form sets (for a reduced model: its declared sets and the
+   solutions of ``sympy.solve(∇L = 0)``).  Each is sampled inside the bounds, checked
+   (``∇L = 0`` there, or the declaration is wrong) and classified point by point.
 2. Numerical: multi-start Levenberg–Marquardt on ``∇L = 0`` (``scipy.optimize.root``).
-   Solutions lying on a closed-form piece are absorbed by it; the rest are classified and grouped
-   into sets, whose dimension is the nullity of the Hessian (a Morse–Bott set of minima is
+   Solutions lying on a closed-form set are absorbed by it; the rest are classified and grouped
+   into clusters, whose dimension comes from their geometry (a Morse–Bott set of minima is
    reported as one set, not as the hundreds of points the search lands on).
+
+A set is a **global minimum** only when its loss equals a proven lower bound of ``L`` (see
+:attr:`gradflow.Landscape.global_min_loss`); otherwise the lowest minimum found is a local
+minimum, and where ``L`` visibly runs to ``-∞`` along a ray the result says so.  Each set is split
+into its connected components (two wells of a double well are two components of one set); see
+:mod:`gradflow._attractors`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, overload
 
 import numpy as np
-import sympy as sp
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import root
+from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
 from ._classify import KINDS, Classification, classify_points
-from ._compiled import numpy_gradient
 from ._errors import GradflowError
-from ._model import CriticalSetSpec, ReducedModel
-from ._pieces import GRADIENT_TOL, ON_SET_TOL, SampledPiece, on_piece, sample_piece
+from ._landscape import ClosedForm, Landscape
+from ._pieces import (
+    GRADIENT_TOL,
+    ON_SET_TOL,
+    SampledPiece,
+    components,
+    on_piece,
+    sample_piece,
+)
 
-if TYPE_CHECKING:
-    from ._bound import BoundModel
-
-__all__ = ["CriticalSet", "critical_sets", "global_min_level", "decision_level"]
+__all__ = [
+    "CriticalSet",
+    "CriticalSets",
+    "bounded_below",
+    "critical_sets",
+    "decision_level",
+    "global_min_level",
+    "local_dimension",
+    "search_box",
+]
 
 POINT_CLUSTER = 1e-3
 """Numerical solutions spread over less than this fraction of the box diagonal are one point."""
+CLUSTER_LINK = 0.05
+"""Numerical solutions of one kind closer than this fraction of the box diagonal are linked."""
+UNBOUNDED_LOSS = -1e6
+"""``L`` below this far out along a ray, and still falling, is read as ``L → -∞``."""
+RAY_DIRECTIONS = 32
+"""Random directions (besides the ± coordinate axes) probed for ``L → -∞``."""
 
 
 @dataclass(frozen=True)
 class CriticalSet:
-    """A connected piece of the critical set of one kind.
+    """A piece of the critical set of one kind (possibly several connected components).
 
     Attributes:
-        name: the closed-form piece it comes from (e.g. ``"Γ*"``), ``"sympy.solve: …"`` with
-            the solution, or ``"numerical"``.
+        name: the closed-form set it comes from (e.g. ``"Γ*"``), ``"sympy.solve: …"`` with the
+            solution, or ``"numerical"``.
         kind: ``global_min``, ``local_min``, ``saddle``, ``local_max`` or ``degenerate``.
-        dimension: 0 for an isolated point, 1 for a curve, …
-        loss: ``L`` on the set (constant on a connected critical set), nats.
+        dimension: 0 for an isolated point, 1 for a curve, … (from the set's geometry).
+        loss: ``L`` on the set (constant on a connected critical set).
         points: sample points on the set inside the bounds, shape ``(n, dim)``.
         equation: the set's equation where known in closed form.
-        hessian_eigenvalues: at a representative point, ascending, shape ``(dim,)``.
+        hessian_eigenvalues: at the representative point, ascending, shape ``(dim,)``.
         morse_index: number of negative Hessian eigenvalues there.
-        nullity: number of zero Hessian eigenvalues there (``_classify.ZERO_EIGENVALUE``); more
-            than ``dimension`` means the Hessian alone does not decide the kind.
+        nullity: number of zero Hessian eigenvalues there; more than ``dimension`` means the
+            Hessian alone does not decide the kind (the loss was probed).
+        hessian_method: how the Hessian was obtained (automatic differentiation, or finite
+            differences of ``∇L`` where the former is not finite, or loss probes).
+        components: the connected component of each point, labels ``0 … n_components - 1``,
+            shape ``(n,)``.
         segments: for a curve known in closed form, the offsets in ``points`` at which each
             polyline starts (samples in order along the curve); empty for point clouds.
     """
@@ -67,12 +94,33 @@ class CriticalSet:
     hessian_eigenvalues: np.ndarray
     morse_index: int
     nullity: int
+    hessian_method: str
+    components: np.ndarray
     segments: tuple[int, ...] = ()
+
+    @property
+    def n_components(self) -> int:
+        """Number of connected components."""
+        return int(self.components.max()) + 1 if len(self.components) else 0
+
+    @property
+    def degenerate(self) -> bool:
+        """Whether the Hessian has more zero eigenvalues than the set has dimensions."""
+        return self.nullity > self.dimension
 
     def polylines(self) -> list[np.ndarray]:
         """The curve's polylines (for drawing); empty unless ``segments`` is set."""
         bounds = [*self.segments, len(self.points)]
         return [self.points[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b - a >= 2]
+
+    def component_points(self, label: int) -> np.ndarray:
+        """The points of component ``label``, shape ``(m, dim)``."""
+        return self.points[self.components == label]
+
+    def sample(self, center: np.ndarray | None = None) -> np.ndarray:
+        """The point of the set nearest ``center`` (default the origin), shape ``(dim,)``."""
+        center = np.zeros(self.points.shape[1]) if center is None else np.asarray(center)
+        return self.points[int(np.argmin(np.linalg.norm(self.points - center, axis=1)))]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the fields above, arrays as lists."""
@@ -85,23 +133,73 @@ class CriticalSet:
             "equation": self.equation,
             "hessian_eigenvalues": self.hessian_eigenvalues.tolist(),
             "morse_index": self.morse_index,
+            "nullity": self.nullity,
+            "hessian_method": self.hessian_method,
+            "components": self.n_components,
+        }
+
+
+@dataclass(frozen=True)
+class CriticalSets(Sequence[CriticalSet]):
+    """The classified critical sets of a loss in a box: a sequence of :class:`CriticalSet`.
+
+    Attributes:
+        sets: the sets, global minima first, then by kind and loss.
+        box: the searched bounds, shape ``(dim, 2)`` (``lo == hi`` on a pinned parameter).
+        global_min_loss: the proven lower bound used for ``global_min`` (``None`` if none).
+        bounded_below: ``True`` where a lower bound is proven, ``False`` where ``L`` visibly runs
+            to ``-∞`` along a ray, ``None`` where neither is known.
+        non_smooth: the loss's terms across whose kink ``∇L`` jumps.
+        param_names: the parameter names (the order of every point).
+    """
+
+    sets: tuple[CriticalSet, ...]
+    box: np.ndarray
+    global_min_loss: float | None
+    bounded_below: bool | None
+    non_smooth: tuple[str, ...]
+    param_names: tuple[str, ...]
+
+    @overload
+    def __getitem__(self, i: int) -> CriticalSet: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[CriticalSet, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> CriticalSet | tuple[CriticalSet, ...]:
+        return self.sets[i]
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    def __iter__(self) -> Iterator[CriticalSet]:
+        return iter(self.sets)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready report: the sets and what is known of the bound and the smoothness."""
+        return {
+            "parameters": list(self.param_names),
+            "critical_sets": [s.to_dict() for s in self.sets],
+            "bounded_below": self.bounded_below,
+            "global_min_loss": self.global_min_loss,
+            "non_smooth": list(self.non_smooth),
         }
 
 
 def critical_sets(
-    model: BoundModel,
+    landscape: Landscape,
     *,
     bounds: Mapping[str, tuple[float, float]] | None = None,
     fixed: Mapping[str, float] | None = None,
     samples: int = 41,
     starts: int = 256,
     seed: int = 0,
-) -> list[CriticalSet]:
+) -> CriticalSets:
     """The critical sets of ``L`` inside the bounds, each classified.
 
     Args:
-        model: the model at fixed hyperparameters.
-        bounds: ``{name: (lo, hi)}`` overriding the model's default range of some parameters.
+        landscape: the loss (e.g. a model bound to its hyperparameters).
+        bounds: ``{name: (lo, hi)}`` overriding the default range of some parameters.
         fixed: ``{name: value}``: only the critical points on this slice of parameter space
             (what a portrait of a slice draws).  Closed-form sets are sampled on the slice; the
             numerical search, whose solutions almost never lie on a slice, is skipped.
@@ -111,212 +209,262 @@ def critical_sets(
         seed: seed of the starting points.
 
     Returns:
-        The sets ordered by kind (global minima first) and loss.  Their kinds come from the
-        Hessian in the whole parameter space, also on a slice.
+        The sets ordered by kind (global minima first) and loss, with what is known of the
+        lower bound.  Their kinds come from the Hessian in the whole parameter space, also on a
+        slice.
 
     Raises:
-        GradflowError: a bound with ``lo ≥ hi``, an unknown name, or a declared set on which
-            ``∇L ≠ 0``.
+        GradflowError: a bound with ``lo ≥ hi``, an unknown name, a non-finite fixed value, or a
+            declared set on which ``∇L ≠ 0``.
     """
-    box = _bounds(model.model, bounds)
-    for name, value in (fixed or {}).items():
-        box[model.model.index(name)] = float(value)
-    global_loss = model.global_min_loss
-    pieces = [*model.model.critical_sets, *_symbolic_pieces(model.model)]
-    sampled = [(spec, sample_piece(model, spec, box, samples)) for spec in pieces]
-    found = _numerical_solutions(model, box, 0 if fixed else starts, seed)
+    box = search_box(landscape, bounds, fixed)
+    global_loss = landscape.global_min_loss
+    sampled = [
+        (piece, sample_piece(landscape, piece, box, samples)) for piece in landscape.closed_forms
+    ]
+    found = _numerical_solutions(landscape, box, 0 if fixed else starts, seed)
     on_closed_form = np.zeros(len(found), dtype=bool)
-    for spec, _ in sampled:
-        on_closed_form |= on_piece(model, spec, found)
-    loose = found[~on_closed_form]
-    if global_loss is None:
-        global_loss = _lowest_minimum(model, [piece.points for _, piece in sampled] + [loose])
+    for piece, _ in sampled:
+        on_closed_form |= on_piece(landscape, piece, found)
     result: list[CriticalSet] = []
-    for spec, piece in sampled:
-        result += _group(model, spec, piece, classify_points(model, piece.points, global_loss))
-    result += _numerical_sets(model, loose, global_loss, box)
-    return _merge(result)
+    for piece, points in sampled:
+        classes = classify_points(landscape, points.points, global_loss)
+        result += _group(landscape, piece, points, classes)
+    result += _numerical_sets(landscape, found[~on_closed_form], global_loss, box)
+    return CriticalSets(
+        sets=tuple(_merge(result)),
+        box=box,
+        global_min_loss=global_loss,
+        bounded_below=bounded_below(landscape, box),
+        non_smooth=landscape.nonsmooth_terms,
+        param_names=landscape.param_names,
+    )
 
 
-def global_min_level(sets: list[CriticalSet]) -> float | None:
-    """The loss of the global minimum among ``sets`` (nats), or ``None`` if none is global."""
+def global_min_level(sets: Sequence[CriticalSet]) -> float | None:
+    """The loss of the global minimum among ``sets``, or ``None`` if none is global."""
     losses = [s.loss for s in sets if s.kind == "global_min"]
     return min(losses) if losses else None
 
 
-def decision_level(sets: list[CriticalSet]) -> float | None:
-    """The lowest loss of a non-global critical set (nats), or ``None`` if all are global.
+def decision_level(sets: Sequence[CriticalSet]) -> float | None:
+    """The lowest loss of a non-global critical set, or ``None`` if all are global.
 
-    A trajectory whose loss falls below it can only end at a global minimum.
+    A trajectory whose loss falls below it can only end at a global minimum, where the
+    landscape proves that no other critical point exists outside the sets found and that the
+    flow converges below this level (:attr:`gradflow.Landscape.sublevel_shortcut`).
     """
     losses = [s.loss for s in sets if s.kind != "global_min"]
     return min(losses) if losses else None
 
 
-def _bounds(model: ReducedModel, overrides: Mapping[str, tuple[float, float]] | None) -> np.ndarray:
-    """Bounds as an array of shape ``(dim, 2)``."""
+def search_box(
+    landscape: Landscape,
+    overrides: Mapping[str, tuple[float, float]] | None,
+    fixed: Mapping[str, float] | None = None,
+) -> np.ndarray:
+    """Bounds as an array of shape ``(dim, 2)``; a fixed parameter has ``lo == hi``.
+
+    Raises:
+        GradflowError: an unknown name, ``lo ≥ hi``, or a fixed value that is not finite.
+    """
     overrides = dict(overrides or {})
     for name in overrides:
-        model.index(name)
-    box = np.array([overrides.get(n, model.bound(n)) for n in model.param_names], dtype=float)
-    for name, (lo, hi) in zip(model.param_names, box):
+        landscape.index(name)
+    box = np.array(
+        [overrides.get(n, landscape.bound(n)) for n in landscape.param_names], dtype=float
+    )
+    for name, (lo, hi) in zip(landscape.param_names, box):
         if not lo < hi:
             raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}")
+    for name, value in (fixed or {}).items():
+        if not np.isfinite(float(value)):
+            raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+        box[landscape.index(name)] = float(value)
     return box
 
 
-@functools.cache
-def _symbolic_pieces(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
-    """Solutions of ``sympy.solve(∇L = 0)`` when the gradient is rational in ``θ``; else none.
+def bounded_below(landscape: Landscape, box: np.ndarray) -> bool | None:
+    """``True`` if a lower bound of ``L`` is proven; ``False`` if ``L`` visibly runs to ``-∞``.
 
-    Solutions that repeat a declared closed-form piece are left out.
+    The loss is evaluated along rays from the centre of ``box`` (the ± coordinate axes and
+    :data:`RAY_DIRECTIONS` seeded random directions; pinned coordinates stay pinned) at radii
+    doubling from the box's half-diagonal to a million times it.  A ray on which ``L`` keeps
+    falling over the last five radii and ends below :data:`UNBOUNDED_LOSS` shows it.
+
+    Returns:
+        ``True``, ``False``, or ``None`` when neither is shown.
     """
-    grad = [sp.diff(model.loss, s) for s in model.params]
-    if not all(g.is_rational_function(*model.params) for g in grad):
-        return ()
-    declared = [dict(spec.solution) for spec in model.critical_sets]
-    solutions = [
-        solution
-        for solution in sp.solve([sp.factor(g) for g in grad], model.params, dict=True)
-        if not any(_same_solution(solution, other) for other in declared)
-    ]
-    equations = [", ".join(f"{k} = {v}" for k, v in solution.items()) for solution in solutions]
-    return tuple(
-        CriticalSetSpec(f"sympy.solve: {equation}", solution, equation=equation)
-        for solution, equation in zip(solutions, equations)
+    if landscape.global_min_loss is not None:
+        return True
+    free = box[:, 0] < box[:, 1]
+    dim = landscape.dim
+    directions = np.concatenate(
+        [np.eye(dim), -np.eye(dim), np.random.default_rng(0).standard_normal((RAY_DIRECTIONS, dim))]
     )
+    directions[:, ~free] = 0.0
+    norms = np.linalg.norm(directions, axis=1)
+    directions = directions[norms > 0] / norms[norms > 0, None]
+    center = box.mean(axis=1)
+    radius = 0.5 * float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    radii = radius * 2.0 ** np.arange(21)
+    points = center + radii[None, :, None] * directions[:, None, :]
+    with np.errstate(all="ignore"):
+        tail = landscape.loss(points)[:, -6:]
+        falling = np.all(np.diff(tail, axis=1) < 0, axis=1) & (tail[:, -1] < UNBOUNDED_LOSS)
+    return False if bool(np.any(falling)) else None
 
 
-def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr]) -> bool:
-    return a.keys() == b.keys() and all(sp.simplify(a[k] - b[k]) == 0 for k in a)
-
-
-def _numerical_solutions(model: BoundModel, box: np.ndarray, starts: int, seed: int) -> np.ndarray:
+def _numerical_solutions(
+    landscape: Landscape, box: np.ndarray, starts: int, seed: int
+) -> np.ndarray:
     """Critical points found by Levenberg–Marquardt (``scipy.optimize.root``) on ``∇L = 0``.
 
     The ``starts`` initial points are uniform in ``box`` (seeded); the Jacobian is the Hessian.
     Returns the solutions inside ``box`` with ``‖∇L‖₂ ≤ GRADIENT_TOL``, shape ``(n, dim)``.
     """
     rng = np.random.default_rng(seed)
-    y0 = rng.uniform(box[:, 0], box[:, 1], size=(max(starts, 0), model.model.dim))
-    grad, hessian = numpy_gradient(model.model), model.compiled.hessian
-    h, h_array = [float(v) for v in np.asarray(model.h)], model.h
+    y0 = rng.uniform(box[:, 0], box[:, 1], size=(max(starts, 0), landscape.dim))
     found = []
     with np.errstate(all="ignore"):
         for start in y0:
             sol = root(
-                lambda y: np.asarray(grad(*y, *h), dtype=float),
+                landscape.point_grad,
                 start,
-                jac=lambda y: np.asarray(hessian(y, h_array)),
+                jac=lambda y: landscape.hessian(y),
                 method="lm",
                 options={"xtol": 1e-14, "ftol": 1e-14},
             )
             found.append(sol.x)
-    ys = np.asarray(found).reshape(-1, model.model.dim)
+    ys = np.asarray(found).reshape(-1, landscape.dim)
     ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
     ys = ys[ok]
-    return ys[np.linalg.norm(model.grad(ys), axis=1) <= GRADIENT_TOL] if len(ys) else ys
-
-
-def _lowest_minimum(model: BoundModel, point_sets: list[np.ndarray]) -> float | None:
-    """The lowest loss among minima in ``point_sets``, used when ``inf L`` is not declared."""
-    pts = [p for p in point_sets if len(p)]
-    if not pts:
-        return None
-    allp = np.concatenate(pts)
-    kinds = classify_points(model, allp, None).kinds
-    mins = model.loss(allp)[kinds == "local_min"]
-    return float(mins.min()) if mins.size else None
+    if not len(ys):
+        return ys
+    with np.errstate(all="ignore"):
+        return ys[np.linalg.norm(landscape.grad(ys), axis=1) <= GRADIENT_TOL]
 
 
 def _group(
-    model: BoundModel, spec: CriticalSetSpec, piece: SampledPiece, classes: Classification
+    landscape: Landscape, piece: ClosedForm, sampled: SampledPiece, classes: Classification
 ) -> list[CriticalSet]:
     """One :class:`CriticalSet` per kind among the points of a closed-form piece.
 
-    For a curve, the samples of one kind that are neighbours along it form one polyline.
+    The points of one kind are split into connected components along the piece's sampling
+    grid; for a curve, each run of neighbouring samples is one polyline.
     """
     out = []
     for kind in KINDS:
         idx = np.flatnonzero(classes.kinds == kind)
         if not idx.size:
             continue
-        dimension = piece.dimension if idx.size > 1 else 0
-        made = _make_set(model, spec.name, spec.equation, piece.points, classes, idx, dimension)
+        labels = components(sampled.index[idx])
+        dimension = sampled.dimension if idx.size > 1 else 0
+        made = _make_set(
+            landscape, piece.name, piece.equation, sampled.points, classes, idx, dimension, labels
+        )
         if dimension == 1:
-            starts = np.flatnonzero(np.diff(piece.order[idx]) != 1) + 1
+            starts = np.flatnonzero(np.diff(sampled.order[idx]) != 1) + 1
             made = dataclasses.replace(made, segments=(0, *starts.tolist()))
         out.append(made)
     return out
 
 
 def _make_set(
-    model: BoundModel,
+    landscape: Landscape,
     name: str,
     equation: str | None,
     points: np.ndarray,
     classes: Classification,
     idx: np.ndarray,
     dimension: int,
+    labels: np.ndarray,
 ) -> CriticalSet:
-    """The set of ``points[idx]``, described at its middle point."""
+    """The set of ``points[idx]`` with component ``labels``, described at its middle point."""
     rep = idx[idx.size // 2]
     return CriticalSet(
         name=name,
         kind=str(classes.kinds[rep]),
         dimension=dimension,
-        loss=float(np.median(model.loss(points[idx]))),
+        loss=float(np.median(landscape.loss(points[idx]))),
         points=points[idx],
         equation=equation,
         hessian_eigenvalues=classes.eigenvalues[rep],
         morse_index=int(classes.morse_index[rep]),
         nullity=int(classes.nullity[rep]),
+        hessian_method=str(classes.hessian_method[rep]),
+        components=np.unique(labels, return_inverse=True)[1].reshape(-1),
     )
 
 
 def _numerical_sets(
-    model: BoundModel, points: np.ndarray, global_loss: float | None, box: np.ndarray
+    landscape: Landscape, points: np.ndarray, global_loss: float | None, box: np.ndarray
 ) -> list[CriticalSet]:
-    """Group numerical solutions: same kind, single-linkage clusters at 5 % of the box diagonal.
+    """Group numerical solutions: same kind, single-linkage clusters (:data:`CLUSTER_LINK`).
 
-    A cluster no wider than ``POINT_CLUSTER`` of the box diagonal is one isolated critical
+    A cluster no wider than :data:`POINT_CLUSTER` of the box diagonal is one isolated critical
     point, reported at its member of least ``‖∇L‖`` (near a degenerate point, where ``∇L``
     vanishes to higher order, the root finder's solutions scatter around it); otherwise the
-    cluster's dimension is the median nullity of the Hessian over its points.
+    cluster's dimension is what its geometry shows (:func:`local_dimension`), at most the
+    Hessian's nullity.
     """
     if not len(points):
         return []
-    classes = classify_points(model, points, global_loss)
+    classes = classify_points(landscape, points, global_loss)
     diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
-    threshold = 0.05 * diagonal
-    gradient = np.linalg.norm(model.grad(points), axis=1)
+    gradient = np.linalg.norm(landscape.grad(points), axis=1)
     out = []
     for kind in KINDS:
         idx = np.flatnonzero(classes.kinds == kind)
         if not idx.size:
             continue
         labels = (
-            fcluster(linkage(pdist(points[idx]), "single"), threshold, "distance")
+            fcluster(linkage(pdist(points[idx]), "single"), CLUSTER_LINK * diagonal, "distance")
             if idx.size > 1
             else np.ones(1)
         )
         for label in np.unique(labels):
             members = idx[labels == label]
+            single = np.zeros(members.size, dtype=int)
             if np.ptp(points[members], axis=0).max() <= max(
                 100 * ON_SET_TOL, POINT_CLUSTER * diagonal
             ):
-                best = members[np.argmin(gradient[members])]
+                best = np.array([members[np.argmin(gradient[members])]])
                 out.append(
-                    _make_set(model, "numerical", None, points, classes, np.array([best]), 0)
+                    _make_set(landscape, "numerical", None, points, classes, best, 0, single[:1])
                 )
             else:
-                nullity = int(np.median(classes.nullity[members]))
-                out.append(_make_set(model, "numerical", None, points, classes, members, nullity))
+                distinct = np.unique(np.round(points[members] / ON_SET_TOL), axis=0) * ON_SET_TOL
+                nullity = int(classes.nullity[members].max())
+                dimension = min(nullity, local_dimension(distinct))
+                out.append(
+                    _make_set(
+                        landscape, "numerical", None, points, classes, members, dimension, single
+                    )
+                )
     return out
 
 
+def local_dimension(points: np.ndarray, neighbours: int = 8) -> int:
+    """The dimension of the manifold a point cloud samples: the median, over the points, of the
+    number of principal directions of their nearest neighbours that carry at least 5 % of the
+    local spread."""
+    n, dim = points.shape
+    k = min(neighbours, n - 1)
+    if k < 2:
+        return 0
+    _, nearest = cKDTree(points).query(points, k=k + 1)
+    local = points[nearest] - points[nearest].mean(axis=1, keepdims=True)
+    spread = np.linalg.svd(local, compute_uv=False)
+    counts = (spread > 0.05 * spread[:, :1]).sum(axis=1)
+    return int(np.median(counts))
+
+
 def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:
-    """Merge sets with the same name and kind (e.g. the two branches of Γ*); order by kind, loss."""
+    """Merge sets with the same name and kind (e.g. the two branches of Γ*); order by kind, loss.
+
+    Numerical clusters stay separate; the components of merged sets keep distinct labels.
+    """
     merged: dict[tuple[str, str], CriticalSet] = {}
     for s in sets:
         key = (s.name, s.kind)
@@ -326,6 +474,7 @@ def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:
                 m,
                 dimension=max(m.dimension, s.dimension),
                 points=np.concatenate([m.points, s.points]),
+                components=np.concatenate([m.components, s.components + m.n_components]),
                 segments=(*m.segments, *(len(m.points) + i for i in s.segments)),
             )
         else:

@@ -1,25 +1,40 @@
-"""The extension point: a reduced model declared once, symbolically.
+"""The extension point: a reduced model declared once in SymPy, and its binding to values.
 
 A reduced model is a loss ``L(θ; h)`` over a few scalar parameters ``θ`` with hyperparameters
-``h``.  Everything the engine does (flows, critical sets, basins, portraits, sweeps) works from
-this declaration alone; no engine module knows any particular model.
+``h``.  :class:`ReducedModel` is its declaration; :meth:`ReducedModel.bind` fixes ``h`` and gives
+a :class:`BoundModel`, the :class:`~gradflow.Landscape` every algorithm of the engine works on.
+No engine module knows any particular model.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+import jax.numpy as jnp
+import numpy as np
 import sympy as sp
 
+from ._compiled import CompiledLoss, compile_loss
 from ._errors import GradflowError
+from ._landscape import DEFAULT_BOUND, GradientField, Landscape, padded_call
+from ._lowering import lambdify_numpy
+from ._symbolic import (
+    gradient_jumps,
+    kink_function,
+    nonsmooth_atoms,
+    proves_nonnegative,
+    readable,
+    solve_gradient,
+)
 
-if TYPE_CHECKING:
-    from ._bound import BoundModel
+__all__ = ["BoundModel", "CriticalSetSpec", "ReducedModel", "show_domain"]
 
-__all__ = ["CriticalSetSpec", "ReducedModel", "show_domain"]
+KINK_TOL = 1e-6
+"""A point is on a kink when the kink function is within this of 0 (relative to ``max(1, |θ|)``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,59 +66,88 @@ class ReducedModel:
     For model authors, a model provides:
 
     - ``name``: the registry name (``"canonical"``).
-    - ``params``: the parameter symbols ``θ`` in order, named in the paper's notation, declared
-      ``real=True``.
-    - ``hyperparams``: the hyperparameter symbols ``h`` (e.g. ``p, q``); compiled functions take
-      them as array arguments, so a sweep over ``h`` compiles once.
-    - ``domains``: a SymPy set per hyperparameter (e.g. ``Interval.open(0, 1)``); values outside
-      are rejected with a message naming the value and the range.
-    - ``loss``: the SymPy expression of ``L`` in nats.  Use :class:`gradflow.LogSigmoid` and
-      friends for cross-entropies, never ``log(1 + exp(x))``.
+    - ``params``: the parameter symbols ``θ`` in order, named in the paper's notation.  Symbols
+      not declared ``real=True`` are replaced by real ones (and a note says so).
+    - ``loss``: the SymPy expression of ``L``.  Use :class:`gradflow.LogSigmoid` and friends for
+      cross-entropies; the standard unstable forms (``log(1 + exp(x))``) are rewritten anyway.
 
     Optional:
 
+    - ``hyperparams``: the hyperparameter symbols ``h`` (e.g. ``p, q``); compiled functions take
+      them as array arguments, so a sweep over ``h`` compiles once.
+    - ``domains``: a SymPy set per hyperparameter (e.g. ``Interval.open(0, 1)``; default the
+      real line); values outside are rejected with a message naming the value and the range.
     - ``invariants``: conserved quantities of the gradient flow ``dθ/dt = -∇L`` by name.
     - ``critical_sets``: closed-form critical sets (:class:`CriticalSetSpec`).  The engine
-      classifies them (it is never told a kind), checks ``∇L = 0`` on them, and adds whatever its
-      numerical search finds beyond them.
-    - ``global_min_loss``: the closed-form value of ``inf L`` (e.g. an entropy rate).
+      classifies them (it is never told a kind), checks ``∇L = 0`` on them, and adds whatever
+      ``sympy.solve`` and its numerical search find beyond them.
+    - ``global_min_loss``: the closed-form value of ``inf L`` (e.g. an entropy rate).  Only a
+      set whose loss equals a proven lower bound is reported as a global minimum: this value,
+      or ``0`` where SymPy proves ``L ≥ 0``.
+    - ``sublevel_shortcut``: ``True`` lets basin maps decide a trajectory as soon as its loss is
+      below every non-global critical value.  Sound only when ``global_min_loss`` is declared,
+      every sublevel set below that value is bounded (so the flow converges there), and no
+      critical point lies outside the searched box; the model's docs must justify it.
     - ``references``: further named closed-form quantities in ``h`` (``H(π)``, ``c*``, …).
-    - ``plane``: the two parameter names drawn on portraits, x first (e.g. ``("w", "e")``).
+    - ``plane``: the two parameter names drawn on portraits, x first (default the first two).
     - ``bounds``: the default range ``(lo, hi)`` of each parameter, for portraits, basin grids
       and the critical-point search; a parameter left out gets ``(-3, 3)``.
+    - ``loss_unit``: the unit of ``L`` for labels (``"nats"`` for a cross-entropy in natural
+      logs), default none.
     - ``embed``: ``embed(θ, h) -> full-model parameters`` for the reduced-vs-full checks.
     - ``source``: the paper and equation the loss comes from.
     - ``notes``: remarks for reports, each shown where its condition on ``h`` holds, e.g.
       ``{"p + q = 1: the chain is i.i.d. …": Eq(p + q, 1)}``.
+
+    Raises:
+        GradflowError: repeated parameter names, a hyperparameter without a domain that is not
+            the real line, a symbol of the loss that is neither, or an unknown name in ``plane``
+            or ``bounds``.
     """
 
     name: str
     params: tuple[sp.Symbol, ...]
-    hyperparams: tuple[sp.Symbol, ...]
-    domains: Mapping[sp.Symbol, sp.Set]
     loss: sp.Expr
+    hyperparams: tuple[sp.Symbol, ...] = ()
+    domains: Mapping[sp.Symbol, sp.Set] = field(default_factory=dict)
     invariants: Mapping[str, sp.Expr] = field(default_factory=dict)
     critical_sets: tuple[CriticalSetSpec, ...] = ()
     global_min_loss: sp.Expr | None = None
+    sublevel_shortcut: bool = False
     references: Mapping[str, sp.Expr] = field(default_factory=dict)
     plane: tuple[str, str] | None = None
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    loss_unit: str = ""
     embed: Callable[..., Any] | None = None
     source: str = ""
     notes: Mapping[str, sp.Basic] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        names = [s.name for s in self.params]
+        params, hyper = tuple(self.params), tuple(self.hyperparams)
+        names = [s.name for s in params]
         if len(set(names)) != len(names):
             raise GradflowError(f"parameter names must be distinct, got {names}")
-        missing = [h.name for h in self.hyperparams if h not in self.domains]
-        if missing:
-            raise GradflowError(f"hyperparameters {missing} have no domain")
-        unknown = self.loss.free_symbols - set(self.params) - set(self.hyperparams)
+        if not params:
+            raise GradflowError(f"model {self.name!r} has no parameters")
+        unreal = [s for s in (*params, *hyper) if s.is_real is not True]
+        if unreal:
+            _make_real(self, unreal)
+            return
+        domains = {h: self.domains.get(h, sp.Reals) for h in hyper}
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "hyperparams", hyper)
+        object.__setattr__(self, "domains", domains)
+        object.__setattr__(self, "loss", sp.sympify(self.loss))
+        unknown = self.loss.free_symbols - set(params) - set(hyper)
         if unknown:
-            raise GradflowError(f"loss has undeclared symbols {sorted(map(str, unknown))}")
+            raise GradflowError(
+                f"loss of {self.name!r} has symbols {', '.join(sorted(map(str, unknown)))} "
+                f"that are neither parameters ({', '.join(names)}) nor hyperparameters"
+            )
         if self.plane is None:
-            object.__setattr__(self, "plane", (names[-1], names[0]) if len(names) > 1 else None)
+            object.__setattr__(self, "plane", (names[0], names[1]) if len(names) > 1 else None)
+        for name in [*(self.plane or ()), *self.bounds]:
+            self.index(name)
 
     @property
     def dim(self) -> int:
@@ -120,15 +164,21 @@ class ReducedModel:
         """Hyperparameter names in order."""
         return tuple(s.name for s in self.hyperparams)
 
+    @property
+    def compiled(self) -> CompiledLoss:
+        """The model's compiled JAX functions (shared by all hyperparameter values)."""
+        return compile_loss(
+            self.params, self.hyperparams, self.loss, tuple(self.invariants.items())
+        )
+
     def bound(self, name: str) -> tuple[float, float]:
         """The default range ``(lo, hi)`` of parameter ``name``."""
         self.index(name)
-        return tuple(self.bounds.get(name, (-3.0, 3.0)))
+        lo, hi = self.bounds.get(name, DEFAULT_BOUND)
+        return (float(lo), float(hi))
 
     def bind(self, **values: float) -> BoundModel:
         """The model at fixed hyperparameter values (validated, see :meth:`validate`)."""
-        from ._bound import BoundModel
-
         return BoundModel(self, self.validate(values))
 
     def index(self, name: str) -> int:
@@ -150,15 +200,19 @@ class ReducedModel:
         """
         extra = set(values) - set(self.hyperparam_names)
         if extra:
+            expected = ", ".join(self.hyperparam_names) or "none"
             raise GradflowError(
-                f"unknown hyperparameter(s) {sorted(extra)} for model {self.name!r}; "
-                f"expected {', '.join(self.hyperparam_names)}"
+                f"unknown hyperparameter(s) {', '.join(sorted(extra))} for model "
+                f"{self.name!r}; expected {expected}"
             )
         checked: dict[str, float] = {}
         for h in self.hyperparams:
             domain = self.domains[h]
             if h.name not in values:
-                raise GradflowError(f"missing hyperparameter {h.name} for model {self.name!r}")
+                raise GradflowError(
+                    f"missing hyperparameter {h.name} for model {self.name!r} "
+                    f"(a number in {show_domain(domain)})"
+                )
             try:
                 x = float(values[h.name])
             except (TypeError, ValueError):
@@ -173,6 +227,41 @@ class ReducedModel:
         return checked
 
 
+def _make_real(model: ReducedModel, unreal: list[sp.Symbol]) -> None:
+    """Re-declare ``model`` with real symbols in place of ``unreal`` ones, with a note."""
+    subs = {s: sp.Symbol(s.name, real=True) for s in unreal}
+
+    def real(expr: Any) -> Any:
+        return sp.sympify(expr).xreplace(subs)
+
+    specs = tuple(
+        replace(
+            spec,
+            solution={real(k): real(v) for k, v in spec.solution.items()},
+            condition=real(spec.condition),
+        )
+        for spec in model.critical_sets
+    )
+    note = (
+        f"parameters {', '.join(s.name for s in unreal)} were declared without real=True "
+        "and are treated as real"
+    )
+    fields = {
+        "params": tuple(real(s) for s in model.params),
+        "hyperparams": tuple(real(s) for s in model.hyperparams),
+        "domains": {real(k): v for k, v in model.domains.items()},
+        "loss": real(model.loss),
+        "invariants": {k: real(v) for k, v in model.invariants.items()},
+        "critical_sets": specs,
+        "global_min_loss": None if model.global_min_loss is None else real(model.global_min_loss),
+        "references": {k: real(v) for k, v in model.references.items()},
+        "notes": {**{k: real(v) for k, v in model.notes.items()}, note: sp.true},
+    }
+    redeclared = replace(model, **fields)
+    for name, value in vars(redeclared).items():
+        object.__setattr__(model, name, value)
+
+
 def show_domain(domain: sp.Set) -> str:
     """Write an interval the way a paper would: ``(0, 1)``, ``[0, 1]``, ``(0, ∞)``."""
     if isinstance(domain, sp.Interval):
@@ -180,3 +269,235 @@ def show_domain(domain: sp.Set) -> str:
         hi = "∞" if domain.end == sp.oo else f"{float(domain.end):g}"
         return f"{'(' if domain.left_open else '['}{lo}, {hi}{')' if domain.right_open else ']'}"
     return str(domain)
+
+
+@dataclass(frozen=True, eq=False)
+class _ClosedFormPiece:
+    """A :class:`CriticalSetSpec` at fixed hyperparameters, evaluated with NumPy.
+
+    Implements the engine's ``ClosedForm`` protocol.
+    """
+
+    name: str
+    equation: str | None
+    free: tuple[int, ...]
+    dependent: tuple[int, ...]
+    values: Callable[..., Any]
+    condition: Callable[..., Any]
+    hyper: tuple[float, ...]
+    dim: int
+
+    def complete(self, free_points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Full points ``(n, dim)`` from free coordinates ``(n, n_free)``, and where the
+        piece's condition holds and its values are real."""
+        n = free_points.shape[0]
+        points = np.empty((n, self.dim))
+        points[:, list(self.free)] = free_points
+        with np.errstate(all="ignore"):
+            dep = self.values(*free_points.T, *self.hyper)
+            for j, i in enumerate(self.dependent):
+                column = np.broadcast_to(np.asarray(dep[j]), (n,))
+                points[:, i] = np.where(np.iscomplex(column), np.nan, np.real(column))
+            ok = np.broadcast_to(self.condition(*points.T, *self.hyper), (n,)).astype(bool)
+        return points, ok
+
+
+@functools.cache
+def _piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, Any]:
+    """NumPy ``g(free θ…, h…)`` (list of dependents) and the condition ``c(θ…, h…)``."""
+    free = [s for s in model.params if s not in spec.solution]
+    dependent = [s for s in model.params if s in spec.solution]
+    values = sp.lambdify(
+        (*free, *model.hyperparams), [spec.solution[s] for s in dependent], modules="numpy"
+    )
+    condition = sp.lambdify((*model.params, *model.hyperparams), spec.condition, modules="numpy")
+    return values, condition
+
+
+@functools.cache
+def _solved_specs(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
+    """``sympy.solve(∇L = 0)`` solutions beyond the declared sets, as specs."""
+    declared = [dict(spec.solution) for spec in model.critical_sets]
+    return tuple(
+        CriticalSetSpec("sympy.solve", solution)
+        for solution in solve_gradient(model.params, model.loss, declared)
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class BoundModel(Landscape):
+    """A :class:`ReducedModel` at validated hyperparameter values: a :class:`~gradflow.Landscape`.
+
+    Build it with ``model.bind(p=0.7, q=0.6)`` or a model's factory such as
+    ``gradflow.models.markov.canonical(p=0.7, q=0.6)``, and pass it to the engine's functions
+    (:func:`gradflow.critical_sets`, :func:`gradflow.flow`, :func:`gradflow.basins`,
+    :func:`gradflow.portrait`).  Points ``θ`` have shape ``(..., dim)`` in the order of
+    ``model.params``.
+    """
+
+    model: ReducedModel
+    values: Mapping[str, float]
+
+    @property
+    def name(self) -> str:
+        return self.model.name
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return self.model.param_names
+
+    @property
+    def hyperparameters(self) -> Mapping[str, float]:
+        return dict(self.values)
+
+    @property
+    def plane(self) -> tuple[str, str]:
+        if self.model.plane is None:
+            return Landscape.plane.fget(self)
+        return self.model.plane
+
+    def bound(self, name: str) -> tuple[float, float]:
+        return self.model.bound(name)
+
+    def index(self, name: str) -> int:
+        return self.model.index(name)
+
+    @property
+    def h(self) -> jnp.ndarray:
+        """Hyperparameter values as a float64 array, in the order of ``model.hyperparams``."""
+        return jnp.asarray([self.values[n] for n in self.model.hyperparam_names], dtype=jnp.float64)
+
+    @property
+    def compiled(self) -> CompiledLoss:
+        """The model's compiled JAX functions (shared by all hyperparameter values)."""
+        return self.model.compiled
+
+    @property
+    def field(self) -> GradientField:
+        return self.compiled.field
+
+    @property
+    def args(self) -> jnp.ndarray:
+        return self.h
+
+    @functools.cached_property
+    def _subs(self) -> dict[sp.Symbol, float]:
+        return {s: self.values[s.name] for s in self.model.hyperparams}
+
+    @functools.cached_property
+    def references(self) -> dict[str, float]:
+        """The model's closed-form reference quantities at these hyperparameters."""
+        out = {name: float(expr.subs(self._subs)) for name, expr in self.model.references.items()}
+        if self.global_min_loss is not None:
+            out.setdefault("global_min_loss", self.global_min_loss)
+        return out
+
+    @functools.cached_property
+    def notes(self) -> list[str]:
+        """The model's notes whose condition holds at these hyperparameters."""
+        return [text for text, cond in self.model.notes.items() if bool(cond.subs(self._subs))]
+
+    @functools.cached_property
+    def global_min_loss(self) -> float | None:
+        """``inf L`` as declared by the model, or where SymPy proves ``L ≥ 0``, ``0``
+        (a set with that loss attains the bound); ``None`` when nothing is proven."""
+        if self.model.global_min_loss is not None:
+            return float(sp.N(self.model.global_min_loss.subs(self._subs)))
+        return 0.0 if proves_nonnegative(self.model.loss) else None
+
+    @property
+    def lower_bound_source(self) -> str | None:
+        """Where :attr:`global_min_loss` comes from: ``"declared"``, ``"L ≥ 0 (SymPy)"``, or
+        ``None``."""
+        if self.model.global_min_loss is not None:
+            return "declared"
+        return "L ≥ 0 (SymPy)" if self.global_min_loss is not None else None
+
+    @property
+    def sublevel_shortcut(self) -> bool:
+        return self.model.sublevel_shortcut and self.model.global_min_loss is not None
+
+    @property
+    def loss_unit(self) -> str:
+        return self.model.loss_unit
+
+    @property
+    def invariant_names(self) -> tuple[str, ...]:
+        return tuple(self.model.invariants)
+
+    def loss(self, theta: Any) -> np.ndarray:
+        return padded_call(self.compiled.loss, theta, self.dim, (), self.h)
+
+    def grad(self, theta: Any) -> np.ndarray:
+        return padded_call(self.compiled.grad, theta, self.dim, (self.dim,), self.h)
+
+    def hessian(self, theta: Any) -> np.ndarray:
+        return padded_call(self.compiled.hessian, theta, self.dim, (self.dim, self.dim), self.h)
+
+    def point_grad(self, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(self.compiled.numpy_grad(*theta, *self._subs.values()), dtype=float)
+
+    def invariant(self, name: str, theta: Any) -> np.ndarray:
+        if name not in self.model.invariants:
+            return Landscape.invariant(self, name, theta)
+        return padded_call(self.compiled.invariants[name], theta, self.dim, (), self.h)
+
+    @functools.cached_property
+    def closed_forms(self) -> tuple[_ClosedFormPiece, ...]:
+        """The declared critical sets and those ``sympy.solve`` finds, at these values."""
+        specs = (*self.model.critical_sets, *_solved_specs(self.model))
+        return tuple(self._piece(spec) for spec in specs)
+
+    def _piece(self, spec: CriticalSetSpec) -> _ClosedFormPiece:
+        values, condition = _piece_functions(self.model, spec)
+        equation = spec.equation or ", ".join(
+            f"{k} = {readable(v, self._subs)}" for k, v in spec.solution.items()
+        )
+        return _ClosedFormPiece(
+            name=spec.name if spec.name != "sympy.solve" else f"sympy.solve: {equation}",
+            equation=equation,
+            free=tuple(i for i, s in enumerate(self.model.params) if s not in spec.solution),
+            dependent=tuple(i for i, s in enumerate(self.model.params) if s in spec.solution),
+            values=values,
+            condition=condition,
+            hyper=tuple(self._subs.values()),
+            dim=self.dim,
+        )
+
+    @property
+    def nonsmooth_terms(self) -> tuple[str, ...]:
+        return gradient_jumps(self.model.params, self.model.loss)
+
+    def kinks_at(self, theta: np.ndarray) -> list[str]:
+        functions = _kink_functions(self.model)
+        point = np.asarray(theta, dtype=float)
+        scale = KINK_TOL * max(1.0, float(np.abs(point).max(initial=0.0)))
+        with np.errstate(all="ignore"):
+            return [
+                term
+                for term, fn in functions
+                if abs(float(fn(*point, *self._subs.values()))) <= scale
+            ]
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            **Landscape.describe(self),
+            "loss": str(self.model.loss),
+            "source": self.model.source,
+        }
+
+    def __repr__(self) -> str:
+        hyper = ", ".join(f"{k}={v:g}" for k, v in self.values.items())
+        return f"{self.model.name}({hyper})"
+
+
+@functools.cache
+def _kink_functions(model: ReducedModel) -> tuple[tuple[str, Callable[..., Any]], ...]:
+    """``(term, kink function)`` in NumPy for each term of the loss whose kink makes ``∇L`` jump."""
+    jumping = set(gradient_jumps(model.params, model.loss))
+    symbols = (*model.params, *model.hyperparams)
+    return tuple(
+        (str(atom), lambdify_numpy(symbols, kink_function(atom)))
+        for atom in nonsmooth_atoms(model.loss)
+        if str(atom) in jumping
+    )

@@ -1,6 +1,6 @@
 """Sampling closed-form critical sets: graphs ``θ_dep = g(θ_free)`` inside a box.
 
-A :class:`CriticalSetSpec` is a graph over its free parameters.  It is sampled on a grid of the
+A closed-form set (:class:`~gradflow.ClosedForm`) is a graph over its free parameters.  It is sampled on a grid of the
 free parameters inside a box, its dependent parameters evaluated, and the points kept where the
 condition holds, the values are real and finite, and the point is inside the box.  A box may pin a
 parameter to one value (a slice of parameter space): a pinned free parameter simply takes that
@@ -10,20 +10,25 @@ two-dimensional grid of the free parameters and polished by Newton steps.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import sympy as sp
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from ._errors import GradflowError
-from ._model import CriticalSetSpec, ReducedModel
+from ._landscape import ClosedForm, Landscape
 
-if TYPE_CHECKING:
-    from ._bound import BoundModel
-
-__all__ = ["GRADIENT_TOL", "MAX_SAMPLES", "ON_SET_TOL", "SampledPiece", "on_piece", "sample_piece"]
+__all__ = [
+    "GRADIENT_TOL",
+    "MAX_SAMPLES",
+    "ON_SET_TOL",
+    "SampledPiece",
+    "components",
+    "on_piece",
+    "sample_piece",
+]
 
 GRADIENT_TOL = 1e-7
 """``‖∇L‖₂`` below which a point counts as critical (declared sets are checked against it)."""
@@ -43,59 +48,58 @@ class SampledPiece:
 
     Attributes:
         points: shape ``(n, dim)``, each checked to be critical.
-        order: position of each point along its polyline; consecutive integers are neighbours
-            on the set, a jump starts a new polyline (curves only).
+        index: integer coordinates of each sample on the grid of the piece's varying free
+            parameters, shape ``(n, k)``; samples whose coordinates differ by one along a single
+            axis are neighbours on the set.  For a curve (``k = 1``) it is the position along
+            its polyline; a jump of more than one starts a new polyline.
         dimension: the dimension of the piece inside the box (pinned parameters do not count).
     """
 
     points: np.ndarray
-    order: np.ndarray
+    index: np.ndarray
     dimension: int
 
-
-@functools.cache
-def _functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, Any, list[int], list[int]]:
-    """NumPy ``g(free θ…, h…)`` (list of dependents), the condition, free and dependent indices."""
-    free = [s for s in model.params if s not in spec.solution]
-    dependent = [s for s in model.params if s in spec.solution]
-    values = sp.lambdify(
-        (*free, *model.hyperparams), [spec.solution[s] for s in dependent], modules="numpy"
-    )
-    condition = sp.lambdify((*model.params, *model.hyperparams), spec.condition, modules="numpy")
-    return (
-        values,
-        condition,
-        [model.params.index(s) for s in free],
-        [model.params.index(s) for s in dependent],
-    )
+    @property
+    def order(self) -> np.ndarray:
+        """Position along the polyline, shape ``(n,)`` (curves)."""
+        return self.index[:, 0] if self.index.shape[1] else np.zeros(len(self.points), int)
 
 
-def _complete(
-    model: BoundModel, spec: CriticalSetSpec, free_points: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Full points from free coordinates ``(n, n_free)``, and where the piece's condition holds."""
-    values, condition, free_idx, dep_idx = _functions(model.model, spec)
-    hyper = list(np.asarray(model.h))
-    n = free_points.shape[0]
-    points = np.empty((n, model.model.dim))
-    points[:, free_idx] = free_points
-    with np.errstate(all="ignore"):
-        dep = values(*free_points.T, *hyper)
-        for j, i in enumerate(dep_idx):
-            column = np.broadcast_to(np.asarray(dep[j]), (n,))
-            points[:, i] = np.where(np.iscomplex(column), np.nan, np.real(column))
-        ok = np.broadcast_to(condition(*points.T, *hyper), (n,)).astype(bool)
-    return points, ok
+def components(index: np.ndarray) -> np.ndarray:
+    """Connected components of samples on a grid: a label per row of ``index`` (shape ``(n, k)``).
+
+    Two samples are neighbours when their grid coordinates differ by one along one axis.
+    """
+    n, k = index.shape
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    if k == 0:
+        return np.arange(n)
+    span = index.max(axis=0) - index.min(axis=0) + 3
+    strides = np.concatenate([[1], np.cumprod(span[:-1])]).astype(np.int64)
+    keys = (index - index.min(axis=0) + 1) @ strides
+    order = np.argsort(keys)
+    rows, cols = [], []
+    for axis in range(k):
+        target = keys + strides[axis]
+        pos = np.searchsorted(keys[order], target)
+        pos = np.minimum(pos, n - 1)
+        hit = keys[order][pos] == target
+        rows.append(np.flatnonzero(hit))
+        cols.append(order[pos[hit]])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
 
 
 def sample_piece(
-    model: BoundModel, spec: CriticalSetSpec, box: np.ndarray, samples: int
+    landscape: Landscape, piece: ClosedForm, box: np.ndarray, samples: int
 ) -> SampledPiece:
     """Sample a closed-form piece inside ``box`` (shape ``(dim, 2)``; ``lo == hi`` pins).
 
     Args:
-        model: the model at fixed hyperparameters.
-        spec: the piece.
+        landscape: the loss.
+        piece: the closed-form set.
         box: bounds per parameter.
         samples: grid points per free axis (fewer on sets of dimension ≥ 2, see
             :data:`MAX_SAMPLES`).
@@ -103,34 +107,36 @@ def sample_piece(
     Raises:
         GradflowError: ``∇L ≠ 0`` at a sample point (the declaration is wrong).
     """
-    _, _, free_idx, dep_idx = _functions(model.model, spec)
+    free_idx, dep_idx = list(piece.free), list(piece.dependent)
     pinned = box[:, 0] == box[:, 1]
     varying = [i for i in free_idx if not pinned[i]]
     pinned_dependents = [i for i in dep_idx if pinned[i]]
     if pinned_dependents and (len(pinned_dependents) > 1 or len(varying) not in (1, 2)):
-        return SampledPiece(np.zeros((0, model.model.dim)), np.zeros(0, dtype=int), 0)
+        return SampledPiece(np.zeros((0, landscape.dim)), np.zeros((0, 1), dtype=int), 0)
     if pinned_dependents:
-        free_points, order = _level_set(model, spec, box, pinned_dependents[0], varying, samples)
-        dimension = len(varying) - 1
+        free_points, order = _level_set(piece, box, pinned_dependents[0], varying, samples)
+        index, dimension = order[:, None], len(varying) - 1
     else:
         per_axis = min(samples, max(2, int(MAX_SAMPLES ** (1 / max(len(varying), 1)))))
         axes = [np.linspace(*box[i], per_axis if i in varying else 1) for i in free_idx]
         mesh = np.meshgrid(*axes, indexing="ij")
         free_points = np.stack([g.ravel() for g in mesh], -1) if axes else np.zeros((1, 0))
-        order, dimension = np.arange(free_points.shape[0]), len(varying)
-    points, ok = _complete(model, spec, free_points)
+        grid = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
+        columns = [grid[free_idx.index(i)].ravel() for i in varying]
+        index = np.stack(columns, -1) if columns else np.zeros((free_points.shape[0], 0), int)
+        dimension = len(varying)
+    points, ok = piece.complete(free_points)
     if pinned_dependents:
         points[:, pinned_dependents[0]] = box[pinned_dependents[0], 0]
     ok &= np.all(np.isfinite(points), axis=1)
     ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
-    piece = SampledPiece(points[ok], order[ok], dimension)
-    _check_critical(model, spec, piece.points)
-    return piece
+    sampled = SampledPiece(points[ok], index[ok], dimension)
+    _check_critical(landscape, piece, sampled.points)
+    return sampled
 
 
 def _level_set(
-    model: BoundModel,
-    spec: CriticalSetSpec,
+    piece: ClosedForm,
     box: np.ndarray,
     pinned: int,
     varying: list[int],
@@ -144,7 +150,7 @@ def _level_set(
     a sign change through a pole of ``g`` is not a solution.  Returns the free points
     ``(n, n_free)`` and their order (consecutive integers are neighbours on one curve).
     """
-    _, _, free_idx, _ = _functions(model.model, spec)
+    free_idx = list(piece.free)
     value = box[pinned, 0]
     base = np.array([box[i, 0] for i in free_idx])
     columns = [free_idx.index(i) for i in varying]
@@ -152,7 +158,7 @@ def _level_set(
     def residual(x: np.ndarray) -> np.ndarray:
         free = np.broadcast_to(base, (x.shape[0], len(free_idx))).copy()
         free[:, columns] = x
-        return _complete(model, spec, free)[0][:, pinned] - value
+        return piece.complete(free)[0][:, pinned] - value
 
     axes = [np.linspace(*box[i], samples) for i in varying]
     with np.errstate(all="ignore"):
@@ -198,20 +204,20 @@ def _contour(axes: list[np.ndarray], residual: Any) -> tuple[np.ndarray, np.ndar
     return xy, order
 
 
-def _check_critical(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> None:
+def _check_critical(landscape: Landscape, piece: ClosedForm, points: np.ndarray) -> None:
     """Raise if ``∇L ≠ 0`` at a sample point: the declared set is not critical."""
     if not points.size:
         return
-    norms = np.linalg.norm(model.grad(points), axis=1)
+    norms = np.linalg.norm(landscape.grad(points), axis=1)
     worst = int(np.argmax(norms))
-    if norms[worst] > GRADIENT_TOL * max(1.0, float(np.abs(points[worst]).max())):
+    if not norms[worst] <= GRADIENT_TOL * max(1.0, float(np.abs(points[worst]).max())):
         raise GradflowError(
-            f"declared critical set {spec.name!r} of {model!r} is not critical: "
+            f"declared critical set {piece.name!r} of {landscape.name} is not critical: "
             f"|∇L| = {norms[worst]:.3g} at {points[worst].tolist()}"
         )
 
 
-def on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np.ndarray:
+def on_piece(landscape: Landscape, piece: ClosedForm, points: np.ndarray) -> np.ndarray:
     """Which ``points`` (shape ``(n, dim)``) lie on the piece.
 
     A point lies on it when it is within :data:`ON_SET_TOL` of the piece (moving only the
@@ -222,8 +228,8 @@ def on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np
     """
     if not len(points):
         return np.zeros(0, dtype=bool)
-    _, _, free_idx, dep_idx = _functions(model.model, spec)
-    targets, inside = _complete(model, spec, points[:, free_idx])
+    free_idx, dep_idx = list(piece.free), list(piece.dependent)
+    targets, inside = piece.complete(points[:, free_idx])
     with np.errstate(invalid="ignore"):
         gap = np.abs(points[:, dep_idx] - targets[:, dep_idx]).max(axis=1, initial=0.0)
     near = (gap <= ON_SET_TOL) & inside
@@ -232,6 +238,6 @@ def on_piece(model: BoundModel, spec: CriticalSetSpec, points: np.ndarray) -> np
         start, stop = points[joinable], targets[joinable]
         s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[None, :, None]
         segments = start[:, None, :] + s * (stop - start)[:, None, :]
-        gradient = np.linalg.norm(model.grad(segments.reshape(-1, points.shape[1])), axis=1)
+        gradient = np.linalg.norm(landscape.grad(segments.reshape(-1, points.shape[1])), axis=1)
         near[joinable] = (gradient.reshape(len(start), -1) <= GRADIENT_TOL).all(axis=1)
     return near

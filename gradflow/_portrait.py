@@ -1,7 +1,8 @@
 """Phase portraits: streamlines of ``-∇L``, critical sets by kind, separatrices, basins, invariants.
 
-Computing a portrait (:func:`portrait`) needs no plotting library; drawing it
-(:meth:`Portrait.draw`, :meth:`Portrait.save`) imports matplotlib on first use, so
+:func:`portrait` computes everything a portrait shows (no plotting library needed);
+:meth:`Portrait.draw` draws it layer by layer (:mod:`gradflow._draw`) and :meth:`Portrait.save`
+writes the figure with its data beside it.  matplotlib is imported on first drawing, so
 ``import gradflow`` stays free of it.
 """
 
@@ -15,52 +16,35 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._basins import LABELS, BasinMap, basins, plane_grid, widened_bounds
-from ._critical import CriticalSet, critical_sets
+from ._critical import CriticalSets, critical_sets
+from ._draw import (
+    draw_basins,
+    draw_critical,
+    draw_invariant,
+    draw_overlays,
+    draw_separatrices,
+    draw_streamlines,
+)
 from ._errors import GradflowError
-from ._flow import FlowOptions
+from ._integrate import FlowOptions
 from ._io import check_output, save_with_data
+from ._landscape import Landscape
 from ._separatrix import separatrices
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ._bound import BoundModel
-
 __all__ = ["FORMATS", "LAYERS", "Overlay", "Portrait", "portrait"]
 
 FORMATS = (".png", ".pdf", ".svg")
 """Figure formats accepted by :meth:`Portrait.save`, chosen by the file suffix."""
-
 LAYERS = ("basins", "invariant", "streamlines", "separatrix", "critical")
 """What :meth:`Portrait.draw` can draw (overlays are always drawn)."""
 STREAM_GRID = 80
 """Points per axis of the grid on which ``-∇L`` is sampled for streamlines."""
 CRITICAL_SAMPLES = 801
-"""Samples per free dimension when drawing closed-form critical sets on a slice."""
-BASIN_COLORS = {
-    "global_min": "#cde9c9",
-    "local_min": "#c9dcf2",
-    "saddle": "#f6d5a8",
-    "local_max": "#f2c9c9",
-    "degenerate": "#e3d3ef",
-    "diverged": "#9a9a9a",
-    "not_converged": "#d9d9d9",
-}
-KIND_STYLE = {
-    "global_min": {"color": "#1b7a2e", "lw": 2.6},
-    "local_min": {"color": "#1f5fbf", "lw": 3.2},
-    "saddle": {"color": "#e07b00", "lw": 2.0},
-    "local_max": {"color": "#c0202a", "lw": 2.6},
-    "degenerate": {"color": "#7b3fa0", "lw": 2.0},
-}
-KIND_TEXT = {
-    "global_min": "global minima",
-    "local_min": "local minima",
-    "saddle": "saddle",
-    "local_max": "local maxima",
-    "degenerate": "degenerate critical points",
-}
+"""Samples per free dimension when drawing closed-form critical sets."""
 
 
 @dataclass(frozen=True)
@@ -77,20 +61,22 @@ class Portrait:
     """A computed phase portrait of a two-parameter plane.
 
     Attributes:
-        model: the model at fixed hyperparameters.
+        landscape: the loss (e.g. a model bound to its hyperparameters).
         basin_map: basins on the plane (``None`` if not computed).
         critical: the classified critical sets on the portrait's slice (all of them for a
-            two-parameter model), drawn on the plane.
+            two-parameter landscape), drawn on the plane.
         separatrix: stable manifolds of saddles, polylines of shape ``(n, 2)``.
         box: ``(xmin, xmax, ymin, ymax)``.
+        plane: the parameters on the x and y axes.
+        fixed: the values of the parameters off the plane.
         stream: ``(xs, ys, U, V)``: ``-∇L`` projected on the plane, ``U, V`` of shape ``(ny, nx)``.
         invariant: ``(name, values)`` of a conserved quantity on the stream grid, or ``None``.
         overlays: extra paths (e.g. full-model training projected to the plane).
     """
 
-    model: BoundModel
+    landscape: Landscape
     basin_map: BasinMap | None
-    critical: list[CriticalSet]
+    critical: CriticalSets
     separatrix: list[np.ndarray]
     box: tuple[float, float, float, float]
     plane: tuple[str, str]
@@ -98,6 +84,11 @@ class Portrait:
     stream: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     invariant: tuple[str, np.ndarray] | None
     overlays: list[Overlay] = field(default_factory=list)
+
+    @property
+    def plane_order(self) -> tuple[int, int]:
+        """Indices of the plane's two parameters in a point ``θ``."""
+        return (self.landscape.index(self.plane[0]), self.landscape.index(self.plane[1]))
 
     def draw(
         self,
@@ -117,10 +108,10 @@ class Portrait:
 
         Returns:
             The legend handles of what was drawn (for a shared legend).
-        """
-        from matplotlib.colors import ListedColormap
-        from matplotlib.patches import Patch
 
+        Raises:
+            GradflowError: an unknown layer name.
+        """
         unknown = set(layers) - set(LAYERS)
         if unknown:
             raise GradflowError(f"unknown portrait layers {sorted(unknown)}; choose from {LAYERS}")
@@ -128,64 +119,26 @@ class Portrait:
         handles = []
         if self.basin_map is not None and "basins" in layers:
             bm = self.basin_map
-            cmap = ListedColormap([BASIN_COLORS[label] for label in LABELS])
-            ax.pcolormesh(
+            handles += draw_basins(
+                ax,
                 bm.xs,
                 bm.ys,
+                bm.attractor_ids,
                 bm.labels,
-                cmap=cmap,
-                vmin=-0.5,
-                vmax=len(LABELS) - 0.5,
-                shading="nearest",
-                rasterized=True,
+                LABELS,
+                bm.attractors,
+                self.plane_order,
+                self.plane,
             )
-            fractions = bm.fractions()
-            handles += [
-                Patch(
-                    color=BASIN_COLORS[label],
-                    label=f"reaches {label.replace('_', ' ')} ({fractions[label]:.1%})",
-                )
-                for label in LABELS
-                if fractions[label] > 0
-            ]
         if self.invariant is not None and "invariant" in layers:
-            name, values = self.invariant
-            finite = values[np.isfinite(values)]
-            if finite.size:
-                levels = np.unique(np.percentile(finite, np.linspace(3, 97, 16)))
-                ax.contour(
-                    xs,
-                    ys,
-                    values,
-                    levels=levels,
-                    colors="#8c8c8c",
-                    linewidths=0.6,
-                    linestyles="solid",
-                    alpha=0.8,
-                )
-                handles.append(
-                    _line(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}")
-                )
+            handles += draw_invariant(ax, xs, ys, self.invariant[1], self.invariant[0])
         if "streamlines" in layers:
-            ax.streamplot(xs, ys, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8)
-            handles.append(_line(color="#555555", lw=0.8, label="streamlines of −∇L"))
-        if self.separatrix and "separatrix" in layers:
-            for line in self.separatrix:
-                ax.plot(line[:, 0], line[:, 1], color="black", lw=2.0, ls="--")
-            handles.append(
-                _line(
-                    color="black",
-                    lw=2.0,
-                    ls="--",
-                    label="separatrix (stable manifold of the saddle)",
-                )
-            )
+            handles += draw_streamlines(ax, xs, ys, u, v)
+        if "separatrix" in layers:
+            handles += draw_separatrices(ax, self.separatrix)
         if "critical" in layers:
-            handles += self._draw_critical(ax)
-        for overlay in self.overlays:
-            ax.plot(overlay.path[:, 0], overlay.path[:, 1], color=overlay.color, lw=1.4)
-            ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
-            handles.append(_line(color=overlay.color, lw=1.4, label=overlay.label))
+            handles += draw_critical(ax, self.critical, self.plane_order, self.landscape.loss_unit)
+        handles += draw_overlays(ax, self.overlays)
         ax.set_xlim(self.box[0], self.box[1])
         ax.set_ylim(self.box[2], self.box[3])
         ax.set_xlabel(f"${self.plane[0]}$")
@@ -202,46 +155,10 @@ class Portrait:
             )
         return handles
 
-    def _draw_critical(self, ax: Axes) -> list[Any]:
-        """Draw the critical sets of the slice on the plane; return legend handles."""
-        m = self.model.model
-        ix, iy = m.index(self.plane[0]), m.index(self.plane[1])
-        handles, seen = [], set()
-        for s in self.critical:
-            style = KIND_STYLE[s.kind]
-            xy = s.points[:, [ix, iy]]
-            label = _critical_label(s)
-            lines = s.polylines()
-            if lines:
-                for line in lines:
-                    ax.plot(
-                        line[:, ix], line[:, iy], color=style["color"], lw=style["lw"], zorder=4
-                    )
-                handle = _line(color=style["color"], lw=style["lw"], label=label)
-            else:
-                marker = "X" if s.kind == "saddle" else "o"
-                size = 10 if s.dimension == 0 else 3
-                ax.plot(
-                    xy[:, 0],
-                    xy[:, 1],
-                    marker,
-                    color=style["color"],
-                    ms=size,
-                    mec="white",
-                    mew=1.2 if size > 5 else 0,
-                    zorder=5,
-                )
-                handle = _line(color=style["color"], marker=marker, ls="none", ms=8, label=label)
-            if label not in seen:
-                seen.add(label)
-                handles.append(handle)
-        return handles
-
     def title(self) -> str:
-        """``canonical model, p = 0.7, q = 0.6: gradient flow in the (w, e) plane``."""
-        hyper = ", ".join(f"{k} = {v:g}" for k, v in self.model.values.items())
+        """``canonical, p = 0.7, q = 0.6: gradient flow in the (w, e) plane``."""
         fixed = "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
-        return f"{self.model.model.name} model, {hyper}{fixed}: gradient flow in the ({self.plane[0]}, {self.plane[1]}) plane"
+        return f"{self.landscape.title}{fixed}: gradient flow in the ({self.plane[0]}, {self.plane[1]}) plane"
 
     def figure(self) -> Figure:
         """A new matplotlib figure with the portrait drawn on it."""
@@ -261,6 +178,7 @@ class Portrait:
                 basin_x=bm.xs,
                 basin_y=bm.ys,
                 basin_labels=bm.labels,
+                basin_attractor_ids=bm.attractor_ids,
                 basin_times=bm.times,
                 basin_steps=bm.steps,
                 basin_endpoints=bm.endpoints,
@@ -276,9 +194,8 @@ class Portrait:
     def metadata(self) -> dict[str, Any]:
         """How the portrait was computed (what :meth:`save` writes to the JSON)."""
         record: dict[str, Any] = {
-            "model": self.model.model.name,
-            "hyperparameters": dict(self.model.values),
-            "references": self.model.references,
+            **self.landscape.describe(),
+            "references": getattr(self.landscape, "references", {}),
             "plane": list(self.plane),
             "box": list(self.box),
             "fixed": self.fixed,
@@ -287,21 +204,24 @@ class Portrait:
                 | {"n_points": len(s.points)}
                 for s in self.critical
             ],
-            "source": self.model.model.source,
+            "bounded_below": self.critical.bounded_below,
+            "non_smooth": list(self.critical.non_smooth),
         }
         if self.basin_map is not None:
+            bm = self.basin_map
             record.update(
-                grid=[len(self.basin_map.xs), len(self.basin_map.ys)],
-                fractions=self.basin_map.fractions(),
-                solver=[describe_options(o) for o in self.basin_map.options],
+                grid=[len(bm.xs), len(bm.ys)],
+                fractions=bm.fractions(),
+                attractors=[a.to_dict() for a in bm.attractors],
+                solver=[o.to_dict() for o in bm.options],
+                shortcut=bm.shortcut,
             )
         return record
 
     def save(self, out: Path | str, notes: Sequence[str] = ()) -> list[Path]:
         """Write the figure (format from the suffix), and its ``.npz`` and ``.json`` beside it.
 
-        All three appear together or not at all.  ``notes`` (e.g. "every critical point is a
-        global minimum") go into the JSON as ``"notes"``.
+        All three appear together or not at all.  ``notes`` go into the JSON as ``"notes"``.
 
         Raises:
             GradflowError: the suffix is not one of :data:`FORMATS`, or the folder is missing.
@@ -311,34 +231,6 @@ class Portrait:
         fig = self.figure()
         metadata = self.metadata() | ({"notes": list(notes)} if notes else {})
         return save_with_data(out, lambda p: fig.savefig(p, dpi=150), self.data(), metadata)
-
-
-def describe_options(options: FlowOptions) -> dict[str, Any]:
-    """A JSON-ready description of one integration stage."""
-    return {
-        "solver": type(options.solver).__name__,
-        "rtol": options.rtol,
-        "atol": options.atol,
-        "gtol": options.gtol,
-        "t_max": options.t_max,
-        "max_steps": options.max_steps,
-        "divergence_radius": options.divergence_radius,
-    }
-
-
-def _line(**kwargs: Any) -> Any:
-    from matplotlib.lines import Line2D
-
-    return Line2D([], [], **kwargs)
-
-
-def _critical_label(s: CriticalSet) -> str:
-    name = "Γ*: " if s.kind == "global_min" and s.name == "Γ*" else ""
-    detail = ""
-    if s.kind == "saddle":
-        degenerate = s.nullity == len(s.hessian_eigenvalues)
-        detail = ", degenerate: Hessian = 0" if degenerate else f", Morse index {s.morse_index}"
-    return f"{name}{KIND_TEXT[s.kind]} (L = {s.loss:.4f} nats{detail})"
 
 
 def _join(lines: list[np.ndarray]) -> np.ndarray:
@@ -352,7 +244,7 @@ def _join(lines: list[np.ndarray]) -> np.ndarray:
 
 
 def portrait(
-    model: BoundModel,
+    landscape: Landscape,
     *,
     grid: int = 201,
     box: Sequence[float] | None = None,
@@ -363,14 +255,14 @@ def portrait(
     overlays: Sequence[Overlay] = (),
     progress: bool | None = None,
 ) -> Portrait:
-    """Compute the phase portrait of ``model`` on a plane.
+    """Compute the phase portrait of ``landscape`` on a plane.
 
     Args:
-        model: the model at fixed hyperparameters.
+        landscape: the loss (e.g. a model bound to its hyperparameters).
         grid: basin grid points per axis (``grid × grid`` flows).
-        box: ``(xmin, xmax, ymin, ymax)``; default the model's bounds on the plane.
+        box: ``(xmin, xmax, ymin, ymax)``; default the landscape's bounds on the plane.
         fixed: values of the parameters off the plane (slices of higher-dimensional models).
-        plane: the two parameters on the axes (default ``model.model.plane``).
+        plane: the two parameters on the axes (default ``landscape.plane``).
         show_basins: integrate the basin map (the costly part).
         options: integration stages for the basin map.
         overlays: paths to draw on top, in plane coordinates.
@@ -382,18 +274,18 @@ def portrait(
     Raises:
         GradflowError: invalid grid, box or parameter names.
     """
-    plane, xs, ys, fixed, _ = plane_grid(model, grid, box, fixed, plane)
+    plane, xs, ys, fixed, _ = plane_grid(landscape, grid, box, fixed, plane)
     the_box = (float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1]))
-    bounds = widened_bounds(model, {plane[0]: the_box[:2], plane[1]: the_box[2:]})
+    bounds = widened_bounds(landscape, {plane[0]: the_box[:2], plane[1]: the_box[2:]})
     if fixed:
-        critical = critical_sets(model, bounds=bounds)
-        on_slice = critical_sets(model, bounds=bounds, fixed=fixed, samples=CRITICAL_SAMPLES)
+        critical = critical_sets(landscape, bounds=bounds)
+        on_slice = critical_sets(landscape, bounds=bounds, fixed=fixed, samples=CRITICAL_SAMPLES)
     else:
-        critical = on_slice = critical_sets(model, bounds=bounds, samples=CRITICAL_SAMPLES)
+        critical = on_slice = critical_sets(landscape, bounds=bounds, samples=CRITICAL_SAMPLES)
     basin_map = None
     if show_basins:
         basin_map = basins(
-            model,
+            landscape,
             grid=grid,
             box=the_box,
             fixed=fixed,
@@ -402,19 +294,19 @@ def portrait(
             critical=critical,
             progress=progress,
         )
-    _, sx, sy, _, stream_points = plane_grid(model, STREAM_GRID, the_box, fixed, plane)
-    velocity = -model.grad(stream_points)
-    ix, iy = model.model.index(plane[0]), model.model.index(plane[1])
+    _, sx, sy, _, stream_points = plane_grid(landscape, STREAM_GRID, the_box, fixed, plane)
+    velocity = -landscape.grad(stream_points)
+    ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
     invariant = None
-    if model.model.invariants and model.model.dim == 2:
-        name = next(iter(model.model.invariants))
+    if landscape.invariant_names and landscape.dim == 2:
+        name = landscape.invariant_names[0]
         with np.errstate(all="ignore"):
-            invariant = (name, model.invariant(name, stream_points))
+            invariant = (name, landscape.invariant(name, stream_points))
     return Portrait(
-        model=model,
+        landscape=landscape,
         basin_map=basin_map,
         critical=on_slice,
-        separatrix=separatrices(model, on_slice, the_box),
+        separatrix=separatrices(landscape, on_slice, the_box, plane),
         box=the_box,
         plane=plane,
         fixed=fixed,

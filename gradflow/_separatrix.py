@@ -14,17 +14,14 @@ Two constructions, each exact where it applies:
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 import diffrax
 import numpy as np
 
 from ._critical import CriticalSet
-from ._flow import FlowOptions, GradientField, integrate
-
-if TYPE_CHECKING:
-    from ._bound import BoundModel
-    from ._compiled import CompiledModel
+from ._integrate import FlowOptions, integrate
+from ._landscape import GradientField, Landscape
 
 __all__ = ["separatrices"]
 
@@ -35,23 +32,27 @@ LEVEL_SET_RESOLUTION = 801
 
 
 def separatrices(
-    model: BoundModel, critical: list[CriticalSet], box: tuple[float, float, float, float]
+    model: Landscape,
+    critical: Sequence[CriticalSet],
+    box: tuple[float, float, float, float],
+    plane: tuple[str, str] | None = None,
 ) -> list[np.ndarray]:
-    """Stable manifolds of the isolated saddles inside ``box`` of a two-parameter model.
+    """Stable manifolds of the isolated saddles inside ``box`` of a two-parameter landscape.
 
     Args:
-        model: a model with ``dim == 2``; the plane is ``model.model.plane``.
+        model: a landscape with ``dim == 2``.
         critical: its classified critical sets.
         box: ``(xmin, xmax, ymin, ymax)`` in plane coordinates.
+        plane: the parameters on the x and y axes (default the landscape's plane).
 
     Returns:
         Polylines in plane coordinates, each of shape ``(n, 2)``, starting at a saddle.
         Empty for models with more than two parameters (their separatrices are surfaces).
     """
-    m = model.model
-    if m.dim != 2:
+    if model.dim != 2:
         return []
-    order = [m.index(m.plane[0]), m.index(m.plane[1])]
+    plane = plane or model.plane
+    order = [model.index(plane[0]), model.index(plane[1])]
     lines: list[np.ndarray] = []
     for s in critical:
         if s.kind != "saddle" or s.dimension != 0:
@@ -61,7 +62,7 @@ def separatrices(
             continue
         if s.nullity == 0:
             lines += _ascent_branches(model, saddle, box, order)
-        elif m.invariants:
+        elif model.invariant_names:
             lines += _level_set_branches(model, saddle, box, order)
     return lines
 
@@ -71,7 +72,7 @@ def _inside(xy: np.ndarray, box: tuple[float, float, float, float]) -> bool:
 
 
 def _ascent_branches(
-    model: BoundModel, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+    model: Landscape, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
 ) -> list[np.ndarray]:
     """Both branches of the stable manifold of a non-degenerate index-1 saddle."""
     lam, vec = np.linalg.eigh(model.hessian(saddle))
@@ -84,7 +85,7 @@ def _ascent_branches(
 
 
 def _ascend(
-    model: BoundModel, start: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+    model: Landscape, start: np.ndarray, box: tuple[float, float, float, float], order: list[int]
 ) -> np.ndarray:
     """The ascent trajectory ``dθ/dt = +∇L`` from ``start``, in plane coordinates, shape ``(n, 2)``.
 
@@ -92,15 +93,13 @@ def _ascend(
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
     options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e3, divergence_radius=10 * scale)
-    return integrate(_ascent_field(model.compiled), start, model.h, options).thetas[:, order]
+    return integrate(_ascent_field(model.field), start, model.args, options).thetas[:, order]
 
 
 @functools.cache
-def _ascent_field(compiled: CompiledModel) -> GradientField:
-    """The field of ``-L``, one per compiled model so that its integrator compiles once."""
-    return GradientField(
-        loss=lambda t, h: -compiled.loss(t, h), grad=lambda t, h: -compiled.grad(t, h)
-    )
+def _ascent_field(field: GradientField) -> GradientField:
+    """The field of ``-L``, one per field so that its integrator compiles once."""
+    return GradientField(loss=lambda t, a: -field.loss(t, a), grad=lambda t, a: -field.grad(t, a))
 
 
 def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
@@ -113,12 +112,12 @@ def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
 
 
 def _level_set_branches(
-    model: BoundModel, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+    model: Landscape, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
 ) -> list[np.ndarray]:
     """Rays of ``E = E(saddle)`` leaving the saddle along which the flow runs into it."""
     import contourpy
 
-    name = next(iter(model.model.invariants))
+    name = model.invariant_names[0]
     xs = np.linspace(box[0], box[1], LEVEL_SET_RESOLUTION)
     ys = np.linspace(box[2], box[3], LEVEL_SET_RESOLUTION)
     grid = np.zeros((len(ys), len(xs), 2))
@@ -146,7 +145,7 @@ LEVEL_SET_RTOL = 1e-4
 
 
 def _continued(
-    model: BoundModel,
+    model: Landscape,
     ray: np.ndarray,
     saddle: np.ndarray,
     box: tuple[float, float, float, float],
@@ -182,7 +181,7 @@ def _runs(line: np.ndarray, keep: np.ndarray) -> list[np.ndarray]:
     return [line[a:b] for a, b in zip(edges[::2], edges[1::2]) if b - a >= 2]
 
 
-def _flows_in(model: BoundModel, ray: np.ndarray, saddle: np.ndarray, order: list[int]) -> bool:
+def _flows_in(model: Landscape, ray: np.ndarray, saddle: np.ndarray, order: list[int]) -> bool:
     """Whether ``-∇L`` at a vertex a little way out along ``ray`` points back toward its start."""
     k = min(len(ray) - 2, max(2, len(ray) // 10))
     theta = saddle.copy()

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from gradflow.models import markov
 
+import gradflow
 from gradflow import LABELS, basins, critical_sets
 
 W_SADDLE = -1 / np.sqrt(2)
@@ -149,7 +150,7 @@ def test_bias_model_critical_sets_and_flow() -> None:
     assert {s.kind for s in line} == {"local_min", "saddle"}
     for s in line:
         np.testing.assert_allclose(s.points[:, 2], np.log(p / q), atol=1e-12)
-    trajectory = model.flow([0.5, -1.5, 0.0])
+    trajectory = gradflow.flow(model, [0.5, -1.5, 0.0])
     assert trajectory.converged
     assert trajectory.losses[-1] == pytest.approx(refs["entropy_rate"], abs=1e-9)
     sliced = basins(model, grid=9, fixed={"b": 0.0}, progress=False)

@@ -10,6 +10,8 @@ import pytest
 from gradflow.models import markov
 from scipy.optimize import minimize_scalar
 
+import gradflow
+
 PQ = [(0.5, 0.8), (0.7, 0.6), (0.1, 0.1), (0.9, 0.9), (0.2, 0.3), (0.35, 0.65)]
 
 
@@ -113,20 +115,20 @@ def test_energy_is_conserved_along_computed_trajectories() -> None:
         ((0.7, 0.6), (1.5, 2.0)),
     ]:
         model = markov.canonical(p, q)
-        path = model.flow(start).thetas
+        path = gradflow.flow(model, start).thetas
         energy = model.invariant("E", path)
         assert np.max(np.abs(energy - energy[0])) <= 1e-6 * abs(energy[0])
 
 
 def test_flow_endpoints_from_the_issue() -> None:
     """p = q = .9 from (0.5, -0.5) ends on Γ*; p = q = .1 from (0.2, -1.5) at a local minimum."""
-    high = markov.canonical(0.9, 0.9).flow([0.5, -0.5])
+    high = gradflow.flow(markov.canonical(0.9, 0.9), [0.5, -0.5])
     assert high.converged
     assert high.losses[-1] == pytest.approx(0.325083, abs=5e-7)
     assert high.losses[-1] == pytest.approx(
         markov.canonical(0.9, 0.9).references["entropy_rate"], abs=1e-10
     )
-    low = markov.canonical(0.1, 0.1).flow([0.2, -1.5])
+    low = gradflow.flow(markov.canonical(0.1, 0.1), [0.2, -1.5])
     assert low.converged
     assert low.losses[-1] == pytest.approx(np.log(2), abs=1e-10)
     assert abs(low.endpoint[0]) < 1e-6 and low.endpoint[1] < -1 / np.sqrt(2)

@@ -16,6 +16,8 @@ from gradflow.models.markov_attention import (
     canonical_attention_bias,
 )
 
+import gradflow
+
 
 def _entropy(x: float) -> float:
     return -x * math.log(x) - (1 - x) * math.log(1 - x)
@@ -86,7 +88,7 @@ def test_closed_form_levels_and_minimum():
 )
 def test_critical_sets(p, q, above, below):
     """Φ'(0) = π0 π1 (p + q - 1): on e = 0 the loss curves up in e where Φ'(0)(1 + 2w|w|) > 0."""
-    sets = canonical_attention(p, q).critical_points(starts=32)
+    sets = gradflow.critical_sets(canonical_attention(p, q), starts=32)
     kinds = {(s.name, s.kind) for s in sets}
     assert ("Γ*", "global_min") in kinds
     assert ("e = 0", above) in kinds and ("e = 0", below) in kinds
@@ -100,7 +102,7 @@ def test_critical_sets(p, q, above, below):
 def test_iid_chain_makes_the_plane_w_saddle_globally_minimal(model):
     """p + q = 1: c* = 0, so all of {c = 0} ⊃ {w = -1/√2} is a set of global minima at H(π)."""
     bound = model(0.3, 0.7)
-    sets = bound.critical_points(starts=32)
+    sets = gradflow.critical_sets(bound, starts=32)
     assert {s.kind for s in sets} == {"global_min"}
     assert not [s for s in sets if s.name == "numerical"]
     (plane,) = [s for s in sets if s.name == "w = -1/√2"]

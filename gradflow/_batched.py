@@ -1,0 +1,162 @@
+"""Many trajectories of one gradient flow, keeping only where each one stopped.
+
+Trajectories are integrated in rounds of a bounded number of solver steps on fixed-size chunks;
+the members still running after a round are re-batched for the next, so no member waits for the
+slowest one of the batch.  Several stages (e.g. an explicit solver, then an implicit one for the
+stiff remainder) can be chained: members whose step budget runs out in one stage continue from
+where they stopped in the next.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._errors import GradflowError
+from ._integrate import FlowOptions, Status, solve, status_code
+from ._landscape import GradientField
+from ._progress import progress_bar
+
+__all__ = ["FlowEndpoints", "integrate_batch"]
+
+
+@dataclass(frozen=True)
+class FlowEndpoints:
+    """Where each trajectory of a batch stopped.
+
+    Attributes:
+        endpoints: shape ``(B, dim)``.
+        times: flow time at the stop, shape ``(B,)``.
+        steps: solver steps taken, accepted and rejected, shape ``(B,)``.
+        status: :class:`Status` codes, shape ``(B,)``.
+    """
+
+    endpoints: np.ndarray
+    times: np.ndarray
+    steps: np.ndarray
+    status: np.ndarray
+
+
+@dataclass
+class _BatchState:
+    """Mutable per-member state of a batched integration."""
+
+    y: np.ndarray
+    t: np.ndarray
+    steps: np.ndarray
+    status: np.ndarray
+
+
+def integrate_batch(
+    field: GradientField,
+    args: Any,
+    thetas0: np.ndarray,
+    stages: Sequence[FlowOptions],
+    *,
+    decide_below: float | None = None,
+    chunk_size: int = 16384,
+    steps_per_round: int = 32,
+    progress: bool | None = None,
+) -> FlowEndpoints:
+    """Integrate the trajectories from ``thetas0`` (shape ``(B, dim)``, finite) to their stops.
+
+    Args:
+        field: the loss and gradient.
+        args: passed to the field.
+        thetas0: initial points.
+        stages: solver and stopping rule of each stage, tried in turn.
+        decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
+            level.
+        chunk_size: members integrated together.
+        steps_per_round: solver steps before unfinished members are re-batched.
+        progress: show a progress bar (default: only once the batch has run for 1.5 s).
+
+    Returns:
+        Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``.
+
+    Raises:
+        GradflowError: no stage given.
+    """
+    if not stages:
+        raise GradflowError("options must name at least one FlowOptions stage")
+    n = thetas0.shape[0]
+    state = _BatchState(
+        y=np.array(thetas0, dtype=np.float64),
+        t=np.zeros(n),
+        steps=np.zeros(n, dtype=np.int64),
+        status=np.full(n, int(Status.NOT_CONVERGED)),
+    )
+    level = jnp.asarray(-np.inf if decide_below is None else decide_below)
+    pending = np.arange(n)
+    with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
+        for stage in stages:
+            if not pending.size:
+                break
+            limit = np.zeros(n, dtype=np.int64)
+            limit[pending] = state.steps[pending] + stage.max_steps
+            advance = _round_function(field, stage, steps_per_round)
+            pending = _run_stage(
+                advance, args, level, state, pending, limit, min(chunk_size, n), bar
+            )
+    return FlowEndpoints(endpoints=state.y, times=state.t, steps=state.steps, status=state.status)
+
+
+def _run_stage(
+    advance: Callable[..., tuple[jax.Array, ...]],
+    args: Any,
+    level: jax.Array,
+    state: _BatchState,
+    pending: np.ndarray,
+    limit: np.ndarray,
+    chunk: int,
+    bar: Any,
+) -> np.ndarray:
+    """Run the members ``pending`` until each stops or reaches its step ``limit``.
+
+    Returns the members whose budget ran out (to be continued by a later stage, if any).
+    """
+    queue, exhausted = pending, []
+    while queue.size:
+        take = queue[:chunk]
+        idx = np.resize(take, chunk)
+        yy, tt, nn, ss = advance(jnp.asarray(state.y[idx]), jnp.asarray(state.t[idx]), args, level)
+        m = take.size
+        state.y[take], state.t[take] = np.asarray(yy)[:m], np.asarray(tt)[:m]
+        state.steps[take] += np.asarray(nn)[:m]
+        code = np.asarray(ss)[:m]
+        stopped = code >= 0
+        out_of_steps = ~stopped & (state.steps[take] >= limit[take])
+        state.status[take[stopped]] = code[stopped]
+        exhausted.append(take[out_of_steps])
+        queue = np.concatenate([queue[chunk:], take[~(stopped | out_of_steps)]])
+        bar.update(int(stopped.sum()))
+    return np.concatenate(exhausted)
+
+
+@functools.cache
+def _round_function(
+    field: GradientField, options: FlowOptions, steps: int
+) -> Callable[..., tuple[jax.Array, ...]]:
+    """Jitted: advance a chunk of members by at most ``steps`` solver steps each.
+
+    Returns ``(y, t, steps, status)`` per member (``steps`` counts rejected steps too: a member
+    whose steps are all rejected, as at a blow-up, must still spend its budget), with status
+    ``-1`` for members that are still running.
+    """
+    saveat = diffrax.SaveAt(t1=True)
+
+    def one(y0: jax.Array, t0: jax.Array, args: Any, level: jax.Array):
+        sol = solve(field, options, y0, t0, args, level, steps, saveat)
+        y, t = sol.ys[-1], sol.ts[-1]
+        running = sol.result == diffrax.RESULTS.max_steps_reached
+        code = jnp.where(running, -1, status_code(field, options, y, args, level))
+        return y, t, sol.stats["num_steps"], code
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))

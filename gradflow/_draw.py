@@ -1,0 +1,242 @@
+"""Drawing primitives: one function per layer of a portrait, each onto given matplotlib axes.
+
+Each function takes plain data (arrays, critical sets, attractors), draws one layer and returns
+the legend handles of what it drew.  matplotlib is imported inside the functions, so importing
+gradflow does not import it.
+"""
+
+from __future__ import annotations
+
+import colorsys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from ._attractors import Attractor
+    from ._critical import CriticalSet
+
+__all__ = [
+    "KIND_COLORS",
+    "attractor_colors",
+    "draw_basins",
+    "draw_critical",
+    "draw_invariant",
+    "draw_overlays",
+    "draw_separatrices",
+    "draw_streamlines",
+    "line_handle",
+]
+
+KIND_COLORS = {
+    "global_min": "#1b7a2e",
+    "local_min": "#1f5fbf",
+    "saddle": "#e07b00",
+    "local_max": "#c0202a",
+    "degenerate": "#7b3fa0",
+}
+"""The colour of each kind of critical set (lines and markers); basins use light tints of it."""
+OUTCOME_COLORS = {"diverged": "#9a9a9a", "not_converged": "#d9d9d9", "non_smooth": "#f0e68c"}
+"""Basin colours of the grid points that reached no attractor."""
+KIND_WIDTH = {
+    "global_min": 2.6,
+    "local_min": 3.2,
+    "saddle": 2.0,
+    "local_max": 2.6,
+    "degenerate": 2.0,
+}
+KIND_TEXT = {
+    "global_min": "global minima",
+    "local_min": "local minima",
+    "saddle": "saddle",
+    "local_max": "local maxima",
+    "degenerate": "degenerate critical points",
+}
+INVARIANT_LEVELS = 16
+"""Level sets drawn of a conserved quantity (spaced by quantiles of its values)."""
+
+
+def line_handle(**kwargs: Any) -> Any:
+    """A legend handle for a line or marker style."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], **kwargs)
+
+
+def _tint(color: str, lightness: float) -> tuple[float, float, float]:
+    """``color`` with its HLS lightness set to ``lightness`` (0 black … 1 white)."""
+    from matplotlib.colors import to_rgb
+
+    h, _, s = colorsys.rgb_to_hls(*to_rgb(color))
+    return colorsys.hls_to_rgb(h, lightness, 0.6 * s)
+
+
+def attractor_colors(attractors: Sequence[Attractor]) -> list[tuple[float, float, float]]:
+    """A light tint of its kind's colour per attractor; attractors of one kind get distinct
+    lightnesses (0.88, 0.78, 0.68, … cycling)."""
+    seen: dict[str, int] = {}
+    colors = []
+    for a in attractors:
+        k = seen.get(a.kind, 0)
+        seen[a.kind] = k + 1
+        colors.append(_tint(KIND_COLORS[a.kind], 0.88 - 0.1 * (k % 4)))
+    return colors
+
+
+def _point_text(point: np.ndarray, order: Sequence[int], names: Sequence[str]) -> str:
+    return f"({', '.join(names)}) = ({', '.join(f'{point[i]:.3g}' for i in order)})"
+
+
+def draw_basins(
+    ax: Axes,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    ids: np.ndarray,
+    labels: np.ndarray,
+    label_names: Sequence[str],
+    attractors: Sequence[Attractor],
+    plane_order: Sequence[int],
+    plane_names: Sequence[str],
+) -> list[Any]:
+    """Shade each attractor's basin in a tint of its kind's colour; grey for the rest.
+
+    Args:
+        ax: the axes.
+        xs, ys: grid coordinates, shapes ``(nx,)``, ``(ny,)``.
+        ids: attractor id per grid point, ``-1`` for none, shape ``(ny, nx)``.
+        labels: label index per grid point into ``label_names``, shape ``(ny, nx)``.
+        label_names: the labels (kinds, then ``diverged``, ``not_converged``, ``non_smooth``).
+        attractors: all attractors (``fraction`` set).
+        plane_order: indices of the plane's coordinates in a point.
+        plane_names: their names.
+
+    Returns:
+        One legend handle per attractor reached and per other outcome that occurs.
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    outcomes = [n for n in OUTCOME_COLORS if n in label_names]
+    colors = attractor_colors(attractors) + [OUTCOME_COLORS[n] for n in outcomes]
+    codes = ids.copy()
+    for k, name in enumerate(outcomes):
+        codes[(ids < 0) & (labels == label_names.index(name))] = len(attractors) + k
+    ax.pcolormesh(
+        xs,
+        ys,
+        codes,
+        cmap=ListedColormap(colors),
+        vmin=-0.5,
+        vmax=len(colors) - 0.5,
+        shading="nearest",
+        rasterized=True,
+    )
+    handles = []
+    for a, color in zip(attractors, colors):
+        if a.fraction > 0:
+            where = _point_text(a.point, plane_order, plane_names)
+            text = f"reaches {a.kind.replace('_', ' ')} #{a.id} {a.set}, {where} ({a.fraction:.1%})"
+            handles.append(Patch(color=color, label=text))
+    total = labels.size
+    for k, name in enumerate(outcomes):
+        share = float(np.sum(codes == len(attractors) + k)) / total
+        if share > 0:
+            handles.append(
+                Patch(
+                    color=colors[len(attractors) + k],
+                    label=f"{name.replace('_', ' ')} ({share:.1%})",
+                )
+            )
+    return handles
+
+
+def draw_invariant(
+    ax: Axes, xs: np.ndarray, ys: np.ndarray, values: np.ndarray, name: str
+) -> list[Any]:
+    """Level sets of a conserved quantity, :data:`INVARIANT_LEVELS` of them at evenly spaced
+    quantiles of its finite values on the grid (so they do not bunch where it diverges)."""
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return []
+    levels = np.unique(np.quantile(finite, np.linspace(0.03, 0.97, INVARIANT_LEVELS)))
+    ax.contour(xs, ys, values, levels=levels, colors="#8c8c8c", linewidths=0.6, alpha=0.8)
+    return [line_handle(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}")]
+
+
+def draw_streamlines(
+    ax: Axes, xs: np.ndarray, ys: np.ndarray, u: np.ndarray, v: np.ndarray
+) -> list[Any]:
+    """Streamlines of the plane components ``(u, v)`` of ``-∇L``, shapes ``(ny, nx)``."""
+    ax.streamplot(xs, ys, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8)
+    return [line_handle(color="#555555", lw=0.8, label="streamlines of −∇L")]
+
+
+def draw_separatrices(ax: Axes, lines: Sequence[np.ndarray]) -> list[Any]:
+    """Separatrices (polylines of shape ``(n, 2)``) as dashed black lines."""
+    if not lines:
+        return []
+    for line in lines:
+        ax.plot(line[:, 0], line[:, 1], color="black", lw=2.0, ls="--")
+    return [
+        line_handle(
+            color="black", lw=2.0, ls="--", label="separatrix (stable manifold of a saddle)"
+        )
+    ]
+
+
+def critical_label(s: CriticalSet, unit: str) -> str:
+    """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
+    name = "" if s.name == "numerical" else f": {s.name}"
+    detail = ""
+    if s.kind == "saddle":
+        degenerate = s.nullity == len(s.hessian_eigenvalues)
+        detail = ", degenerate: Hessian = 0" if degenerate else f", Morse index {s.morse_index}"
+    unit = f" {unit}" if unit else ""
+    return f"{KIND_TEXT[s.kind]}{name} (L = {s.loss:.4f}{unit}{detail})"
+
+
+def draw_critical(
+    ax: Axes, sets: Sequence[CriticalSet], plane_order: Sequence[int], unit: str
+) -> list[Any]:
+    """Critical sets on the plane: curves as lines, points as markers (saddles as crosses)."""
+    ix, iy = plane_order
+    handles, seen = [], set()
+    for s in sets:
+        color, width = KIND_COLORS[s.kind], KIND_WIDTH[s.kind]
+        label = critical_label(s, unit)
+        lines = s.polylines()
+        if lines:
+            for line in lines:
+                ax.plot(line[:, ix], line[:, iy], color=color, lw=width, zorder=4)
+            handle = line_handle(color=color, lw=width, label=label)
+        else:
+            marker = "X" if s.kind == "saddle" else "o"
+            size = 10 if s.dimension == 0 else 3
+            ax.plot(
+                s.points[:, ix],
+                s.points[:, iy],
+                marker,
+                color=color,
+                ms=size,
+                mec="white",
+                mew=1.2 if size > 5 else 0,
+                zorder=5,
+            )
+            handle = line_handle(color=color, marker=marker, ls="none", ms=8, label=label)
+        if label not in seen:
+            seen.add(label)
+            handles.append(handle)
+    return handles
+
+
+def draw_overlays(ax: Axes, overlays: Sequence[Any]) -> list[Any]:
+    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)`` and ``color``), start dotted."""
+    handles = []
+    for overlay in overlays:
+        ax.plot(overlay.path[:, 0], overlay.path[:, 1], color=overlay.color, lw=1.4)
+        ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
+        handles.append(line_handle(color=overlay.color, lw=1.4, label=overlay.label))
+    return handles

@@ -1,0 +1,182 @@
+"""Gradient flows on a landscape: one trajectory, a batch of endpoints, plain gradient descent.
+
+These wrap the integrators (:func:`gradflow.integrate`, :func:`gradflow.descend`) with a
+landscape's own field, check the initial points, and say what each trajectory reached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._attractors import AttractorIndex
+from ._batched import FlowEndpoints, integrate_batch
+from ._classify import classify_points
+from ._critical import CriticalSets
+from ._descent import descend
+from ._errors import GradflowError
+from ._integrate import FlowOptions, Status, Trajectory, integrate
+from ._landscape import Landscape
+
+__all__ = ["check_initial", "flow", "flow_endpoints", "gradient_descent", "kink_status"]
+
+
+def check_initial(landscape: Landscape, thetas: Any, what: str = "initial points") -> np.ndarray:
+    """Initial points as a float64 array of shape ``(B, dim)``.
+
+    Raises:
+        GradflowError: wrong shape, no points, or a NaN or infinite coordinate; the message
+            names the coordinates in order.
+    """
+    names = ", ".join(landscape.param_names)
+    try:
+        arr = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise GradflowError(f"{what} must be numbers ({names}), got {thetas!r}") from None
+    dim = landscape.dim
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise GradflowError(
+            f"{what} must have {dim} coordinates ({names}), got shape {np.shape(thetas)}"
+        )
+    if arr.shape[0] == 0:
+        raise GradflowError(f"no {what} given (empty grid)")
+    if not np.all(np.isfinite(arr)):
+        raise GradflowError(f"{what} must be finite numbers ({names}), got NaN or inf")
+    return arr
+
+
+def flow(
+    landscape: Landscape,
+    theta0: Any,
+    options: FlowOptions | None = None,
+    *,
+    critical: CriticalSets | None = None,
+) -> Trajectory:
+    """One trajectory of the gradient flow ``dθ/dt = -∇L`` from ``theta0`` to its stop.
+
+    Args:
+        landscape: the loss (e.g. a model bound to its hyperparameters).
+        theta0: initial point, shape ``(dim,)``, in the order of ``landscape.param_names``.
+        options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).
+        critical: critical sets to name the attractor reached (its id in their
+            :class:`~gradflow.AttractorIndex`); without them only the kind is given.
+
+    Returns:
+        The whole path (every accepted step), why it stopped and what it reached.
+
+    Raises:
+        GradflowError: ``theta0`` has the wrong shape or is not finite.
+    """
+    y0 = check_initial(landscape, theta0, "the initial point")
+    if y0.shape[0] != 1:
+        raise GradflowError(f"flow takes one initial point, got {y0.shape[0]}")
+    path = integrate(landscape.field, y0[0], landscape.args, options)
+    return reached(landscape, path, critical)
+
+
+def reached(
+    landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
+) -> Trajectory:
+    """``path`` with what it reached: the kind at a converged endpoint (and the attractor id
+    given ``critical``), the kink for a trajectory stuck on one, else its status."""
+    status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
+    path = dataclasses.replace(
+        path,
+        status=Status(int(status[0])),
+        kink=kink[0],
+        param_names=tuple(landscape.param_names),
+    )
+    if path.status is not Status.CONVERGED:
+        return dataclasses.replace(path, reached=str(path.status))
+    global_loss = landscape.global_min_loss
+    kind = str(classify_points(landscape, path.endpoint[None], global_loss).kinds[0])
+    attractor = None
+    if critical is not None:
+        found = AttractorIndex(critical, critical.box).match(path.endpoint[None])[0]
+        attractor = int(found) if found >= 0 else None
+    return dataclasses.replace(path, reached=kind, attractor=attractor)
+
+
+def kink_status(
+    landscape: Landscape, endpoints: np.ndarray, status: np.ndarray
+) -> tuple[np.ndarray, list[str | None]]:
+    """Relabel trajectories that ran out of budget on a kink of the loss as ``NON_SMOOTH``.
+
+    Returns:
+        The new status codes, shape ``(n,)``, and for each trajectory the kink term or ``None``.
+    """
+    status = np.array(status, copy=True)
+    kinks: list[str | None] = [None] * len(status)
+    if not landscape.nonsmooth_terms:
+        return status, kinks
+    for i in np.flatnonzero(status == Status.NOT_CONVERGED):
+        terms = landscape.kinks_at(endpoints[i])
+        if terms:
+            status[i], kinks[i] = int(Status.NON_SMOOTH), terms[0]
+    return status, kinks
+
+
+def flow_endpoints(
+    landscape: Landscape,
+    thetas0: Any,
+    options: FlowOptions | Sequence[FlowOptions] | None = None,
+    *,
+    decide_below: float | None = None,
+    chunk_size: int = 16384,
+    steps_per_round: int = 32,
+    progress: bool | None = None,
+) -> FlowEndpoints:
+    """Integrate many trajectories and return where each one stopped.
+
+    Args:
+        landscape: the loss.
+        thetas0: initial points, shape ``(B, dim)``.
+        options: solver and stopping rule, or a sequence of them tried in turn: members whose
+            step budget runs out in one stage continue from where they stopped in the next (e.g.
+            an explicit solver first, an implicit one for the stiff remainder).
+        decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
+            level.  Sound only where the landscape proves it
+            (:attr:`~gradflow.Landscape.sublevel_shortcut`).
+        chunk_size: members integrated together.
+        steps_per_round: solver steps before unfinished members are re-batched.
+        progress: show a progress bar (default: only once the batch has run for 1.5 s).
+
+    Returns:
+        Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
+        members stuck on a kink of a non-smooth loss have status ``NON_SMOOTH``.
+
+    Raises:
+        GradflowError: empty batch, wrong shape, or non-finite initial points.
+    """
+    stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
+    y0 = check_initial(landscape, thetas0)
+    result = integrate_batch(
+        landscape.field,
+        landscape.args,
+        y0,
+        stages,
+        decide_below=decide_below,
+        chunk_size=chunk_size,
+        steps_per_round=steps_per_round,
+        progress=progress,
+    )
+    status, _ = kink_status(landscape, result.endpoints, result.status)
+    return dataclasses.replace(result, status=status)
+
+
+def gradient_descent(
+    landscape: Landscape, theta0: Any, *, lr: float, steps: int, every: int = 1
+) -> Trajectory:
+    """Plain gradient descent on a landscape; see :func:`gradflow.descend`.
+
+    Raises:
+        GradflowError: bad ``theta0``, ``lr``, ``steps`` or ``every``.
+    """
+    y0 = check_initial(landscape, theta0, "the initial point")
+    if y0.shape[0] != 1:
+        raise GradflowError(f"gradient_descent takes one initial point, got {y0.shape[0]}")
+    path = descend(landscape.field, y0[0], landscape.args, lr=lr, steps=steps, every=every)
+    return dataclasses.replace(path, param_names=tuple(landscape.param_names))

@@ -1,0 +1,152 @@
+"""Facts about a loss that SymPy can establish: closed-form critical points, a lower bound, kinks.
+
+- :func:`solve_gradient`: ``sympy.solve(∇L = 0)`` where the gradient is rational in ``θ``.
+- :func:`proves_nonnegative`: whether SymPy's assumptions prove ``L ≥ 0`` (a sum of squares of
+  real expressions, say), which makes ``0`` a proven lower bound.
+- :func:`gradient_jumps`: the non-smooth terms of ``L`` across whose kink ``∇L`` is
+  discontinuous (``|x|`` at ``x = 0``), as opposed to terms where only the Hessian jumps
+  (``w|w|``, ``max(0, x)²``), whose gradient flow is well defined.
+- :func:`readable`: an expression printed as a number where it is one.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+
+import sympy as sp
+
+__all__ = [
+    "NONSMOOTH_FUNCTIONS",
+    "gradient_jumps",
+    "kink_function",
+    "nonsmooth_atoms",
+    "proves_nonnegative",
+    "readable",
+    "solve_gradient",
+]
+
+NONSMOOTH_FUNCTIONS = (sp.Abs, sp.Max, sp.Min, sp.sign, sp.Heaviside, sp.Piecewise)
+"""SymPy functions that make a loss non-smooth where their argument crosses a kink."""
+READABLE_OPS = 12
+"""An exact expression with at most this many operations is printed as it is, else as a number."""
+
+
+def solve_gradient(
+    params: Sequence[sp.Symbol], loss: sp.Expr, declared: Sequence[Mapping[sp.Symbol, sp.Expr]]
+) -> list[dict[sp.Symbol, sp.Expr]]:
+    """Solutions of ``∇L = 0`` by ``sympy.solve`` when the gradient is rational in ``θ``.
+
+    Args:
+        params: the parameters ``θ``.
+        loss: ``L``.
+        declared: solutions already known (declared closed-form sets); repeats are left out.
+
+    Returns:
+        One dict per solution (parameters not in it are free); empty if the gradient is not
+        rational in ``θ``.
+    """
+    grad = [sp.diff(loss, s) for s in params]
+    if not all(g.is_rational_function(*params) for g in grad):
+        return []
+    return [
+        solution
+        for solution in sp.solve([sp.factor(g) for g in grad], list(params), dict=True)
+        if not any(_same_solution(solution, other) for other in declared)
+    ]
+
+
+def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr]) -> bool:
+    return a.keys() == b.keys() and all(sp.simplify(a[k] - b[k]) == 0 for k in a)
+
+
+@functools.cache
+def proves_nonnegative(loss: sp.Expr) -> bool:
+    """Whether SymPy's assumption system proves ``L ≥ 0`` for all real parameters."""
+    return bool(loss.is_nonnegative)
+
+
+def nonsmooth_atoms(expr: sp.Expr) -> list[sp.Expr]:
+    """The non-smooth function applications in ``expr`` (see :data:`NONSMOOTH_FUNCTIONS`)."""
+    return sorted(expr.atoms(*NONSMOOTH_FUNCTIONS), key=sp.default_sort_key)
+
+
+def kink_function(atom: sp.Expr) -> sp.Expr:
+    """The expression that vanishes on the kink of a non-smooth term: ``u`` for ``|u|``,
+    ``sign(u)`` and ``H(u)``; ``a - b`` for ``max(a, b)`` and ``min(a, b)``; for a piecewise
+    expression, ``lhs - rhs`` of its first condition."""
+    if isinstance(atom, sp.Piecewise):
+        condition = atom.args[0][1]
+        return condition.lhs - condition.rhs if isinstance(condition, sp.Rel) else sp.S.Zero
+    if isinstance(atom, (sp.Max, sp.Min)):
+        return atom.args[0] - sp.Add(*atom.args[1:]) if len(atom.args) == 2 else atom.args[0]
+    return atom.args[0]
+
+
+@functools.cache
+def gradient_jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[str, ...]:
+    """The non-smooth terms of ``L`` across whose kink ``∇L`` jumps.
+
+    Each step discontinuity ``D(u)`` (``sign``, ``Heaviside``) in ``∇L`` is replaced by its value
+    on either side of ``u = 0``; the difference of the two gradients is the jump, which must
+    vanish on ``u = 0`` for ``∇L`` to be continuous (``d(w|w|)/dw = |w| + w·sign(w)`` jumps by
+    ``2w``, zero at ``w = 0``; ``d|x|/dx = sign(x)`` jumps by 2).  A piecewise gradient, or a
+    jump SymPy cannot decide, counts as a jump.
+
+    Returns:
+        The loss's non-smooth terms (as strings) whose kink makes ``∇L`` jump, sorted.
+    """
+    terms = nonsmooth_atoms(loss)
+    if not terms:
+        return ()
+    jumping = set()
+    for g in (sp.diff(loss, s) for s in params):
+        for step in g.atoms(sp.sign, sp.Heaviside, sp.Piecewise):
+            if not _continuous_across(g, step):
+                jumping.add(step)
+    if not jumping:
+        return ()
+    kinks = {sp.simplify(kink_function(step)) for step in jumping}
+    return tuple(
+        str(term) for term in terms if any(_same_kink(kink_function(term), k) for k in kinks)
+    )
+
+
+def _continuous_across(g: sp.Expr, step: sp.Expr) -> bool:
+    """Whether ``g`` is continuous across the kink of the step function ``step``."""
+    if isinstance(step, sp.Piecewise):
+        return False
+    u = step.args[0]
+    above, below = (1, 0) if isinstance(step, sp.Heaviside) else (1, -1)
+    jump = g.subs(step, above) - g.subs(step, below)
+    symbols = sorted(u.free_symbols, key=sp.default_sort_key)
+    for symbol in symbols:
+        try:
+            roots = sp.solve(u, symbol)
+        except NotImplementedError:
+            continue
+        if roots:
+            return all(sp.simplify(jump.subs(symbol, r)) == 0 for r in roots)
+    return False
+
+
+def _same_kink(a: sp.Expr, b: sp.Expr) -> bool:
+    return sp.simplify(a - b) == 0 or sp.simplify(a + b) == 0
+
+
+def readable(expr: sp.Expr, subs: Mapping[sp.Symbol, float] | None = None) -> str:
+    """``expr`` for a report: exact if short and real, else its value to 7 significant digits.
+
+    A root of a cubic comes out of ``sympy.solve`` as a sum of complex cube roots; its real
+    value is what a reader wants.
+    """
+    value = expr.subs(subs or {})
+    if sp.count_ops(value) <= READABLE_OPS and value.is_real is not False and not value.has(sp.I):
+        return str(value)
+    number = sp.N(value, 15)
+    if number.free_symbols:
+        return str(value)
+    re, im = number.as_real_imag()
+    if abs(float(im)) > 1e-12 * max(1.0, abs(float(re))):
+        return f"{complex(number):.7g}"
+    return f"{float(re):.7g}"
