@@ -9,6 +9,7 @@ clustered and classified, and each cluster becomes a further attractor.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,8 @@ from ._landscape import Landscape
 
 __all__ = ["Attractor", "AttractorIndex", "MATCH_RADIUS"]
 
+POINT_LINK = 1e-6
+"""Isolated critical points closer than this fraction of the box diagonal are one attractor."""
 MATCH_RADIUS = 1e-2
 """An endpoint within this fraction of the box diagonal of a set's nearest sample reaches it
 (sampled curves and surfaces allow their sample spacing besides)."""
@@ -81,29 +84,36 @@ class AttractorIndex:
     ) -> None:
         self.diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0])) or 1.0
         center = box.mean(axis=1) if center is None else np.asarray(center, dtype=float)
+        parts = [
+            (s, s.component_points(label))
+            for s in sets
+            for label in range(s.n_components)
+            if np.any(s.components == label)
+        ]
+        spacings = [_spacing(part) if s.dimension > 0 else np.zeros(len(part)) for s, part in parts]
+        groups = _linked(parts, spacings, POINT_LINK * self.diagonal)
         self.attractors: list[Attractor] = []
         points, owners, radii = [], [], []
-        for s in sets:
-            for label in range(s.n_components):
-                part = s.component_points(label)
-                if not len(part):
-                    continue
-                rep = part[int(np.argmin(np.linalg.norm(part - center, axis=1)))]
-                self.attractors.append(
-                    Attractor(
-                        id=len(self.attractors),
-                        kind=s.kind,
-                        set=s.name,
-                        equation=s.equation,
-                        point=rep,
-                        loss=s.loss,
-                        dimension=s.dimension,
-                    )
+        for members in groups:
+            first = parts[members[0]][0]
+            union = np.concatenate([parts[i][1] for i in members])
+            names = list(dict.fromkeys(parts[i][0].name for i in members))
+            equations = list(dict.fromkeys(parts[i][0].equation for i in members))
+            self.attractors.append(
+                Attractor(
+                    id=len(self.attractors),
+                    kind=first.kind,
+                    set=" ∪ ".join(names),
+                    equation=equations[0] if len(equations) == 1 else None,
+                    point=union[int(np.argmin(np.linalg.norm(union - center, axis=1)))],
+                    loss=first.loss,
+                    dimension=max(parts[i][0].dimension for i in members),
                 )
-                points.append(part)
-                owners.append(np.full(len(part), len(self.attractors) - 1))
-                spacing = _spacing(part) if s.dimension > 0 else np.zeros(len(part))
-                radii.append(np.maximum(1.5 * spacing, MATCH_RADIUS * self.diagonal))
+            )
+            for i in members:
+                points.append(parts[i][1])
+                owners.append(np.full(len(parts[i][1]), len(self.attractors) - 1))
+                radii.append(np.maximum(1.5 * spacings[i], MATCH_RADIUS * self.diagonal))
         self._points = np.concatenate(points) if points else np.zeros((0, box.shape[0]))
         self._owners = np.concatenate(owners) if owners else np.zeros(0, dtype=int)
         self._radii = np.concatenate(radii) if radii else np.zeros(0)
@@ -157,10 +167,43 @@ class AttractorIndex:
                     equation=None,
                     point=points[best],
                     loss=float(landscape.loss(points[best])),
-                    dimension=local_dimension(points[members]) if members.size > 2 else 0,
+                    dimension=int(np.median(local_dimension(np.unique(points[members], axis=0)))),
                 )
             )
         return ids
+
+
+def _linked(
+    parts: list[tuple[CriticalSet, np.ndarray]], spacings: list[np.ndarray], point_link: float
+) -> list[list[int]]:
+    """Group the parts (components of the sets) of one kind that touch into attractors.
+
+    Two parts touch when some sample of one lies within 1.5 times the larger sampling gap of the
+    two (``point_link`` for isolated points) of a sample of the other: the two halves
+    ``y = ±√(1 - x²)`` that ``sympy.solve`` returns for a circle are one attractor.  Returns the
+    groups as lists of part indices, in the order of their first part.
+    """
+    parent = list(range(len(parts)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    trees = [cKDTree(part) for _, part in parts]
+    for i, j in itertools.combinations(range(len(parts)), 2):
+        if parts[i][0].kind != parts[j][0].kind:
+            continue
+        reach = max(
+            1.5 * spacings[i].max(initial=0.0), 1.5 * spacings[j].max(initial=0.0), point_link
+        )
+        if trees[i].query(parts[j][1], distance_upper_bound=reach)[0].min() <= reach:
+            parent[root(j)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(parts)):
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
 
 
 def _spacing(points: np.ndarray) -> np.ndarray:

@@ -18,6 +18,7 @@ into its connected components (two wells of a double well are two components of 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -57,6 +58,10 @@ CLUSTER_LINK = 0.05
 """Numerical solutions of one kind closer than this fraction of the box diagonal are linked."""
 UNBOUNDED_LOSS = -1e6
 """``L`` below this far out along a ray, and still falling, is read as ``L → -∞``."""
+SEGMENT_SAMPLES = 33
+"""Points at which a segment between two clusters of critical points is checked."""
+DIMENSION_SHARE = 0.05
+"""Share of a cluster's distinct points that must see ``d`` dimensions for it to have them."""
 RAY_DIRECTIONS = 32
 """Random directions (besides the ± coordinate axes) probed for ``L → -∞``."""
 
@@ -421,8 +426,9 @@ def _numerical_sets(
         labels = (
             fcluster(linkage(pdist(points[idx]), "single"), CLUSTER_LINK * diagonal, "distance")
             if idx.size > 1
-            else np.ones(1)
+            else np.ones(1, dtype=int)
         )
+        labels = _joined_through_critical_points(landscape, points[idx], labels)
         for label in np.unique(labels):
             members = idx[labels == label]
             single = np.zeros(members.size, dtype=int)
@@ -434,9 +440,7 @@ def _numerical_sets(
                     _make_set(landscape, "numerical", None, points, classes, best, 0, single[:1])
                 )
             else:
-                distinct = np.unique(np.round(points[members] / ON_SET_TOL), axis=0) * ON_SET_TOL
-                nullity = int(classes.nullity[members].max())
-                dimension = min(nullity, local_dimension(distinct))
+                dimension = _set_dimension(points[members], classes.nullity[members])
                 out.append(
                     _make_set(
                         landscape, "numerical", None, points, classes, members, dimension, single
@@ -445,19 +449,66 @@ def _numerical_sets(
     return out
 
 
-def local_dimension(points: np.ndarray, neighbours: int = 8) -> int:
-    """The dimension of the manifold a point cloud samples: the median, over the points, of the
-    number of principal directions of their nearest neighbours that carry at least 5 % of the
-    local spread."""
-    n, dim = points.shape
+def _joined_through_critical_points(
+    landscape: Landscape, points: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
+    """Merge clusters whose nearest two points are joined by a segment of critical points.
+
+    Distance alone splits a set sampled unevenly (a disk of critical points that a root finder
+    fills mostly on its rim); a straight segment with ``‖∇L‖ ≤ GRADIENT_TOL`` all along shows
+    that two clusters belong to one connected set.
+    """
+    labels = np.asarray(labels).copy()
+    clusters = list(np.unique(labels))
+    s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[:, None]
+    for a, b in itertools.combinations(clusters, 2):
+        pa, pb = points[labels == a], points[labels == b]
+        if not len(pa) or not len(pb):
+            continue
+        distance, nearest = cKDTree(pb).query(pa)
+        i = int(np.argmin(distance))
+        segment = pa[i] + s * (pb[nearest[i]] - pa[i])
+        with np.errstate(all="ignore"):
+            if np.all(np.linalg.norm(landscape.grad(segment), axis=1) <= GRADIENT_TOL):
+                labels[labels == b] = a
+    return labels
+
+
+def local_dimension(points: np.ndarray, neighbours: int = 8) -> np.ndarray:
+    """The dimension of the manifold a point cloud samples, seen from each point: the number of
+    principal directions of its nearest neighbours carrying at least 5 % of their spread.
+
+    Args:
+        points: shape ``(n, dim)``, distinct.
+        neighbours: how many nearest neighbours make a point's neighbourhood.
+
+    Returns:
+        Shape ``(n,)``; zeros when there are fewer than three points.
+    """
+    n = len(points)
     k = min(neighbours, n - 1)
     if k < 2:
-        return 0
+        return np.zeros(n, dtype=int)
     _, nearest = cKDTree(points).query(points, k=k + 1)
     local = points[nearest] - points[nearest].mean(axis=1, keepdims=True)
     spread = np.linalg.svd(local, compute_uv=False)
-    counts = (spread > 0.05 * spread[:, :1]).sum(axis=1)
-    return int(np.median(counts))
+    return (spread > 0.05 * spread[:, :1]).sum(axis=1)
+
+
+def _set_dimension(points: np.ndarray, nullity: np.ndarray) -> int:
+    """The dimension of a cluster of critical points, from its geometry.
+
+    Each distinct point contributes the smaller of its local dimension (:func:`local_dimension`)
+    and its Hessian nullity (a set of critical points is flat along itself, so its tangent
+    directions are zero eigenvalues).  The set has dimension ``d`` when at least
+    :data:`DIMENSION_SHARE` of its points (and three) see ``d`` dimensions: a disk of critical
+    points sampled mostly on its rim by a root finder is still a disk.
+    """
+    _, first = np.unique(np.round(points / ON_SET_TOL), axis=0, return_index=True)
+    seen = np.minimum(local_dimension(points[first]), nullity[first])
+    enough = max(3, DIMENSION_SHARE * len(first))
+    dims = [d for d in range(1, points.shape[1] + 1) if np.sum(seen >= d) >= enough]
+    return max(dims, default=0)
 
 
 def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:

@@ -1,0 +1,180 @@
+"""The engine on losses nobody here wrote: every expected value is worked out by hand.
+
+Each test states the loss, the right answer and its derivation; none of the numbers comes from
+running gradflow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import gradflow
+from gradflow import ReducedModel, Status
+
+x, y = sp.symbols("x y", real=True)
+BOX = {"x": (-2.0, 2.0), "y": (-2.0, 2.0)}
+
+
+def bind(name: str, loss: sp.Expr, **declared) -> gradflow.BoundModel:
+    return ReducedModel(name, (x, y), loss, bounds=BOX, **declared).bind()
+
+
+def test_the_two_wells_of_a_double_well_are_two_attractors() -> None:
+    """L = (x² - 1)² + y²: dx/dt = -4x(x² - 1) keeps the sign of x and dy/dt = -2y, so x < 0
+    ends at (-1, 0), x > 0 at (1, 0), and the line x = 0 (invariant) at the saddle (0, 0).  On a
+    41-point grid of [-2, 2]² that is 20 columns of 41 points each per well (820/1681) and the
+    middle column (41/1681) for the saddle.  L ≥ 0 with L = 0 at both wells: both global."""
+    model = bind("double well", (x**2 - 1) ** 2 + y**2)
+    bm = gradflow.basins(model, grid=41, box=(-2, 2, -2, 2), progress=False)
+    by_point = {tuple(np.round(a.point, 9)): a for a in bm.attractors}
+    left, right, saddle = by_point[(-1.0, 0.0)], by_point[(1.0, 0.0)], by_point[(0.0, 0.0)]
+    assert left.id != right.id and left.kind == right.kind == "global_min"
+    assert saddle.kind == "saddle"
+    xs = np.broadcast_to(bm.xs, bm.attractor_ids.shape)
+    assert np.all(bm.attractor_ids[xs < 0] == left.id)
+    assert np.all(bm.attractor_ids[xs > 0] == right.id)
+    assert np.all(bm.attractor_ids[xs == 0] == saddle.id)
+    assert left.fraction == right.fraction == pytest.approx(820 / 1681)
+    assert saddle.fraction == pytest.approx(41 / 1681)
+    assert bm.fractions()["global_min"] == pytest.approx(1640 / 1681)
+    assert sum(a.fraction for a in bm.attractors) == pytest.approx(1.0)
+
+
+def test_a_circle_split_into_two_graphs_is_one_attractor() -> None:
+    """L = (x² + y² - 1)²: sympy.solve returns the circle of minima as the graphs
+    y = ±√(1 - x²); it is one connected set, so one attractor, reached from every grid point off
+    the origin (the radius obeys dr/dt = -4r(r² - 1), so r > 0 ends at r = 1).  The origin is a
+    local maximum (L = 1 there, L ≤ 1 nearby) and its own attractor."""
+    model = bind("mexican hat", (x**2 + y**2 - 1) ** 2)
+    bm = gradflow.basins(model, grid=9, box=(-2, 2, -2, 2), progress=False)
+    circle = [a for a in bm.attractors if a.kind == "global_min"]
+    assert len(circle) == 1 and circle[0].dimension == 1
+    assert np.hypot(*circle[0].point) == pytest.approx(1.0, abs=1e-9)
+    (top,) = [a for a in bm.attractors if a.kind == "local_max"]
+    assert bm.attractor_ids[4, 4] == top.id
+    assert circle[0].fraction == pytest.approx(80 / 81)
+
+
+def test_an_unbounded_loss_has_no_global_minimum() -> None:
+    """L = x²/2 + y²/2 - y⁴/4 → -∞ along the y axis.  ∇L = (x, y - y³): critical points (0, 0)
+    (Hessian diag(1, 1): a minimum, but not a global one) and (0, ±1) (Hessian diag(1, -2):
+    saddles, L = 1/4)."""
+    model = bind("unbounded", x**2 / 2 + y**2 / 2 - y**4 / 4)
+    sets = gradflow.critical_sets(model)
+    assert sets.bounded_below is False and sets.global_min_loss is None
+    kinds = sorted((s.kind, tuple(np.round(s.points[0], 9)), round(s.loss, 12)) for s in sets)
+    assert kinds == [
+        ("local_min", (0.0, 0.0), 0.0),
+        ("saddle", (0.0, -1.0), 0.25),
+        ("saddle", (0.0, 1.0), 0.25),
+    ]
+    assert sets.to_dict()["bounded_below"] is False
+
+
+def test_no_shortcut_to_global_on_an_unbounded_loss() -> None:
+    """Same loss, 5 × 5 grid of [-2, 2]²: dx/dt = -x, dy/dt = y³ - y.  Row y = 0 stays on y = 0
+    and ends at the minimum (5 points); rows y = ±1 stay on y = ±1 (dy/dt = 0) and end at the
+    saddles (0, ±1) (10 points); rows y = ±2 blow up: y² = 1/(1 - (3/4)e^{-2t}) is infinite at
+    t* = ½ ln(4/3) ≈ 0.1438 (10 points, diverged)."""
+    model = bind("unbounded", x**2 / 2 + y**2 / 2 - y**4 / 4)
+    bm = gradflow.basins(model, grid=5, box=(-2, 2, -2, 2), progress=False)
+    labels = np.array(gradflow.LABELS)[bm.labels]
+    assert not bm.shortcut
+    assert list(labels[:, 0]) == ["diverged", "saddle", "local_min", "saddle", "diverged"]
+    assert np.all(labels == labels[:, :1])
+    saddles = {tuple(np.round(a.point, 9)): a.id for a in bm.attractors if a.kind == "saddle"}
+    assert np.all(bm.attractor_ids[1] == saddles[(0.0, -1.0)])
+    assert np.all(bm.attractor_ids[3] == saddles[(0.0, 1.0)])
+    assert np.all(bm.attractor_ids[[0, 4]] == -1)
+    assert np.all(bm.times[[0, 4]] <= np.log(4 / 3) / 2 + 1e-6)
+
+
+def test_a_declared_shortcut_needs_a_declared_global_level() -> None:
+    """A model that asks for the sublevel shortcut but declares no inf L does not get it."""
+    model = bind("asks", x**2 / 2 + y**2 / 2 - y**4 / 4, sublevel_shortcut=True)
+    assert model.sublevel_shortcut is False
+
+
+def test_a_saddle_is_never_classified_from_a_nan_hessian() -> None:
+    """L = x² - y² + (x² + y²)^{3/2}.  Its second derivative has r³'s 3(2x² + y²)/r, a 0/0 at the
+    origin, where the Hessian is diag(2, -2) (the r³ term is o(r²)): a saddle of Morse index 1
+    with L = 0.  On the y axis L = -y² + |y|³ has L' = -2y + 3y|y| = 0 at |y| = 2/3, where
+    L = -4/9 + 8/27 = -4/27 and L'' = -2 + 6|y| = 2 > 0: two minima (not proven global)."""
+    model = bind("nan hessian", x**2 - y**2 + (x**2 + y**2) ** sp.Rational(3, 2))
+    assert not np.all(np.isfinite(model.hessian(np.zeros(2))))
+    sets = gradflow.critical_sets(model)
+    (saddle,) = [s for s in sets if s.kind == "saddle"]
+    np.testing.assert_allclose(saddle.points, [[0.0, 0.0]], atol=1e-9)
+    np.testing.assert_allclose(saddle.hessian_eigenvalues, [-2.0, 2.0], atol=1e-4)
+    assert saddle.morse_index == 1 and saddle.loss == pytest.approx(0.0, abs=1e-12)
+    assert saddle.hessian_method.startswith("finite differences")
+    assert saddle.to_dict()["hessian_method"].startswith("finite differences")
+    minima = sorted(s.points[0][1] for s in sets if s.kind == "local_min")
+    np.testing.assert_allclose(minima, [-2 / 3, 2 / 3], atol=1e-8)
+    for s in sets:
+        if s.kind == "local_min":
+            assert s.loss == pytest.approx(-4 / 27, abs=1e-12)
+
+
+def test_a_removable_zero_hessian_entry_falls_back_and_probes() -> None:
+    """L = x² + (x² + y²)^{3/2} ≥ 0 (SymPy proves it): at the origin the Hessian is diag(2, 0)
+    by central differences (∂_y of 3y r is 3|h| → 0), the zero direction is probed (L grows as
+    |y|³), and L = 0 there is the proven bound: a global minimum."""
+    model = bind("removable", x**2 + (x**2 + y**2) ** sp.Rational(3, 2))
+    classes = gradflow.classify_points(model, np.zeros((1, 2)), model.global_min_loss)
+    assert classes.kinds[0] == "global_min"
+    np.testing.assert_allclose(classes.eigenvalues[0], [0.0, 2.0], atol=1e-4)
+    assert classes.hessian_method[0].startswith("finite differences")
+
+
+@pytest.mark.parametrize(
+    "loss, inside, dimension",
+    [
+        # Max(0, x)² + (y - 1)²: ∇L = (2 max(0, x), 2(y - 1)) vanishes on {x ≤ 0, y = 1}.
+        (
+            sp.Max(0, x) ** 2 + (y - 1) ** 2,
+            lambda p: (p[:, 0] <= 1e-9) & (np.abs(p[:, 1] - 1) < 1e-9),
+            1,
+        ),
+        # Max(0, x² + y² - 1)²: ∇L = 4 max(0, r² - 1)(x, y) vanishes on the closed unit disk.
+        (sp.Max(0, x**2 + y**2 - 1) ** 2, lambda p: np.hypot(*p.T) <= 1 + 1e-9, 2),
+    ],
+    ids=["half-line", "disk"],
+)
+def test_the_dimension_of_a_set_comes_from_its_geometry(loss, inside, dimension) -> None:
+    model = bind("flat", loss)
+    sets = gradflow.critical_sets(model)
+    (minimum,) = sets
+    assert minimum.kind == "global_min" and minimum.loss == pytest.approx(0.0, abs=1e-15)
+    assert minimum.dimension == dimension
+    assert np.all(inside(minimum.points)) and len(minimum.points) > 10
+
+
+def test_a_flow_stuck_on_a_kink_says_so() -> None:
+    """L = |x| + (y - 1)² from (0.5, 0): the (sub)gradient flow is x = max(0.5 - t, 0),
+    y = 1 - e^{-2t}.  At t = 0.5 it reaches the kink x = 0 with y = 1 - e^{-1} ≈ 0.632, where
+    ∇L jumps (sign(x)) and a smooth solver stalls: the trajectory must say it is on the kink of
+    Abs(x), not an unexplained 'not converged'."""
+    model = bind("kink", sp.Abs(x) + (y - 1) ** 2)
+    assert gradflow.critical_sets(model, starts=16).non_smooth == ("Abs(x)",)
+    path = gradflow.flow(model, [0.5, 0.0])
+    if path.status is Status.CONVERGED:
+        np.testing.assert_allclose(path.endpoint, [0.0, 1.0], atol=1e-3)
+    else:
+        assert path.status is Status.NON_SMOOTH and path.kink == "Abs(x)"
+        assert path.reached == "non_smooth"
+        assert abs(path.endpoint[0]) < 1e-6
+        assert path.endpoint[1] == pytest.approx(1 - np.exp(-1), abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    "loss",
+    [sp.Max(0, x) ** 2 + y**2, x * sp.Abs(x) + y**2 + x**4],
+    ids=["max squared", "x|x|"],
+)
+def test_losses_with_a_continuous_gradient_are_not_flagged(loss) -> None:
+    """max(0, x)² has gradient 2 max(0, x) and x|x| has 2|x|: continuous, so the flow is well
+    defined and nothing is flagged, though the Hessian jumps at x = 0."""
+    assert bind("c1", loss).nonsmooth_terms == ()
