@@ -16,11 +16,14 @@ from typing import Any
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.optimize import root
 from scipy.spatial import cKDTree
 
 from ._classify import classify_points
 from ._critical import CriticalSet, local_dimension
 from ._landscape import Landscape
+from ._pieces import GRADIENT_TOL
+from ._text import format_point
 
 __all__ = ["Attractor", "AttractorIndex", "MATCH_RADIUS"]
 
@@ -55,9 +58,22 @@ class Attractor:
     dimension: int
     fraction: float = 0.0
 
+    @property
+    def measure_zero(self) -> bool:
+        """Whether its basin is a lower-dimensional set: a saddle's or a maximum's basin is its
+        stable manifold, reached only by grid points lying exactly on it."""
+        return self.kind in ("saddle", "local_max")
+
+    def __repr__(self) -> str:
+        share = f", {self.fraction:.1%} of the grid" if self.fraction else ""
+        return (
+            f"Attractor(#{self.id} {self.kind} {self.set!r} at {format_point(self.point)}, "
+            f"L = {self.loss:.6g}{share})"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "kind", "set", "equation", "point", "loss", "dimension",
-        "fraction"}``."""
+        "fraction", "measure_zero"}``."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -67,6 +83,7 @@ class Attractor:
             "loss": self.loss,
             "dimension": self.dimension,
             "fraction": self.fraction,
+            "measure_zero": self.measure_zero,
         }
 
 
@@ -74,13 +91,18 @@ class AttractorIndex:
     """The attractors of a set of critical sets, and a nearest-sample lookup into them.
 
     Args:
+        landscape: the loss the sets belong to.
         sets: the classified critical sets.
         box: the searched bounds, shape ``(dim, 2)`` (for the match radius).
         center: where representative points are taken nearest to (default the box centre).
     """
 
     def __init__(
-        self, sets: Sequence[CriticalSet], box: np.ndarray, center: np.ndarray | None = None
+        self,
+        landscape: Landscape,
+        sets: Sequence[CriticalSet],
+        box: np.ndarray,
+        center: np.ndarray | None = None,
     ) -> None:
         self.diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0])) or 1.0
         center = box.mean(axis=1) if center is None else np.asarray(center, dtype=float)
@@ -90,13 +112,15 @@ class AttractorIndex:
             for label in range(s.n_components)
             if np.any(s.components == label)
         ]
+        samples = [_sample_if_on(s, part) for s, part in parts]
         spacings = [_spacing(part) if s.dimension > 0 else np.zeros(len(part)) for s, part in parts]
-        groups = _linked(parts, spacings, POINT_LINK * self.diagonal)
+        groups = _linked(landscape, parts, spacings, POINT_LINK * self.diagonal)
         self.attractors: list[Attractor] = []
         points, owners, radii = [], [], []
         for members in groups:
             first = parts[members[0]][0]
             union = np.concatenate([parts[i][1] for i in members])
+            marked = [samples[i] for i in members if samples[i] is not None]
             names = list(dict.fromkeys(parts[i][0].name for i in members))
             equations = list(dict.fromkeys(parts[i][0].equation for i in members))
             self.attractors.append(
@@ -105,7 +129,9 @@ class AttractorIndex:
                     kind=first.kind,
                     set=" ∪ ".join(names),
                     equation=equations[0] if len(equations) == 1 else None,
-                    point=union[int(np.argmin(np.linalg.norm(union - center, axis=1)))],
+                    point=marked[0]
+                    if marked
+                    else union[int(np.argmin(np.linalg.norm(union - center, axis=1)))],
                     loss=first.loss,
                     dimension=max(parts[i][0].dimension for i in members),
                 )
@@ -174,18 +200,25 @@ class AttractorIndex:
 
 
 def _linked(
-    parts: list[tuple[CriticalSet, np.ndarray]], spacings: list[np.ndarray], point_link: float
+    landscape: Landscape,
+    parts: list[tuple[CriticalSet, np.ndarray]],
+    spacings: list[np.ndarray],
+    point_link: float,
 ) -> list[list[int]]:
     """Group the parts (components of the sets) of one kind that touch into attractors.
 
-    Two parts touch when some sample of one lies within 1.5 times the larger sampling gap of the
-    two (``point_link`` for isolated points) of a sample of the other: the two halves
-    ``y = ±√(1 - x²)`` that ``sympy.solve`` returns for a circle are one attractor.  Returns the
-    groups as lists of part indices, in the order of their first part.
+    Two parts of one kind and loss touch when their nearest samples ``a``, ``b`` coincide (within
+    ``point_link``), or lie within 1.5 times the local sampling gap of each other and the
+    critical point found from their midpoint (Levenberg–Marquardt on ``∇L = 0``) lies within that
+    gap of both and has their loss: the set runs between them.  So the two halves
+    ``y = ±√(1 - x²)`` that ``sympy.solve`` returns for a circle are one attractor, while the two
+    branches ``±e`` of the canonical model's Γ*, which come close but are separated by the line
+    ``e = 0`` (critical, with another loss), stay two.  Returns the groups as lists of part
+    indices, in the order of their first part.
     """
     parent = list(range(len(parts)))
 
-    def root(i: int) -> int:
+    def find(i: int) -> int:
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
@@ -193,17 +226,52 @@ def _linked(
 
     trees = [cKDTree(part) for _, part in parts]
     for i, j in itertools.combinations(range(len(parts)), 2):
-        if parts[i][0].kind != parts[j][0].kind:
+        (si, pi), (sj, pj) = parts[i], parts[j]
+        if si.kind != sj.kind or not _same_loss(si.loss, sj.loss):
             continue
-        reach = max(
-            1.5 * spacings[i].max(initial=0.0), 1.5 * spacings[j].max(initial=0.0), point_link
-        )
-        if trees[i].query(parts[j][1], distance_upper_bound=reach)[0].min() <= reach:
-            parent[root(j)] = root(i)
+        distance, nearest = trees[i].query(pj)
+        k = int(np.argmin(distance))
+        a, b = pi[nearest[k]], pj[k]
+        gap = 1.5 * max(spacings[i][nearest[k]], spacings[j][k])
+        if distance[k] <= point_link or (
+            distance[k] <= gap and _runs_between(landscape, a, b, gap, si.loss)
+        ):
+            parent[find(j)] = find(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(parts)):
-        groups.setdefault(root(i), []).append(i)
+        groups.setdefault(find(i), []).append(i)
     return list(groups.values())
+
+
+def _same_loss(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def _runs_between(
+    landscape: Landscape, a: np.ndarray, b: np.ndarray, gap: float, loss: float
+) -> bool:
+    """Whether the critical point nearest the midpoint of ``a`` and ``b`` lies within ``gap`` of
+    both and has loss ``loss``."""
+    with np.errstate(all="ignore"):
+        found = root(
+            landscape.point_grad,
+            0.5 * (a + b),
+            jac=lambda y: landscape.hessian(y),
+            method="lm",
+            options={"xtol": 1e-14, "ftol": 1e-14},
+        ).x
+        if not np.all(np.isfinite(found)):
+            return False
+        critical = np.linalg.norm(landscape.grad(found)) <= GRADIENT_TOL
+        near = max(np.linalg.norm(found - a), np.linalg.norm(found - b)) <= gap
+        return bool(critical and near and _same_loss(float(landscape.loss(found)), loss))
+
+
+def _sample_if_on(s: CriticalSet, part: np.ndarray) -> np.ndarray | None:
+    """The set's reported sample point if its nearest sample lies in ``part``, else ``None``:
+    an attractor is shown at the point the critical-set report prints, where it can be."""
+    nearest = s.points[int(np.argmin(np.linalg.norm(s.points - s.sample, axis=1)))]
+    return s.sample if np.any(np.all(part == nearest, axis=1)) else None
 
 
 def _spacing(points: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
+from ._text import format_point, format_table
 
 __all__ = [
     "LABELS",
@@ -113,6 +114,47 @@ class BasinMap:
     def reached(self) -> list[Attractor]:
         """The attractors some grid point reaches, largest basin first."""
         return sorted((a for a in self.attractors if a.fraction > 0), key=lambda a: -a.fraction)
+
+    def table(self) -> str:
+        """The attractors reached and the other outcomes, largest share first, as a text table;
+        a basin that is a measure-zero set (grid points on a stable manifold) is marked."""
+        names = ", ".join(self.critical.param_names)
+        rows = [
+            [
+                f"#{a.id}",
+                a.kind + (" *" if a.measure_zero else ""),
+                a.set,
+                format_point(a.point),
+                f"{a.fraction:.4f}",
+            ]
+            for a in self.reached()
+        ]
+        fractions = self.fractions()
+        rows += [
+            ["", label, "", "", f"{fractions[label]:.4f}"]
+            for label in _STATUS_LABEL.values()
+            if fractions[label] > 0
+        ]
+        text = format_table(["attractor", "kind", "set", f"point ({names})", "fraction"], rows)
+        if any(a.measure_zero for a in self.reached()):
+            text += (
+                "\n* measure zero: these grid points lie on a saddle's or maximum's stable manifold"
+            )
+        return text
+
+    def __repr__(self) -> str:
+        ny, nx = self.labels.shape
+        fixed = "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
+        return (
+            f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane{fixed}, "
+            f"box {format_point(self.box)}\n{self.table()}"
+        )
+
+    def _repr_png_(self) -> bytes:
+        from ._draw import basin_figure, figure_png
+
+        order = [self.critical.param_names.index(n) for n in self.plane]
+        return figure_png(basin_figure(self, order, LABELS))
 
 
 def plane_grid(
@@ -218,7 +260,7 @@ def basins(
     level = _decision(critical) if landscape.sublevel_shortcut else None
     flat = thetas.reshape(-1, landscape.dim)
     result = flow_endpoints(landscape, flat, stages, decide_below=level, progress=progress)
-    index = AttractorIndex(critical, critical.box, center=_center(flat))
+    index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
     ids, status, endpoints = _attractor_ids(landscape, index, critical, result, level, stages)
     kinds = np.array([LABELS.index(a.kind) for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, kinds[ids], 0)

@@ -18,6 +18,7 @@ into its connected components (two wells of a double well are two components of 
 from __future__ import annotations
 
 import dataclasses
+import html
 import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any, overload
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.optimize import root
+from scipy.optimize import minimize, root
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
@@ -40,6 +41,7 @@ from ._pieces import (
     on_piece,
     sample_piece,
 )
+from ._text import format_point, format_table
 
 __all__ = [
     "CriticalSet",
@@ -58,6 +60,8 @@ CLUSTER_LINK = 0.05
 """Numerical solutions of one kind closer than this fraction of the box diagonal are linked."""
 UNBOUNDED_LOSS = -1e6
 """``L`` below this far out along a ray, and still falling, is read as ``L → -∞``."""
+SAMPLE_GRID = 41
+"""Values per free axis of the fixed grid on which a closed-form set's reported sample starts."""
 SEGMENT_SAMPLES = 33
 """Points at which a segment between two clusters of critical points is checked."""
 DIMENSION_SHARE = 0.05
@@ -86,6 +90,9 @@ class CriticalSet:
             differences of ``∇L`` where the former is not finite, or loss probes).
         components: the connected component of each point, labels ``0 … n_components - 1``,
             shape ``(n,)``.
+        sample: the set's point nearest the centre of the searched box, shape ``(dim,)``
+            (for a closed-form set, found on the set itself, so it does not depend on how densely
+            the set was sampled): the one point every report prints.
         segments: for a curve known in closed form, the offsets in ``points`` at which each
             polyline starts (samples in order along the curve); empty for point clouds.
     """
@@ -101,6 +108,7 @@ class CriticalSet:
     nullity: int
     hessian_method: str
     components: np.ndarray
+    sample: np.ndarray
     segments: tuple[int, ...] = ()
 
     @property
@@ -122,11 +130,6 @@ class CriticalSet:
         """The points of component ``label``, shape ``(m, dim)``."""
         return self.points[self.components == label]
 
-    def sample(self, center: np.ndarray | None = None) -> np.ndarray:
-        """The point of the set nearest ``center`` (default the origin), shape ``(dim,)``."""
-        center = np.zeros(self.points.shape[1]) if center is None else np.asarray(center)
-        return self.points[int(np.argmin(np.linalg.norm(self.points - center, axis=1)))]
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the fields above, arrays as lists."""
         return {
@@ -141,7 +144,15 @@ class CriticalSet:
             "nullity": self.nullity,
             "hessian_method": self.hessian_method,
             "components": self.n_components,
+            "sample": self.sample.tolist(),
         }
+
+    def __repr__(self) -> str:
+        where = format_point(self.sample)
+        return (
+            f"CriticalSet({self.kind} {self.name!r}, dimension {self.dimension}, "
+            f"L = {self.loss:.6g}, {len(self.points)} points, sample {where})"
+        )
 
 
 @dataclass(frozen=True)
@@ -156,6 +167,8 @@ class CriticalSets(Sequence[CriticalSet]):
             to ``-∞`` along a ray, ``None`` where neither is known.
         non_smooth: the loss's terms across whose kink ``∇L`` jumps.
         param_names: the parameter names (the order of every point).
+        title: what the sets are of (``canonical, p = 0.7, q = 0.6``).
+        unit: the unit of the losses (``"nats"``), or ``""``.
     """
 
     sets: tuple[CriticalSet, ...]
@@ -164,6 +177,8 @@ class CriticalSets(Sequence[CriticalSet]):
     bounded_below: bool | None
     non_smooth: tuple[str, ...]
     param_names: tuple[str, ...]
+    title: str = ""
+    unit: str = ""
 
     @overload
     def __getitem__(self, i: int) -> CriticalSet: ...
@@ -179,6 +194,60 @@ class CriticalSets(Sequence[CriticalSet]):
 
     def __iter__(self) -> Iterator[CriticalSet]:
         return iter(self.sets)
+
+    def rows(self) -> tuple[list[str], list[list[str]]]:
+        """The header and rows of the report table (one row per set)."""
+        unit = f" ({self.unit})" if self.unit else ""
+        header = [
+            "kind",
+            "dim",
+            f"L{unit}",
+            "Morse index",
+            "set",
+            f"sample ({', '.join(self.param_names)})",
+        ]
+        rows = [
+            [
+                s.kind,
+                str(s.dimension),
+                f"{s.loss:.6f}",
+                f"{s.morse_index} (degenerate)" if s.degenerate else str(s.morse_index),
+                s.equation or s.name,
+                format_point(s.sample),
+            ]
+            for s in self.sets
+        ]
+        return header, rows
+
+    def table(self) -> str:
+        """The report as a plain-text table at most 100 characters wide, with what is known of
+        the lower bound and the kinks below it."""
+        if not self.sets:
+            lines = ["no critical points in the box (on this slice, if it is one)"]
+        else:
+            lines = [format_table(*self.rows())]
+        if self.bounded_below is False:
+            lines.append("L is unbounded below (it runs to -∞ along a ray): no minimum is global")
+        elif self.global_min_loss is None and any(s.kind == "local_min" for s in self.sets):
+            lines.append("no lower bound of L is known: minima are reported as local")
+        if self.non_smooth:
+            lines.append(f"non-smooth: ∇L jumps across the kinks of {', '.join(self.non_smooth)}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"critical sets of {self.title or 'the loss'}\n{self.table()}"
+
+    def _repr_html_(self) -> str:
+        header, rows = self.rows()
+        cells = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        notes = "".join(
+            f"<p>{html.escape(line)}</p>" for line in self.table().split("\n")[len(rows) + 2 :]
+        )
+        caption = html.escape(f"critical sets of {self.title or 'the loss'}")
+        return f"<table><caption>{caption}</caption><tr>{cells}</tr>{body}</table>{notes}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready report: the sets and what is known of the bound and the smoothness."""
@@ -234,15 +303,17 @@ def critical_sets(
     result: list[CriticalSet] = []
     for piece, points in sampled:
         classes = classify_points(landscape, points.points, global_loss)
-        result += _group(landscape, piece, points, classes)
+        result += _group(landscape, piece, points, classes, box)
     result += _numerical_sets(landscape, found[~on_closed_form], global_loss, box)
     return CriticalSets(
-        sets=tuple(_merge(result)),
+        sets=tuple(_merge(result, box.mean(axis=1))),
         box=box,
         global_min_loss=global_loss,
         bounded_below=bounded_below(landscape, box),
         non_smooth=landscape.nonsmooth_terms,
         param_names=landscape.param_names,
+        title=landscape.title,
+        unit=landscape.loss_unit,
     )
 
 
@@ -351,12 +422,17 @@ def _numerical_solutions(
 
 
 def _group(
-    landscape: Landscape, piece: ClosedForm, sampled: SampledPiece, classes: Classification
+    landscape: Landscape,
+    piece: ClosedForm,
+    sampled: SampledPiece,
+    classes: Classification,
+    box: np.ndarray,
 ) -> list[CriticalSet]:
     """One :class:`CriticalSet` per kind among the points of a closed-form piece.
 
     The points of one kind are split into connected components along the piece's sampling
-    grid; for a curve, each run of neighbouring samples is one polyline.
+    grid; for a curve, each run of neighbouring samples is one polyline.  The sample point is
+    the point of the piece nearest the box centre (:func:`_nearest_on_piece`).
     """
     out = []
     for kind in KINDS:
@@ -366,8 +442,18 @@ def _group(
         labels = components(sampled.index[idx])
         dimension = sampled.dimension if idx.size > 1 else 0
         made = _make_set(
-            landscape, piece.name, piece.equation, sampled.points, classes, idx, dimension, labels
+            landscape,
+            piece.name,
+            piece.equation,
+            sampled.points,
+            classes,
+            idx,
+            dimension,
+            labels,
+            box,
         )
+        sample = _nearest_on_piece(landscape, piece, made, box, classes.kinds[idx[0]])
+        made = dataclasses.replace(made, sample=sample)
         if dimension == 1:
             starts = np.flatnonzero(np.diff(sampled.order[idx]) != 1) + 1
             made = dataclasses.replace(made, segments=(0, *starts.tolist()))
@@ -384,9 +470,13 @@ def _make_set(
     idx: np.ndarray,
     dimension: int,
     labels: np.ndarray,
+    box: np.ndarray,
 ) -> CriticalSet:
-    """The set of ``points[idx]`` with component ``labels``, described at its middle point."""
+    """The set of ``points[idx]`` with component ``labels``, described at its middle point;
+    its sample is its point nearest ``box``'s centre."""
     rep = idx[idx.size // 2]
+    center = box.mean(axis=1)
+    nearest = idx[int(np.argmin(np.linalg.norm(points[idx] - center, axis=1)))]
     return CriticalSet(
         name=name,
         kind=str(classes.kinds[rep]),
@@ -399,7 +489,57 @@ def _make_set(
         nullity=int(classes.nullity[rep]),
         hessian_method=str(classes.hessian_method[rep]),
         components=np.unique(labels, return_inverse=True)[1].reshape(-1),
+        sample=points[nearest],
     )
+
+
+def _nearest_on_piece(
+    landscape: Landscape, piece: ClosedForm, made: CriticalSet, box: np.ndarray, kind: str
+) -> np.ndarray:
+    """The point of a closed-form piece nearest the centre of ``box``, of the set's kind.
+
+    The start is the nearest point of that kind on a fixed grid of :data:`SAMPLE_GRID` values per
+    free axis; Nelder–Mead then moves the varying free coordinates to minimise the distance to
+    the centre, and the result is kept where it is on the piece, inside the box and of the same
+    kind.  So every report prints the same point, however densely the set was drawn.
+    """
+    center = box.mean(axis=1)
+    coarse = sample_piece(landscape, piece, box, SAMPLE_GRID).points
+    if len(coarse):
+        kinds = classify_points(landscape, coarse, landscape.global_min_loss).kinds
+        coarse = coarse[kinds == kind]
+    if not len(coarse):
+        return made.sample
+    start = coarse[int(np.argmin(np.linalg.norm(coarse - center, axis=1)))]
+    free = list(piece.free)
+    varying = [j for j, i in enumerate(free) if box[i, 0] < box[i, 1]]
+    if not varying or any(box[i, 0] == box[i, 1] for i in piece.dependent):
+        return start
+    base = start[free].copy()
+
+    def point(f: np.ndarray) -> np.ndarray | None:
+        coords = base.copy()
+        coords[varying] = f
+        full, ok = piece.complete(coords[None])
+        inside = np.all((full[0] >= box[:, 0]) & (full[0] <= box[:, 1]))
+        return full[0] if ok[0] and np.all(np.isfinite(full[0])) and inside else None
+
+    def distance(f: np.ndarray) -> float:
+        p = point(f)
+        return np.inf if p is None else float(np.sum((p - center) ** 2))
+
+    with np.errstate(all="ignore"):
+        result = minimize(
+            distance,
+            base[varying],
+            method="Nelder-Mead",
+            options={"xatol": 1e-12, "fatol": 1e-16, "maxiter": 4000},
+        )
+    best = point(result.x)
+    if best is None or result.fun > np.sum((start - center) ** 2):
+        return start
+    same = classify_points(landscape, best[None], landscape.global_min_loss).kinds[0] == kind
+    return best if same else start
 
 
 def _numerical_sets(
@@ -437,13 +577,23 @@ def _numerical_sets(
             ):
                 best = np.array([members[np.argmin(gradient[members])]])
                 out.append(
-                    _make_set(landscape, "numerical", None, points, classes, best, 0, single[:1])
+                    _make_set(
+                        landscape, "numerical", None, points, classes, best, 0, single[:1], box
+                    )
                 )
             else:
                 dimension = _set_dimension(points[members], classes.nullity[members])
                 out.append(
                     _make_set(
-                        landscape, "numerical", None, points, classes, members, dimension, single
+                        landscape,
+                        "numerical",
+                        None,
+                        points,
+                        classes,
+                        members,
+                        dimension,
+                        single,
+                        box,
                     )
                 )
     return out
@@ -511,7 +661,7 @@ def _set_dimension(points: np.ndarray, nullity: np.ndarray) -> int:
     return max(dims, default=0)
 
 
-def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:
+def _merge(sets: list[CriticalSet], center: np.ndarray) -> list[CriticalSet]:
     """Merge sets with the same name and kind (e.g. the two branches of Γ*); order by kind, loss.
 
     Numerical clusters stay separate; the components of merged sets keep distinct labels.
@@ -526,6 +676,7 @@ def _merge(sets: list[CriticalSet]) -> list[CriticalSet]:
                 dimension=max(m.dimension, s.dimension),
                 points=np.concatenate([m.points, s.points]),
                 components=np.concatenate([m.components, s.components + m.n_components]),
+                sample=min((m.sample, s.sample), key=lambda p: float(np.sum((p - center) ** 2))),
                 segments=(*m.segments, *(len(m.points) + i for i in s.segments)),
             )
         else:

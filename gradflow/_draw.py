@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._text import shorten
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
@@ -21,6 +23,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KIND_COLORS",
+    "legend_below",
+    "basin_figure",
+    "figure_png",
+    "trajectory_figure",
     "attractor_colors",
     "draw_basins",
     "draw_critical",
@@ -138,7 +144,12 @@ def draw_basins(
     for a, color in zip(attractors, colors):
         if a.fraction > 0:
             where = _point_text(a.point, plane_order, plane_names)
-            text = f"reaches {a.kind.replace('_', ' ')} #{a.id} {a.set}, {where} ({a.fraction:.1%})"
+            kind = a.kind.replace("_", " ")
+            text = (
+                f"#{a.id} {kind} {shorten(a.equation or a.set, 24)} at {where} ({a.fraction:.1%})"
+            )
+            if a.measure_zero:
+                text += ", on its stable manifold (measure zero)"
             handles.append(Patch(color=color, label=text))
     total = labels.size
     for k, name in enumerate(outcomes):
@@ -189,7 +200,7 @@ def draw_separatrices(ax: Axes, lines: Sequence[np.ndarray]) -> list[Any]:
 
 def critical_label(s: CriticalSet, unit: str) -> str:
     """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
-    name = "" if s.name == "numerical" else f": {s.name}"
+    name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, 28)}"
     detail = ""
     if s.kind == "saddle":
         degenerate = s.nullity == len(s.hessian_eigenvalues)
@@ -240,3 +251,80 @@ def draw_overlays(ax: Axes, overlays: Sequence[Any]) -> list[Any]:
         ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
         handles.append(line_handle(color=overlay.color, lw=1.4, label=overlay.label))
     return handles
+
+
+def legend_below(ax: Axes, handles: Sequence[Any], fontsize: float = 7.5) -> None:
+    """A legend under the axes: two columns when every label is short, else one."""
+    short = all(len(h.get_label()) <= 48 for h in handles)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1),
+        ncol=2 if short else 1,
+        fontsize=fontsize,
+        frameon=False,
+    )
+
+
+def figure_png(fig: Any) -> bytes:
+    """The PNG bytes of a matplotlib figure (for Jupyter's ``_repr_png_``)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return buffer.getvalue()
+
+
+def basin_figure(basin_map: Any, plane_order: Sequence[int], labels: Sequence[str]) -> Any:
+    """A figure of a basin map alone: attractor basins and the legend below."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 7.0), layout="constrained")
+    ax = fig.add_subplot()
+    handles = draw_basins(
+        ax,
+        basin_map.xs,
+        basin_map.ys,
+        basin_map.attractor_ids,
+        basin_map.labels,
+        labels,
+        basin_map.attractors,
+        plane_order,
+        basin_map.plane,
+    )
+    ax.set_xlabel(f"${basin_map.plane[0]}$")
+    ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0)
+    ax.legend(
+        handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False
+    )
+    return fig
+
+
+def trajectory_figure(trajectory: Any) -> Any:
+    """A figure of a trajectory: its path in the first two coordinates, and its loss in time."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.0, 3.6), layout="constrained")
+    path_ax, loss_ax = fig.subplots(1, 2)
+    names = trajectory.param_names or tuple(f"θ{i}" for i in range(trajectory.thetas.shape[1]))
+    if trajectory.thetas.shape[1] >= 2:
+        path_ax.plot(trajectory.thetas[:, 0], trajectory.thetas[:, 1], color="#1f5fbf", lw=1.4)
+        path_ax.plot(*trajectory.thetas[0, :2], "o", color="black", ms=4)
+        path_ax.plot(
+            *trajectory.thetas[-1, :2],
+            "X",
+            color=KIND_COLORS.get(trajectory.reached, "black"),
+            ms=8,
+        )
+        path_ax.set_xlabel(f"${names[0]}$")
+        path_ax.set_ylabel(f"${names[1]}$", rotation=0)
+    else:
+        path_ax.plot(trajectory.ts, trajectory.thetas[:, 0], color="#1f5fbf")
+        path_ax.set_xlabel("flow time")
+        path_ax.set_ylabel(f"${names[0]}$", rotation=0)
+    loss_ax.plot(trajectory.ts, trajectory.losses, color="black", lw=1.2)
+    loss_ax.set_xlabel("flow time")
+    loss_ax.set_ylabel("L")
+    loss_ax.set_xscale("symlog", linthresh=1.0)
+    fig.suptitle(f"reached {trajectory.reached}", fontsize=9)
+    return fig

@@ -95,7 +95,7 @@ def reached(
     kind = str(classify_points(landscape, path.endpoint[None], global_loss).kinds[0])
     attractor = None
     if critical is not None:
-        found = AttractorIndex(critical, critical.box).match(path.endpoint[None])[0]
+        found = AttractorIndex(landscape, critical, critical.box).match(path.endpoint[None])[0]
         attractor = int(found) if found >= 0 else None
     return dataclasses.replace(path, reached=kind, attractor=attractor)
 

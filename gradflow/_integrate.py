@@ -23,6 +23,7 @@ from jax.flatten_util import ravel_pytree
 
 from ._errors import GradflowError
 from ._landscape import GradientField
+from ._text import format_point
 
 __all__ = [
     "FlowOptions",
@@ -143,6 +144,24 @@ class Trajectory:
     def converged(self) -> bool:
         """Whether it stopped at a steady state."""
         return self.status is Status.CONVERGED
+
+    def __repr__(self) -> str:
+        names = f" ({', '.join(self.param_names)})" if self.param_names else ""
+        reached = self.reached or str(self.status)
+        if self.attractor is not None:
+            reached += f" (attractor #{self.attractor})"
+        if self.kink:
+            reached += f" on the kink of {self.kink}"
+        return (
+            f"Trajectory{names} from {format_point(self.thetas[0])} to "
+            f"{format_point(self.endpoint)}: {self.status} at t = {self.time:.4g} after "
+            f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; reached {reached}"
+        )
+
+    def _repr_png_(self) -> bytes:
+        from ._draw import figure_png, trajectory_figure
+
+        return figure_png(trajectory_figure(self))
 
 
 def diverged(y: jax.Array, options: FlowOptions) -> jax.Array:

@@ -24,12 +24,15 @@ from ._draw import (
     draw_overlays,
     draw_separatrices,
     draw_streamlines,
+    figure_png,
+    legend_below,
 )
 from ._errors import GradflowError
 from ._integrate import FlowOptions
 from ._io import check_output, save_with_data
 from ._landscape import Landscape
 from ._separatrix import separatrices
+from ._text import format_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -145,15 +148,22 @@ class Portrait:
         ax.set_ylabel(f"${self.plane[1]}$", rotation=0)
         ax.set_title(title or self.title(), fontsize=10)
         if legend:
-            ax.legend(
-                handles=handles,
-                loc="upper center",
-                bbox_to_anchor=(0.5, -0.1),
-                ncol=2,
-                fontsize=7.5,
-                frameon=False,
-            )
+            legend_below(ax, handles)
         return handles
+
+    def __repr__(self) -> str:
+        basins = ""
+        if self.basin_map is not None:
+            ny, nx = self.basin_map.labels.shape
+            basins = f", basins on {nx} × {ny}"
+        return (
+            f"Portrait of {self.landscape.title} in the ({self.plane[0]}, {self.plane[1]}) plane, "
+            f"box {format_point(self.box)}: {len(self.critical)} critical sets, "
+            f"{len(self.separatrix)} separatrix branches{basins}"
+        )
+
+    def _repr_png_(self) -> bytes:
+        return figure_png(self.figure())
 
     def title(self) -> str:
         """``canonical, p = 0.7, q = 0.6: gradient flow in the (w, e) plane``."""
@@ -165,7 +175,8 @@ class Portrait:
         from matplotlib.figure import Figure
 
         fig = Figure(figsize=(7.5, 8.2), layout="constrained")
-        self.draw(fig.add_subplot())
+        handles = self.draw(fig.add_subplot())
+        fig.set_figheight(7.0 + 0.17 * len(handles))
         return fig
 
     def data(self) -> dict[str, np.ndarray]:

@@ -24,7 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog="gradflow", description=DESCRIPTION)
-    add_subcommands(parser, {**{k: v for k, v in ENGINE_COMMANDS.items() if k not in COMMANDS}, **COMMANDS}, argv, dest="command")
+    add_subcommands(
+        parser,
+        {**{k: v for k, v in ENGINE_COMMANDS.items() if k not in COMMANDS}, **COMMANDS},
+        argv,
+        dest="command",
+    )
     args = parser.parse_args(argv)
     configure_jax()
     try:
