@@ -168,12 +168,35 @@ def draw_invariant(
     ax: Axes, xs: np.ndarray, ys: np.ndarray, values: np.ndarray, name: str
 ) -> list[Any]:
     """Level sets of a conserved quantity, :data:`INVARIANT_LEVELS` of them at evenly spaced
-    quantiles of its finite values on the grid (so they do not bunch where it diverges)."""
+    quantiles of its finite values on the grid.
+
+    Where the quantity jumps between neighbouring grid points by more than a quarter of its
+    range (a singular line, such as ``w = 0`` for the canonical energy with its ``ln|w|``), both
+    points are masked: otherwise every level would be drawn across that one cell.
+    """
     finite = values[np.isfinite(values)]
     if not finite.size:
         return []
     levels = np.unique(np.quantile(finite, np.linspace(0.03, 0.97, INVARIANT_LEVELS)))
-    ax.contour(xs, ys, values, levels=levels, colors="#8c8c8c", linewidths=0.6, alpha=0.8)
+    jump = 0.25 * (levels[-1] - levels[0])
+    masked = ~np.isfinite(values)
+    with np.errstate(invalid="ignore"):
+        across = np.abs(np.diff(values, axis=1)) > jump
+        along = np.abs(np.diff(values, axis=0)) > jump
+    masked[:, :-1] |= across
+    masked[:, 1:] |= across
+    masked[:-1] |= along
+    masked[1:] |= along
+    ax.contour(
+        xs,
+        ys,
+        np.ma.masked_array(values, masked),
+        levels=levels,
+        colors="#8c8c8c",
+        linewidths=0.6,
+        linestyles="solid",
+        alpha=0.8,
+    )
     return [line_handle(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}")]
 
 
