@@ -3,7 +3,7 @@
 1. Closed form: the landscape's closed-form sets (for a reduced model: its declared sets and the
    solutions of ``sympy.solve(∇L = 0)``).  Each is sampled inside the bounds, checked
    (``∇L = 0`` there, or the declaration is wrong) and classified point by point.
-2. Numerical: multi-start Levenberg–Marquardt on ``∇L = 0`` (``scipy.optimize.root``).
+2. Numerical: multi-start Levenberg–Marquardt on ``∇L = 0`` (optimistix, all starts at once).
    Solutions lying on a closed-form set are absorbed by it; the rest are classified and grouped
    into clusters, whose dimension comes from their geometry (a Morse–Bott set of minima is
    reported as one set, not as the hundreds of points the search lands on).
@@ -18,21 +18,25 @@ into its connected components (two wells of a double well are two components of 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.optimize import minimize, root
+from scipy.optimize import minimize
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
 from ._classify import KINDS, Classification, classify_points
 from ._errors import GradflowError
-from ._landscape import ClosedForm, Landscape
+from ._landscape import ClosedForm, GradientField, Landscape
 from ._pieces import (
     GRADIENT_TOL,
     ON_SET_TOL,
@@ -54,6 +58,10 @@ __all__ = [
     "search_box",
 ]
 
+ROOT_TOL = 1e-13
+"""Relative and absolute tolerance of the Levenberg–Marquardt search for ``∇L = 0``."""
+ROOT_STEPS = 256
+"""Step budget of each Levenberg–Marquardt start."""
 POINT_CLUSTER = 1e-3
 """Numerical solutions spread over less than this fraction of the box diagonal are one point."""
 CLUSTER_LINK = 0.05
@@ -394,31 +402,38 @@ def bounded_below(landscape: Landscape, box: np.ndarray) -> bool | None:
 def _numerical_solutions(
     landscape: Landscape, box: np.ndarray, starts: int, seed: int
 ) -> np.ndarray:
-    """Critical points found by Levenberg–Marquardt (``scipy.optimize.root``) on ``∇L = 0``.
+    """Critical points found by Levenberg–Marquardt (optimistix) on ``∇L = 0``, all starts at
+    once.
 
-    The ``starts`` initial points are uniform in ``box`` (seeded); the Jacobian is the Hessian.
-    Returns the solutions inside ``box`` with ``‖∇L‖₂ ≤ GRADIENT_TOL``, shape ``(n, dim)``.
+    The ``starts`` initial points are uniform in ``box`` (seeded).  Returns the solutions inside
+    ``box`` with ``‖∇L‖₂ ≤ GRADIENT_TOL``, shape ``(n, dim)``.
     """
+    if starts <= 0:
+        return np.zeros((0, landscape.dim))
     rng = np.random.default_rng(seed)
-    y0 = rng.uniform(box[:, 0], box[:, 1], size=(max(starts, 0), landscape.dim))
-    found = []
+    y0 = rng.uniform(box[:, 0], box[:, 1], size=(starts, landscape.dim))
+    ys = np.asarray(_batched_root(landscape.field)(jnp.asarray(y0), landscape.args))
     with np.errstate(all="ignore"):
-        for start in y0:
-            sol = root(
-                landscape.point_grad,
-                start,
-                jac=lambda y: landscape.hessian(y),
-                method="lm",
-                options={"xtol": 1e-14, "ftol": 1e-14},
-            )
-            found.append(sol.x)
-    ys = np.asarray(found).reshape(-1, landscape.dim)
-    ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
-    ys = ys[ok]
-    if not len(ys):
-        return ys
-    with np.errstate(all="ignore"):
+        ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
+        ys = ys[ok]
+        if not len(ys):
+            return ys
         return ys[np.linalg.norm(landscape.grad(ys), axis=1) <= GRADIENT_TOL]
+
+
+@functools.cache
+def _batched_root(field: GradientField) -> Callable[[jax.Array, Any], jax.Array]:
+    """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args)`` from many starts;
+    compiled once per field (hyperparameters are arguments, so a sweep compiles once)."""
+    solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
+
+    def one(y0: jax.Array, args: Any) -> jax.Array:
+        solution = optx.least_squares(
+            field.grad, solver, y0, args=args, max_steps=ROOT_STEPS, throw=False
+        )
+        return solution.value
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None)))
 
 
 def _group(
