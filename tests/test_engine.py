@@ -11,8 +11,7 @@ import pytest
 import sympy as sp
 
 import gradflow
-from gradflow import GradflowError, ReducedModel, classify_points, critical_sets
-from gradflow._io import save_with_data
+from gradflow import GradflowError, ReducedModel, classify_points, critical_sets, save_with_data
 
 x, y = sp.symbols("x y", real=True)
 k = sp.symbols("k", positive=True)

@@ -24,6 +24,7 @@ from ._registry import MODELS
 
 __all__ = [
     "add_box_arguments",
+    "add_json_argument",
     "add_model_arguments",
     "add_output_arguments",
     "bound_model",
@@ -35,6 +36,7 @@ __all__ = [
     "plane_options",
     "print_json",
     "print_notes",
+    "print_report",
     "save_and_report",
     "wrote",
 ]
@@ -169,6 +171,21 @@ def fractions_table(fractions: Mapping[str, float]) -> str:
     return format_table(["basin label", "fraction"], rows)
 
 
+def print_report(args: argparse.Namespace, report: Any) -> None:
+    """``report.to_dict()`` as one JSON object with ``--json``, else ``report.text()``."""
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.text())
+
+
+def add_json_argument(
+    parser: argparse.ArgumentParser, text: str = "one JSON object on stdout"
+) -> None:
+    """``--json``: print the report as JSON (``text`` says what)."""
+    parser.add_argument("--json", action="store_true", help=text)
+
+
 def add_output_arguments(
     parser: argparse.ArgumentParser, default: str, json_help: str = "one JSON object on stdout"
 ) -> None:
@@ -179,7 +196,7 @@ def add_output_arguments(
         default=Path(default),
         help=f"NPZ path (default {default}); the .json goes beside it",
     )
-    parser.add_argument("--json", action="store_true", help=json_help)
+    add_json_argument(parser, json_help)
 
 
 def check_out(args: argparse.Namespace, what: str) -> None:

@@ -11,7 +11,7 @@ import functools
 from types import ModuleType
 
 from ._config import add_config_arguments, config_from_args
-from ._options import print_json
+from ._options import add_json_argument, print_report
 from ._registry import BENCHES
 
 __all__ = ["SUBCOMMANDS", "attach", "run"]
@@ -22,15 +22,12 @@ SUBCOMMANDS = BENCHES
 def attach(parser: argparse.ArgumentParser, bench: ModuleType) -> None:
     """The options of ``bench``'s ``Config`` and ``--json``; running it is :func:`run`."""
     add_config_arguments(parser, bench.Config)
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_json_argument(parser)
     parser.set_defaults(_run=functools.partial(run, bench))
 
 
 def run(bench: ModuleType, args: argparse.Namespace) -> int:
     """Run the benchmark with the parsed options; print its report."""
     report = bench.bench(config_from_args(bench.Config, args))
-    if args.json:
-        print_json(report.to_dict())
-    else:
-        print(report.text())
+    print_report(args, report)
     return 0

@@ -11,6 +11,7 @@ import math
 
 from .. import BoundModel, GradflowError, critical_sets
 from ._options import (
+    add_json_argument,
     add_box_arguments,
     add_model_arguments,
     bound_model,
@@ -24,7 +25,7 @@ from ._options import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_box_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:

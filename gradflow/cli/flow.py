@@ -6,7 +6,7 @@ import argparse
 
 from .. import BoundModel, GradflowError, Status, Trajectory, classify_points, critical_sets, flow
 from .._critical import global_min_level
-from ._options import add_model_arguments, bound_model, print_json
+from ._options import add_json_argument, add_model_arguments, bound_model, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="initial point in parameter order (canonical: E W)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
