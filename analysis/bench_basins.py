@@ -19,7 +19,6 @@ from typing import Any
 import jax
 import numpy as np
 import sympy as sp
-from gradflow.models import markov
 from scipy.integrate import solve_ivp
 
 from gradflow import (
@@ -33,6 +32,7 @@ from gradflow import (
     plane_grid,
     widened_bounds,
 )
+from gradflow.models import markov
 
 from .tables import format_table
 

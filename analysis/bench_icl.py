@@ -83,7 +83,12 @@ class Report:
 
     def text(self) -> str:
         """A heading, one table row per measurement, the two ratios."""
-        record, full, minimal, chunk = self.to_dict(), self.transformer, self.minimal, self.config.chunk
+        record, full, minimal, chunk = (
+            self.to_dict(),
+            self.transformer,
+            self.minimal,
+            self.config.chunk,
+        )
         table = format_table(
             ["training step", "steps/s", "compile (s)"],
             [

@@ -25,6 +25,7 @@ from typing import Any
 
 import jax
 import numpy as np
+
 from gradflow.models.shallow_encoder import check_size, init_encoder, synthetic_data
 
 from .ntk import empirical_ntk
@@ -148,7 +149,9 @@ def _time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 def bench(config: Config) -> Report:
     """Time every implementation of :func:`empirical_ntk` on one network (module docstring)."""
     X, _ = synthetic_data(jax.random.PRNGKey(0), config.n_samples, config.d_s, config.d)
-    model = init_encoder(jax.random.PRNGKey(1), config.d, config.width, init="lecun", scaling="sqrt")
+    model = init_encoder(
+        jax.random.PRNGKey(1), config.d, config.width, init="lecun", scaling="sqrt"
+    )
     parameters = sum(getattr(model, a).size for a in ("W_Q", "W_K", "W_V", "w_O"))
     results = {}
     for method, per_block in VARIANTS:

@@ -19,10 +19,10 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
-from gradflow.models.markov_data import sample_chains
-from gradflow.models.markov_transformer import exact_loss, sample_loss, standard_init
 
 from gradflow import GradflowError
+from gradflow.models.markov_data import sample_chains
+from gradflow.models.markov_transformer import exact_loss, sample_loss, standard_init
 
 from .markov_training import optimizer as adamw
 from .tables import format_table

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.models.icl_data import PRIOR_NAMES, parse_prior
 from gradflow.models.icl_minimal import MIXINGS
 from gradflow.models.icl_strategies import STRATEGY_NAMES
-
-from gradflow import GradflowError
 
 from .icl_phases import Phases, phases
 from .icl_train import MODELS, History, RunSpec, train
@@ -84,7 +84,9 @@ class ICLConfig:
 
     def specs(self) -> list[RunSpec]:
         """One :class:`RunSpec` per seed, the model's defaults filled in."""
-        steps = self.steps if self.steps is not None else (2000 if self.model == "transformer" else 400)
+        steps = (
+            self.steps if self.steps is not None else (2000 if self.model == "transformer" else 400)
+        )
         every = self.eval_every if self.eval_every is not None else max(1, steps // 50)
         batch = self.batch if self.batch is not None else (256 if self.model == "reduced" else 64)
         prior = parse_prior(self.prior)

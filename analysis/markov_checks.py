@@ -26,12 +26,12 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
-from gradflow.models.markov_data import check_length
-from gradflow.models.markov_embedding import canonical_coordinates, default_direction
-from gradflow.models.markov_transformer import check_attention, check_width, exact_loss
 from jax.flatten_util import ravel_pytree
 
 from gradflow import BoundModel, FlowOptions, GradflowError, GradientField, integrate
+from gradflow.models.markov_data import check_length
+from gradflow.models.markov_embedding import canonical_coordinates, default_direction
+from gradflow.models.markov_transformer import check_attention, check_width, exact_loss
 
 __all__ = [
     "DynamicsCheck",

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.models.markov import canonical_bias_model, canonical_model
 from gradflow.models.markov_attention import (
     canonical_attention_bias_model,
@@ -21,8 +23,6 @@ from gradflow.models.markov_attention import (
 )
 from gradflow.models.markov_data import check_length, check_switching
 from gradflow.models.markov_transformer import check_width
-
-from gradflow import GradflowError
 
 from .markov_checks import (
     GROUPS,
@@ -79,9 +79,7 @@ class CompareConfig:
     steps: int = field(
         default=2000, metadata={"help": "gradient-descent steps of the dynamics check"}
     )
-    lr: float = field(
-        default=0.05, metadata={"help": "gradient-descent step (flow time per step)"}
-    )
+    lr: float = field(default=0.05, metadata={"help": "gradient-descent step (flow time per step)"})
     dynamics_length: int = field(
         default=6,
         metadata={

@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from gradflow import GradflowError, progress_bar
 from gradflow.models.markov_data import check_length, check_switching, sample_chains
 from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
 from gradflow.models.markov_math import entropy_rate, unigram_loss
@@ -36,8 +38,6 @@ from gradflow.models.markov_transformer import (
     sample_loss,
     standard_init,
 )
-
-from gradflow import GradflowError, progress_bar
 
 from .tables import format_table
 

@@ -29,14 +29,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from gradflow.models.mixture_reduced import ReducedMixture, ReducedState, project
-from gradflow.models.mixture_transformer import (
-    MixtureConfig,
-    MixtureTransformer,
-    init_transformer,
-    logistic_loss,
-    population_loss,
-)
 from jax.flatten_util import ravel_pytree
 
 from gradflow import (
@@ -47,6 +39,14 @@ from gradflow import (
     descend,
     integrate,
     progress_bar,
+)
+from gradflow.models.mixture_reduced import ReducedMixture, ReducedState, project
+from gradflow.models.mixture_transformer import (
+    MixtureConfig,
+    MixtureTransformer,
+    init_transformer,
+    logistic_loss,
+    population_loss,
 )
 
 __all__ = [

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from gradflow.models.mixture_data import BASES, FILLERS
 from gradflow.models.mixture_transformer import COMBINES, READOUTS, MixtureConfig
 

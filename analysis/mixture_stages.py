@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gradflow.models.mixture_transformer import MixtureConfig
 
 from gradflow import GradflowError, progress_bar
+from gradflow.models.mixture_transformer import MixtureConfig
 
 from .mixture import MixtureRun, TrainOptions, train_reduced
 

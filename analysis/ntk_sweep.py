@@ -26,6 +26,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from gradflow import GradflowError, progress_bar
 from gradflow.models.ntk_limit import limit_kernel, mean_tokens
 from gradflow.models.shallow_encoder import (
     INITS,
@@ -35,8 +37,6 @@ from gradflow.models.shallow_encoder import (
     predict,
     synthetic_data,
 )
-
-from gradflow import GradflowError, progress_bar
 
 from .ntk import alpha, empirical_ntk, feature_matrix, softmax_deviation
 from .ntk_dynamics import linearized_descent, linearized_flow, loss_bound, train_gd
@@ -435,7 +435,6 @@ class Sweep:
                 }
         return out
 
-
     def arrays(self) -> dict[str, np.ndarray]:
         """The sweep as arrays, one row per run: the scalars, loss curves ``(runs, T + 1)``."""
         out: dict[str, np.ndarray] = {
@@ -515,6 +514,7 @@ class Sweep:
 def _g(x: float) -> str:
     """A number in 3 significant digits, ``—`` if not finite."""
     return "—" if not math.isfinite(x) else f"{x:.3g}"
+
 
 def fit_slope(widths: np.ndarray, values: np.ndarray) -> float:
     """Least-squares slope of ``log values`` against ``log widths``.

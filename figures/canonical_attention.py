@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError, Portrait, Trajectory, flow, portrait
 from gradflow.analysis.markov_rays import RayOutcomes, ray_outcomes, sphere_directions
 from gradflow.models import markov
 from gradflow.models.markov_attention import canonical_attention
-
-from gradflow import GradflowError, Portrait, Trajectory, flow, portrait
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -96,7 +96,9 @@ class Data:
     def arrays(self) -> dict[str, np.ndarray]:
         """Each slice's portrait arrays, the ray labels, the trajectories' paths."""
         out = {
-            f"slice{a:g}_{k}": v for a, pic in zip(SLICES, self.slices) for k, v in pic.data().items()
+            f"slice{a:g}_{k}": v
+            for a, pic in zip(SLICES, self.slices)
+            for k, v in pic.data().items()
         }
         for ray in self.rays:
             out[f"rays_{ray.model}_p{ray.p:g}_q{ray.q:g}"] = ray.outcomes.labels
@@ -125,9 +127,7 @@ class Data:
 def compute(config: Config) -> Data:
     """Basins on the slices, the rays of both models at both ``(p, q)``, the trajectories."""
     model = canonical_attention(P, Q)
-    slices = tuple(
-        portrait(model, grid=config.grid, box=BOX, fixed={"a": a}) for a in SLICES
-    )
+    slices = tuple(portrait(model, grid=config.grid, box=BOX, fixed={"a": a}) for a in SLICES)
     radii = np.geomspace(0.05, 3.0, 16)
     rays = []
     for p, q, style in RAY_CASES:

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_portrait import SlowField, slow_field
 from gradflow.analysis.icl_train import History, RunSpec, train
 from gradflow.models.icl_data import Dirichlet, doubly_stochastic_mixture
 from gradflow.models.icl_strategies import STRATEGY_NAMES
-
-from gradflow import GradflowError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -146,7 +146,8 @@ class Data:
         """The transition steps by share and seed."""
         lines = ["transition step by share (rows) and seed (columns):"]
         lines += [
-            f"  ρ = {rho:g}: {row.tolist()}" for rho, row in zip(self.config.shares, self.transitions)
+            f"  ρ = {rho:g}: {row.tolist()}"
+            for rho, row in zip(self.config.shares, self.transitions)
         ]
         return "\n".join(lines)
 
@@ -279,7 +280,11 @@ def _field_panel(fig: Figure, ax: Any, data: Data) -> None:
     fig.colorbar(filled, ax=ax, label="L(a, b*, v_1), nats")
     ax.streamplot(f.v1, f.a, f.dv1, f.da, color="w", density=1.0, linewidth=0.7, arrowsize=0.8)
     paths = (
-        (data.minimal, dict(color="tab:orange", lw=3.5, alpha=0.8), "minimal model, SGD (all lags), projected"),
+        (
+            data.minimal,
+            dict(color="tab:orange", lw=3.5, alpha=0.8),
+            "minimal model, SGD (all lags), projected",
+        ),
         (data.reduced_1, dict(color="r", lw=2.2), "reduced flow (lags = 1)"),
         (data.minimal_1, dict(color="k", ls="--", lw=1.5), "minimal model, SGD (lags = 1)"),
     )

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gradflow.models import markov
 
 from gradflow import GradflowError, Portrait, portrait
+from gradflow.models import markov
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
-from gradflow.models import markov
 
 from gradflow import GradflowError, Overlay, Portrait, portrait
+from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
+from gradflow.models import markov
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

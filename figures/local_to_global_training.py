@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
 
 from gradflow import GradflowError
+from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

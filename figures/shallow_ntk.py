@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.analysis.ntk_sweep import (
     Sweep,
     SweepConfig,
@@ -27,8 +29,6 @@ from gradflow.analysis.ntk_sweep import (
     widths_field,
 )
 from gradflow.models.shallow_encoder import INITS, SCALINGS
-
-from gradflow import GradflowError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

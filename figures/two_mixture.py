@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.analysis.mixture import MixtureRun
 from gradflow.analysis.mixture_experiment import MixtureReport, MixtureSettings, run_experiment
 from gradflow.analysis.mixture_stages import LogLaw, StageTimes, omega_sweep
-
-from gradflow import GradflowError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -11,8 +11,8 @@ import math
 
 from .. import BoundModel, GradflowError, critical_sets
 from ._options import (
-    add_json_argument,
     add_box_arguments,
+    add_json_argument,
     add_model_arguments,
     bound_model,
     critical_table,

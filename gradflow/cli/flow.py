@@ -47,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         f"  endpoint  ({', '.join(f'{n} = {v:.6g}' for n, v in zip(names, trajectory.endpoint))})"
     )
     print(f"  loss      {record['loss']:.6f} nats")
-    print(f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps")
+    print(
+        f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps"
+    )
     print(f"  reached   {reached}")
     return 0
 

@@ -22,9 +22,7 @@ EXIT_STOPPED = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, TrainConfig, skip=("eval_batch",))
-    add_output_arguments(
-        parser, "train.npz", json_help="the summary as one JSON object on stdout"
-    )
+    add_output_arguments(parser, "train.npz", json_help="the summary as one JSON object on stdout")
 
 
 def run(args: argparse.Namespace) -> int:
