@@ -31,7 +31,6 @@ __all__ = [
     "check_out",
     "critical_table",
     "fixed_of",
-    "format_table",
     "fractions_table",
     "plane_options",
     "print_json",

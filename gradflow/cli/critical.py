@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
                 "model": model.model.name,
                 "hyperparameters": dict(model.values),
                 **model.references,
-                "fixed": fixed,
                 "critical_sets": [s.to_dict() for s in sets],
+                "fixed": fixed,
                 "note": notes[0] if notes else None,
             }
         )
