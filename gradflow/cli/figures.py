@@ -12,6 +12,8 @@ import functools
 from pathlib import Path
 from types import ModuleType
 
+from gradflow.figures import check_folder, save
+
 from ._config import add_config_arguments, config_from_args
 from ._options import wrote
 from ._registry import FIGURES
@@ -30,8 +32,6 @@ def attach(parser: argparse.ArgumentParser, figure: ModuleType) -> None:
 
 def run(figure: ModuleType, args: argparse.Namespace) -> int:
     """Check ``--out`` and the options, compute, save; print the paths written."""
-    from gradflow.figures import check_folder, save
-
     check_folder(args.out)
     data = figure.compute(config_from_args(figure.Config, args))
     summary = getattr(data, "summary", None)
