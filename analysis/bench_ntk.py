@@ -1,6 +1,6 @@
 """``gradflow bench ntk``: time the empirical NTK Gram matrix of the shallow encoder.
 
-The issue's setting: ``N = 64`` samples, ``d_s = 8`` tokens, ``d = 16``, width ``d_m = 1024``
+The setting: ``N = 64`` samples, ``d_s = 8`` tokens, ``d = 16``, width ``d_m = 1024``
 (``P = 3 d d_m + d_m = 50,176`` parameters), LeCun init, ``τ0 = d_m^{-1/2}``, float64.  Each
 implementation of :func:`gradflow.analysis.ntk.empirical_ntk` is timed after one untimed call
 that compiles it; the time is the median of ``repeats`` calls.  The Jacobian methods cost the

@@ -1,4 +1,4 @@
-"""Reduced-vs-full checks of the canonical Markov models (DESIGN §4): value, gradient, dynamics.
+"""Reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics.
 
 The oracle is the full transformer's exact population loss (:func:`exact_loss`, all ``2^N``
 input sequences enumerated, float64).
