@@ -12,45 +12,141 @@ Python; the jitted JAX Hessian as Jacobian for LSODA), the same tolerances and s
 
 from __future__ import annotations
 
-import argparse
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
 import numpy as np
-from gradflow.models import markov
+import sympy as sp
 from scipy.integrate import solve_ivp
 
-from gradflow import basins, critical_sets
-from gradflow._basins import default_basin_options, plane_grid, widened_bounds
-from gradflow._compiled import numpy_gradient
-from gradflow._critical import decision_level
-from gradflow._sym import lambdify_numpy
-from gradflow.cli._common import format_table, print_json
+from gradflow import (
+    BoundModel,
+    GradflowError,
+    basins,
+    critical_sets,
+    decision_level,
+    default_basin_options,
+    lambdify_numpy,
+    plane_grid,
+    widened_bounds,
+)
+from gradflow.models import markov
+
+from .tables import format_table
+
+__all__ = ["Config", "Report", "bench"]
 
 P, Q = 0.7, 0.6
+BASELINES = {"scipy_rk45": "RK45", "scipy_lsoda": "LSODA"}
+"""Report name → ``solve_ivp`` method of each baseline."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--grid", type=int, default=400, help="grid points per axis (default 400)")
-    parser.add_argument(
-        "--lsoda-samples", type=int, default=300, help="trajectories timed with LSODA (default 300)"
-    )
-    parser.add_argument(
-        "--rk45-samples",
-        type=int,
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the benchmark.
+
+    Raises:
+        GradflowError: ``grid`` below 2 or a sample count below 1.
+    """
+
+    grid: int = field(default=400, metadata={"help": "grid points per axis"})
+    lsoda_samples: int = field(default=300, metadata={"help": "trajectories timed with LSODA"})
+    rk45_samples: int = field(
         default=20,
-        help="trajectories timed with RK45 (default 20; its stiff members take seconds each)",
+        metadata={"help": "trajectories timed with RK45 (its stiff members take seconds each)"},
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+    def __post_init__(self) -> None:
+        if self.grid < 2 or self.lsoda_samples < 1 or self.rk45_samples < 1:
+            raise GradflowError("--grid must be ≥ 2 and the sample counts ≥ 1")
 
 
-def _scipy_ms_per_trajectory(model: Any, starts: np.ndarray, method: str, level: float) -> float:
+@dataclass(frozen=True)
+class Report:
+    """What :func:`bench` measured.
+
+    Attributes:
+        seconds, seconds_without_compile: the basin map's wall time with and without compiling.
+        mean_steps, max_steps: solver steps per trajectory.
+        ms_per_trajectory: mean ``solve_ivp`` time per trajectory of each baseline (ms).
+    """
+
+    config: Config
+    seconds: float
+    seconds_without_compile: float
+    mean_steps: float
+    max_steps: int
+    devices: tuple[str, ...]
+    ms_per_trajectory: dict[str, float]
+
+    @property
+    def trajectories(self) -> int:
+        """Grid points, ``grid²``."""
+        return self.config.grid**2
+
+    def to_dict(self) -> dict[str, Any]:
+        """Timings, steps, devices, and per baseline its time, extrapolation and our speed-up."""
+        n = self.trajectories
+        return {
+            "grid": self.config.grid,
+            "model": f"canonical p={P} q={Q}, box [-3, 3]^2",
+            "seconds": self.seconds,
+            "seconds_without_compile": self.seconds_without_compile,
+            "trajectories_per_second": n / self.seconds_without_compile,
+            "mean_steps": self.mean_steps,
+            "max_steps": self.max_steps,
+            "devices": list(self.devices),
+            "baselines": {
+                name: {
+                    "ms_per_trajectory": ms,
+                    "extrapolated_seconds": ms * n / 1e3,
+                    "speedup": ms * n / 1e3 / self.seconds,
+                }
+                for name, ms in self.ms_per_trajectory.items()
+            },
+        }
+
+    def text(self) -> str:
+        """Two lines on the basin map, then one table row per baseline."""
+        record, n, grid = self.to_dict(), self.trajectories, self.config.grid
+        rows = [
+            [
+                name,
+                f"{b['ms_per_trajectory']:.2f}",
+                f"{b['extrapolated_seconds']:.0f}",
+                f"{b['speedup']:.1f}×",
+            ]
+            for name, b in record["baselines"].items()
+        ]
+        header = [
+            "baseline",
+            "ms/trajectory",
+            "full grid (s, extrapolated)",
+            "gradflow speedup (with compile)",
+        ]
+        return "\n".join(
+            [
+                f"basin map of the canonical flow, {grid} × {grid} = {n} trajectories (p = {P}, q = {Q})",
+                f"  gradflow: {self.seconds:.1f} s with compilation, {self.seconds_without_compile:.1f} s without; "
+                f"{record['trajectories_per_second']:,.0f} trajectories/s;"
+                f" mean {self.mean_steps:.1f} steps, max {self.max_steps}",
+                format_table(header, rows),
+            ]
+        )
+
+
+def _scipy_ms_per_trajectory(
+    model: BoundModel, starts: np.ndarray, method: str, level: float
+) -> float:
     """Mean wall time (ms) of ``solve_ivp`` per initial condition, same stopping rule."""
     h = [float(x) for x in np.asarray(model.h)]
     m = model.model
-    loss = lambdify_numpy((*m.params, *m.hyperparams), m.loss)
-    grad, hessian, h_array = numpy_gradient(m), model.compiled.hessian, model.h
+    symbols = (*m.params, *m.hyperparams)
+    loss = lambdify_numpy(symbols, m.loss)
+    grad = lambdify_numpy(symbols, [sp.diff(m.loss, s) for s in m.params])
+    hessian, h_array = model.compiled.hessian, model.h
     options = default_basin_options()[0]
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
@@ -79,79 +175,36 @@ def _scipy_ms_per_trajectory(model: Any, starts: np.ndarray, method: str, level:
     return 1e3 * (time.perf_counter() - begin) / len(starts)
 
 
-def run(args: argparse.Namespace) -> int:
-    from gradflow import GradflowError
-
-    if args.grid < 2 or args.lsoda_samples < 1 or args.rk45_samples < 1:
-        raise GradflowError("--grid must be ≥ 2 and the sample counts ≥ 1")
+def bench(config: Config) -> Report:
+    """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
     jax.config.update("jax_enable_compilation_cache", False)
     model = markov.canonical(P, Q)
-    n = args.grid * args.grid
     begin = time.perf_counter()
-    basins(model, grid=args.grid, progress=False)
+    basins(model, grid=config.grid, progress=False)
     cold = time.perf_counter() - begin
     begin = time.perf_counter()
-    result = basins(model, grid=args.grid, progress=False)
+    result = basins(model, grid=config.grid, progress=False)
     warm = time.perf_counter() - begin
-    _, xs, ys, _, thetas = plane_grid(model, args.grid)
+    _, xs, ys, _, thetas = plane_grid(model, config.grid)
     critical = critical_sets(
         model, bounds=widened_bounds(model, {"w": (xs[0], xs[-1]), "e": (ys[0], ys[-1])})
     )
     level = decision_level(critical)
     rng = np.random.default_rng(0)
     flat = thetas.reshape(-1, model.model.dim)
-    lsoda = _scipy_ms_per_trajectory(
-        model, flat[rng.choice(n, args.lsoda_samples, replace=False)], "LSODA", level
-    )
-    rk45 = _scipy_ms_per_trajectory(
-        model, flat[rng.choice(n, args.rk45_samples, replace=False)], "RK45", level
-    )
-    report = {
-        "grid": args.grid,
-        "model": f"canonical p={P} q={Q}, box [-3, 3]^2",
-        "seconds": cold,
-        "seconds_without_compile": warm,
-        "trajectories_per_second": n / warm,
-        "mean_steps": float(result.steps.mean()),
-        "max_steps": int(result.steps.max()),
-        "devices": [str(d) for d in jax.devices()],
-        "baselines": {
-            name: {
-                "ms_per_trajectory": ms,
-                "extrapolated_seconds": ms * n / 1e3,
-                "speedup": ms * n / 1e3 / cold,
-            }
-            for name, ms in (("scipy_rk45", rk45), ("scipy_lsoda", lsoda))
-        },
-    }
-    if args.json:
-        print_json(report)
-        return 0
-    print(
-        f"basin map of the canonical flow, {args.grid} × {args.grid} = {n} trajectories (p = {P}, q = {Q})"
-    )
-    print(
-        f"  gradflow: {cold:.1f} s with compilation, {warm:.1f} s without; {n / warm:,.0f} trajectories/s;"
-        f" mean {report['mean_steps']:.1f} steps, max {report['max_steps']}"
-    )
-    rows = [
-        [
-            name,
-            f"{b['ms_per_trajectory']:.2f}",
-            f"{b['extrapolated_seconds']:.0f}",
-            f"{b['speedup']:.1f}×",
-        ]
-        for name, b in report["baselines"].items()
-    ]
-    print(
-        format_table(
-            [
-                "baseline",
-                "ms/trajectory",
-                "full grid (s, extrapolated)",
-                "gradflow speedup (with compile)",
-            ],
-            rows,
+    samples = {"LSODA": config.lsoda_samples, "RK45": config.rk45_samples}
+    timed = {
+        method: _scipy_ms_per_trajectory(
+            model, flat[rng.choice(len(flat), samples[method], replace=False)], method, level
         )
+        for method in ("LSODA", "RK45")
+    }
+    return Report(
+        config=config,
+        seconds=cold,
+        seconds_without_compile=warm,
+        mean_steps=float(result.steps.mean()),
+        max_steps=int(result.steps.max()),
+        devices=tuple(str(d) for d in jax.devices()),
+        ms_per_trajectory={name: timed[method] for name, method in BASELINES.items()},
     )
-    return 0

@@ -13,30 +13,109 @@ Reported as steps per second and as ratios.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import equinox as eqx
 import jax
 
 from gradflow import GradflowError
-from gradflow.cli._common import format_table, print_json
 
 from .icl_train import RunSpec, minimal_setup, training_step, transformer_setup
+from .tables import format_table
+
+__all__ = ["Config", "Report", "bench"]
 
 K, T, D, BATCH = 3, 100, 16, 64
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--steps", type=int, default=200, help="timed steps per measurement (default 200)"
-    )
-    parser.add_argument(
-        "--chunk", type=int, default=50, help="steps per compiled chunk (default 50)"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the benchmark.
+
+    Raises:
+        GradflowError: a count below 1.
+    """
+
+    steps: int = field(default=200, metadata={"help": "timed steps per measurement"})
+    chunk: int = field(default=50, metadata={"help": "steps per compiled chunk"})
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "chunk"):
+            if getattr(self, name) < 1:
+                raise GradflowError(f"--{name} {getattr(self, name)} must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`bench` measured.
+
+    Attributes:
+        transformer: steps/s of ``lax.scan`` chunks and of the per-call loop, compile times (s).
+        minimal: steps/s of the minimal model's ``lax.scan`` chunks, compile time (s).
+    """
+
+    config: Config
+    transformer: dict[str, float]
+    minimal: dict[str, float]
+    devices: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings, both models' rates, the two ratios, devices."""
+        full, minimal = self.transformer, self.minimal
+        return {
+            "settings": {
+                "k": K,
+                "T": T,
+                "d": D,
+                "batch": BATCH,
+                "transformer_dtype": "float32",
+                "minimal_dtype": "float64",
+            },
+            "transformer": full,
+            "minimal": minimal,
+            "scan_over_loop": full["scan_steps_per_s"] / full["loop_steps_per_s"],
+            "minimal_over_transformer": minimal["scan_steps_per_s"] / full["scan_steps_per_s"],
+            "devices": list(self.devices),
+        }
+
+    def text(self) -> str:
+        """A heading, one table row per measurement, the two ratios."""
+        record, full, minimal, chunk = (
+            self.to_dict(),
+            self.transformer,
+            self.minimal,
+            self.config.chunk,
+        )
+        table = format_table(
+            ["training step", "steps/s", "compile (s)"],
+            [
+                [
+                    f"transformer, lax.scan chunks of {chunk}",
+                    f"{full['scan_steps_per_s']:.1f}",
+                    f"{full['compile_scan_s']:.1f}",
+                ],
+                [
+                    "transformer, one jitted step per Python call (baseline)",
+                    f"{full['loop_steps_per_s']:.1f}",
+                    f"{full['compile_step_s']:.1f}",
+                ],
+                [
+                    f"minimal model (SGD, float64), lax.scan chunks of {chunk}",
+                    f"{minimal['scan_steps_per_s']:.1f}",
+                    f"{minimal['compile_scan_s']:.1f}",
+                ],
+            ],
+        )
+        return "\n".join(
+            [
+                f"ICL-MC training speed: k = {K}, T = {T}, batch {BATCH}; transformer d = {D}, float32, AdamW; batches sampled in the step",
+                table,
+                f"scan / per-call loop: {record['scan_over_loop']:.2f}×; minimal model / transformer: {record['minimal_over_transformer']:.2f}×",
+            ]
+        )
 
 
 def _rates(step: Callable, state: tuple, steps: int, chunk: int, loop: bool) -> dict[str, float]:
@@ -71,17 +150,15 @@ def _state(params: Any, optimizer: Any, key: jax.Array) -> tuple:
     return (params, optimizer.init(eqx.filter(params, eqx.is_array)), key)
 
 
-def run(args: argparse.Namespace) -> int:
-    for name in ("steps", "chunk"):
-        if getattr(args, name) < 1:
-            raise GradflowError(f"--{name} {getattr(args, name)} must be ≥ 1")
+def bench(config: Config) -> Report:
+    """Time the transformer's step (scan chunks and per-call loop) and the minimal model's."""
     spec = RunSpec(model="transformer", k=K, T=T, d=D, batch=BATCH)
     loss, model, optimizer, draw, key = transformer_setup(spec)
     full = _rates(
         training_step(loss, optimizer, draw),
         _state(model, optimizer, key),
-        args.steps,
-        args.chunk,
+        config.steps,
+        config.chunk,
         loop=True,
     )
     mspec = RunSpec(model="minimal", k=K, T=T, batch=BATCH)
@@ -89,54 +166,13 @@ def run(args: argparse.Namespace) -> int:
     minimal = _rates(
         training_step(mloss, moptimizer, mdraw),
         _state(params, moptimizer, key),
-        args.steps,
-        args.chunk,
+        config.steps,
+        config.chunk,
         loop=False,
     )
-    record = {
-        "settings": {
-            "k": K,
-            "T": T,
-            "d": D,
-            "batch": BATCH,
-            "transformer_dtype": "float32",
-            "minimal_dtype": "float64",
-        },
-        "transformer": full,
-        "minimal": minimal,
-        "scan_over_loop": full["scan_steps_per_s"] / full["loop_steps_per_s"],
-        "minimal_over_transformer": minimal["scan_steps_per_s"] / full["scan_steps_per_s"],
-        "devices": [str(dev) for dev in jax.devices()],
-    }
-    if args.json:
-        print_json(record)
-        return 0
-    print(
-        f"ICL-MC training speed: k = {K}, T = {T}, batch {BATCH}; transformer d = {D}, float32, AdamW; batches sampled in the step"
+    return Report(
+        config=config,
+        transformer=full,
+        minimal=minimal,
+        devices=tuple(str(dev) for dev in jax.devices()),
     )
-    print(
-        format_table(
-            ["training step", "steps/s", "compile (s)"],
-            [
-                [
-                    f"transformer, lax.scan chunks of {args.chunk}",
-                    f"{full['scan_steps_per_s']:.1f}",
-                    f"{full['compile_scan_s']:.1f}",
-                ],
-                [
-                    "transformer, one jitted step per Python call (baseline)",
-                    f"{full['loop_steps_per_s']:.1f}",
-                    f"{full['compile_step_s']:.1f}",
-                ],
-                [
-                    f"minimal model (SGD, float64), lax.scan chunks of {args.chunk}",
-                    f"{minimal['scan_steps_per_s']:.1f}",
-                    f"{minimal['compile_scan_s']:.1f}",
-                ],
-            ],
-        )
-    )
-    print(
-        f"scan / per-call loop: {record['scan_over_loop']:.2f}×; minimal model / transformer: {record['minimal_over_transformer']:.2f}×"
-    )
-    return 0

@@ -1,9 +1,9 @@
 """``gradflow bench ntk``: time the empirical NTK Gram matrix of the shallow encoder.
 
-The issue's setting: ``N = 64`` samples, ``d_s = 8`` tokens, ``d = 16``, width ``d_m = 1024``
+The setting: ``N = 64`` samples, ``d_s = 8`` tokens, ``d = 16``, width ``d_m = 1024``
 (``P = 3 d d_m + d_m = 50,176`` parameters), LeCun init, ``τ0 = d_m^{-1/2}``, float64.  Each
 implementation of :func:`gradflow.analysis.ntk.empirical_ntk` is timed after one untimed call
-that compiles it; the time is the median of ``--repeats`` calls.  The Jacobian methods cost the
+that compiles it; the time is the median of ``repeats`` calls.  The Jacobian methods cost the
 same with or without the per-block split (the blocks are summed); NTK-vector products are timed
 both ways (per block they need one JVP per sample and block).  Ratios are against the baseline
 measured in the same run: the plain ``jax.jacobian`` contraction (``"jacobian"``, per block).
@@ -17,40 +17,111 @@ benchmark reports the import error instead.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
 
 import jax
 import numpy as np
-from gradflow.models.shallow_encoder import init_encoder, synthetic_data
 
-from gradflow.cli._common import format_table, print_json
+from gradflow.models.shallow_encoder import check_size, init_encoder, synthetic_data
 
 from .ntk import empirical_ntk
-from .ntk_command import positive_int
+from .ntk_sweep import size_field
+from .tables import format_table
+
+__all__ = ["BASELINE", "Config", "Report", "bench"]
 
 BASELINE = ("jacobian", True)
 """The implementation every ratio is taken against: ``jax.jacobian`` contraction, per block."""
 
+VARIANTS = (BASELINE, ("per-sample", True), ("ntvp", True), ("ntvp", False))
+"""``(method, per_block)`` of each timed implementation, the baseline first."""
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--n-samples", type=positive_int, default=64, metavar="N", help="samples N (default 64)"
-    )
-    parser.add_argument(
-        "--d-s", type=positive_int, default=8, metavar="DS", help="tokens per sample (default 8)"
-    )
-    parser.add_argument(
-        "--d", type=positive_int, default=16, metavar="D", help="token dimension (default 16)"
-    )
-    parser.add_argument(
-        "--width", type=positive_int, default=1024, metavar="D_M", help="width d_m (default 1024)"
-    )
-    parser.add_argument(
-        "--repeats", type=positive_int, default=5, help="timed calls per implementation (default 5)"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the benchmark.
+
+    Raises:
+        GradflowError: a size that is not a positive integer.
+    """
+
+    n_samples: int = size_field(64, "samples N", "N")
+    d_s: int = size_field(8, "tokens per sample", "DS")
+    d: int = size_field(16, "token dimension", "D")
+    width: int = size_field(1024, "width d_m", "D_M")
+    repeats: int = size_field(5, "timed calls per implementation")
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            check_size(f.name, getattr(self, f.name))
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One implementation: median time (ms), speed-up over the baseline, largest relative
+    difference of its ``K`` from the baseline's."""
+
+    method: str
+    per_block: bool
+    ms: float
+    speedup_vs_jacobian: float
+    max_rel_difference: float
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`bench` measured."""
+
+    config: Config
+    parameters: int
+    dtype: str
+    devices: tuple[str, ...]
+    timings: tuple[Timing, ...]
+    neural_tangents: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Sizes, devices, one record per implementation, the neural-tangents status."""
+        c = self.config
+        return {
+            "N": c.n_samples,
+            "d_s": c.d_s,
+            "d": c.d,
+            "d_m": c.width,
+            "parameters": self.parameters,
+            "repeats": c.repeats,
+            "dtype": self.dtype,
+            "devices": list(self.devices),
+            "baseline": "jacobian (jax.jacobian of the batched outputs, contracted per block)",
+            "implementations": [vars(t) for t in self.timings],
+            "neural_tangents": self.neural_tangents,
+        }
+
+    def text(self) -> str:
+        """A heading, one table row per implementation, the neural-tangents status."""
+        c = self.config
+        rows = [
+            [
+                t.method,
+                "per block" if t.per_block else "total only",
+                f"{t.ms:.1f}",
+                f"{t.speedup_vs_jacobian:.2f}×",
+                f"{t.max_rel_difference:.1e}",
+            ]
+            for t in self.timings
+        ]
+        header = ["method", "blocks", "ms", "speed-up vs jacobian", "max rel. difference"]
+        return "\n".join(
+            [
+                f"empirical NTK Gram matrix: N = {c.n_samples}, d_s = {c.d_s}, d = {c.d}, d_m = {c.width} "
+                f"({self.parameters:,} parameters), {self.dtype}, median of {c.repeats}",
+                format_table(header, rows),
+                f"neural-tangents: {self.neural_tangents}",
+            ]
+        )
 
 
 def _neural_tangents_status() -> str:
@@ -64,7 +135,7 @@ def _neural_tangents_status() -> str:
     return f"importable ({getattr(neural_tangents, '__version__', 'unknown version')}), not benchmarked"
 
 
-def _time(fn, repeats: int) -> tuple[float, dict[str, np.ndarray]]:
+def _time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     """Median wall time in ms of ``fn()`` over ``repeats`` calls after one compiling call."""
     result = fn()
     times = []
@@ -75,63 +146,37 @@ def _time(fn, repeats: int) -> tuple[float, dict[str, np.ndarray]]:
     return 1e3 * float(np.median(times)), result
 
 
-def run(args: argparse.Namespace) -> int:
-    X, _ = synthetic_data(jax.random.PRNGKey(0), args.n_samples, args.d_s, args.d)
-    model = init_encoder(jax.random.PRNGKey(1), args.d, args.width, init="lecun", scaling="sqrt")
+def bench(config: Config) -> Report:
+    """Time every implementation of :func:`empirical_ntk` on one network (module docstring)."""
+    X, _ = synthetic_data(jax.random.PRNGKey(0), config.n_samples, config.d_s, config.d)
+    model = init_encoder(
+        jax.random.PRNGKey(1), config.d, config.width, init="lecun", scaling="sqrt"
+    )
     parameters = sum(getattr(model, a).size for a in ("W_Q", "W_K", "W_V", "w_O"))
-    variants = [BASELINE, ("per-sample", True), ("ntvp", True), ("ntvp", False)]
     results = {}
-    for method, per_block in variants:
+    for method, per_block in VARIANTS:
         ms, blocks = _time(
-            functools.partial(empirical_ntk, model, X, method, per_block=per_block), args.repeats
+            functools.partial(empirical_ntk, model, X, method, per_block=per_block),
+            config.repeats,
         )
         results[(method, per_block)] = (ms, blocks["total"])
     base_ms, base_K = results[BASELINE]
     scale = float(np.abs(base_K).max())
-    rows = [
-        {
-            "method": method,
-            "per_block": per_block,
-            "ms": ms,
-            "speedup_vs_jacobian": base_ms / ms,
-            "max_rel_difference": float(np.abs(K - base_K).max()) / scale,
-        }
-        for (method, per_block), (ms, K) in results.items()
-    ]
-    report = {
-        "N": args.n_samples,
-        "d_s": args.d_s,
-        "d": args.d,
-        "d_m": args.width,
-        "parameters": int(parameters),
-        "repeats": args.repeats,
-        "dtype": str(X.dtype),
-        "devices": [str(d) for d in jax.devices()],
-        "baseline": "jacobian (jax.jacobian of the batched outputs, contracted per block)",
-        "implementations": rows,
-        "neural_tangents": _neural_tangents_status(),
-    }
-    if args.json:
-        print_json(report)
-        return 0
-    print(
-        f"empirical NTK Gram matrix: N = {args.n_samples}, d_s = {args.d_s}, d = {args.d}, d_m = {args.width} "
-        f"({parameters:,} parameters), {report['dtype']}, median of {args.repeats}"
-    )
-    print(
-        format_table(
-            ["method", "blocks", "ms", "speed-up vs jacobian", "max rel. difference"],
-            [
-                [
-                    r["method"],
-                    "per block" if r["per_block"] else "total only",
-                    f"{r['ms']:.1f}",
-                    f"{r['speedup_vs_jacobian']:.2f}×",
-                    f"{r['max_rel_difference']:.1e}",
-                ]
-                for r in rows
-            ],
+    timings = tuple(
+        Timing(
+            method=method,
+            per_block=per_block,
+            ms=ms,
+            speedup_vs_jacobian=base_ms / ms,
+            max_rel_difference=float(np.abs(K - base_K).max()) / scale,
         )
+        for (method, per_block), (ms, K) in results.items()
     )
-    print(f"neural-tangents: {report['neural_tangents']}")
-    return 0
+    return Report(
+        config=config,
+        parameters=int(parameters),
+        dtype=str(X.dtype),
+        devices=tuple(str(d) for d in jax.devices()),
+        timings=timings,
+        neural_tangents=_neural_tangents_status(),
+    )

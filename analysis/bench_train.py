@@ -11,35 +11,105 @@ and of the loss with its gradient, float64 (what the reduced-vs-full checks call
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+
+from gradflow import GradflowError
 from gradflow.models.markov_data import sample_chains
 from gradflow.models.markov_transformer import exact_loss, sample_loss, standard_init
 
-from gradflow.cli._common import format_table, print_json
-
 from .markov_training import optimizer as adamw
+from .tables import format_table
+
+__all__ = ["Config", "Report", "bench"]
 
 P, Q = 0.5, 0.8
 D, LENGTH, BATCH = 8, 256, 16
 EXACT_LENGTH = 12
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--steps", type=int, default=400, help="timed training steps (default 400)")
-    parser.add_argument(
-        "--chunk", type=int, default=100, help="steps per compiled chunk (default 100)"
-    )
-    parser.add_argument(
-        "--repeats", type=int, default=20, help="timed exact-loss evaluations (default 20)"
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the benchmark.
+
+    Raises:
+        GradflowError: a count below 1.
+    """
+
+    steps: int = field(default=400, metadata={"help": "timed training steps"})
+    chunk: int = field(default=100, metadata={"help": "steps per compiled chunk"})
+    repeats: int = field(default=20, metadata={"help": "timed exact-loss evaluations"})
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "chunk", "repeats"):
+            if getattr(self, name) < 1:
+                raise GradflowError(f"--{name} {getattr(self, name)} must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`bench` measured.
+
+    Attributes:
+        training: steps timed, steps/s of ``lax.scan`` chunks and of the per-call loop, their
+            ratio, compile times (s).
+        exact: sequences enumerated, ms per loss and per loss with gradient, compile times (s).
+    """
+
+    config: Config
+    training: dict[str, float]
+    exact: dict[str, float]
+    devices: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings, the training and exact-loss timings, devices."""
+        return {
+            "settings": {
+                "d": D,
+                "N": LENGTH,
+                "batch": BATCH,
+                "dtype": "float32",
+                "exact_N": EXACT_LENGTH,
+            },
+            "training": self.training,
+            "exact": self.exact,
+            "devices": list(self.devices),
+        }
+
+    def text(self) -> str:
+        """A heading, the training table and ratio, the exact-loss timings."""
+        train, exact, c = self.training, self.exact, self.config
+        table = format_table(
+            ["training", "steps/s", "compile (s)"],
+            [
+                [
+                    f"lax.scan chunks of {c.chunk}",
+                    f"{train['scan_steps_per_s']:.1f}",
+                    f"{train['compile_scan_s']:.1f}",
+                ],
+                [
+                    "one jitted step per Python call (baseline)",
+                    f"{train['loop_steps_per_s']:.1f}",
+                    f"{train['compile_step_s']:.1f}",
+                ],
+            ],
+        )
+        return "\n".join(
+            [
+                f"full Markov transformer, d = {D}, N = {LENGTH}, batch {BATCH}, float32, AdamW, p = {P}, q = {Q}",
+                table,
+                f"  ratio scan / loop: {train['scan_over_loop']:.2f}",
+                f"\nexact population loss, N = {EXACT_LENGTH} ({exact['sequences']:,} sequences), float64, best of {c.repeats}:",
+                f"  loss            {exact['loss_ms']:.2f} ms   (compile {exact['compile_loss_s']:.1f} s)",
+                f"  loss + gradient {exact['loss_and_grad_ms']:.2f} ms   (compile {exact['compile_loss_and_grad_s']:.1f} s)",
+            ]
+        )
 
 
 def _timed(fn: Callable[[], Any]) -> float:
@@ -108,57 +178,11 @@ def _exact(repeats: int) -> dict[str, float]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
-    from gradflow import GradflowError
-
-    for name in ("steps", "chunk", "repeats"):
-        if getattr(args, name) < 1:
-            raise GradflowError(f"--{name} {getattr(args, name)} must be ≥ 1")
-    train = _training(args.steps, args.chunk)
-    exact = _exact(args.repeats)
-    record = {
-        "settings": {
-            "d": D,
-            "N": LENGTH,
-            "batch": BATCH,
-            "dtype": "float32",
-            "exact_N": EXACT_LENGTH,
-        },
-        "training": train,
-        "exact": exact,
-        "devices": [str(d) for d in jax.devices()],
-    }
-    if args.json:
-        print_json(record)
-        return 0
-    print(
-        f"full Markov transformer, d = {D}, N = {LENGTH}, batch {BATCH}, float32, AdamW, p = {P}, q = {Q}"
+def bench(config: Config) -> Report:
+    """Time training (scan chunks against a per-call loop) and the exact loss (module docstring)."""
+    return Report(
+        config=config,
+        training=_training(config.steps, config.chunk),
+        exact=_exact(config.repeats),
+        devices=tuple(str(d) for d in jax.devices()),
     )
-    print(
-        format_table(
-            ["training", "steps/s", "compile (s)"],
-            [
-                [
-                    f"lax.scan chunks of {args.chunk}",
-                    f"{train['scan_steps_per_s']:.1f}",
-                    f"{train['compile_scan_s']:.1f}",
-                ],
-                [
-                    "one jitted step per Python call (baseline)",
-                    f"{train['loop_steps_per_s']:.1f}",
-                    f"{train['compile_step_s']:.1f}",
-                ],
-            ],
-        )
-    )
-    print(f"  ratio scan / loop: {train['scan_over_loop']:.2f}")
-    print(
-        f"\nexact population loss, N = {EXACT_LENGTH} ({exact['sequences']:,} sequences), float64, best of {args.repeats}:"
-    )
-    print(
-        f"  loss            {exact['loss_ms']:.2f} ms   (compile {exact['compile_loss_s']:.1f} s)"
-    )
-    print(
-        f"  loss + gradient {exact['loss_and_grad_ms']:.2f} ms   (compile {exact['compile_loss_and_grad_s']:.1f} s)"
-    )
-    return 0

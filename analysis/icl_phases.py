@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from gradflow.models.icl_strategies import STRATEGY_NAMES, nearest
 
 __all__ = ["Phases", "phases"]

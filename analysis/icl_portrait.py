@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from gradflow.models import icl_minimal as mm
 from gradflow.models.icl_data import ICLBatch, Prior, sample
 from gradflow.models.icl_reduction import metric_inverse

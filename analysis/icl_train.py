@@ -31,13 +31,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from gradflow import FlowOptions, GradflowError, descend, integrate, progress_bar
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
 from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, check_sizes, sample
 from gradflow.models.icl_strategies import metrics
-
-from gradflow import FlowOptions, GradflowError, descend, integrate
-from gradflow._progress import progress_bar
 
 __all__ = [
     "MODELS",

@@ -1,4 +1,4 @@
-"""Reduced-vs-full checks of the canonical Markov models (DESIGN §4): value, gradient, dynamics.
+"""Reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics.
 
 The oracle is the full transformer's exact population loss (:func:`exact_loss`, all ``2^N``
 input sequences enumerated, float64).
@@ -26,12 +26,12 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
-from gradflow.models.markov_data import check_length
-from gradflow.models.markov_embedding import canonical_coordinates, default_direction
-from gradflow.models.markov_transformer import check_attention, check_width, exact_loss
 from jax.flatten_util import ravel_pytree
 
 from gradflow import BoundModel, FlowOptions, GradflowError, GradientField, integrate
+from gradflow.models.markov_data import check_length
+from gradflow.models.markov_embedding import canonical_coordinates, default_direction
+from gradflow.models.markov_transformer import check_attention, check_width, exact_loss
 
 __all__ = [
     "DynamicsCheck",

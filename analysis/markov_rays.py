@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradflow import BoundModel, GradflowError, Status, flow_endpoints
-from gradflow._basins import default_basin_options
+from gradflow import BoundModel, GradflowError, Status, default_basin_options, flow_endpoints
 
 __all__ = ["OUTCOMES", "RayOutcomes", "ray_outcomes", "sphere_directions"]
 

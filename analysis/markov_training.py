@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+
+from gradflow import GradflowError, progress_bar
 from gradflow.models.markov_data import check_length, check_switching, sample_chains
 from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
 from gradflow.models.markov_math import entropy_rate, unigram_loss
@@ -37,8 +39,7 @@ from gradflow.models.markov_transformer import (
     standard_init,
 )
 
-from gradflow import GradflowError
-from gradflow._progress import progress_bar
+from .tables import format_table
 
 __all__ = [
     "INITS",
@@ -47,12 +48,19 @@ __all__ = [
     "initial_model",
     "optimizer",
     "references",
+    "switching_field",
     "train",
 ]
 
 INITS = ("standard", "canonical", "paper")
 MAX_STEPS = 10_000_000
 MAX_SEEDS = 1024
+
+
+def switching_field(name: str) -> Any:
+    """The dataclass field of a switching probability ``p`` or ``q`` (required, in ``(0, 1)``)."""
+    texts = {"p": "P(x_{n+1} = 1 | x_n = 0) in (0, 1)", "q": "P(x_{n+1} = 0 | x_n = 1) in (0, 1)"}
+    return field(metadata={"help": texts[name]})
 
 
 @dataclass(frozen=True)
@@ -67,31 +75,54 @@ class TrainConfig:
         steps: optimizer steps.
         length: positions ``N`` (sequences of ``N + 1`` symbols).
         d: width.
+        seeds: number of independent runs (seeds ``seed0 … seed0 + seeds - 1``).
+        seed0: first seed.
         batch: sequences per step.
         lr: peak learning rate.
         weight_decay: AdamW's decoupled weight decay.
-        seeds: number of independent runs (seeds ``seed0 … seed0 + seeds - 1``).
-        seed0: first seed.
+        attention: ``"softmax"`` (the paper's) or ``"linear"``.
         eval_every: steps between evaluations (and the length of a compiled chunk).
         eval_batch: sequences of the fixed evaluation set.
-        attention: ``"softmax"`` (the paper's) or ``"linear"``.
+
+    Raises:
+        GradflowError: any setting out of range.
     """
 
-    p: float
-    q: float
-    init: Literal["standard", "canonical", "paper"] = "standard"
-    theta0: tuple[float, float] = (0.5, 0.5)
-    steps: int = 500
-    length: int = 64
-    d: int = 8
-    batch: int = 16
-    lr: float = 2e-3
-    weight_decay: float = 1e-3
-    seeds: int = 1
-    seed0: int = 0
-    eval_every: int = 25
+    p: float = switching_field("p")
+    q: float = switching_field("q")
+    init: Literal["standard", "canonical", "paper"] = field(
+        default="standard",
+        metadata={
+            "choices": INITS,
+            "help": "standard N(0, 0.02²), canonical embed(θ0), or the paper's init for p + q > 1",
+        },
+    )
+    theta0: tuple[float, float] = field(
+        default=(0.5, 0.5),
+        metadata={"nargs": 2, "metavar": ("E", "W"), "help": "(e, w) of the canonical init"},
+    )
+    steps: int = field(default=500, metadata={"help": "optimizer steps"})
+    length: int = field(
+        default=64,
+        metadata={
+            "flag": "--seq-len",
+            "metavar": "N",
+            "help": "positions per sequence (the paper uses 1024)",
+        },
+    )
+    d: int = field(default=8, metadata={"help": "embedding width"})
+    seeds: int = field(default=1, metadata={"help": "independent runs, trained in parallel"})
+    seed0: int = field(default=0, metadata={"flag": "--seed", "help": "first seed"})
+    batch: int = field(default=16, metadata={"help": "sequences per step"})
+    lr: float = field(
+        default=2e-3, metadata={"help": "peak learning rate of the cosine one-cycle schedule"}
+    )
+    weight_decay: float = field(default=1e-3, metadata={"help": "AdamW weight decay"})
+    attention: Literal["softmax", "linear"] = field(
+        default="softmax", metadata={"choices": ("softmax", "linear"), "help": "attention kind"}
+    )
+    eval_every: int = field(default=25, metadata={"help": "steps between test-loss evaluations"})
     eval_batch: int = 256
-    attention: Literal["softmax", "linear"] = "softmax"
 
     def __post_init__(self) -> None:
         check_switching(self.p, self.q)
@@ -148,6 +179,52 @@ class TrainResult:
     def steps_done(self) -> int:
         """Steps whose losses are recorded (all of them unless a NaN stopped the run)."""
         return int(self.train_loss.shape[1])
+
+    def summary(self) -> dict[str, Any]:
+        """Steps done, the NaN step, final test loss per seed (nats) with its standard error,
+        final coordinates, the references."""
+        return {
+            "steps_done": self.steps_done,
+            "nan_step": self.nan_step,
+            "final_test_loss": self.test_loss[:, -1],
+            "final_test_se": self.test_se[:, -1],
+            "final_coordinates": self.coords[:, -1],
+            **self.references,
+        }
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Loss curves, test losses with standard errors, coordinates, diagnostics (for NPZ)."""
+        out = {
+            "train_loss": self.train_loss,
+            "eval_steps": self.eval_steps,
+            "test_loss": self.test_loss,
+            "test_se": self.test_se,
+            "coords": self.coords,
+            "coordinate_names": np.array(["e", "w", "a", "b"]),
+        }
+        out.update({f"diagnostic_{k}": v for k, v in self.diagnostics.items()})
+        return out
+
+    def text(self) -> str:
+        """The settings, one table row per seed (final test loss, coordinates), the references."""
+        c, ref = self.config, self.references
+        rows = [
+            [
+                c.seed0 + i,
+                f"{self.test_loss[i, -1]:.6f} ± {self.test_se[i, -1]:.6f}",
+                *(f"{v:.4g}" for v in self.coords[i, -1]),
+            ]
+            for i in range(c.seeds)
+        ]
+        return "\n".join(
+            [
+                f"trained {c.seeds} seed(s), init {c.init}, p = {c.p:g}, q = {c.q:g}: {self.steps_done} steps, "
+                f"N = {c.length}, d = {c.d}, batch {c.batch}, {c.attention} attention",
+                format_table(["seed", "test loss (nats) ± s.e.", "e", "w", "a", "b"], rows),
+                f"  unigram loss H(π)      = {ref['unigram_loss']:.6f} nats",
+                f"  bigram (entropy rate)  = {ref['entropy_rate']:.6f} nats",
+            ]
+        )
 
 
 def references(p: float, q: float) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Training the two-mixture transformer: joint and staged schedules, stage detection, the ω law.
+"""Training the two-mixture transformer: joint and staged schedules, full model or reduced dynamics.
 
 The full model (:mod:`gradflow.models.mixture_transformer`) is trained on its exact population
 loss (a finite sum over the ``4K(K-1)`` samples) by the engine, with gradient descent
@@ -6,41 +6,40 @@ loss (a finite sum over the ``4K(K-1)`` samples) by the engine, with gradient de
 gradient flow itself (:func:`gradflow.integrate`, an explicit adaptive solver).  The reduced
 dynamics (:class:`gradflow.models.mixture_reduced.ReducedMixture`) run the same schedules on the
 attention state ``(B, P_Q, P_K)`` and the neuron alignments ``N``; its descent map is the exact
-projection of full descent, so sweeps over ``ω`` use it.
+projection of full descent, so sweeps over ``ω`` use it (:mod:`.mixture_stages`).
 
 Schedules: ``"joint"`` trains every weight from the start; ``"staged"`` trains the neurons with
 attention frozen until ``t_1``, the attention with neurons frozen until ``t_2``, then the neurons
-again (the three-stage schedule of the reconstruction).
-
-Stage detection (:func:`detect_stages`) reads three times off a run:
-
-- ``t_align``: the neurons have aligned with the signal span, i.e. the cosine between the neuron
-  weights and their projection on ``span U``, ``(Σ_r ‖Uᵀ w_r‖² / Σ_r ‖w_r‖²)^{1/2}``, first
-  reaches ``align_level`` (default 0.99; at initialization it is about ``√(2K/d)``);
-- ``t_attention``: the scores leave the ``O(ω²)`` regime, i.e. ``max_{h,a,b} |B_h[a, b]|`` first
-  reaches ``score_level`` (default 1);
-- ``t_fit``: the loss first falls below ``loss_level`` (default 0.05 nats).
-
-The attention stage lasts ``t_attention - t_align``.  With the neurons held fixed and the
-infinite-width initialization (``B = 0``, ``P_Q = P_K = ω² I``), a constant driving gradient
-``G = -γ e_a e_bᵀ`` makes the score ``ω² sinh(2γt)``, which reaches ``s`` at
-``arcsinh(s/ω²)/(2γ) ≈ ln(2s/ω²)/(2γ)``: linear in ``ln(1/ω)`` with slope ``1/γ``.
-:func:`fit_log_law` fits ``duration = a ln(1/ω) + b`` to measured durations.
+again (the three-stage schedule of the reconstruction).  Both kinds of run share one loop
+(:func:`_train`): a :class:`_Dynamics` advances its state through the schedule's stages and
+summarizes the recorded states.
 """
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from gradflow import (
+    FlowOptions,
+    GradflowError,
+    GradientField,
+    Status,
+    descend,
+    integrate,
+    progress_bar,
+)
 from gradflow.models.mixture_reduced import ReducedMixture, ReducedState, project
 from gradflow.models.mixture_transformer import (
     MixtureConfig,
@@ -49,22 +48,13 @@ from gradflow.models.mixture_transformer import (
     logistic_loss,
     population_loss,
 )
-from jax.flatten_util import ravel_pytree
-
-from gradflow import FlowOptions, GradflowError, GradientField, Status, descend, integrate
-from gradflow._progress import progress_bar
 
 __all__ = [
     "METHODS",
     "SCHEDULES",
     "MixtureRun",
-    "StageTimes",
     "TrainOptions",
-    "LogLaw",
-    "detect_stages",
     "conservation_drift",
-    "fit_log_law",
-    "omega_sweep",
     "train",
     "train_reduced",
 ]
@@ -228,56 +218,226 @@ class MixtureRun:
         return np.divide(self.neurons, norms, out=np.zeros_like(self.neurons), where=norms > 0)
 
 
+def train(
+    config: MixtureConfig,
+    options: TrainOptions | None = None,
+    init: MixtureTransformer | None = None,
+    *,
+    progress: bool | None = None,
+) -> MixtureRun:
+    """Train the full two-headed transformer on the exact population loss.
+
+    Args:
+        config: the model (sizes, ``ω``, options, seed).
+        options: schedule, integrator and horizon.
+        init: the initial model; default :func:`init_transformer` ``(config)``.
+        progress: show a progress bar (default: after 1.5 s).
+
+    Returns:
+        The run, recorded at ``options.records + 1`` evenly spaced times from 0 to ``t_max``
+        (fewer if the integration stopped early: divergence or the flow's step budget).
+
+    Raises:
+        GradflowError: bad options.
+    """
+    return _train(_FullDynamics, config, options, init, progress)
+
+
+def train_reduced(
+    config: MixtureConfig,
+    options: TrainOptions | None = None,
+    init: MixtureTransformer | None = None,
+    *,
+    progress: bool | None = None,
+) -> MixtureRun:
+    """Run the reduced dynamics under the same schedule and integrator as :func:`train`.
+
+    Args:
+        config: the model.
+        options: schedule, integrator and horizon.
+        init: the full model whose projection is the initial state; default
+            :func:`init_transformer` ``(config)`` (so the run is :func:`train`'s run seen
+            through ``U``).
+        progress: show a progress bar.
+
+    Returns:
+        The run (``conservation`` is empty: the reduced state has no ``W_Q W_Qᵀ``).
+    """
+    return _train(_ReducedDynamics, config, options, init, progress)
+
+
 @dataclass(frozen=True)
-class StageTimes:
-    """Detected stage times of a run (flow-time units; NaN where not reached).
+class _Summaries:
+    """What a run records of its states: margins ``y f`` ``(T, n)``, scores ``(T, H, 2K, 2K)``,
+    neuron alignments ``(T, 2, m, 2K)`` and norms ``(T, 2, m)``, conservation drift ``(T, ·)``."""
 
-    Attributes:
-        t_align: neuron alignment with the signal span reached ``align_level``.
-        t_attention: ``max |B|`` reached ``score_level``.
-        t_fit: the loss fell below ``loss_level``.
-        levels: the three levels used.
-    """
-
-    t_align: float
-    t_attention: float
-    t_fit: float
-    levels: dict[str, float]
-
-    @property
-    def attention_duration(self) -> float:
-        """``t_attention - t_align``: the length of the attention stage."""
-        return self.t_attention - self.t_align
-
-    def to_dict(self) -> dict[str, Any]:
-        """The times, the attention-stage duration and the levels, as a plain dict."""
-        return {
-            "t_align": self.t_align,
-            "t_attention": self.t_attention,
-            "t_fit": self.t_fit,
-            "attention_duration": self.attention_duration,
-            "levels": dict(self.levels),
-        }
+    margins: np.ndarray
+    scores: np.ndarray
+    neurons: np.ndarray
+    neuron_norms: np.ndarray
+    conservation: np.ndarray
 
 
-def detect_stages(
-    run: MixtureRun, align_level: float = 0.99, score_level: float = 1.0, loss_level: float = 0.05
-) -> StageTimes:
-    """The stage times of a run (see the module docstring for the three definitions).
+class _Dynamics(abc.ABC):
+    """A kind of run (``kind``, its progress bar's ``desc``): its initial state ``state0``, how
+    it advances through a stage, what it records."""
 
-    Each is the first record time at which its criterion holds, NaN if it never does.
-    """
+    kind: ClassVar[str]
+    desc: ClassVar[str]
+    state0: Any
 
-    def first(reached: np.ndarray) -> float:
-        return float(run.ts[np.argmax(reached)]) if reached.any() else float("nan")
+    def __init__(self, config: MixtureConfig, options: TrainOptions, model0: MixtureTransformer):
+        self.config, self.options, self.U = config, options, config.frame()
+        self.grid = options.t_max / options.records
 
-    max_score = np.abs(run.scores).max(axis=(1, 2, 3))
-    return StageTimes(
-        t_align=first(run.span_cosine >= align_level),
-        t_attention=first(max_score >= score_level),
-        t_fit=first(run.loss <= loss_level),
-        levels={"align_level": align_level, "score_level": score_level, "loss_level": loss_level},
+    @abc.abstractmethod
+    def advance(
+        self, state: Any, n_records: int, flags: tuple[bool, bool]
+    ) -> tuple[list[Any], Status]:
+        """Integrate ``n_records`` record intervals with the ``(attention, neurons)`` flagged
+        weights moving; return the states (the initial one first) and the engine's status."""
+
+    @abc.abstractmethod
+    def summaries(self, states: list[Any]) -> _Summaries:
+        """The recorded arrays of a sequence of states."""
+
+
+class _FullDynamics(_Dynamics):
+    """The full transformer: the state is its trained weights (``model.split()[0]``)."""
+
+    kind, desc = "full", "mixture train"
+
+    def __init__(self, config: MixtureConfig, options: TrainOptions, model0: MixtureTransformer):
+        super().__init__(config, options, model0)
+        pop = config.population()
+        self.X, self.y = jnp.asarray(pop.tokens(self.U)), jnp.asarray(pop.y, jnp.float64)
+        self.model0 = model0
+        self.state0, self.fixed = model0.split()
+
+    def advance(
+        self, state: MixtureTransformer, n_records: int, flags: tuple[bool, bool]
+    ) -> tuple[list[MixtureTransformer], Status]:
+        field, unravel = _full_field(_shape_key(self.config), flags)
+        moving, still = eqx.partition(state, _train_filter(self.model0, flags))
+        args = (still, self.fixed, self.X, self.y)
+        thetas, status = _advance(
+            field, ravel_pytree(moving)[0], args, n_records, self.grid, self.options
+        )
+        return [eqx.combine(unravel(theta), still) for theta in thetas], status
+
+    def summaries(self, states: list[MixtureTransformer]) -> _Summaries:
+        models = [eqx.combine(t, self.fixed) for t in states]
+        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *models)
+        X, y = self.X, self.y
+        reduced = jax.vmap(lambda m: project(m, self.U))(stacked)
+        return _Summaries(
+            margins=np.asarray(jax.vmap(lambda m: y * jax.vmap(m)(X))(stacked)),
+            scores=np.asarray(reduced.B),
+            neurons=np.asarray(reduced.N),
+            neuron_norms=np.stack(
+                [[np.linalg.norm(np.asarray(h.W), axis=-1) for h in m.heads] for m in models]
+            ),
+            conservation=conservation_drift(models),
+        )
+
+
+class _ReducedDynamics(_Dynamics):
+    """The reduced dynamics: the state is ``(B, P_Q, P_K, N)`` of the projected initial model."""
+
+    kind, desc = "reduced", "mixture reduced"
+
+    def __init__(self, config: MixtureConfig, options: TrainOptions, model0: MixtureTransformer):
+        super().__init__(config, options, model0)
+        self.state0 = project(model0, self.U)
+        self.red = ReducedMixture.from_config(config)
+        self.orthogonal_sq = _orthogonal_sq(model0, self.U)
+
+    def advance(
+        self, state: ReducedState, n_records: int, flags: tuple[bool, bool]
+    ) -> tuple[list[ReducedState], Status]:
+        options, red = self.options, self.red
+        if options.method == "gd":
+            every = options.steps_per_record()
+            states = _unstack(red.descend(state, options.lr, every * n_records, every, flags))
+            finite = [bool(jnp.all(jnp.isfinite(ravel_pytree(s)[0]))) for s in states]
+            if all(finite):
+                return states, Status.NOT_CONVERGED
+            return states[: finite.index(False)], Status.DIVERGED
+        flow_options = _flow_options(options, self.grid * n_records, n_records)
+        ts = self.grid * np.arange(n_records + 1)
+        path, unravel = red.flow(state, ts, flow_options, flags)
+        return [unravel(theta) for theta in path.thetas[_on_grid(path.ts, self.grid)]], path.status
+
+    def summaries(self, states: list[ReducedState]) -> _Summaries:
+        stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+        red = self.red
+        N = np.asarray(stacked.N)
+        return _Summaries(
+            margins=np.asarray(jax.vmap(lambda s: red.y * red.logits(s.B, s.N))(stacked)),
+            scores=np.asarray(stacked.B),
+            neurons=N,
+            neuron_norms=np.sqrt((N**2).sum(axis=-1) + self.orthogonal_sq),
+            conservation=np.zeros((len(states), 0)),
+        )
+
+
+def _train(
+    dynamics_type: type[_Dynamics],
+    config: MixtureConfig,
+    options: TrainOptions | None,
+    init: MixtureTransformer | None,
+    progress: bool | None,
+) -> MixtureRun:
+    """Drive a kind of run through its schedule from ``init`` and record it."""
+    options = options or TrainOptions()
+    model0 = init_transformer(config) if init is None else init
+    dynamics = dynamics_type(config, options, model0)
+    states, status = _run_schedule(dynamics, options, progress)
+    s = dynamics.summaries(states)
+    loss, hard, consistent = _subset_losses(s.margins, config)
+    return MixtureRun(
+        config=config,
+        options=options,
+        kind=dynamics.kind,
+        ts=dynamics.grid * np.arange(len(states)),
+        loss=loss,
+        loss_hard=hard,
+        loss_consistent=consistent,
+        scores=_both_heads(s.scores),
+        neurons=s.neurons,
+        neuron_norms=s.neuron_norms,
+        conservation=s.conservation,
+        status=status,
     )
+
+
+def _run_schedule(
+    dynamics: _Dynamics, options: TrainOptions, progress: bool | None
+) -> tuple[list, str]:
+    """Advance through the schedule's stages in chunks; stop early when a chunk comes back short.
+
+    Returns:
+        ``(states, status)``: the recorded states (the initial one first) and ``"horizon"`` if
+        ``t_max`` was reached, else the engine's status name of the stop.
+    """
+    states = [dynamics.state0]
+    with progress_bar(
+        total=options.records, unit="record", enabled=progress, desc=dynamics.desc
+    ) as bar:
+        for start, stop, flags in options.segments():
+            for a, b in _chunks(start, stop):
+                path, status = dynamics.advance(states[-1], b - a, flags)
+                states += path[1:]
+                bar.update(len(path) - 1)
+                if len(path) < b - a + 1:
+                    return states, status.name
+    return states, "horizon"
+
+
+def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
+    """Record intervals of one stage, about ``records / CHUNKS`` records each."""
+    size = max(1, -(-(stop - start) // CHUNKS))
+    return [(a, min(a + size, stop)) for a in range(start, stop, size)]
 
 
 def _subset_losses(
@@ -294,20 +454,11 @@ def _both_heads(B: np.ndarray) -> np.ndarray:
     return np.concatenate([B, -B], axis=1) if B.shape[1] == 1 else B
 
 
-def _neuron_norms(N: np.ndarray, orthogonal_sq: np.ndarray) -> np.ndarray:
-    """``‖w‖`` per record and neuron from ``N = Uᵀ w`` (``(T, 2, m, 2K)``) and the constant
-    ``‖w - U Uᵀ w‖²`` (``(2, m)``)."""
-    return np.sqrt((N**2).sum(axis=-1) + orthogonal_sq)
-
-
 def _orthogonal_sq(model: MixtureTransformer, U: np.ndarray) -> np.ndarray:
     """``‖w_{h,r} - U Uᵀ w_{h,r}‖²``, shape ``(2, m)``: constant along any training, since every
     token, hence every neuron gradient, lies in span U."""
     W = np.stack([np.asarray(h.W) for h in model.heads])
     return ((W - W @ U @ U.T) ** 2).sum(axis=-1)
-
-
-# --- full model -------------------------------------------------------------------------------
 
 
 def _train_filter(model: MixtureTransformer, train: tuple[bool, bool]) -> MixtureTransformer:
@@ -338,76 +489,6 @@ def _full_field(config: MixtureConfig, train: tuple[bool, bool]) -> tuple[Gradie
 def _shape_key(config: MixtureConfig) -> MixtureConfig:
     """The configuration with everything that does not change shapes or code set to a default."""
     return dataclasses.replace(config, omega=1.0, seed=0, basis="standard", filler="zero")
-
-
-def train(
-    config: MixtureConfig,
-    options: TrainOptions | None = None,
-    init: MixtureTransformer | None = None,
-    *,
-    progress: bool | None = None,
-) -> MixtureRun:
-    """Train the full two-headed transformer on the exact population loss.
-
-    Args:
-        config: the model (sizes, ``ω``, options, seed).
-        options: schedule, integrator and horizon.
-        init: the initial model; default :func:`init_transformer` ``(config)``.
-        progress: show a progress bar (default: after 1.5 s).
-
-    Returns:
-        The run, recorded at ``options.records + 1`` evenly spaced times from 0 to ``t_max``
-        (fewer if the integration stopped early: divergence or the flow's step budget).
-
-    Raises:
-        GradflowError: bad options.
-    """
-    options = options or TrainOptions()
-    model = init_transformer(config) if init is None else init
-    U = config.frame()
-    pop = config.population()
-    X, y = jnp.asarray(pop.tokens(U)), jnp.asarray(pop.y, jnp.float64)
-    trained, fixed = model.split()
-    grid = options.t_max / options.records
-
-    def advance(state: MixtureTransformer, n_records: int, flags: tuple[bool, bool]):
-        field, unravel = _full_field(_shape_key(config), flags)
-        moving, still = eqx.partition(state, _train_filter(model, flags))
-        thetas, status = _advance(
-            field, ravel_pytree(moving)[0], (still, fixed, X, y), n_records, grid, options
-        )
-        return [eqx.combine(unravel(theta), still) for theta in thetas], status
-
-    records, status = _run_schedule(trained, advance, options, "mixture train", progress)
-    return _full_run(config, options, [eqx.combine(t, fixed) for t in records], U, X, y, status)
-
-
-def _run_schedule(
-    state0: Any, advance: Callable, options: TrainOptions, desc: str, progress: bool | None
-) -> tuple[list, str]:
-    """Drive ``advance(state, n_records, (attention, neurons)) -> (states, Status)`` through the
-    schedule's stages in chunks; stop early when a chunk comes back short.
-
-    Returns:
-        ``(states, status)``: the recorded states (the initial one first) and ``"horizon"`` if
-        ``t_max`` was reached, else the engine's status name of the stop.
-    """
-    states = [state0]
-    with progress_bar(total=options.records, unit="record", enabled=progress, desc=desc) as bar:
-        for start, stop, flags in options.segments():
-            for a, b in _chunks(start, stop):
-                path, status = advance(states[-1], b - a, flags)
-                states += path[1:]
-                bar.update(len(path) - 1)
-                if len(path) < b - a + 1:
-                    return states, status.name
-    return states, "horizon"
-
-
-def _chunks(start: int, stop: int) -> list[tuple[int, int]]:
-    """Record intervals of one stage, about ``records / CHUNKS`` records each."""
-    size = max(1, -(-(stop - start) // CHUNKS))
-    return [(a, min(a + size, stop)) for a in range(start, stop, size)]
 
 
 def _advance(
@@ -447,40 +528,6 @@ def _on_grid(ts: np.ndarray, grid: float) -> np.ndarray:
     return np.abs(ts / grid - np.round(ts / grid)) < 1e-9
 
 
-def _full_run(
-    config: MixtureConfig,
-    options: TrainOptions,
-    models: Sequence[MixtureTransformer],
-    U: np.ndarray,
-    X: jax.Array,
-    y: jax.Array,
-    status: str,
-) -> MixtureRun:
-    """Record summaries of a sequence of full models."""
-    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *models)
-    margins = np.asarray(jax.vmap(lambda m: y * jax.vmap(m)(X))(stacked))
-    reduced = jax.vmap(lambda m: project(m, U))(stacked)
-    scores = _both_heads(np.asarray(reduced.B))
-    loss, hard, consistent = _subset_losses(margins, config)
-    N = np.asarray(reduced.N)
-    return MixtureRun(
-        config=config,
-        options=options,
-        kind="full",
-        ts=options.t_max / options.records * np.arange(len(models)),
-        loss=loss,
-        loss_hard=hard,
-        loss_consistent=consistent,
-        scores=scores,
-        neurons=N,
-        neuron_norms=np.stack(
-            [[np.linalg.norm(np.asarray(h.W), axis=-1) for h in m.heads] for m in models]
-        ),
-        conservation=conservation_drift(models),
-        status=status,
-    )
-
-
 def conservation_drift(models: Sequence[MixtureTransformer]) -> np.ndarray:
     """Drift of ``C = W_Q W_Qᵀ - W_K W_Kᵀ`` per attention map, shape ``(T, H)``.
 
@@ -502,157 +549,7 @@ def conservation_drift(models: Sequence[MixtureTransformer]) -> np.ndarray:
     return np.linalg.norm(C - C[:1], axis=(2, 3)) / scale
 
 
-# --- reduced model ----------------------------------------------------------------------------
-
-
-def train_reduced(
-    config: MixtureConfig,
-    options: TrainOptions | None = None,
-    init: MixtureTransformer | None = None,
-    *,
-    progress: bool | None = None,
-) -> MixtureRun:
-    """Run the reduced dynamics under the same schedule and integrator as :func:`train`.
-
-    Args:
-        config: the model.
-        options: schedule, integrator and horizon.
-        init: the full model whose projection is the initial state; default
-            :func:`init_transformer` ``(config)`` (so the run is :func:`train`'s run seen
-            through ``U``).
-        progress: show a progress bar.
-
-    Returns:
-        The run (``conservation`` is empty: the reduced state has no ``W_Q W_Qᵀ``).
-    """
-    options = options or TrainOptions()
-    model0 = init_transformer(config) if init is None else init
-    U = config.frame()
-    state = project(model0, U)
-    red = ReducedMixture.from_config(config)
-    grid = options.t_max / options.records
-
-    def advance(state: ReducedState, n_records: int, flags: tuple[bool, bool]):
-        return _advance_reduced(red, state, n_records, grid, options, flags)
-
-    states, status = _run_schedule(state, advance, options, "mixture reduced", progress)
-    stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-    margins = np.asarray(jax.vmap(lambda s: red.y * red.logits(s.B, s.N))(stacked))
-    loss, hard, consistent = _subset_losses(margins, config)
-    N = np.asarray(stacked.N)
-    return MixtureRun(
-        config=config,
-        options=options,
-        kind="reduced",
-        ts=grid * np.arange(len(states)),
-        loss=loss,
-        loss_hard=hard,
-        loss_consistent=consistent,
-        scores=_both_heads(np.asarray(stacked.B)),
-        neurons=N,
-        neuron_norms=_neuron_norms(N, _orthogonal_sq(model0, U)),
-        conservation=np.zeros((len(states), 0)),
-        status=status,
-    )
-
-
-def _advance_reduced(
-    red: ReducedMixture,
-    state: ReducedState,
-    n_records: int,
-    grid: float,
-    options: TrainOptions,
-    train: tuple[bool, bool],
-) -> tuple[list[ReducedState], Status]:
-    """Reduced counterpart of :func:`_advance`: a list of states, the initial one first."""
-    if options.method == "gd":
-        every = options.steps_per_record()
-        states = _unstack(red.descend(state, options.lr, every * n_records, every, train))
-        finite = [bool(jnp.all(jnp.isfinite(ravel_pytree(s)[0]))) for s in states]
-        if all(finite):
-            return states, Status.NOT_CONVERGED
-        return states[: finite.index(False)], Status.DIVERGED
-    flow_options = _flow_options(options, grid * n_records, n_records)
-    path, unravel = red.flow(state, grid * np.arange(n_records + 1), flow_options, train)
-    return [unravel(theta) for theta in path.thetas[_on_grid(path.ts, grid)]], path.status
-
-
 def _unstack(tree: ReducedState) -> list[ReducedState]:
     """A state stacked on a leading axis as a list of states."""
     leaves, treedef = jax.tree.flatten(tree)
     return [treedef.unflatten([leaf[i] for leaf in leaves]) for i in range(tree.B.shape[0])]
-
-
-# --- the ω law --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LogLaw:
-    """The fit ``duration = a ln(1/ω) + b`` of attention-stage durations.
-
-    Attributes:
-        slope: ``a`` (flow time per nat of ``ln(1/ω)``).
-        intercept: ``b`` (flow time).
-        r2: coefficient of determination of the fit.
-        max_residual: largest ``|duration - fit|`` (flow time).
-    """
-
-    slope: float
-    intercept: float
-    r2: float
-    max_residual: float
-
-    def __call__(self, omega: np.ndarray) -> np.ndarray:
-        """The fitted duration at ``ω``."""
-        return self.slope * np.log(1 / np.asarray(omega)) + self.intercept
-
-
-def fit_log_law(omegas: Sequence[float], durations: Sequence[float]) -> LogLaw:
-    """Least-squares fit of ``duration = a ln(1/ω) + b`` (NaN durations are left out).
-
-    Raises:
-        GradflowError: fewer than two finite durations.
-    """
-    x = np.log(1 / np.asarray(omegas, dtype=float))
-    d = np.asarray(durations, dtype=float)
-    ok = np.isfinite(d)
-    if ok.sum() < 2:
-        raise GradflowError(
-            f"need at least two finite attention-stage durations to fit, got {int(ok.sum())}"
-        )
-    a, b = np.polyfit(x[ok], d[ok], 1)
-    residual = d[ok] - (a * x[ok] + b)
-    total = ((d[ok] - d[ok].mean()) ** 2).sum()
-    r2 = 1.0 - (residual**2).sum() / total if total > 0 else 1.0
-    return LogLaw(
-        slope=float(a), intercept=float(b), r2=float(r2), max_residual=float(np.abs(residual).max())
-    )
-
-
-def omega_sweep(
-    config: MixtureConfig,
-    omegas: Sequence[float],
-    options: TrainOptions | None = None,
-    *,
-    levels: dict[str, float] | None = None,
-    progress: bool | None = None,
-) -> tuple[list[StageTimes], LogLaw | None]:
-    """Stage times across initialization scales, with the ``O(ln 1/ω)`` fit of the attention stage.
-
-    Each ``ω`` runs the reduced dynamics from the projection of the full initialization (same
-    seed), whose descent map is the exact projection of full descent.
-
-    Returns:
-        ``(stage times per ω, fit)``; the fit is ``None`` when fewer than two durations exist.
-    """
-    times = []
-    with progress_bar(total=len(omegas), unit="ω", enabled=progress, desc="ω sweep") as bar:
-        for omega in omegas:
-            run = train_reduced(
-                dataclasses.replace(config, omega=float(omega)), options, progress=False
-            )
-            times.append(detect_stages(run, **(levels or {})))
-            bar.update(1)
-    durations = [t.attention_duration for t in times]
-    law = fit_log_law(omegas, durations) if np.isfinite(durations).sum() >= 2 else None
-    return times, law

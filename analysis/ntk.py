@@ -22,9 +22,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from gradflow.models.shallow_encoder import ShallowEncoder, predict
 
 from gradflow import GradflowError
+from gradflow.models.shallow_encoder import ShallowEncoder, predict
 
 __all__ = [
     "BLOCKS",

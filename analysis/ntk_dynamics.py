@@ -22,9 +22,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
 from gradflow import FlowOptions, GradflowError, GradientField, Status, integrate
+from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
 __all__ = ["Descent", "linearized_descent", "linearized_flow", "loss_bound", "train_gd"]
 

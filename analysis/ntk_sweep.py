@@ -17,12 +17,17 @@ For each width ``d_m``, initialization and scaling, one run (:func:`run_width`):
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from gradflow import GradflowError, progress_bar
 from gradflow.models.ntk_limit import limit_kernel, mean_tokens
 from gradflow.models.shallow_encoder import (
     INITS,
@@ -33,11 +38,9 @@ from gradflow.models.shallow_encoder import (
     synthetic_data,
 )
 
-from gradflow import GradflowError
-from gradflow._progress import progress_bar
-
 from .ntk import alpha, empirical_ntk, feature_matrix, softmax_deviation
 from .ntk_dynamics import linearized_descent, linearized_flow, loss_bound, train_gd
+from .tables import format_table
 
 __all__ = [
     "AssumptionWarning",
@@ -47,9 +50,16 @@ __all__ = [
     "WidthRun",
     "assumption_warnings",
     "fit_slope",
+    "name_list",
+    "positive_int",
     "run_width",
+    "seeds_field",
+    "size_field",
+    "steps_field",
     "sweep_data",
+    "width_list",
     "width_sweep",
+    "widths_field",
 ]
 
 QUANTITIES = ("lambda_min", "alpha0", "kernel_change", "limit_error")
@@ -58,6 +68,74 @@ QUANTITIES = ("lambda_min", "alpha0", "kernel_change", "limit_error")
 
 class AssumptionWarning(UserWarning):
     """An assumption of a statement of Wu et al. (2023) fails for the requested sizes."""
+
+
+def positive_int(text: str) -> int:
+    """An option's text as an integer ≥ 1.
+
+    Raises:
+        ValueError: it is not one (the message quotes it).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 or str(value) != text.strip().lstrip("+"):
+        raise ValueError(f"{text!r} is not a positive integer")
+    return value
+
+
+def width_list(text: str) -> tuple[int, ...]:
+    """Comma-separated positive integers, e.g. ``64,256,1024``.
+
+    Raises:
+        ValueError: an entry is not a positive integer.
+    """
+    try:
+        return tuple(positive_int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(
+            f"{text!r}: every width must be a positive integer, e.g. 64,256,1024"
+        ) from None
+
+
+def name_list(valid: tuple[str, ...], what: str) -> Callable[[str], tuple[str, ...]]:
+    """A parser of comma-separated names, each one of ``valid`` (``what`` names them in errors)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(part.strip() for part in text.split(","))
+        bad = [n for n in names if n not in valid]
+        if bad:
+            raise ValueError(
+                f"unknown {what} {', '.join(map(repr, bad))} (valid: {', '.join(valid)})"
+            )
+        return names
+
+    return parse
+
+
+def size_field(default: int, text: str, metavar: str | None = None) -> Any:
+    """A dataclass field holding a positive integer, with its option's help and parser."""
+    meta = {"help": text, "parse": positive_int} | ({"metavar": metavar} if metavar else {})
+    return field(default=default, metadata=meta)
+
+
+def widths_field() -> Any:
+    """The widths ``d_m`` of a sweep (default 64, 256, 1024, 4096), a comma list on the command line."""
+    return field(
+        default=(64, 256, 1024, 4096),
+        metadata={"help": "widths d_m", "parse": width_list, "metavar": "W1,W2,…"},
+    )
+
+
+def steps_field() -> Any:
+    """The GD steps ``T`` of a sweep (default 200)."""
+    return size_field(200, "GD steps T", "T")
+
+
+def seeds_field(default: int) -> Any:
+    """The networks per width of a sweep."""
+    return size_field(default, "networks per width")
 
 
 @dataclass(frozen=True)
@@ -69,31 +147,49 @@ class SweepConfig:
         d_s: tokens per sample.
         d: token dimension.
         widths: the widths ``d_m``.
-        inits: initializations (``"lecun"``, ``"he"``, ``"ntk"``).
-        scalings: score scalings (``"sqrt"``, ``"linear"``).
         steps: GD steps ``T``.
+        seeds: network seeds per width.
+        scalings: score scalings (``"sqrt"``, ``"linear"``).
+        inits: initializations (``"lecun"``, ``"he"``, ``"ntk"``).
         eta: the GD step relative to the largest kernel eigenvalue, ``γ = η / λ_max(K_0)``,
             ``0 < η < 2`` (linear stability).
-        seeds: network seeds per width.
-        hidden: include the hidden layer ``W_H``.
         data_seed: seed of the synthetic data (:func:`gradflow.models.shallow_encoder.synthetic_data`).
+        hidden: include the hidden layer ``W_H``.
 
     Raises:
         GradflowError: a size, width, step count or seed count that is not a positive integer,
             an unknown init or scaling, or ``η`` outside ``(0, 2)``.
     """
 
-    n_samples: int = 16
-    d_s: int = 4
-    d: int = 16
-    widths: tuple[int, ...] = (64, 256, 1024, 4096)
-    inits: tuple[str, ...] = ("lecun",)
-    scalings: tuple[str, ...] = ("sqrt",)
-    steps: int = 200
-    eta: float = 0.5
-    seeds: int = 1
-    hidden: bool = False
-    data_seed: int = 0
+    n_samples: int = size_field(16, "samples N", "N")
+    d_s: int = size_field(4, "tokens per sample d_s", "DS")
+    d: int = size_field(16, "token dimension d", "D")
+    widths: tuple[int, ...] = widths_field()
+    steps: int = steps_field()
+    seeds: int = seeds_field(1)
+    scalings: tuple[str, ...] = field(
+        default=("sqrt",),
+        metadata={
+            "flag": "--scaling",
+            "parse": name_list(SCALINGS, "scaling"),
+            "metavar": "sqrt|linear",
+            "help": "score scaling τ0 = d_m^{-1/2} (sqrt) or d_m^{-1} (linear); a comma list runs each",
+        },
+    )
+    inits: tuple[str, ...] = field(
+        default=("lecun",),
+        metadata={
+            "flag": "--init",
+            "parse": name_list(INITS, "init"),
+            "metavar": "lecun|he|ntk",
+            "help": "initialization; a comma list runs each",
+        },
+    )
+    eta: float = field(default=0.5, metadata={"help": "GD step γ = η / λ_max(K_0), 0 < η < 2"})
+    data_seed: int = field(
+        default=0, metadata={"flag": "--seed", "help": "seed of the synthetic data"}
+    )
+    hidden: bool = field(default=False, metadata={"help": "add the hidden layer W_H"})
 
     def __post_init__(self) -> None:
         for name in ("n_samples", "d_s", "d", "steps", "seeds"):
@@ -338,6 +434,86 @@ class Sweep:
                     for q in QUANTITIES
                 }
         return out
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The sweep as arrays, one row per run: the scalars, loss curves ``(runs, T + 1)``."""
+        out: dict[str, np.ndarray] = {
+            key: np.array([r.scalars()[key] for r in self.runs]) for key in self.runs[0].scalars()
+        }
+        for curve in ("losses", "linearized", "linearized_gd", "limit_flow", "limit_gd", "bound"):
+            out[curve] = np.stack([getattr(r, curve) for r in self.runs])
+        out["step"] = np.arange(self.config.steps + 1)
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        """The configuration, every run's scalars, the slopes by ``"init/scaling"``."""
+        return {
+            "config": vars(self.config),
+            "runs": [r.scalars() for r in self.runs],
+            "slopes": {f"{i}/{s}": v for (i, s), v in self.slopes().items()},
+        }
+
+    def text(self) -> str:
+        """A heading, one table row per run, and the fitted log-log slopes."""
+        c = self.config
+        heading = (
+            f"NTK width sweep: N = {c.n_samples}, d_s = {c.d_s}, d = {c.d}, T = {c.steps} GD steps, "
+            f"γ = {c.eta:g} / λ_max(K0){', hidden layer W_H' if c.hidden else ''}"
+        )
+        seeds = c.seeds > 1
+        header = [
+            "init",
+            "scaling",
+            "d_m",
+            *(["seed"] if seeds else []),
+            "λ_min(K0)",
+            "α0",
+            "τ1²α0²",
+            "‖K_T−K0‖/‖K0‖",
+            "‖K0−K∞‖/‖K∞‖",
+            "ℓ0",
+            "ℓ_T",
+            "ℓ_lin(T)",
+            "bound",
+        ]
+        rows = []
+        for r in self.runs:
+            s = r.scalars()
+            rows.append(
+                [
+                    r.init,
+                    r.scaling,
+                    r.d_m,
+                    *([r.seed] if seeds else []),
+                    *(
+                        _g(v)
+                        for v in (
+                            r.lambda_min,
+                            r.alpha0,
+                            s["tau1sq_alpha0sq"],
+                            r.kernel_change,
+                            r.limit_error,
+                            s["loss0"],
+                            s["final_loss"],
+                            s["linearized_final_loss"],
+                        )
+                    ),
+                    "holds" if r.bound_holds else "VIOLATED",
+                ]
+            )
+        slope_rows = [
+            [init, scaling, *(_g(v[q]) for q in QUANTITIES)]
+            for (init, scaling), v in self.slopes().items()
+        ]
+        slopes = format_table(
+            ["init", "scaling", "λ_min", "α0", "kernel change", "K∞ error"], slope_rows
+        )
+        return f"{heading}\n{format_table(header, rows)}\n\nlog-log slopes against d_m:\n{slopes}"
+
+
+def _g(x: float) -> str:
+    """A number in 3 significant digits, ``—`` if not finite."""
+    return "—" if not math.isfinite(x) else f"{x:.3g}"
 
 
 def fit_slope(widths: np.ndarray, values: np.ndarray) -> float:

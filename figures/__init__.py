@@ -1,42 +1,78 @@
-"""One module per paper figure, each a thin call into the analyses plus matplotlib.
+"""One module per paper figure (``gradflow.figures``): computing its data, then drawing it.
 
-``FIGURES`` maps a figure's name to its module (``add_arguments(parser)`` and ``run(args)``),
-imported only when ``gradflow figures NAME`` asks for it.
+Every figure module provides:
+
+- ``NAME``: the figure's name (``gradflow figures NAME``, the stem of its files);
+- ``Config``: a frozen dataclass of its settings, checked on construction (a bad value raises
+  :class:`gradflow.GradflowError`), one ``metadata["help"]`` line per field;
+- ``compute(config) -> data``: the expensive part; ``data`` is a dataclass with ``arrays()``
+  (the NPZ contents) and ``metadata()`` (the JSON contents), and optionally ``summary()``, a
+  text the command line prints;
+- ``draw(data, fig)``: draws on a matplotlib :class:`~matplotlib.figure.Figure`;
+- ``SIZE``: the figure's size in inches.
+
+From Python::
+
+    from gradflow.figures import local_to_global_fig1 as fig1, save
+
+    data = fig1.compute(fig1.Config(grid=101))
+    save(fig1, data, "out")  # out/local-to-global-fig1.png, .npz, .json
 """
 
 from __future__ import annotations
 
-from gradflow.cli._registry import Command
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["FIGURES"]
+from gradflow import GradflowError, save_with_data
 
-FIGURES = {
-    "local-to-global-training": Command(
-        "gradflow.figures.local_to_global_training",
-        "Local to Global: full-model test loss vs iteration, standard vs recommended init, p = 0.5, q = 0.8",
-    ),
-    "local-to-global-overlay": Command(
-        "gradflow.figures.local_to_global_overlay",
-        "Local to Global: full-model training projected onto (w, e) over the canonical portrait and basins",
-    ),
-    "canonical-attention": Command(
-        "gradflow.figures.canonical_attention",
-        "three-scalar model L(e, w, a): basins on slices of a, rays from the origin, 3-D trajectories",
-    ),
-    "local-to-global-fig1": Command(
-        "gradflow.figures.local_to_global_fig1",
-        "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
-    ),
-    "two-mixture": Command(
-        "gradflow.figures.two_mixture",
-        "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
-    ),
-    "shallow-ntk": Command(
-        "gradflow.figures.shallow_ntk",
-        "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
-    ),
-    "induction-heads": Command(
-        "gradflow.figures.induction_heads",
-        "Evolution of Statistical Induction Heads: phases, positional vector, doubly-stochastic share, reduced (a, b, v_1) flow",
-    ),
-}
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["DPI", "check_folder", "render", "save"]
+
+DPI = 120
+"""Resolution of the saved PNGs (dots per inch)."""
+
+
+def render(module: ModuleType, data: Any) -> Figure:
+    """``module``'s figure drawn from ``data`` (its ``compute`` result), ``module.SIZE`` inches."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=module.SIZE, layout="constrained")
+    module.draw(data, fig)
+    return fig
+
+
+def check_folder(folder: Path | str) -> Path:
+    """``folder`` as a path, checked to be an existing folder.
+
+    Raises:
+        GradflowError: it is not an existing folder.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise GradflowError(f"--out {str(folder)!r} is not an existing folder")
+    return folder
+
+
+def save(module: ModuleType, data: Any, folder: Path | str = ".") -> list[Path]:
+    """Draw ``data`` and write ``folder/NAME.png`` with ``NAME.npz`` and ``NAME.json`` atomically.
+
+    The JSON holds ``{"figure": NAME, **data.metadata()}`` and the package versions.
+
+    Returns:
+        The three paths written.
+
+    Raises:
+        GradflowError: ``folder`` is not an existing folder.
+    """
+    folder = check_folder(folder)
+    fig = render(module, data)
+    return save_with_data(
+        folder / f"{module.NAME}.png",
+        lambda path: fig.savefig(path, dpi=DPI),
+        data.arrays(),
+        {"figure": module.NAME, **data.metadata()},
+    )

@@ -10,21 +10,28 @@ p + q > 1 and p + q < 1.  Bottom middle and right: 3-D trajectories projected on
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gradflow.analysis.markov_rays import ray_outcomes, sphere_directions
+
+from gradflow import GradflowError, Portrait, Trajectory, flow, portrait
+from gradflow.analysis.markov_rays import RayOutcomes, ray_outcomes, sphere_directions
 from gradflow.models import markov
 from gradflow.models.markov_attention import canonical_attention
 
-from gradflow import GradflowError, portrait
-from gradflow._io import save_with_data
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "canonical-attention"
+SIZE = (16.0, 11.0)
 P, Q = 0.5, 0.8
 SLICES = (-0.5, 0.0, 0.5)
 BOX = (-2.5, 1.5, -2.0, 2.0)
+RAY_CASES = ((P, Q, "-"), (0.2, 0.3, "--"))
+"""``(p, q, line style)`` of the rays panel: p + q > 1 and p + q < 1."""
 STARTS = np.array(
     [
         [0.2, 0.3, 0.8],
@@ -36,66 +43,121 @@ STARTS = np.array(
     ]
 )
 """Initial points (e, w, a) of the drawn 3-D trajectories."""
+COLORS = ("#1b7a2e", "#1f5fbf", "#8e44ad", "#e67e22", "#16a085", "#c0392b")
+"""One colour per start."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    parser.add_argument(
-        "--grid", type=int, default=61, help="basin grid points per axis (default 61)"
-    )
-    parser.add_argument("--directions", type=int, default=200, help="ray directions (default 200)")
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure.
+
+    Raises:
+        GradflowError: fewer than one ray direction.
+    """
+
+    grid: int = field(default=61, metadata={"help": "basin grid points per axis"})
+    directions: int = field(default=200, metadata={"help": "ray directions"})
+
+    def __post_init__(self) -> None:
+        if self.directions < 1:
+            raise GradflowError(f"--directions {self.directions} must be ≥ 1")
 
 
-def run(args: argparse.Namespace) -> int:
-    from matplotlib.figure import Figure
+@dataclass(frozen=True)
+class RayCurve:
+    """The rays of one model at one ``(p, q)``: its name, the outcomes, the line style."""
 
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    if args.directions < 1:
-        raise GradflowError(f"--directions {args.directions} must be ≥ 1")
+    model: str
+    p: float
+    q: float
+    style: str
+    outcomes: RayOutcomes
+
+
+@dataclass(frozen=True)
+class Data:
+    """Slice portraits, ray outcomes and 3-D trajectories.
+
+    Attributes:
+        slices: one portrait per value in :data:`SLICES`.
+        radii: initialization scales of the rays, shape ``(16,)``.
+        rays: per model and ``(p, q)``.
+        trajectories: the flow from each of :data:`STARTS`.
+        unigram_loss: ``H(π)`` at ``(P, Q)``, nats (a trajectory below it ends at a global minimum).
+    """
+
+    config: Config
+    slices: tuple[Portrait, ...]
+    radii: np.ndarray
+    rays: tuple[RayCurve, ...]
+    trajectories: tuple[Trajectory, ...]
+    unigram_loss: float
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each slice's portrait arrays, the ray labels, the trajectories' paths."""
+        out = {
+            f"slice{a:g}_{k}": v
+            for a, pic in zip(SLICES, self.slices)
+            for k, v in pic.data().items()
+        }
+        for ray in self.rays:
+            out[f"rays_{ray.model}_p{ray.p:g}_q{ray.q:g}"] = ray.outcomes.labels
+        for i, path in enumerate(self.trajectories):
+            out[f"trajectory{i}"] = path.thetas
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        """Settings and the basin fractions per slice."""
+        return {
+            "p": P,
+            "q": Q,
+            "slices": SLICES,
+            "box": BOX,
+            "grid": self.config.grid,
+            "directions": self.config.directions,
+            "radii": self.radii,
+            "fractions": {
+                f"a={a:g}": pic.basin_map.fractions() for a, pic in zip(SLICES, self.slices)
+            },
+            "starts": STARTS,
+            "source": "derived here: docs/models/markov-transformer.md",
+        }
+
+
+def compute(config: Config) -> Data:
+    """Basins on the slices, the rays of both models at both ``(p, q)``, the trajectories."""
     model = canonical_attention(P, Q)
-    fig = Figure(figsize=(16, 11), layout="constrained")
+    slices = tuple(portrait(model, grid=config.grid, box=BOX, fixed={"a": a}) for a in SLICES)
+    radii = np.geomspace(0.05, 3.0, 16)
+    rays = []
+    for p, q, style in RAY_CASES:
+        for bound in (canonical_attention(p, q), markov.canonical(p, q)):
+            directions = sphere_directions(config.directions, bound.model.dim)
+            outcomes = ray_outcomes(bound, directions, radii)
+            rays.append(RayCurve(bound.model.name, p, q, style, outcomes))
+    return Data(
+        config=config,
+        slices=slices,
+        radii=radii,
+        rays=tuple(rays),
+        trajectories=tuple(flow(model, start) for start in STARTS),
+        unigram_loss=model.references["unigram_loss"],
+    )
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """Slices (top row); rays, trajectories on (w, e) and on (a, e) (bottom row)."""
     axes = fig.subplots(2, 3)
-    arrays: dict[str, np.ndarray] = {}
-    fractions = {}
-    for ax, a in zip(axes[0], SLICES):
-        picture = portrait(model, grid=args.grid, box=BOX, fixed={"a": a})
+    for ax, a, picture in zip(axes[0], SLICES, data.slices):
         picture.draw(
             ax,
             layers=("basins", "streamlines", "critical"),
             legend=a == SLICES[-1],
             title=f"slice a = {a:g}: basins of the 3-D flow, streamlines in the slice",
         )
-        arrays.update({f"slice{a:g}_{k}": v for k, v in picture.data().items()})
-        fractions[f"a={a:g}"] = picture.basin_map.fractions()
-    radii = np.geomspace(0.05, 3.0, 16)
-    ax = axes[1, 0]
-    for p, q, style in ((P, Q, "-"), (0.2, 0.3, "--")):
-        for bound, color in (
-            (canonical_attention(p, q), "#1f5fbf"),
-            (markov.canonical(p, q), "#c0392b"),
-        ):
-            rays = ray_outcomes(bound, sphere_directions(args.directions, bound.model.dim), radii)
-            ax.plot(
-                radii,
-                rays.fraction("global"),
-                style,
-                color=color,
-                marker="o",
-                ms=3,
-                label=f"{bound.model.name}, p = {p:g}, q = {q:g} (p + q {'>' if p + q > 1 else '<'} 1)",
-            )
-            arrays[f"rays_{bound.model.name}_p{p:g}_q{q:g}"] = rays.labels
-    ax.set_xscale("log")
-    ax.set_xlabel("initialization scale r (θ0 = r·u, u uniform on the sphere)")
-    ax.set_ylabel("fraction of directions reaching the global minimum")
-    ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=8)
-    ax.set_title(f"rays from the origin ({args.directions} directions)", fontsize=10)
-    colors = ("#1b7a2e", "#1f5fbf", "#8e44ad", "#e67e22", "#16a085", "#c0392b")
-    for i, (start, color) in enumerate(zip(STARTS, colors)):
-        path = model.flow(start)
-        ends = "global" if path.losses[-1] < model.references["unigram_loss"] - 1e-6 else "H(π)"
+    _rays_panel(axes[1, 0], data)
+    for start, color, path in zip(STARTS, COLORS, data.trajectories):
+        ends = "global" if path.losses[-1] < data.unigram_loss - 1e-6 else "H(π)"
         for ax, (x, y) in zip(axes[1, 1:], ((1, 0), (2, 0))):
             ax.plot(
                 path.thetas[:, x],
@@ -106,7 +168,6 @@ def run(args: argparse.Namespace) -> int:
             )
             ax.plot(*path.thetas[0, [x, y]], "o", color=color, ms=5)
             ax.plot(*path.thetas[-1, [x, y]], "x", color=color, ms=8, mew=2)
-        arrays[f"trajectory{i}"] = path.thetas
     for ax, xname in zip(axes[1, 1:], ("w", "a")):
         ax.set_xlabel(f"${xname}$")
         ax.set_ylabel("$e$", rotation=0)
@@ -121,21 +182,24 @@ def run(args: argparse.Namespace) -> int:
         f"Three-scalar canonical model L(e, w, a) = Φ(e²(1 + a e²/4)(1 + 2w|w|)), p = {P}, q = {Q}",
         fontsize=12,
     )
-    metadata = {
-        "figure": NAME,
-        "p": P,
-        "q": Q,
-        "slices": SLICES,
-        "box": BOX,
-        "grid": args.grid,
-        "directions": args.directions,
-        "radii": radii,
-        "fractions": fractions,
-        "starts": STARTS,
-        "source": "derived here: docs/models/markov-transformer.md",
-    }
-    written = save_with_data(
-        args.out / f"{NAME}.png", lambda path: fig.savefig(path, dpi=120), arrays, metadata
-    )
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+
+
+def _rays_panel(ax: Any, data: Data) -> None:
+    """Fraction of directions reaching the global minimum against the scale, per model and case."""
+    colors = {"canonical-attention": "#1f5fbf", "canonical": "#c0392b"}
+    for ray in data.rays:
+        ax.plot(
+            data.radii,
+            ray.outcomes.fraction("global"),
+            ray.style,
+            color=colors[ray.model],
+            marker="o",
+            ms=3,
+            label=f"{ray.model}, p = {ray.p:g}, q = {ray.q:g} (p + q {'>' if ray.p + ray.q > 1 else '<'} 1)",
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("initialization scale r (θ0 = r·u, u uniform on the sphere)")
+    ax.set_ylabel("fraction of directions reaching the global minimum")
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=8)
+    ax.set_title(f"rays from the origin ({data.config.directions} directions)", fontsize=10)

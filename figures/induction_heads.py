@@ -1,4 +1,4 @@
-"""``gradflow figures induction-heads``: the phases of in-context learning of Markov chains.
+"""The phases of in-context learning of Markov chains (``gradflow figures induction-heads``).
 
 After Edelman et al., "The Evolution of Statistical Induction Heads" (2024), Figs. 2–6, at CPU
 size (k = 3, T = 100; the transformer trained 1200 steps from 2 seeds instead of longer runs over
@@ -16,71 +16,205 @@ many seeds; the minimal model 300 SGD steps):
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.analysis.icl_phases import phases
-from gradflow.analysis.icl_portrait import slow_field
-from gradflow.analysis.icl_train import RunSpec, train
+from gradflow.analysis.icl_portrait import SlowField, slow_field
+from gradflow.analysis.icl_train import History, RunSpec, train
 from gradflow.models.icl_data import Dirichlet, doubly_stochastic_mixture
 from gradflow.models.icl_strategies import STRATEGY_NAMES
 
-from gradflow import GradflowError
-from gradflow._io import save_with_data
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "induction-heads"
+SIZE = (16.0, 9.5)
 COLORS = {"uniform": "tab:gray", "unigram": "tab:orange", "bigram": "tab:blue"}
+MINIMAL_LR = 4.0
+"""SGD step of the minimal model's runs."""
 REDUCED_N = 256
 """Sequences (before the k! relabellings) in the reduced trajectory's fixed sample."""
 PORTRAIT_N = 64
 """Sequences (before the k! relabellings) behind the field of panel (d)."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    parser.add_argument("--k", type=int, default=3, help="states (default 3)")
-    parser.add_argument("--T", type=int, default=100, help="sequence length (default 100)")
-    parser.add_argument(
-        "--transformer-steps",
-        type=int,
-        default=1200,
-        help="AdamW steps per transformer run (default 1200)",
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure.
+
+    Raises:
+        GradflowError: a step count, seed count or grid below 1, or a share outside ``[0, 1]``.
+    """
+
+    k: int = field(default=3, metadata={"help": "states"})
+    T: int = field(default=100, metadata={"help": "sequence length"})
+    transformer_steps: int = field(
+        default=1200, metadata={"help": "AdamW steps per transformer run"}
     )
-    parser.add_argument(
-        "--minimal-steps",
-        type=int,
-        default=300,
-        help="SGD steps of the minimal model (default 300)",
+    minimal_steps: int = field(default=300, metadata={"help": "SGD steps of the minimal model"})
+    shares: tuple[float, ...] = field(
+        default=(0.0, 0.5, 1.0),
+        metadata={"help": "doubly-stochastic shares for (c)", "nargs": "+"},
     )
-    parser.add_argument(
-        "--shares",
-        type=float,
-        nargs="+",
-        default=[0.0, 0.5, 1.0],
-        help="doubly-stochastic shares for (c) (default 0 0.5 1)",
+    seeds: int = field(default=2, metadata={"help": "transformer seeds per share"})
+    grid: int = field(default=15, metadata={"help": "grid points per axis of (d)"})
+
+    def __post_init__(self) -> None:
+        for name in ("transformer_steps", "minimal_steps", "seeds", "grid"):
+            if getattr(self, name) < 1:
+                raise GradflowError(f"--{name.replace('_', '-')} {getattr(self, name)} must be ≥ 1")
+        for rho in self.shares:
+            doubly_stochastic_mixture(rho)
+
+
+@dataclass(frozen=True)
+class Data:
+    """The runs and the reduced field behind the six panels.
+
+    Attributes:
+        runs: the transformer's history per ``(share, seed)``.
+        minimal, minimal_1, reduced_1: the minimal model (all lags, lags = 1) and the reduced
+            flow (lags = 1).
+        field: the reduced flow of panel (d).
+        transitions, plateaus: transition step and plateau length per share (rows) and seed
+            (columns), NaN where the run never settled on bigram.
+    """
+
+    config: Config
+    runs: dict[tuple[float, int], History]
+    minimal: History
+    minimal_1: History
+    reduced_1: History
+    field: SlowField
+    transitions: np.ndarray
+    plateaus: np.ndarray
+
+    @property
+    def main_share(self) -> float:
+        """The share of the transformer run drawn in (a) and (b): the smallest."""
+        return min(self.config.shares)
+
+    @property
+    def transformer(self) -> History:
+        """The transformer run of (a) and (b): seed 0 at :attr:`main_share`."""
+        return self.runs[(self.main_share, 0)]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The drawn histories, the transition and plateau tables, the field."""
+        f = self.field
+        return {
+            **self.transformer.arrays("transformer_"),
+            **self.minimal.arrays("minimal_"),
+            **self.minimal_1.arrays("minimal_lags1_"),
+            **self.reduced_1.arrays("reduced_lags1_"),
+            "shares": np.asarray(self.config.shares),
+            "transition_steps": self.transitions,
+            "plateau_lengths": self.plateaus,
+            "field_v1": f.v1,
+            "field_a": f.a,
+            "field_b_star": f.b_star,
+            "field_dv1": f.dv1,
+            "field_da": f.da,
+            "field_loss": f.loss,
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """Settings, the transition and plateau tables, the field's loss standard error."""
+        c = self.config
+        return {
+            "k": c.k,
+            "T": c.T,
+            "transformer_steps": c.transformer_steps,
+            "minimal_steps": c.minimal_steps,
+            "minimal_lr": MINIMAL_LR,
+            "shares": list(c.shares),
+            "seeds": c.seeds,
+            "transition_steps": self.transitions,
+            "plateau_lengths": self.plateaus,
+            "field_loss_se": self.field.loss_se,
+        }
+
+    def summary(self) -> str:
+        """The transition steps by share and seed."""
+        lines = ["transition step by share (rows) and seed (columns):"]
+        lines += [
+            f"  ρ = {rho:g}: {row.tolist()}"
+            for rho, row in zip(self.config.shares, self.transitions)
+        ]
+        return "\n".join(lines)
+
+
+def compute(config: Config) -> Data:
+    """Train the transformer per share and seed, the minimal model and the reduced flow; the field."""
+    k, T = config.k, config.T
+    every_t = max(1, config.transformer_steps // 40)
+    every_m = max(1, config.minimal_steps // 60)
+    runs = {
+        (rho, seed): train(
+            RunSpec(
+                model="transformer",
+                k=k,
+                T=T,
+                steps=config.transformer_steps,
+                seed=seed,
+                prior=doubly_stochastic_mixture(rho),
+                eval_every=every_t,
+            )
+        )
+        for rho in config.shares
+        for seed in range(config.seeds)
+    }
+    minimal_spec = RunSpec(
+        model="minimal", k=k, T=T, steps=config.minimal_steps, lr=MINIMAL_LR, eval_every=every_m
     )
-    parser.add_argument(
-        "--seeds", type=int, default=2, help="transformer seeds per share (default 2)"
+    minimal = train(minimal_spec)
+    minimal_1 = train(dataclasses.replace(minimal_spec, lags=1))
+    reduced_1 = train(dataclasses.replace(minimal_spec, model="reduced", lags=1, batch=REDUCED_N))
+    th = np.concatenate([h.traces["theta"][:, :3] for h in (minimal, minimal_1, reduced_1)])
+    v1_axis = np.linspace(
+        min(-0.5, th[:, 2].min()), max(np.log(T) + 2.5, th[:, 2].max() + 0.5), config.grid
     )
-    parser.add_argument(
-        "--grid", type=int, default=15, help="grid points per axis of (d) (default 15)"
+    a_axis = np.linspace(min(-0.5, th[:, 0].min()), th[:, 0].max() + 0.5, config.grid)
+    field = slow_field(Dirichlet(), k, T, v1_axis, a_axis, n=PORTRAIT_N, newton_steps=5)
+    transitions = np.full((len(config.shares), config.seeds), np.nan)
+    plateaus = np.full_like(transitions, np.nan)
+    for (rho, seed), history in runs.items():
+        ph = phases(history.steps, history.distance_mean)
+        i = config.shares.index(rho)
+        transitions[i, seed] = np.nan if ph.transition_step is None else ph.transition_step
+        plateaus[i, seed] = np.nan if ph.plateau_length is None else ph.plateau_length
+    return Data(config, runs, minimal, minimal_1, reduced_1, field, transitions, plateaus)
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """Phases (a), positional vector and lag profile (b), share sweep (c), reduced flow (d)."""
+    c = data.config
+    (a_tr, a_min, c_ax), (b_min, b_tr, d_ax) = fig.subplots(2, 3)
+    _shade(a_tr, data.transformer)
+    a_tr.set_title(f"(a) transformer (d = 16, AdamW, prior share ρ = {data.main_share:g})")
+    a_tr.legend(loc="upper right", fontsize=8)
+    _shade(a_min, data.minimal)
+    a_min.set_title(f"(a) minimal model (softmax mixing, SGD lr {MINIMAL_LR:g})")
+    a_min.legend(loc="upper right", fontsize=8)
+    _positional_panel(b_min, data.minimal, c.T)
+    _lag_panel(b_tr, data.transformer)
+    _share_panel(c_ax, data)
+    _field_panel(fig, d_ax, data)
+    fig.suptitle(
+        f"In-context Markov chains, k = {c.k}, T = {c.T}: uniform → unigram → bigram (CPU-sized: "
+        f"transformer {c.transformer_steps} steps × {c.seeds} seeds, evaluation on 512 Dirichlet sequences)"
     )
 
 
-def _check(args: argparse.Namespace) -> None:
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    for name in ("transformer_steps", "minimal_steps", "seeds", "grid"):
-        if getattr(args, name) < 1:
-            raise GradflowError(f"--{name.replace('_', '-')} {getattr(args, name)} must be ≥ 1")
-    for rho in args.shares:
-        doubly_stochastic_mixture(rho)
-
-
-def _shade(ax, history) -> None:
+def _shade(ax: Any, history: History) -> None:
     ph = phases(history.steps, history.distance_mean)
     for i, (name, start, end) in enumerate(ph.intervals):
         right = ph.intervals[i + 1][1] if i + 1 < len(ph.intervals) else end
@@ -92,190 +226,80 @@ def _shade(ax, history) -> None:
     ax.set_ylim(bottom=0)
 
 
-def run(args: argparse.Namespace) -> int:
-    _check(args)
-    k, T = args.k, args.T
-    every_t = max(1, args.transformer_steps // 40)
-    every_m = max(1, args.minimal_steps // 60)
-    lr_min = 4.0
-    # (c) and (a)/(b) transformer: shares × seeds, same seeds and budget for every share
-    grid_runs = {}
-    for rho in args.shares:
-        for seed in range(args.seeds):
-            spec = RunSpec(
-                model="transformer",
-                k=k,
-                T=T,
-                steps=args.transformer_steps,
-                seed=seed,
-                prior=doubly_stochastic_mixture(rho),
-                eval_every=every_t,
-            )
-            grid_runs[(rho, seed)] = train(spec)
-    main_rho = min(args.shares)
-    transformer = grid_runs[(main_rho, 0)]
-    minimal_spec = RunSpec(
-        model="minimal", k=k, T=T, steps=args.minimal_steps, lr=lr_min, eval_every=every_m
+def _positional_panel(ax: Any, minimal: History, T: int) -> None:
+    v = minimal.traces["theta"][:, 2:]
+    for m in range(6):
+        ax.plot(minimal.steps, v[:, m], label=f"v_{m + 1}", lw=2 if m == 0 else 1.2)
+    ax.axhline(np.log(T), color="k", ls=":", lw=1, label="ln T")
+    ax.set_title("(b) minimal model: positional vector v over training")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("v_m")
+    ax.legend(fontsize=8, ncol=2)
+
+
+def _lag_panel(ax: Any, transformer: History) -> None:
+    lags = transformer.traces["lag_profile"]
+    for m in range(5):
+        ax.plot(transformer.steps, lags[:, m], label=f"lag {m}", lw=2 if m == 1 else 1.2)
+    ax.set_title("(b) transformer: layer-1 attention mass per lag")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("mean attention weight")
+    ax.legend(fontsize=8)
+
+
+def _share_panel(ax: Any, data: Data) -> None:
+    c = data.config
+    shares = np.asarray(c.shares)
+    for values, label, marker in (
+        (data.transitions, "transition step", "o"),
+        (data.plateaus, "plateau length (unigram phase)", "s"),
+    ):
+        ax.errorbar(
+            shares,
+            np.nanmean(values, 1),
+            yerr=np.nanstd(values, 1),
+            marker=marker,
+            capsize=4,
+            label=label,
+        )
+        for j in range(values.shape[1]):
+            ax.scatter(shares, values[:, j], marker=marker, color="k", s=10, alpha=0.5)
+    ax.set_title(
+        f"(c) transformer: share of doubly-stochastic training data\n({c.seeds} seeds each, {c.transformer_steps} steps, same seeds)"
     )
-    minimal = train(minimal_spec)
-    minimal_1 = train(dataclasses.replace(minimal_spec, lags=1))
-    reduced_1 = train(dataclasses.replace(minimal_spec, model="reduced", lags=1, batch=REDUCED_N))
-    th = np.concatenate([h.traces["theta"][:, :3] for h in (minimal, minimal_1, reduced_1)])
-    v1_axis = np.linspace(
-        min(-0.5, th[:, 2].min()), max(np.log(T) + 2.5, th[:, 2].max() + 0.5), args.grid
+    ax.set_xlabel("share ρ of doubly-stochastic sequences")
+    ax.set_ylabel("training steps")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+
+
+def _field_panel(fig: Figure, ax: Any, data: Data) -> None:
+    f, T = data.field, data.config.T
+    V, A = np.meshgrid(f.v1, f.a)
+    filled = ax.contourf(V, A, f.loss, levels=20, cmap="viridis", alpha=0.6)
+    fig.colorbar(filled, ax=ax, label="L(a, b*, v_1), nats")
+    ax.streamplot(f.v1, f.a, f.dv1, f.da, color="w", density=1.0, linewidth=0.7, arrowsize=0.8)
+    paths = (
+        (
+            data.minimal,
+            dict(color="tab:orange", lw=3.5, alpha=0.8),
+            "minimal model, SGD (all lags), projected",
+        ),
+        (data.reduced_1, dict(color="r", lw=2.2), "reduced flow (lags = 1)"),
+        (data.minimal_1, dict(color="k", ls="--", lw=1.5), "minimal model, SGD (lags = 1)"),
     )
-    a_axis = np.linspace(min(-0.5, th[:, 0].min()), th[:, 0].max() + 0.5, args.grid)
-    field = slow_field(Dirichlet(), k, T, v1_axis, a_axis, n=PORTRAIT_N, newton_steps=5)
-
-    transitions = np.full((len(args.shares), args.seeds), np.nan)
-    plateaus = np.full_like(transitions, np.nan)
-    for (rho, seed), hist in grid_runs.items():
-        ph = phases(hist.steps, hist.distance_mean)
-        i = args.shares.index(rho)
-        transitions[i, seed] = np.nan if ph.transition_step is None else ph.transition_step
-        plateaus[i, seed] = np.nan if ph.plateau_length is None else ph.plateau_length
-
-    def draw(path: Path) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(2, 3, figsize=(16, 9.5), layout="constrained")
-        (a_tr, a_min, c_ax), (b_min, b_tr, d_ax) = axes
-        _shade(a_tr, transformer)
-        a_tr.set_title(f"(a) transformer (d = 16, AdamW, prior share ρ = {main_rho:g})")
-        a_tr.legend(loc="upper right", fontsize=8)
-        _shade(a_min, minimal)
-        a_min.set_title(f"(a) minimal model (softmax mixing, SGD lr {lr_min:g})")
-        a_min.legend(loc="upper right", fontsize=8)
-
-        v = minimal.traces["theta"][:, 2:]
-        for m in range(6):
-            b_min.plot(minimal.steps, v[:, m], label=f"v_{m + 1}", lw=2 if m == 0 else 1.2)
-        b_min.axhline(np.log(T), color="k", ls=":", lw=1, label="ln T")
-        b_min.set_title("(b) minimal model: positional vector v over training")
-        b_min.set_xlabel("training step")
-        b_min.set_ylabel("v_m")
-        b_min.legend(fontsize=8, ncol=2)
-
-        lags = transformer.traces["lag_profile"]
-        for m in range(5):
-            b_tr.plot(transformer.steps, lags[:, m], label=f"lag {m}", lw=2 if m == 1 else 1.2)
-        b_tr.set_title("(b) transformer: layer-1 attention mass per lag")
-        b_tr.set_xlabel("training step")
-        b_tr.set_ylabel("mean attention weight")
-        b_tr.legend(fontsize=8)
-
-        shares = np.asarray(args.shares)
-        for values, label, marker in (
-            (transitions, "transition step", "o"),
-            (plateaus, "plateau length (unigram phase)", "s"),
-        ):
-            c_ax.errorbar(
-                shares,
-                np.nanmean(values, 1),
-                yerr=np.nanstd(values, 1),
-                marker=marker,
-                capsize=4,
-                label=label,
-            )
-            for j in range(values.shape[1]):
-                c_ax.scatter(shares, values[:, j], marker=marker, color="k", s=10, alpha=0.5)
-        c_ax.set_title(
-            f"(c) transformer: share of doubly-stochastic training data\n({args.seeds} seeds each, {args.transformer_steps} steps, same seeds)"
-        )
-        c_ax.set_xlabel("share ρ of doubly-stochastic sequences")
-        c_ax.set_ylabel("training steps")
-        c_ax.set_ylim(bottom=0)
-        c_ax.legend(fontsize=8)
-
-        V, A = np.meshgrid(field.v1, field.a)
-        filled = d_ax.contourf(V, A, field.loss, levels=20, cmap="viridis", alpha=0.6)
-        fig.colorbar(filled, ax=d_ax, label="L(a, b*, v_1), nats")
-        d_ax.streamplot(
-            field.v1,
-            field.a,
-            field.dv1,
-            field.da,
-            color="w",
-            density=1.0,
-            linewidth=0.7,
-            arrowsize=0.8,
-        )
-        d_ax.plot(
-            minimal.traces["theta"][:, 2],
-            minimal.traces["theta"][:, 0],
-            "-",
-            color="tab:orange",
-            lw=3.5,
-            alpha=0.8,
-            label="minimal model, SGD (all lags), projected",
-        )
-        d_ax.plot(
-            reduced_1.traces["theta"][:, 2],
-            reduced_1.traces["theta"][:, 0],
-            "r-",
-            lw=2.2,
-            label="reduced flow (lags = 1)",
-        )
-        d_ax.plot(
-            minimal_1.traces["theta"][:, 2],
-            minimal_1.traces["theta"][:, 0],
-            "k--",
-            lw=1.5,
-            label="minimal model, SGD (lags = 1)",
-        )
-        d_ax.axvline(np.log(T), color="w", ls=":", lw=1)
-        d_ax.text(np.log(T), field.a[0], " ln T", color="w", va="bottom")
-        d_ax.set_xlim(field.v1[0], field.v1[-1])
-        d_ax.set_ylim(field.a[0], field.a[-1])
-        d_ax.set_xlabel("v_1 (lag-1 positional logit)")
-        d_ax.set_ylabel("a (induction coordinate of W)")
-        d_ax.set_title(
-            f"(d) reduced (a, b, v_1) flow at b = b*(a, v_1), v_m≥2 = 0\n"
-            f"(field: {PORTRAIT_N} sequences × {math.factorial(k)} relabellings, loss s.e. {field.loss_se:.3f}; "
-            f"red: {REDUCED_N} × {math.factorial(k)})"
-        )
-        d_ax.legend(fontsize=8, loc="lower right")
-        fig.suptitle(
-            f"In-context Markov chains, k = {k}, T = {T}: uniform → unigram → bigram (CPU-sized: "
-            f"transformer {args.transformer_steps} steps × {args.seeds} seeds, evaluation on 512 Dirichlet sequences)"
-        )
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-
-    arrays = {
-        **transformer.arrays("transformer_"),
-        **minimal.arrays("minimal_"),
-        **minimal_1.arrays("minimal_lags1_"),
-        **reduced_1.arrays("reduced_lags1_"),
-        "shares": np.asarray(args.shares),
-        "transition_steps": transitions,
-        "plateau_lengths": plateaus,
-        "field_v1": field.v1,
-        "field_a": field.a,
-        "field_b_star": field.b_star,
-        "field_dv1": field.dv1,
-        "field_da": field.da,
-        "field_loss": field.loss,
-    }
-    metadata = {
-        "figure": NAME,
-        "k": k,
-        "T": T,
-        "transformer_steps": args.transformer_steps,
-        "minimal_steps": args.minimal_steps,
-        "minimal_lr": lr_min,
-        "shares": args.shares,
-        "seeds": args.seeds,
-        "transition_steps": transitions,
-        "plateau_lengths": plateaus,
-        "field_loss_se": field.loss_se,
-    }
-    written = save_with_data(args.out / f"{NAME}.png", draw, arrays, metadata)
-    print("transition step by share (rows) and seed (columns):")
-    for rho, row in zip(args.shares, transitions):
-        print(f"  ρ = {rho:g}: {row.tolist()}")
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0
+    for history, style, label in paths:
+        ax.plot(history.traces["theta"][:, 2], history.traces["theta"][:, 0], label=label, **style)
+    ax.axvline(np.log(T), color="w", ls=":", lw=1)
+    ax.text(np.log(T), f.a[0], " ln T", color="w", va="bottom")
+    ax.set_xlim(f.v1[0], f.v1[-1])
+    ax.set_ylim(f.a[0], f.a[-1])
+    ax.set_xlabel("v_1 (lag-1 positional logit)")
+    ax.set_ylabel("a (induction coordinate of W)")
+    k_fact = math.factorial(data.config.k)
+    ax.set_title(
+        f"(d) reduced (a, b, v_1) flow at b = b*(a, v_1), v_m≥2 = 0\n"
+        f"(field: {PORTRAIT_N} sequences × {k_fact} relabellings, loss s.e. {f.loss_se:.3f}; "
+        f"red: {REDUCED_N} × {k_fact})"
+    )
+    ax.legend(fontsize=8, loc="lower right")

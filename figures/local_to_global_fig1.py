@@ -9,41 +9,88 @@ runs into the saddle).
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError, Portrait, portrait
 from gradflow.models import markov
 
-from gradflow import portrait
-from gradflow._io import save_with_data
-from gradflow._portrait import describe_options
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["CASES", "NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "local-to-global-fig1"
+SIZE = (12.0, 14.0)
 CASES = ((0.1, 0.1), (0.9, 0.9))
+"""The switching probabilities ``(p, q)`` of the two columns."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    parser.add_argument(
-        "--grid", type=int, default=201, help="basin grid points per axis (default 201)"
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure.
+
+    Raises:
+        GradflowError: ``grid`` below 2.
+    """
+
+    grid: int = field(default=201, metadata={"help": "basin grid points per axis"})
+
+    def __post_init__(self) -> None:
+        if self.grid < 2:
+            raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
+
+
+@dataclass(frozen=True)
+class Data:
+    """The portraits of the two cases, in the order of :data:`CASES`."""
+
+    config: Config
+    portraits: tuple[Portrait, ...]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each portrait's arrays, prefixed ``p0.1_q0.1_`` and so on."""
+        return {
+            f"{_tag(p, q)}_{k}": v
+            for (p, q), result in zip(CASES, self.portraits)
+            for k, v in result.data().items()
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """The model, the cases, the grid, box and solver, the basin fractions per case."""
+        last = self.portraits[-1]
+        return {
+            "model": "canonical",
+            "hyperparameters": [{"p": p, "q": q} for p, q in CASES],
+            "grid": self.config.grid,
+            "box": list(last.box),
+            "solver": [o.to_dict() for o in last.basin_map.options],
+            "fractions": {
+                _tag(p, q): result.basin_map.fractions()
+                for (p, q), result in zip(CASES, self.portraits)
+            },
+            "source": "Makkuva et al., Local to Global (NeurIPS 2024), Figure 1",
+        }
+
+
+def _tag(p: float, q: float) -> str:
+    return f"p{p:g}_q{q:g}"
+
+
+def compute(config: Config) -> Data:
+    """The portrait (flow, energy levels, basins on a ``grid × grid`` grid) of each case."""
+    return Data(
+        config=config,
+        portraits=tuple(portrait(markov.canonical(p, q), grid=config.grid) for p, q in CASES),
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from matplotlib.figure import Figure
-
-    from gradflow import GradflowError
-
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    fig = Figure(figsize=(12, 14), layout="constrained")
+def draw(data: Data, fig: Figure) -> None:
+    """Flow and energy levels (top row), basins and separatrix (bottom row), one column per case."""
     axes = fig.subplots(2, 2)
-    arrays: dict[str, np.ndarray] = {}
-    fractions = {}
-    for col, (p, q) in enumerate(CASES):
-        result = portrait(markov.canonical(p, q), grid=args.grid)
-        tag = f"p{p:g}_q{q:g}"
+    for col, ((p, q), result) in enumerate(zip(CASES, data.portraits)):
         handles = result.draw(
             axes[0, col],
             layers=("invariant", "streamlines", "critical"),
@@ -65,22 +112,6 @@ def run(args: argparse.Namespace) -> int:
             fontsize=8,
             frameon=False,
         )
-        arrays.update({f"{tag}_{k}": v for k, v in result.data().items()})
-        fractions[tag] = result.basin_map.fractions()
     fig.suptitle(
         "Canonical model L(e, w) = Φ(e²(1 + 2w|w|)) (Local to Global, Fig. 1)", fontsize=12
     )
-    out = args.out / f"{NAME}.png"
-    metadata = {
-        "figure": NAME,
-        "model": "canonical",
-        "hyperparameters": [{"p": p, "q": q} for p, q in CASES],
-        "grid": args.grid,
-        "box": list(result.box),
-        "solver": [describe_options(o) for o in result.basin_map.options],
-        "fractions": fractions,
-        "source": "Makkuva et al., Local to Global (NeurIPS 2024), Figure 1",
-    }
-    written = save_with_data(out, lambda path: fig.savefig(path, dpi=130), arrays, metadata)
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0

@@ -10,74 +10,100 @@ where the weights go, the basins show where the reduced flow would take them.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from gradflow.analysis.markov_training import TrainConfig, train
+import numpy as np
+
+from gradflow import GradflowError, Overlay, Portrait, portrait
+from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
 from gradflow.models import markov
 
-from gradflow import Overlay, portrait
-from gradflow._io import save_with_data
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "local-to-global-overlay"
+SIZE = (8.5, 9.0)
 P, Q = 0.5, 0.8
 BOX = (-2.5, 2.0, 0.0, 1.6)
 COLORS = {"standard": ("#c0392b", "#e67e22", "#8e44ad"), "paper": ("#1f5fbf", "#16a085", "#2c3e50")}
+"""One colour per seed, for each init."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    parser.add_argument("--steps", type=int, default=600, help="optimizer steps (default 600)")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per init, 1 to 3 (default 3)")
-    parser.add_argument(
-        "--grid", type=int, default=121, help="basin grid points per axis (default 121)"
-    )
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure.
+
+    Raises:
+        GradflowError: ``seeds`` outside 1…3.
+    """
+
+    steps: int = field(default=600, metadata={"help": "optimizer steps"})
+    seeds: int = field(default=3, metadata={"help": "seeds per init, 1 to 3"})
+    grid: int = field(default=121, metadata={"help": "basin grid points per axis"})
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.seeds <= 3:
+            raise GradflowError(f"--seeds {self.seeds} must be in 1…3")
 
 
-def run(args: argparse.Namespace) -> int:
-    from matplotlib.figure import Figure
+@dataclass(frozen=True)
+class Data:
+    """The training runs per init and the portrait with their projected paths overlaid."""
 
-    from gradflow import GradflowError
+    config: Config
+    runs: dict[str, TrainResult]
+    picture: Portrait
 
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    if not 1 <= args.seeds <= 3:
-        raise GradflowError(f"--seeds {args.seeds} must be in 1…3")
-    overlays, arrays, endpoints = [], {}, {}
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Projected coordinates and test losses per init, then the portrait's arrays."""
+        out = {}
+        for init, result in self.runs.items():
+            out[f"{init}_coords"] = result.coords
+            out[f"{init}_test_loss"] = result.test_loss
+        return out | self.picture.data()
+
+    def metadata(self) -> dict[str, Any]:
+        """Settings, each run's endpoint and final test loss, and the portrait's record."""
+        endpoints = {
+            init: {"coords": r.coords[:, -1], "test_loss": r.test_loss[:, -1]}
+            for init, r in self.runs.items()
+        }
+        return {
+            "p": P,
+            "q": Q,
+            "steps": self.config.steps,
+            "seeds": self.config.seeds,
+            "box": BOX,
+            "endpoints": endpoints,
+            **self.picture.metadata(),
+        }
+
+
+def compute(config: Config) -> Data:
+    """Train every init's seeds; the portrait of ``L(e, w)`` with their ``(w, e)`` paths."""
+    runs, overlays = {}, []
     for init, colors in COLORS.items():
-        result = train(TrainConfig(p=P, q=Q, init=init, steps=args.steps, seeds=args.seeds))
-        arrays[f"{init}_coords"] = result.coords
-        arrays[f"{init}_test_loss"] = result.test_loss
-        endpoints[init] = {"coords": result.coords[:, -1], "test_loss": result.test_loss[:, -1]}
-        for seed in range(args.seeds):
-            path = result.coords[seed][:, [1, 0]]
+        result = train(TrainConfig(p=P, q=Q, init=init, steps=config.steps, seeds=config.seeds))
+        runs[init] = result
+        for seed in range(config.seeds):
             label = f"{init} init, seed {seed}: loss {result.test_loss[seed, -1]:.4f}"
-            overlays.append(Overlay(label, path, colors[seed]))
-    picture = portrait(markov.canonical(P, Q), grid=args.grid, box=BOX, overlays=overlays)
-    fig = Figure(figsize=(8.5, 9.0), layout="constrained")
+            overlays.append(Overlay(label, result.coords[seed][:, [1, 0]], colors[seed]))
+    picture = portrait(markov.canonical(P, Q), grid=config.grid, box=BOX, overlays=overlays)
+    return Data(config=config, runs=runs, picture=picture)
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """The portrait with the training paths; dots at the starts, crosses at the ends."""
     ax = fig.add_subplot()
-    picture.draw(
+    data.picture.draw(
         ax,
         title=(
             f"Full-model training projected onto (w, e) over the canonical flow L(e, w), p = {P}, q = {Q}\n"
-            f"AdamW, N = 64, d = 8, {args.steps} steps; dots: start, crosses: end"
+            f"AdamW, N = 64, d = 8, {data.config.steps} steps; dots: start, crosses: end"
         ),
     )
-    for overlay in overlays:
+    for overlay in data.picture.overlays:
         ax.plot(*overlay.path[-1], "x", color=overlay.color, ms=9, mew=2.2, zorder=6)
-    arrays.update(picture.data())
-    metadata = {
-        "figure": NAME,
-        "p": P,
-        "q": Q,
-        "steps": args.steps,
-        "seeds": args.seeds,
-        "box": BOX,
-        "endpoints": endpoints,
-        **picture.metadata(),
-    }
-    written = save_with_data(
-        args.out / f"{NAME}.png", lambda path: fig.savefig(path, dpi=130), arrays, metadata
-    )
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0

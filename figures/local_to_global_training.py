@@ -10,64 +10,118 @@ standard error printed in the JSON).
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from gradflow import GradflowError
 from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
 
-from gradflow._io import save_with_data
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "local-to-global-training"
+SIZE = (8.5, 5.4)
 P, Q = 0.5, 0.8
 INITS = {
     "standard": ("standard init N(0, 0.02²)", "#c0392b"),
     "paper": ("recommended init (rank-one, w0 = -1)", "#1f5fbf"),
 }
+"""Each init's legend label and colour."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    parser.add_argument("--steps", type=int, default=1000, help="optimizer steps (default 1000)")
-    parser.add_argument(
-        "--seeds", type=int, default=3, help="seeds per init, at least 3 (default 3)"
-    )
-    parser.add_argument(
-        "--seq-len",
-        type=int,
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure.
+
+    Raises:
+        GradflowError: fewer than 3 seeds.
+    """
+
+    steps: int = field(default=1000, metadata={"help": "optimizer steps"})
+    seeds: int = field(default=3, metadata={"help": "seeds per init, at least 3"})
+    length: int = field(
         default=64,
-        dest="length",
-        metavar="N",
-        help="positions per sequence (default 64)",
+        metadata={"help": "positions per sequence", "flag": "--seq-len", "metavar": "N"},
     )
 
+    def __post_init__(self) -> None:
+        if self.seeds < 3:
+            raise GradflowError(f"--seeds {self.seeds} must be ≥ 3 (the figure shows mean ± std)")
 
-def run(args: argparse.Namespace) -> int:
-    from matplotlib.figure import Figure
 
-    from gradflow import GradflowError
+@dataclass(frozen=True)
+class Data:
+    """The training run of each init (all seeds)."""
 
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    if args.seeds < 3:
-        raise GradflowError(f"--seeds {args.seeds} must be ≥ 3 (the figure shows mean ± std)")
-    results: dict[str, TrainResult] = {}
-    for init in INITS:
-        config = TrainConfig(
-            p=P, q=Q, init=init, steps=args.steps, length=args.length, seeds=args.seeds
+    config: Config
+    runs: dict[str, TrainResult]
+
+    @property
+    def references(self) -> dict[str, float]:
+        """``H(π)`` and the entropy rate, nats."""
+        return self.runs["standard"].references
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Evaluation steps, test losses with standard errors, training losses, coordinates."""
+        out = {}
+        for init, r in self.runs.items():
+            out |= {
+                f"{init}_eval_steps": r.eval_steps,
+                f"{init}_test_loss": r.test_loss,
+                f"{init}_test_se": r.test_se,
+                f"{init}_train_loss": r.train_loss,
+                f"{init}_coords": r.coords,
+            }
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        """Settings, final test losses per seed with standard errors, the references."""
+        return {
+            "p": P,
+            "q": Q,
+            "steps": self.config.steps,
+            "seeds": self.config.seeds,
+            "seq_len": self.config.length,
+            "final_test_loss": {init: r.test_loss[:, -1] for init, r in self.runs.items()},
+            "final_test_se": {init: r.test_se[:, -1] for init, r in self.runs.items()},
+            **self.references,
+            "source": "Makkuva et al., Local to Global (NeurIPS 2024), initialization experiment",
+        }
+
+
+def compute(config: Config) -> Data:
+    """Train ``seeds`` models from each init (AdamW, batch 16, d = 8)."""
+    runs = {
+        init: train(
+            TrainConfig(
+                p=P, q=Q, init=init, steps=config.steps, length=config.length, seeds=config.seeds
+            )
         )
-        results[init] = train(config)
-    ref = results["standard"].references
-    fig = Figure(figsize=(8.5, 5.4), layout="constrained")
+        for init in INITS
+    }
+    return Data(config=config, runs=runs)
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """Test loss against the step: every seed thin, mean ± std, the two reference losses."""
     ax = fig.add_subplot()
+    ref, config = data.references, data.config
     for init, (label, color) in INITS.items():
-        r = results[init]
+        r = data.runs[init]
         mean, std = r.test_loss.mean(axis=0), r.test_loss.std(axis=0)
         for curve in r.test_loss:
             ax.plot(r.eval_steps, curve, color=color, lw=0.6, alpha=0.45)
         ax.fill_between(r.eval_steps, mean - std, mean + std, color=color, alpha=0.2, lw=0)
         ax.plot(
-            r.eval_steps, mean, color=color, lw=2, label=f"{label}: mean ± std, {args.seeds} seeds"
+            r.eval_steps,
+            mean,
+            color=color,
+            lw=2,
+            label=f"{label}: mean ± std, {config.seeds} seeds",
         )
     ax.axhline(
         ref["unigram_loss"],
@@ -85,39 +139,12 @@ def run(args: argparse.Namespace) -> int:
     )
     ax.set_xlabel("iteration")
     ax.set_ylabel("test loss (nats)")
-    low, high = ref["entropy_rate"], max(float(np.max(r.test_loss)) for r in results.values())
+    low = ref["entropy_rate"]
+    high = max(float(np.max(r.test_loss)) for r in data.runs.values())
     ax.set_ylim(low - 0.1 * (high - low), high + 0.05 * (high - low))
     ax.legend(fontsize=8.5, loc="upper right")
     ax.set_title(
         f"Single-layer transformer on a Markov chain, p = {P}, q = {Q}: standard vs recommended init\n"
-        f"CPU-sized: N = {args.length} positions (paper: 1024), d = 8, batch 16, AdamW, cosine one-cycle, {args.steps} steps",
+        f"CPU-sized: N = {config.length} positions (paper: 1024), d = 8, batch 16, AdamW, cosine one-cycle, {config.steps} steps",
         fontsize=9.5,
     )
-    arrays = {}
-    for init, r in results.items():
-        arrays.update(
-            {
-                f"{init}_eval_steps": r.eval_steps,
-                f"{init}_test_loss": r.test_loss,
-                f"{init}_test_se": r.test_se,
-                f"{init}_train_loss": r.train_loss,
-                f"{init}_coords": r.coords,
-            }
-        )
-    metadata = {
-        "figure": NAME,
-        "p": P,
-        "q": Q,
-        "steps": args.steps,
-        "seeds": args.seeds,
-        "seq_len": args.length,
-        "final_test_loss": {init: r.test_loss[:, -1] for init, r in results.items()},
-        "final_test_se": {init: r.test_se[:, -1] for init, r in results.items()},
-        **ref,
-        "source": "Makkuva et al., Local to Global (NeurIPS 2024), initialization experiment",
-    }
-    written = save_with_data(
-        args.out / f"{NAME}.png", lambda path: fig.savefig(path, dpi=130), arrays, metadata
-    )
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0

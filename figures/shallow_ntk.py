@@ -7,42 +7,138 @@
 (c) GD loss curves at each width (solid) against the linearized flow ``df/dt = -K_0 (f - y)``
     (dashed), for one (init, scaling), by default LeCun with ``τ0 = d_m^{-1/2}``.
 
-Values are geometric means over ``--seeds`` networks on one synthetic data set
-(:func:`gradflow.analysis.ntk_sweep.width_sweep`).
+Values are geometric means over ``seeds`` networks on one synthetic data set
+(:func:`gradflow.analysis.ntk_sweep.width_sweep`), every init and scaling.
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gradflow.analysis.ntk_command import add_width_arguments, sweep_arrays
-from gradflow.analysis.ntk_sweep import Sweep, SweepConfig, fit_slope, width_sweep
-from gradflow.models.shallow_encoder import INITS, SCALINGS
 
 from gradflow import GradflowError
-from gradflow._io import save_with_data
+from gradflow.analysis.ntk_sweep import (
+    Sweep,
+    SweepConfig,
+    fit_slope,
+    seeds_field,
+    steps_field,
+    width_sweep,
+    widths_field,
+)
+from gradflow.models.shallow_encoder import INITS, SCALINGS
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "shallow-ntk"
+SIZE = (13.0, 10.0)
 COLORS = {"lecun": "C0", "he": "C1", "ntk": "C2"}
 STYLES = {"sqrt": ("-", "o", "τ0 = d_m^-1/2"), "linear": ("--", "s", "τ0 = d_m^-1")}
+"""Line style, marker and legend text per scaling."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    add_width_arguments(parser, seeds=2)
-    parser.add_argument(
-        "--curves",
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure: the sweep's widths, steps and seeds, the pair of panel (c).
+
+    Raises:
+        GradflowError: a width, step or seed count that is not a positive integer, or ``curves``
+            not ``INIT/SCALING``.
+    """
+
+    widths: tuple[int, ...] = widths_field()
+    steps: int = steps_field()
+    seeds: int = seeds_field(2)
+    curves: str = field(
         default="lecun/sqrt",
-        metavar="INIT/SCALING",
-        help="the (init, scaling) of panel (c) (default lecun/sqrt)",
+        metadata={"help": "the (init, scaling) of panel (c)", "metavar": "INIT/SCALING"},
+    )
+
+    def __post_init__(self) -> None:
+        self.sweep()
+        init, _, scaling = self.curves.partition("/")
+        if init not in INITS or scaling not in SCALINGS:
+            raise GradflowError(
+                f"--curves {self.curves!r} must be INIT/SCALING with INIT in {', '.join(INITS)} "
+                f"and SCALING in {', '.join(SCALINGS)}"
+            )
+
+    def sweep(self) -> SweepConfig:
+        """The sweep: every init and scaling at these widths, steps and seeds."""
+        return SweepConfig(
+            widths=self.widths, inits=INITS, scalings=SCALINGS, steps=self.steps, seeds=self.seeds
+        )
+
+
+@dataclass(frozen=True)
+class Data:
+    """The width sweep behind the three panels."""
+
+    config: Config
+    sweep: Sweep
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """One row per run: scalars and loss curves (:meth:`Sweep.arrays`)."""
+        return self.sweep.arrays()
+
+    def metadata(self) -> dict[str, Any]:
+        """The sweep's configuration, runs and slopes, and the pair of panel (c)."""
+        record = self.sweep.metadata()
+        return {
+            "config": record["config"],
+            "curves": self.config.curves,
+            "runs": record["runs"],
+            "slopes": record["slopes"],
+            "source": "Wu et al., On the Convergence of Encoder-only Shallow Transformers (NeurIPS 2023)",
+        }
+
+
+def compute(config: Config) -> Data:
+    """Run the width sweep over every init and scaling."""
+    return Data(config=config, sweep=width_sweep(config.sweep()))
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """λ_min(K0), α0 and the kernel change against width; GD against the linearized flow."""
+    sweep, c = data.sweep, data.sweep.config
+    axes = fig.subplots(2, 2)
+    panels = (
+        (
+            axes[0, 0],
+            "lambda_min",
+            "(a) λ_min(K0), the smallest NTK eigenvalue at init",
+            "λ_min(K0)",
+        ),
+        (axes[0, 1], "alpha0", "(a) α0 = σ_min(F_pre), features before the output layer", "α0"),
+        (
+            axes[1, 0],
+            "kernel_change",
+            f"(b) kernel change after T = {c.steps} GD steps",
+            "‖K_T − K0‖_F / ‖K0‖_F",
+        ),
+    )
+    for ax, quantity, title, ylabel in panels:
+        _width_panel(ax, sweep, quantity, title)
+        ax.set_ylabel(ylabel)
+    init, _, scaling = data.config.curves.partition("/")
+    _curves_panel(axes[1, 1], sweep, init, scaling)
+    fig.suptitle(
+        f"Shallow encoder transformer (Wu et al. 2023): NTK against width "
+        f"(N = {c.n_samples}, d_s = {c.d_s}, d = {c.d}, γ = {c.eta:g}/λ_max(K0), "
+        f"{c.seeds} seed{'s' if c.seeds > 1 else ''})",
+        fontsize=11,
     )
 
 
 def _geometric_means(
     sweep: Sweep, init: str, scaling: str, quantity: str
 ) -> tuple[np.ndarray, np.ndarray]:
+    """The widths and the geometric mean of ``quantity`` over the seeds at each."""
     runs = sweep.select(init, scaling)
     widths = np.array(sorted({r.d_m for r in runs}))
     values = np.array(
@@ -54,7 +150,7 @@ def _geometric_means(
     return widths, values
 
 
-def _width_panel(ax, sweep: Sweep, quantity: str, title: str) -> None:
+def _width_panel(ax: Any, sweep: Sweep, quantity: str, title: str) -> None:
     for init in INITS:
         for scaling in SCALINGS:
             widths, values = _geometric_means(sweep, init, scaling, quantity)
@@ -77,7 +173,7 @@ def _width_panel(ax, sweep: Sweep, quantity: str, title: str) -> None:
     ax.legend(fontsize=7)
 
 
-def _curves_panel(ax, sweep: Sweep, init: str, scaling: str) -> None:
+def _curves_panel(ax: Any, sweep: Sweep, init: str, scaling: str) -> None:
     from matplotlib import colormaps
 
     cmap = colormaps["viridis"]
@@ -97,61 +193,3 @@ def _curves_panel(ax, sweep: Sweep, init: str, scaling: str) -> None:
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
-
-
-def run(args: argparse.Namespace) -> int:
-    from matplotlib.figure import Figure
-
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    init, _, scaling = args.curves.partition("/")
-    if init not in INITS or scaling not in SCALINGS:
-        raise GradflowError(
-            f"--curves {args.curves!r} must be INIT/SCALING with INIT in {', '.join(INITS)} "
-            f"and SCALING in {', '.join(SCALINGS)}"
-        )
-    config = SweepConfig(
-        widths=args.widths, inits=INITS, scalings=SCALINGS, steps=args.steps, seeds=args.seeds
-    )
-    sweep = width_sweep(config)
-    fig = Figure(figsize=(13, 10), layout="constrained")
-    axes = fig.subplots(2, 2)
-    panels = (
-        (
-            axes[0, 0],
-            "lambda_min",
-            "(a) λ_min(K0), the smallest NTK eigenvalue at init",
-            "λ_min(K0)",
-        ),
-        (axes[0, 1], "alpha0", "(a) α0 = σ_min(F_pre), features before the output layer", "α0"),
-        (
-            axes[1, 0],
-            "kernel_change",
-            f"(b) kernel change after T = {config.steps} GD steps",
-            "‖K_T − K0‖_F / ‖K0‖_F",
-        ),
-    )
-    for ax, quantity, title, ylabel in panels:
-        _width_panel(ax, sweep, quantity, title)
-        ax.set_ylabel(ylabel)
-    _curves_panel(axes[1, 1], sweep, init, scaling)
-    fig.suptitle(
-        f"Shallow encoder transformer (Wu et al. 2023): NTK against width "
-        f"(N = {config.n_samples}, d_s = {config.d_s}, d = {config.d}, γ = {config.eta:g}/λ_max(K0), "
-        f"{config.seeds} seed{'s' if config.seeds > 1 else ''})",
-        fontsize=11,
-    )
-    out = args.out / f"{NAME}.png"
-    metadata = {
-        "figure": NAME,
-        "config": vars(config),
-        "curves": args.curves,
-        "runs": [r.scalars() for r in sweep.runs],
-        "slopes": {f"{i}/{s}": v for (i, s), v in sweep.slopes().items()},
-        "source": "Wu et al., On the Convergence of Encoder-only Shallow Transformers (NeurIPS 2023)",
-    }
-    written = save_with_data(
-        out, lambda path: fig.savefig(path, dpi=120, format="png"), sweep_arrays(sweep), metadata
-    )
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0

@@ -14,58 +14,108 @@ The time panels are one full-model run (gradient descent on the exact population
 
 from __future__ import annotations
 
-import argparse
 import itertools
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from gradflow.analysis.mixture import MixtureRun, StageTimes, detect_stages, omega_sweep, train
-from gradflow.analysis.mixture_command import (
-    add_config_arguments,
-    add_train_arguments,
-    config_of,
-    options_of,
-    run_metadata,
-)
 
 from gradflow import GradflowError
-from gradflow._io import save_with_data
+from gradflow.analysis.mixture import MixtureRun
+from gradflow.analysis.mixture_experiment import MixtureReport, MixtureSettings, run_experiment
+from gradflow.analysis.mixture_stages import LogLaw, StageTimes, omega_sweep
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "two-mixture"
+SIZE = (18.0, 8.5)
 OMEGAS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 STAGE_STYLE = {
     "t_align": (":", "neurons aligned"),
     "t_attention": ("--", "attention escape"),
     "t_fit": ("-.", "fit"),
 }
+"""Line style and legend text of each detected stage time."""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
-    add_config_arguments(parser)
-    add_train_arguments(parser)
-    parser.add_argument(
-        "--omegas",
-        type=_omega_list,
+@dataclass(frozen=True)
+class Config(MixtureSettings):
+    """The run's model and schedule (:class:`MixtureSettings`) and the scales of the ``ω`` sweep.
+
+    Raises:
+        GradflowError: a bad model or schedule, or fewer than two positive scales.
+    """
+
+    omegas: tuple[float, ...] = field(
         default=OMEGAS,
-        metavar="W1,W2,…",
-        help="initialization scales of the ω sweep (default 1e-3,3e-3,1e-2,3e-2,1e-1)",
+        metadata={"help": "initialization scales of the ω sweep", "metavar": "W1,W2,…"},
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.omegas) < 2 or not all(np.isfinite(v) and v > 0 for v in self.omegas):
+            raise GradflowError(
+                f"omegas = {self.omegas!r}: need at least two positive scales, e.g. 1e-3,1e-2,1e-1"
+            )
+
+
+@dataclass(frozen=True)
+class Data:
+    """The full-model run with its stages, and the ``ω`` sweep with its fitted law."""
+
+    config: Config
+    report: MixtureReport
+    sweep: tuple[StageTimes, ...]
+    law: LogLaw | None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The run's arrays, the scales and the sweep's stage times."""
+        return {
+            **self.report.arrays(),
+            "omegas": np.asarray(self.config.omegas),
+            **{
+                f"sweep_{k}": np.array([getattr(t, k) for t in self.sweep])
+                for k in ("t_align", "t_attention", "t_fit")
+            },
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """The run's record, the stage times per ``ω`` and the fitted law."""
+        return {
+            **self.report.metadata(),
+            "omega_sweep": [t.to_dict() for t in self.sweep],
+            "log_law": None if self.law is None else vars(self.law),
+        }
+
+
+def compute(config: Config) -> Data:
+    """Train the full model; run the reduced dynamics at every ``ω`` of the sweep."""
+    report = run_experiment(config)
+    times, law = omega_sweep(config.model(), config.omegas, config.options())
+    return Data(config=config, report=report, sweep=tuple(times), law=law)
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """Alignment and loss (left), scores per head and query (middle), the ω law (right)."""
+    run, stages = data.report.run, data.report.stages
+    grid = fig.add_gridspec(2, 4)
+    _alignment_panel(fig.add_subplot(grid[0, 0]), run, stages)
+    _loss_panel(fig.add_subplot(grid[1, 0]), run, stages)
+    for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
+        ax = fig.add_subplot(grid[head, 1 + (queries == "v")])
+        _score_panel(ax, run, stages, head, queries, letter)
+    _law_panel(fig.add_subplot(grid[:, 3]), np.asarray(data.config.omegas), data.sweep, data.law)
+    config, options = run.config, run.options
+    fig.suptitle(
+        f"Two-mixture linear classification (reconstruction): K = {config.K}, d = {config.d}, m = {config.m}, "
+        f"ω = {config.omega:g}, {config.combine} heads, {options.schedule} {options.method}, η = {options.lr:g}"
     )
 
 
-def _omega_list(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(part) for part in text.split(","))
-    except ValueError:
-        values = ()
-    if len(values) < 2 or not all(np.isfinite(v) and v > 0 for v in values):
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: need at least two positive scales, e.g. 1e-3,1e-2,1e-1"
-        )
-    return values
-
-
-def _mark_stages(ax, stages: StageTimes) -> None:
+def _mark_stages(ax: Any, stages: StageTimes) -> None:
     for key, (style, label) in STAGE_STYLE.items():
         t = getattr(stages, key)
         if np.isfinite(t):
@@ -76,7 +126,7 @@ def _slot_names(K: int) -> list[str]:
     return [f"c{k + 1}" for k in range(K)] + [f"v{k + 1}" for k in range(K)]
 
 
-def _alignment_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
+def _alignment_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
     names = _slot_names(run.config.K)
     cosines = np.abs(run.neuron_cosines()).mean(axis=2)  # (T, 2, 2K)
     for h, style in ((0, "-"), (1, ":")):
@@ -96,7 +146,7 @@ def _alignment_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
     ax.legend(fontsize=6, ncol=2)
 
 
-def _loss_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
+def _loss_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
     ax.semilogy(run.ts, run.loss, color="k", label="population loss")
     ax.semilogy(run.ts, run.loss_hard, color="C3", label="hard samples (ε = −y)")
     ax.semilogy(run.ts, run.loss_consistent, color="C0", label="consistent samples (ε = y)")
@@ -108,7 +158,7 @@ def _loss_panel(ax, run: MixtureRun, stages: StageTimes) -> None:
 
 
 def _score_panel(
-    ax, run: MixtureRun, stages: StageTimes, head: int, queries: str, letter: str
+    ax: Any, run: MixtureRun, stages: StageTimes, head: int, queries: str, letter: str
 ) -> None:
     K = run.config.K
     names = _slot_names(K)
@@ -130,7 +180,9 @@ def _score_panel(
     ax.legend(fontsize=6)
 
 
-def _law_panel(ax, omegas, times, law) -> None:
+def _law_panel(
+    ax: Any, omegas: np.ndarray, times: tuple[StageTimes, ...], law: LogLaw | None
+) -> None:
     durations = np.array([t.attention_duration for t in times])
     ax.semilogx(omegas, durations, "o", color="C3", label="attention stage t_attention − t_align")
     if law is not None:
@@ -147,51 +199,3 @@ def _law_panel(ax, omegas, times, law) -> None:
     ax.set_ylabel("flow time")
     ax.set_title("(g) attention-stage duration vs ω", fontsize=10)
     ax.legend(fontsize=7)
-
-
-def run(args: argparse.Namespace) -> int:
-    if not args.out.is_dir():
-        raise GradflowError(f"--out {str(args.out)!r} is not an existing folder")
-    config, options = config_of(args), options_of(args)
-    result = train(config, options)
-    stages = detect_stages(result)
-    times, law = omega_sweep(config, args.omegas, options)
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(18, 8.5), layout="constrained")
-    grid = fig.add_gridspec(2, 4)
-    _alignment_panel(fig.add_subplot(grid[0, 0]), result, stages)
-    _loss_panel(fig.add_subplot(grid[1, 0]), result, stages)
-    for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
-        _score_panel(
-            fig.add_subplot(grid[head, 1 + (queries == "v")]), result, stages, head, queries, letter
-        )
-    _law_panel(fig.add_subplot(grid[:, 3]), np.asarray(args.omegas), times, law)
-    fig.suptitle(
-        f"Two-mixture linear classification (reconstruction): K = {config.K}, d = {config.d}, m = {config.m}, "
-        f"ω = {config.omega:g}, {config.combine} heads, {options.schedule} {options.method}, η = {options.lr:g}"
-    )
-    arrays = {
-        **result.arrays(),
-        "omegas": np.asarray(args.omegas),
-        **{
-            f"sweep_{k}": np.array([getattr(t, k) for t in times])
-            for k in ("t_align", "t_attention", "t_fit")
-        },
-    }
-    metadata = {
-        "figure": NAME,
-        **run_metadata(result, stages),
-        "omega_sweep": [t.to_dict() for t in times],
-        "log_law": None if law is None else vars(law),
-    }
-    written = save_with_data(
-        args.out / f"{NAME}.png", lambda p: fig.savefig(p, dpi=110, format="png"), arrays, metadata
-    )
-    plt.close(fig)
-    print("wrote " + ", ".join(str(p) for p in written))
-    return 0

@@ -131,3 +131,34 @@ def test_portrait_of_an_iid_chain_says_every_critical_point_is_global(cli, tmp_p
     meta = json.loads((tmp_path / "iid.json").read_text())
     assert {s["kind"] for s in meta["critical_sets"]} == {"global_min"}
     assert any("every critical point is a global minimum" in n for n in meta["notes"])
+
+
+ATTENTION = ["critical", "--model", "canonical-attention", "--p", "0.5", "--q", "0.8"]
+
+
+def test_critical_on_a_slice_finds_the_sets_on_it(cli) -> None:
+    run = cli(*ATTENTION, "--fixed", "a=0.5", "--json")
+    assert run.code == 0
+    data = json.loads(run.out)
+    assert data["fixed"] == {"a": 0.5}
+    kinds = sorted(s["kind"] for s in data["critical_sets"])
+    assert kinds == ["global_min", "local_max", "local_min", "saddle"]
+    for s in data["critical_sets"]:
+        assert all(point[2] == 0.5 for point in s["points"]), s["name"]
+    (saddle,) = [s for s in data["critical_sets"] if s["kind"] == "saddle"]
+    assert saddle["points"][0] == pytest.approx([0.0, -1 / np.sqrt(2), 0.5], abs=1e-12)
+    text = cli(*ATTENTION, "--fixed", "a=0.5")
+    assert text.code == 0 and "on the slice a = 0.5" in text.out
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        (["--fixed", "z=0.5"], "unknown parameter 'z' of model 'canonical-attention'"),
+        (["--fixed", "a=nan"], "--fixed a=nan must be a finite number"),
+        (["--fixed", "a"], "expected NAME=NUMBER"),
+        (["--fixed", "w=1", "--box", "-2", "1", "-2", "2"], "w is an axis of the --box plane"),
+    ],
+)
+def test_critical_rejects_a_bad_slice(extra, named, cli) -> None:
+    cli.assert_rejected([*ATTENTION, *extra], named)

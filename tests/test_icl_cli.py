@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+
 from gradflow.analysis.icl_phases import phases
 
 

@@ -6,9 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gradflow.models import icl_data as d
 
 from gradflow import GradflowError
+from gradflow.models import icl_data as d
 
 
 def test_dirichlet_rows_are_uniform_on_the_simplex():

@@ -9,13 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
+
+from gradflow import descend
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_train import RunSpec, train_minimal
 from gradflow.models import icl_data as d
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_reduction as R
-
-from gradflow import descend
 
 
 @pytest.mark.parametrize("mixing", mm.MIXINGS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_train import RunSpec, train
 from gradflow.models.icl_data import parse_prior

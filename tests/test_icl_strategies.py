@@ -6,9 +6,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scipy.integrate import dblquad
+
 from gradflow.models import icl_data as d
 from gradflow.models import icl_strategies as st
-from scipy.integrate import dblquad
 
 REFERENCE = {
     # Edelman et al. (2024): T = 100, last position, KL(true ‖ strategy), Monte Carlo with

@@ -6,11 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+from gradflow import GradflowError
 from gradflow.models import icl_data as d
 from gradflow.models import icl_strategies as st
 from gradflow.models import icl_transformer as tr
-
-from gradflow import GradflowError
 
 K, T = 3, 40
 

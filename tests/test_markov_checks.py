@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from gradflow.analysis.markov_checks import dynamics_check, embedding_checks, random_points
 from gradflow.models import markov
 from gradflow.models.markov_attention import canonical_attention, canonical_attention_bias

@@ -5,6 +5,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+
+from gradflow import GradflowError
 from gradflow.models.markov_data import (
     check_length,
     check_switching,
@@ -12,8 +14,6 @@ from gradflow.models.markov_data import (
     sample_chains,
     sequence_probabilities,
 )
-
-from gradflow import GradflowError
 
 P, Q = 0.3, 0.6
 PI1 = P / (P + Q)

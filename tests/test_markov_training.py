@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
 from gradflow.analysis.markov_training import TrainConfig, train
 from gradflow.models.markov_transformer import standard_init
 

@@ -8,6 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+
+from gradflow import GradflowError
 from gradflow.models.markov_data import sample_chains
 from gradflow.models.markov_transformer import (
     MarkovTransformer,
@@ -18,8 +20,6 @@ from gradflow.models.markov_transformer import (
     sample_loss,
     standard_init,
 )
-
-from gradflow import GradflowError
 
 P, Q = 0.3, 0.6
 PI1 = P / (P + Q)

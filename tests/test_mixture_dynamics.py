@@ -11,19 +11,12 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from gradflow.analysis.mixture import (
-    MixtureRun,
-    TrainOptions,
-    detect_stages,
-    fit_log_law,
-    omega_sweep,
-    train,
-    train_reduced,
-)
-from gradflow.models.mixture_reduced import infinite_width_state, score_velocity
-from gradflow.models.mixture_transformer import MixtureConfig, MixtureTransformer, init_transformer
 
 from gradflow import FlowOptions, GradflowError, GradientField, integrate
+from gradflow.analysis.mixture import MixtureRun, TrainOptions, train, train_reduced
+from gradflow.analysis.mixture_stages import detect_stages, fit_log_law, omega_sweep
+from gradflow.models.mixture_reduced import infinite_width_state, score_velocity
+from gradflow.models.mixture_transformer import MixtureConfig, MixtureTransformer, init_transformer
 
 
 def _sinh_field(G: np.ndarray) -> GradientField:

@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
+
+from gradflow import GradflowError
 from gradflow.models.mixture_data import population, signal_basis
 from gradflow.models.mixture_reduced import (
     ReducedMixture,
@@ -31,8 +33,6 @@ from gradflow.models.mixture_transformer import (
     output_signs,
     population_loss,
 )
-
-from gradflow import GradflowError
 
 LN2 = np.log(2.0)
 

@@ -15,13 +15,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.flatten_util import ravel_pytree
+from scipy import integrate, stats
+
 from gradflow.analysis import ntk
 from gradflow.analysis.ntk_dynamics import linearized_descent, linearized_flow, train_gd
 from gradflow.analysis.ntk_sweep import fit_slope, run_width
 from gradflow.models import ntk_limit
 from gradflow.models.shallow_encoder import init_encoder, predict, synthetic_data
-from jax.flatten_util import ravel_pytree
-from scipy import integrate, stats
 
 ORACLE_X = np.array(
     [

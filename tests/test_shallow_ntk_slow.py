@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+
 from gradflow.analysis import ntk
 from gradflow.analysis.ntk_sweep import fit_slope, run_width
 from gradflow.models import ntk_limit

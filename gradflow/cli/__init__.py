@@ -17,19 +17,13 @@ DESCRIPTION = "gradflow: gradient flows, critical sets and basins of the reduced
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     from .. import GradflowError
-    from ..analysis import COMMANDS
     from ._parser import Parser, add_subcommands, fail
-    from ._registry import COMMANDS as ENGINE_COMMANDS
+    from ._registry import COMMANDS
     from ._setup import configure_jax
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog="gradflow", description=DESCRIPTION)
-    add_subcommands(
-        parser,
-        {**{k: v for k, v in ENGINE_COMMANDS.items() if k not in COMMANDS}, **COMMANDS},
-        argv,
-        dest="command",
-    )
+    add_subcommands(parser, COMMANDS, argv, dest="command")
     args = parser.parse_args(argv)
     configure_jax()
     try:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
 from typing import NoReturn
 
 from ._registry import Command
 
-__all__ = ["Parser", "add_subcommands", "EXIT_USAGE"]
+__all__ = ["EXIT_USAGE", "Parser", "add_subcommands", "fail"]
 
 EXIT_USAGE = 2
 """Exit status for bad input, as argparse uses."""
@@ -28,25 +29,34 @@ def add_subcommands(
     registry: Mapping[str, Command],
     argv: Sequence[str],
     dest: str,
+    attach: Callable[[argparse.ArgumentParser, ModuleType], None] | None = None,
 ) -> None:
     """Add one subparser per registry entry; import and fill in only the one named in ``argv``.
 
-    Every command is listed in ``--help`` with its one-line help, but only the selected module is
+    Every entry is listed in ``--help`` with its one-line help, but only the selected module is
     imported, so a command starts without loading the others (figures import matplotlib,
     analyses import equinox and optax).
+
+    A command module provides ``add_arguments(parser)`` and ``run(args)``.  A command with
+    entries of its own (``figures``, ``bench``) provides ``SUBCOMMANDS`` (a registry) and
+    ``attach(parser, module)``, which adds the options of the selected entry's module and sets
+    ``_run``; ``attach`` is that function while the entries are added.
     """
     sub = parser.add_subparsers(dest=dest, required=True, metavar=dest.upper(), parser_class=Parser)
     selected = next((a for a in argv if not a.startswith("-")), None)
     for name, command in registry.items():
         p = sub.add_parser(name, help=command.help, description=command.help)
-        if name == selected:
-            module = importlib.import_module(command.module)
+        if name != selected:
+            continue
+        module = importlib.import_module(command.module)
+        if attach is not None:
+            attach(p, module)
+        elif hasattr(module, "SUBCOMMANDS"):
             rest = list(argv[list(argv).index(name) + 1 :])
-            if getattr(module, "SUBCOMMANDS", None) is not None:
-                add_subcommands(p, module.SUBCOMMANDS(), rest, dest=f"{dest}_name")
-            else:
-                module.add_arguments(p)
-                p.set_defaults(_run=module.run)
+            add_subcommands(p, module.SUBCOMMANDS, rest, f"{dest}_name", attach=module.attach)
+        else:
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
 
 
 def fail(prog: str, message: str) -> int:

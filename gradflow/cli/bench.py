@@ -1,11 +1,33 @@
-"""``gradflow bench NAME``: run a benchmark (listed in ``gradflow.analysis.BENCHES``)."""
+"""``gradflow bench NAME``: run a benchmark and print its report (text, or JSON with ``--json``).
+
+Each benchmark module (``gradflow.analysis.bench_*``) provides a frozen ``Config``, whose fields
+are the options, and ``bench(config)``, whose report has ``text()`` and ``to_dict()``.
+"""
 
 from __future__ import annotations
 
-from ._registry import Command
+import argparse
+import functools
+from types import ModuleType
+
+from ._config import add_config_arguments, config_from_args
+from ._options import add_json_argument, print_report
+from ._registry import BENCHES
+
+__all__ = ["SUBCOMMANDS", "attach", "run"]
+
+SUBCOMMANDS = BENCHES
 
 
-def SUBCOMMANDS() -> dict[str, Command]:  # noqa: N802 - the protocol name of nested commands
-    from ._registry import BENCHES
+def attach(parser: argparse.ArgumentParser, bench: ModuleType) -> None:
+    """The options of ``bench``'s ``Config`` and ``--json``; running it is :func:`run`."""
+    add_config_arguments(parser, bench.Config)
+    add_json_argument(parser)
+    parser.set_defaults(_run=functools.partial(run, bench))
 
-    return BENCHES
+
+def run(bench: ModuleType, args: argparse.Namespace) -> int:
+    """Run the benchmark with the parsed options; print its report."""
+    report = bench.bench(config_from_args(bench.Config, args))
+    print_report(args, report)
+    return 0

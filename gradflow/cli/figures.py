@@ -1,11 +1,41 @@
-"""``gradflow figures NAME``: regenerate a paper figure (listed in ``gradflow.figures.FIGURES``)."""
+"""``gradflow figures NAME``: compute a paper figure's data, draw it, write ``NAME.png`` with its
+``.npz`` and ``.json`` into ``--out`` (a folder).
+
+Each figure module (``gradflow.figures.*``) provides a frozen ``Config``, whose fields are the
+options; see :mod:`gradflow.figures`.
+"""
 
 from __future__ import annotations
 
-from ._registry import Command
+import argparse
+import functools
+from pathlib import Path
+from types import ModuleType
+
+from gradflow.figures import check_folder, save
+
+from ._config import add_config_arguments, config_from_args
+from ._options import wrote
+from ._registry import FIGURES
+
+__all__ = ["SUBCOMMANDS", "attach", "run"]
+
+SUBCOMMANDS = FIGURES
 
 
-def SUBCOMMANDS() -> dict[str, Command]:  # noqa: N802 - the protocol name of nested commands
-    from ._registry import FIGURES
+def attach(parser: argparse.ArgumentParser, figure: ModuleType) -> None:
+    """``--out FOLDER`` and the options of ``figure``'s ``Config``; running it is :func:`run`."""
+    parser.add_argument("--out", type=Path, default=Path("."), help="output folder (default .)")
+    add_config_arguments(parser, figure.Config)
+    parser.set_defaults(_run=functools.partial(run, figure))
 
-    return FIGURES
+
+def run(figure: ModuleType, args: argparse.Namespace) -> int:
+    """Check ``--out`` and the options, compute, save; print the paths written."""
+    check_folder(args.out)
+    data = figure.compute(config_from_args(figure.Config, args))
+    summary = getattr(data, "summary", None)
+    if summary is not None:
+        print(summary())
+    print(wrote(save(figure, data, args.out)))
+    return 0

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from .._classify import classify_points
-from .._critical import critical_sets, global_min_level
-from .._errors import GradflowError
-from .._flow import Status
-from ._common import add_model_arguments, bound_model, print_json
+from .. import BoundModel, GradflowError, Status, Trajectory, classify_points, critical_sets, flow
+from .._critical import global_min_level
+from ._options import add_json_argument, add_model_arguments, bound_model, print_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="initial point in parameter order (canonical: E W)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
         raise GradflowError(
             f"--init needs {len(names)} numbers ({' '.join(names)}), got {len(args.init)}"
         )
-    trajectory = model.flow(args.init)
+    trajectory = flow(model, args.init)
     reached = _reached(model, trajectory)
     record = {
         "init": list(args.init),
@@ -43,22 +41,20 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.json:
         print_json(record)
-    else:
-        print(
-            f"{model!r}: flow from ({', '.join(f'{n} = {v:g}' for n, v in zip(names, args.init))})"
-        )
-        print(
-            f"  endpoint  ({', '.join(f'{n} = {v:.6g}' for n, v in zip(names, trajectory.endpoint))})"
-        )
-        print(f"  loss      {record['loss']:.6f} nats")
-        print(
-            f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps"
-        )
-        print(f"  reached   {reached}")
+        return 0
+    print(f"{model!r}: flow from ({', '.join(f'{n} = {v:g}' for n, v in zip(names, args.init))})")
+    print(
+        f"  endpoint  ({', '.join(f'{n} = {v:.6g}' for n, v in zip(names, trajectory.endpoint))})"
+    )
+    print(f"  loss      {record['loss']:.6f} nats")
+    print(
+        f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps"
+    )
+    print(f"  reached   {reached}")
     return 0
 
 
-def _reached(model, trajectory) -> str:
+def _reached(model: BoundModel, trajectory: Trajectory) -> str:
     """The kind of critical set reached, or ``diverged`` / ``not_converged``."""
     if trajectory.status is Status.DIVERGED:
         return "diverged"

@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .._io import check_output
-from .._portrait import FORMATS, portrait
-from ._common import (
+from .. import check_output, portrait
+from .._portrait import FORMATS
+from ._options import (
     add_box_arguments,
     add_model_arguments,
-    all_global_note,
     bound_model,
     critical_table,
     fractions_table,
     plane_options,
+    print_notes,
+    wrote,
 )
 
 
@@ -36,20 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, FORMATS, "the portrait")
     model = bound_model(args)
-    result = portrait(
-        model,
-        grid=args.grid,
-        **plane_options(args),
-        show_basins=not args.no_basins,
-    )
-    note = all_global_note(result.critical)
-    written = result.save(args.out, notes=[note] if note else [])
+    result = portrait(model, grid=args.grid, **plane_options(args), show_basins=not args.no_basins)
+    written = result.save(args.out, notes=model.notes)
     print(f"{model!r}: critical sets (losses in nats)")
     print(critical_table(result.critical))
-    if note:
-        print(f"note: {note}")
+    print_notes(model.notes)
     if result.basin_map is not None:
         print(f"\nbasins on a {args.grid} × {args.grid} grid:")
         print(fractions_table(result.basin_map.fractions()))
-    print("\nwrote " + ", ".join(str(p) for p in written))
+    print("\n" + wrote(written))
     return 0

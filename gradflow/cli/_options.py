@@ -1,4 +1,10 @@
-"""Arguments shared by the model commands: the model, its hyperparameters, the box, the output."""
+"""What the commands share: the model and its plane, the ``--out``/``--json`` report, tables.
+
+Model commands (``portrait``, ``critical``, ``basins``, ``flow``) pick a registered model by name
+with its hyperparameters; commands that write a record take ``--out PATH.npz`` (its ``.json``
+beside it) and ``--json``, check the path before any work and report in one way
+(:func:`save_and_report`).
+"""
 
 from __future__ import annotations
 
@@ -6,45 +12,46 @@ import argparse
 import importlib
 import json
 import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from .. import BoundModel, GradflowError
-from .._io import to_jsonable
+from gradflow.analysis.tables import format_table
+
+from .. import BoundModel, CriticalSet, GradflowError, check_output, save_with_data, to_jsonable
 from .._model import show_domain
+from ._registry import MODELS
 
 __all__ = [
-    "add_model_arguments",
     "add_box_arguments",
+    "add_json_argument",
+    "add_model_arguments",
+    "add_output_arguments",
     "bound_model",
-    "box_of",
-    "plane_options",
-    "fixed_of",
-    "print_json",
-    "format_table",
+    "check_out",
     "critical_table",
+    "fixed_of",
     "fractions_table",
-    "all_global_note",
+    "plane_options",
+    "print_json",
+    "print_notes",
+    "print_report",
+    "save_and_report",
+    "wrote",
 ]
-
-
-def _models() -> dict[str, Any]:
-    from ..models import MODELS
-
-    return MODELS
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """``--model NAME`` (default ``canonical``) and one option per hyperparameter name."""
-    models = _models()
     parser.add_argument(
         "--model",
         default="canonical",
-        choices=sorted(models),
+        choices=sorted(MODELS),
         help="reduced model (default: canonical)",
     )
-    names = sorted({h for entry in models.values() for h in entry.hyperparams})
+    names = sorted({h for entry in MODELS.values() for h in entry.hyperparams})
     for name in names:
-        users = ", ".join(n for n, e in models.items() if name in e.hyperparams)
+        users = ", ".join(n for n, e in MODELS.items() if name in e.hyperparams)
         parser.add_argument(
             f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})"
         )
@@ -56,8 +63,7 @@ def bound_model(args: argparse.Namespace) -> BoundModel:
     Raises:
         GradflowError: a hyperparameter is missing, not a number, or out of range.
     """
-    entry = _models()[args.model]
-    module, _, attr = entry.factory.partition(":")
+    module, _, attr = MODELS[args.model].factory.partition(":")
     model = getattr(importlib.import_module(module), attr)()
     values = {}
     for symbol in model.hyperparams:
@@ -95,15 +101,10 @@ def add_box_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def box_of(args: argparse.Namespace) -> tuple[float, ...] | None:
-    """The ``--box`` values, checked by the engine."""
-    return None if args.box is None else tuple(args.box)
-
-
 def plane_options(args: argparse.Namespace) -> dict[str, Any]:
     """``box``, ``fixed`` and ``plane`` keyword arguments for the engine's grid functions."""
     return {
-        "box": box_of(args),
+        "box": None if args.box is None else tuple(args.box),
         "fixed": fixed_of(args),
         "plane": tuple(args.plane) if args.plane else None,
     }
@@ -128,22 +129,19 @@ def fixed_of(args: argparse.Namespace) -> dict[str, float]:
 
 
 def print_json(data: Any) -> None:
-    """One JSON object on stdout."""
+    """One JSON object on stdout (NumPy values converted, non-finite numbers as null)."""
     json.dump(to_jsonable(data), sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
 
 
-def format_table(header: list[str], rows: list[list[Any]]) -> str:
-    """A plain-text table with aligned columns."""
-    cells = [header] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+def print_notes(notes: Sequence[str]) -> None:
+    """The model's notes at its hyperparameters, one ``note: …`` line each."""
+    for note in notes:
+        print(f"note: {note}")
 
 
-def critical_table(sets: list[Any]) -> str:
-    """The critical sets as a table: kind, dimension, loss, Morse index, equation."""
+def critical_table(sets: Sequence[CriticalSet]) -> str:
+    """The critical sets as a table: kind, dimension, loss, Morse index, equation, a point."""
     if not sets:
         return "no critical points in the box (on this slice, if it is one)"
     rows = [
@@ -160,20 +158,82 @@ def critical_table(sets: list[Any]) -> str:
     return format_table(["kind", "dim", "loss (nats)", "Morse index", "set", "sample point"], rows)
 
 
-def _morse_index(s: Any) -> str:
+def _morse_index(s: CriticalSet) -> str:
     """The Morse index, marked ``degenerate`` where the Hessian has more zero eigenvalues than
     the set has dimensions (the index then does not decide the kind; probing the loss did)."""
     return f"{s.morse_index} (degenerate)" if s.nullity > s.dimension else str(s.morse_index)
 
 
-def fractions_table(fractions: dict[str, float]) -> str:
+def fractions_table(fractions: Mapping[str, float]) -> str:
     """The non-zero basin fractions as a table, largest first."""
     rows = [[k, f"{v:.4f}"] for k, v in sorted(fractions.items(), key=lambda kv: -kv[1]) if v > 0]
     return format_table(["basin label", "fraction"], rows)
 
 
-def all_global_note(sets: list[Any]) -> str | None:
-    """A note when every critical set is a global minimum (e.g. canonical model at p + q = 1)."""
-    if sets and all(s.kind == "global_min" for s in sets):
-        return "every critical point is a global minimum (for the Markov models: p + q = 1, the chain is i.i.d.)"
-    return None
+def print_report(args: argparse.Namespace, report: Any) -> None:
+    """``report.to_dict()`` as one JSON object with ``--json``, else ``report.text()``."""
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print(report.text())
+
+
+def add_json_argument(
+    parser: argparse.ArgumentParser, text: str = "one JSON object on stdout"
+) -> None:
+    """``--json``: print the report as JSON (``text`` says what)."""
+    parser.add_argument("--json", action="store_true", help=text)
+
+
+def add_output_arguments(
+    parser: argparse.ArgumentParser, default: str, json_help: str = "one JSON object on stdout"
+) -> None:
+    """``--out PATH`` (an NPZ, its ``.json`` beside it; default ``default``) and ``--json``."""
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(default),
+        help=f"NPZ path (default {default}); the .json goes beside it",
+    )
+    add_json_argument(parser, json_help)
+
+
+def check_out(args: argparse.Namespace, what: str) -> None:
+    """Check ``--out`` before any work: an ``.npz`` in an existing folder.
+
+    Raises:
+        GradflowError: another suffix or a missing folder (``what`` names the record).
+    """
+    check_output(args.out, (".npz",), what)
+
+
+def wrote(paths: Sequence[Path]) -> str:
+    """``wrote a.npz, a.json``."""
+    return "wrote " + ", ".join(str(p) for p in paths)
+
+
+def save_and_report(
+    args: argparse.Namespace,
+    arrays: Mapping[str, Any],
+    metadata: Mapping[str, Any],
+    *,
+    record: Mapping[str, Any],
+    text: str,
+    list_written: bool = False,
+) -> list[Path]:
+    """Write ``--out`` and its JSON atomically, then report on stdout.
+
+    With ``--json``: ``record`` as one JSON object (plus ``"written"``, the paths, if
+    ``list_written``); else ``text`` and the ``wrote …`` line.
+
+    Returns:
+        The paths written.
+    """
+    written = save_with_data(args.out, None, arrays, metadata)
+    if args.json:
+        paths = {"written": [str(p) for p in written]} if list_written else {}
+        print_json({**record, **paths})
+    else:
+        print(text)
+        print(wrote(written))
+    return written

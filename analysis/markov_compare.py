@@ -1,0 +1,224 @@
+"""The reduced-vs-full checks of the canonical Markov models as one report (``gradflow compare``).
+
+For each of canonical ``L(e, w)``, canonical-bias ``L(e, w, b)``, canonical-attention
+``L(e, w, a)`` and canonical-attention-bias ``L(e, w, a, b)``: the value and pulled-back gradient
+errors at random points against the full transformer's exact loss, and the off-manifold share of
+the full gradient by parameter group (:func:`.markov_checks.embedding_checks`).  Then the
+dynamics: full-batch gradient descent on the exact loss from ``embed(θ0)`` against the reduced
+flow in the induced metric (:func:`.markov_checks.dynamics_check`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gradflow import GradflowError
+from gradflow.models.markov import canonical_bias_model, canonical_model
+from gradflow.models.markov_attention import (
+    canonical_attention_bias_model,
+    canonical_attention_model,
+)
+from gradflow.models.markov_data import check_length, check_switching
+from gradflow.models.markov_transformer import check_width
+
+from .markov_checks import (
+    GROUPS,
+    DynamicsCheck,
+    EmbeddingChecks,
+    dynamics_check,
+    embedding_checks,
+    random_points,
+)
+from .markov_training import switching_field
+from .tables import format_table
+
+__all__ = ["CompareConfig", "CompareReport", "compare"]
+
+MODELS = (
+    canonical_model,
+    canonical_bias_model,
+    canonical_attention_model,
+    canonical_attention_bias_model,
+)
+"""The reduced models checked, in report order."""
+
+
+@dataclass(frozen=True)
+class CompareConfig:
+    """What :func:`compare` checks.
+
+    Raises:
+        GradflowError: ``p`` or ``q`` outside ``(0, 1)``, no points or steps, a length too long
+            to enumerate, a bad width.
+    """
+
+    p: float = switching_field("p")
+    q: float = switching_field("q")
+    points: int = field(default=20, metadata={"help": "random reduced points per model"})
+    length: int = field(
+        default=10,
+        metadata={
+            "flag": "--seq-len",
+            "metavar": "N",
+            "help": "positions of the full model, exact enumeration of 2^N sequences, at most 14",
+        },
+    )
+    d: int = field(default=8, metadata={"help": "embedding width"})
+    seed: int = field(default=0, metadata={"help": "seed of the random points"})
+    theta0: tuple[float, float, float, float] = field(
+        default=(0.5, -1.0, 0.0, 0.0),
+        metadata={
+            "nargs": 4,
+            "metavar": ("E", "W", "A", "B"),
+            "help": "start of the dynamics check",
+        },
+    )
+    steps: int = field(
+        default=2000, metadata={"help": "gradient-descent steps of the dynamics check"}
+    )
+    lr: float = field(default=0.05, metadata={"help": "gradient-descent step (flow time per step)"})
+    dynamics_length: int = field(
+        default=6,
+        metadata={
+            "flag": "--dynamics-seq-len",
+            "metavar": "N",
+            "help": "positions in the dynamics check",
+        },
+    )
+
+    def __post_init__(self) -> None:
+        check_switching(self.p, self.q)
+        if self.points < 1:
+            raise GradflowError(f"--points {self.points} must be ≥ 1")
+        if self.steps < 1:
+            raise GradflowError(f"--steps {self.steps} must be ≥ 1")
+        check_length(self.length, exact=True)
+        check_length(self.dynamics_length, exact=True)
+        check_width(self.d)
+
+
+@dataclass(frozen=True)
+class CompareReport:
+    """The embedding checks per model and the dynamics check.
+
+    Attributes:
+        references: ``H(π)`` and the entropy rate at ``(p, q)``, nats.
+    """
+
+    config: CompareConfig
+    checks: tuple[EmbeddingChecks, ...]
+    dynamics: DynamicsCheck
+    references: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Settings, one record per model, the dynamics record."""
+        c = self.config
+        return {
+            "p": c.p,
+            "q": c.q,
+            "seq_len": c.length,
+            "d": c.d,
+            "models": [_model_record(checks) for checks in self.checks],
+            "dynamics": self._dynamics_record(),
+        }
+
+    def _dynamics_record(self) -> dict[str, Any]:
+        run = self.dynamics
+        return {
+            "theta0": np.asarray(self.config.theta0),
+            "lr": run.lr,
+            "flow_time": float(run.times[-1]),
+            "max_deviation": run.max_deviation,
+            "first_order_rate": run.first_order_rate,
+            "metric_diagonal": np.diag(run.metric),
+            "full_endpoint": run.full[-1],
+            "reduced_endpoint": run.reduced[-1],
+            "full_loss": float(run.full_loss[-1]),
+            "reduced_loss": float(run.reduced_loss[-1]),
+            **self.references,
+        }
+
+    def text(self) -> str:
+        """The embedding checks as a table, the parameter groups, the dynamics check."""
+        c, ref = self.config, self.references
+        records = [_model_record(checks) for checks in self.checks]
+        rows = [
+            [
+                r["model"],
+                r["points"],
+                f"{r['value_error']:.1e}",
+                f"{r['gradient_error']:.1e}",
+                f"{r['off_manifold_median']:.3f}",
+                f"{r['off_manifold_max']:.3f}",
+                f"{r['outside_rank_one_family']:.1e}",
+                " ".join(f"{k} {v:.2f}" for k, v in r["off_manifold_share"].items()),
+            ]
+            for r in records
+        ]
+        header = [
+            "model",
+            "points",
+            "max |ΔL| (nats)",
+            "max |Δ∇L|",
+            "off-ansatz |(I-P)g|/|g| median",
+            "max",
+            "outside rank-one family",
+            "off-ansatz share by group",
+        ]
+        groups = "; ".join(f"{k} = {', '.join(v)}" for k, v in GROUPS.items())
+        d = self._dynamics_record()
+        return "\n".join(
+            [
+                f"reduced vs full, p = {c.p:g}, q = {c.q:g}: exact loss of the full transformer over all 2^{c.length} sequences, d = {c.d}, float64",
+                format_table(header, rows),
+                f"  groups: {groups}",
+                f"\ndynamics: gradient descent (η = {d['lr']:g}) on the exact loss, N = {c.dynamics_length}, from embed(θ0), "
+                f"θ0 = ({', '.join(f'{v:g}' for v in d['theta0'])}), to flow time {d['flow_time']:g}",
+                f"  reduced flow in the induced metric G = diag({', '.join(f'{v:g}' for v in d['metric_diagonal'])})",
+                f"  max deviation |π(Θ(t)) - θ(t)|  {d['max_deviation']:.4g}   (initial rate {d['first_order_rate']:.4g} per unit time)",
+                f"  full endpoint     ({', '.join(f'{v:.4g}' for v in d['full_endpoint'])}), loss {d['full_loss']:.6f} nats",
+                f"  reduced endpoint  ({', '.join(f'{v:.4g}' for v in d['reduced_endpoint'])}), loss {d['reduced_loss']:.6f} nats",
+                f"  H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
+            ]
+        )
+
+
+def _model_record(checks: EmbeddingChecks) -> dict[str, Any]:
+    """One model's errors and off-manifold shares."""
+    return {
+        "model": checks.model,
+        "points": len(checks.thetas),
+        "value_error": checks.value_error,
+        "gradient_error": checks.gradient_error,
+        "off_manifold_median": float(np.median(checks.off_manifold)),
+        "off_manifold_max": float(np.max(checks.off_manifold)),
+        "off_manifold_share": {k: float(np.mean(v)) for k, v in checks.off_groups.items()},
+        "outside_rank_one_family": float(np.max(checks.outside_family)),
+    }
+
+
+def compare(config: CompareConfig) -> CompareReport:
+    """Run the embedding checks of every model and the dynamics check (module docstring)."""
+    checks = []
+    for factory in MODELS:
+        bound = factory().bind(p=config.p, q=config.q)
+        points = random_points(bound, config.points, seed=config.seed)
+        checks.append(embedding_checks(bound, points, length=config.length, d=config.d))
+    bound = canonical_attention_bias_model().bind(p=config.p, q=config.q)
+    every = max(1, config.steps // 50)
+    dynamics = dynamics_check(
+        bound,
+        np.asarray(config.theta0),
+        length=config.dynamics_length,
+        d=config.d,
+        lr=config.lr,
+        steps=every * max(1, config.steps // every),
+        every=every,
+    )
+    references = {k: bound.references[k] for k in ("unigram_loss", "entropy_rate")}
+    return CompareReport(
+        config=config, checks=tuple(checks), dynamics=dynamics, references=references
+    )

@@ -1,0 +1,42 @@
+"""``gradflow train``: train the full Markov transformer and record its canonical trajectory.
+
+Writes ``OUT.npz`` (loss curves, test losses with standard errors, projected ``(e, w, a, b)``,
+rank-one diagnostics) and ``OUT.json`` (settings, references, final losses) atomically.  A
+non-finite training loss stops the run: the steps before it are written, with the step named in
+the JSON and on stderr, and the exit status is 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gradflow.analysis.markov_training import TrainConfig, train
+
+from ._config import add_config_arguments, config_from_args
+from ._options import add_output_arguments, check_out, save_and_report
+
+EXIT_STOPPED = 1
+"""Exit status of a run that a non-finite loss stopped."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_config_arguments(parser, TrainConfig, skip=("eval_batch",))
+    add_output_arguments(parser, "train.npz", json_help="the summary as one JSON object on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    check_out(args, "the training record")
+    config = config_from_args(TrainConfig, args)
+    result = train(config)
+    record = result.summary()
+    metadata = {"command": "train", "config": vars(config), **record}
+    save_and_report(args, result.arrays(), metadata, record=record, text=result.text())
+    if result.nan_step is not None:
+        print(
+            f"gradflow train: error: the training loss is not finite at step {result.nan_step}; "
+            f"stopped there, the record of the {result.steps_done} step(s) before it is in {args.out}",
+            file=sys.stderr,
+        )
+        return EXIT_STOPPED
+    return 0

@@ -1,0 +1,170 @@
+"""The layout's rules, read off the source with ``ast`` (imports inside functions count too).
+
+- Only ``gradflow/cli/`` parses command lines: no other module imports ``argparse`` or
+  ``gradflow.cli``.
+- The packages outside ``gradflow/`` (``models/``, ``analysis/``, ``figures/``) and the tests use
+  the engine through what ``gradflow`` exports: none imports a private module (a dotted name with
+  a part starting with ``_``, e.g. ``gradflow._io`` or ``gradflow.cli._registry``).  Tests may
+  import ``gradflow.cli`` and its command modules (public names); a test of an engine internal
+  is listed in :data:`PRIVATE_IN_TESTS`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PACKAGES = {
+    "gradflow": "gradflow",
+    "models": "gradflow.models",
+    "analysis": "gradflow.analysis",
+    "figures": "gradflow.figures",
+    "tests": "tests",
+}
+"""Source folder → the dotted name it is imported as (``pyproject.toml``'s package-dir)."""
+
+PRIVATE_IN_TESTS = {("tests.test_canonical_dynamics", "gradflow._separatrix")}
+"""``(test module, private module)``: unit tests of an engine internal that is not exported."""
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported name of a module.
+
+    Attributes:
+        name: the absolute dotted name: the module of ``import a.b``, or ``module.name`` for
+            ``from module import name`` (which may be a submodule or an attribute).
+        line: its line number.
+        in_function: whether the import statement sits inside a function.
+    """
+
+    name: str
+    line: int
+    in_function: bool
+
+    def within(self, prefix: str) -> bool:
+        """Whether this is ``prefix`` or something inside it."""
+        return self.name == prefix or self.name.startswith(prefix + ".")
+
+
+def module_name(path: Path) -> str:
+    """The dotted name a source file is imported as: ``analysis/ntk.py`` → ``gradflow.analysis.ntk``."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    dotted = [PACKAGES[parts[0]], *parts[1:]]
+    if dotted[-1] == "__init__":
+        dotted.pop()
+    return ".".join(dotted)
+
+
+def imports(path: Path) -> list[Import]:
+    """Every name the module at ``path`` imports, relative imports resolved."""
+    module = module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[Import] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, ast.Import):
+            found.extend(Import(alias.name, node.lineno, in_function) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(package, node.module, node.level)
+            found.append(Import(base, node.lineno, in_function))
+            found.extend(Import(f"{base}.{a.name}", node.lineno, in_function) for a in node.names)
+        inside = in_function or isinstance(
+            node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+        )
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(ast.parse(path.read_text(), filename=str(path)), False)
+    return found
+
+
+def _resolve(package: str, module: str | None, level: int) -> str:
+    """The absolute name of ``from {'.' * level}{module} import …`` inside ``package``."""
+    if level == 0:
+        return module or ""
+    parts = package.split(".")
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def sources(*folders: str) -> Iterator[Path]:
+    """Every ``.py`` file under the given top-level folders."""
+    for folder in folders:
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+ENGINE_PACKAGES = {
+    module_name(init.parent / "__init__.py") for init in (ROOT / "gradflow").rglob("__init__.py")
+}
+"""The engine's packages: ``gradflow`` and ``gradflow.cli``."""
+
+
+def private_module(name: str) -> str | None:
+    """The private engine module ``name`` is or lies in (``gradflow._io`` for
+    ``gradflow._io.save_with_data``), or ``None``: the first part starting with ``_`` (dunder
+    names aside) follows an engine package."""
+    parts = name.split(".")
+    for i, part in enumerate(parts[1:], start=1):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[: i + 1]) if ".".join(parts[:i]) in ENGINE_PACKAGES else None
+    return None
+
+
+def _where(path: Path, imported: Import, name: str) -> str:
+    inside = " (inside a function)" if imported.in_function else ""
+    return f"{path.relative_to(ROOT)}:{imported.line} imports {name}{inside}"
+
+
+def test_the_import_helper_resolves_relative_and_nested_imports(tmp_path, monkeypatch) -> None:
+    folder = tmp_path / "analysis"
+    folder.mkdir()
+    source = folder / "example.py"
+    source.write_text(
+        "import numpy as np\nfrom .tables import format_table\n\n"
+        "def f():\n    from gradflow import _io\n"
+    )
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    found = {(i.name, i.line, i.in_function) for i in imports(source)}
+    assert found == {
+        ("numpy", 1, False),
+        ("gradflow.analysis.tables", 2, False),
+        ("gradflow.analysis.tables.format_table", 2, False),
+        ("gradflow", 5, True),
+        ("gradflow._io", 5, True),
+    }
+    assert private_module("gradflow._io.save_with_data") == "gradflow._io"
+    assert private_module("gradflow.cli._registry.MODELS") == "gradflow.cli._registry"
+    assert private_module("gradflow.cli.main") is None
+    assert private_module("gradflow.models.markov._markov_loss") is None  # not the engine's
+
+
+@pytest.mark.parametrize("folder", ["gradflow", "models", "analysis", "figures"])
+def test_only_the_cli_parses_command_lines(folder) -> None:
+    cli = ROOT / "gradflow" / "cli"
+    offending = {
+        _where(path, imported, imported.name)
+        for path in sources(folder)
+        if cli not in path.parents
+        for imported in imports(path)
+        if imported.within("argparse") or imported.within("gradflow.cli")
+    }
+    assert not offending, "\n".join(sorted(offending))
+
+
+@pytest.mark.parametrize("folder", ["models", "analysis", "figures", "tests"])
+def test_nothing_outside_the_engine_imports_a_private_module(folder) -> None:
+    offending = {
+        _where(path, imported, private)
+        for path in sources(folder)
+        for imported in imports(path)
+        if (private := private_module(imported.name)) is not None
+        and (module_name(path), private) not in PRIVATE_IN_TESTS
+    }
+    assert not offending, "\n".join(sorted(offending))
