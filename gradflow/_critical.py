@@ -69,7 +69,9 @@ CLUSTER_LINK = 0.05
 UNBOUNDED_LOSS = -1e6
 """``L`` below this far out along a ray, and still falling, is read as ``L → -∞``."""
 SAMPLE_GRID = 41
-"""Values per free axis of the fixed grid on which a closed-form set's reported sample starts."""
+"""About this many lattice values across a parameter's default range start a set's sample."""
+MAX_LATTICE = 400
+"""At most this many lattice values per free axis inside the box."""
 SEGMENT_SAMPLES = 33
 """Points at which a segment between two clusters of critical points is checked."""
 DIMENSION_SHARE = 0.05
@@ -513,13 +515,14 @@ def _nearest_on_piece(
 ) -> np.ndarray:
     """The point of a closed-form piece nearest the centre of ``box``, of the set's kind.
 
-    The start is the nearest point of that kind on a fixed grid of :data:`SAMPLE_GRID` values per
-    free axis; Nelder–Mead then moves the varying free coordinates to minimise the distance to
-    the centre, and the result is kept where it is on the piece, inside the box and of the same
-    kind.  So every report prints the same point, however densely the set was drawn.
+    The start is the nearest point of that kind whose free coordinates lie on a lattice fixed by
+    the landscape's default ranges (:func:`_lattice`), whatever box was searched; Nelder–Mead then
+    moves the varying free coordinates to minimise the distance to the centre, and the result is
+    kept where it is on the piece, inside the box and of the same kind.  So every report prints
+    the same point, however densely and in however wide a box the set was sampled.
     """
     center = box.mean(axis=1)
-    coarse = sample_piece(landscape, piece, box, SAMPLE_GRID).points
+    coarse = _lattice(landscape, piece, box)
     if len(coarse):
         kinds = classify_points(landscape, coarse, landscape.global_min_loss).kinds
         coarse = coarse[kinds == kind]
@@ -555,6 +558,40 @@ def _nearest_on_piece(
         return start
     same = classify_points(landscape, best[None], landscape.global_min_loss).kinds[0] == kind
     return best if same else start
+
+
+def _lattice(landscape: Landscape, piece: ClosedForm, box: np.ndarray) -> np.ndarray:
+    """Points of a closed-form piece inside ``box`` whose free coordinates are multiples of a
+    round step (1, 2 or 5 times a power of ten) near 1/40 of each parameter's default range.
+
+    A pinned free coordinate keeps its value; a piece with a pinned dependent coordinate (a level
+    set on a slice) gives no lattice.  Returns shape ``(n, dim)``.
+    """
+    if any(box[i, 0] == box[i, 1] for i in piece.dependent):
+        return np.zeros((0, landscape.dim))
+    axes = []
+    for i in piece.free:
+        lo, hi = box[i]
+        if lo == hi:
+            axes.append(np.array([lo]))
+            continue
+        low, high = landscape.bound(landscape.param_names[i])
+        step = _round_step((high - low) / (SAMPLE_GRID - 1))
+        while (hi - lo) / step > MAX_LATTICE:
+            step = _round_step(2.01 * step)
+        axes.append(step * np.arange(np.ceil(lo / step), np.floor(hi / step) + 1))
+    mesh = np.meshgrid(*axes, indexing="ij")
+    free = np.stack([m.ravel() for m in mesh], -1) if axes else np.zeros((1, 0))
+    points, ok = piece.complete(free)
+    ok &= np.all(np.isfinite(points), axis=1)
+    ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
+    return points[ok]
+
+
+def _round_step(width: float) -> float:
+    """The largest of 1, 2, 5 times a power of ten that is at most ``width``."""
+    power = 10.0 ** np.floor(np.log10(width))
+    return float(max(m * power for m in (1, 2, 5) if m * power <= width * (1 + 1e-12)))
 
 
 def _numerical_sets(
