@@ -40,6 +40,7 @@ from ._critical import (  # noqa: E402
 )
 from ._descent import descend  # noqa: E402
 from ._errors import GradflowError  # noqa: E402
+from ._expression import loss_model, parse_loss  # noqa: E402
 from ._flows import flow, flow_endpoints, gradient_descent  # noqa: E402
 from ._integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate  # noqa: E402
 from ._io import atomic_outputs, check_output, save_with_data, to_jsonable  # noqa: E402
@@ -98,6 +99,8 @@ __all__ = [
     "integrate",
     "lambdify_jax",
     "lambdify_numpy",
+    "loss_model",
+    "parse_loss",
     "plane_grid",
     "portrait",
     "progress_bar",
