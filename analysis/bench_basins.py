@@ -28,13 +28,12 @@ from gradflow import (
     critical_sets,
     decision_level,
     default_basin_options,
+    format_table,
     lambdify_numpy,
     plane_grid,
     widened_bounds,
 )
 from gradflow.models import markov
-
-from .tables import format_table
 
 __all__ = ["Config", "Report", "bench"]
 

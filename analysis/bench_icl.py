@@ -21,10 +21,9 @@ from typing import Any
 import equinox as eqx
 import jax
 
-from gradflow import GradflowError
+from gradflow import GradflowError, format_table
 
 from .icl_train import RunSpec, minimal_setup, training_step, transformer_setup
-from .tables import format_table
 
 __all__ = ["Config", "Report", "bench"]
 

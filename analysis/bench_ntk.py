@@ -26,11 +26,11 @@ from typing import Any
 import jax
 import numpy as np
 
+from gradflow import format_table
 from gradflow.models.shallow_encoder import check_size, init_encoder, synthetic_data
 
 from .ntk import empirical_ntk
 from .ntk_sweep import size_field
-from .tables import format_table
 
 __all__ = ["BASELINE", "Config", "Report", "bench"]
 

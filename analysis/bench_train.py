@@ -20,12 +20,11 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from gradflow import GradflowError
+from gradflow import GradflowError, format_table
 from gradflow.models.markov_data import sample_chains
 from gradflow.models.markov_transformer import exact_loss, sample_loss, standard_init
 
 from .markov_training import optimizer as adamw
-from .tables import format_table
 
 __all__ = ["Config", "Report", "bench"]
 

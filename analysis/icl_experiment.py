@@ -13,14 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from gradflow import GradflowError
+from gradflow import GradflowError, format_table
 from gradflow.models.icl_data import PRIOR_NAMES, parse_prior
 from gradflow.models.icl_minimal import MIXINGS
 from gradflow.models.icl_strategies import STRATEGY_NAMES
 
 from .icl_phases import Phases, phases
 from .icl_train import MODELS, History, RunSpec, train
-from .tables import format_table
 
 __all__ = ["ICLConfig", "ICLReport", "run_experiment"]
 

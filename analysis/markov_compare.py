@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from gradflow import GradflowError
+from gradflow import GradflowError, format_table
 from gradflow.models.markov import canonical_bias_model, canonical_model
 from gradflow.models.markov_attention import (
     canonical_attention_bias_model,
@@ -33,7 +33,6 @@ from .markov_checks import (
     random_points,
 )
 from .markov_training import switching_field
-from .tables import format_table
 
 __all__ = ["CompareConfig", "CompareReport", "compare"]
 

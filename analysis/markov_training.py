@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradflow import GradflowError, progress_bar
+from gradflow import GradflowError, format_table, progress_bar
 from gradflow.models.markov_data import check_length, check_switching, sample_chains
 from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
 from gradflow.models.markov_math import entropy_rate, unigram_loss
@@ -38,8 +38,6 @@ from gradflow.models.markov_transformer import (
     sample_loss,
     standard_init,
 )
-
-from .tables import format_table
 
 __all__ = [
     "INITS",

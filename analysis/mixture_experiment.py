@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from gradflow import format_table
 from gradflow.models.mixture_data import BASES, FILLERS
 from gradflow.models.mixture_transformer import COMBINES, READOUTS, MixtureConfig
 
 from .mixture import METHODS, SCHEDULES, MixtureRun, TrainOptions, train, train_reduced
 from .mixture_stages import StageTimes, detect_stages
-from .tables import format_table
 
 __all__ = ["MixtureReport", "MixtureSettings", "run_experiment"]
 

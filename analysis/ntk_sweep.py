@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradflow import GradflowError, progress_bar
+from gradflow import GradflowError, format_table, progress_bar
 from gradflow.models.ntk_limit import limit_kernel, mean_tokens
 from gradflow.models.shallow_encoder import (
     INITS,
@@ -40,7 +40,6 @@ from gradflow.models.shallow_encoder import (
 
 from .ntk import alpha, empirical_ntk, feature_matrix, softmax_deviation
 from .ntk_dynamics import linearized_descent, linearized_flow, loss_bound, train_gd
-from .tables import format_table
 
 __all__ = [
     "AssumptionWarning",

@@ -56,6 +56,7 @@ from ._lowering import (  # noqa: E402
 from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain  # noqa: E402
 from ._portrait import FORMATS, Overlay, Portrait, portrait  # noqa: E402
 from ._progress import progress_bar  # noqa: E402
+from ._text import format_point, format_table  # noqa: E402
 
 __all__ = [
     "FORMATS",
@@ -93,6 +94,8 @@ __all__ = [
     "descend",
     "flow",
     "flow_endpoints",
+    "format_point",
+    "format_table",
     "global_min_level",
     "gradient_descent",
     "gradient_flow",

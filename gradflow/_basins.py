@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import diffrax
 import numpy as np
@@ -150,11 +151,18 @@ class BasinMap:
             f"box {format_point(self.box)}\n{self.table()}"
         )
 
-    def _repr_png_(self) -> bytes:
-        from ._draw import basin_figure, figure_png
+    def figure(self) -> Any:
+        """A new matplotlib figure of the map: each attractor's basin in a tint of its kind's
+        colour, the legend listing each with its share."""
+        from ._draw import basin_figure
 
         order = [self.critical.param_names.index(n) for n in self.plane]
-        return figure_png(basin_figure(self, order, LABELS))
+        return basin_figure(self, order, LABELS)
+
+    def _repr_png_(self) -> bytes:
+        from ._draw import figure_png
+
+        return figure_png(self.figure())
 
 
 def plane_grid(

@@ -205,6 +205,18 @@ class CriticalSets(Sequence[CriticalSet]):
     def __iter__(self) -> Iterator[CriticalSet]:
         return iter(self.sets)
 
+    def inside(self, box: np.ndarray) -> CriticalSets:
+        """The sets with a point inside ``box`` (shape ``(dim, 2)``), e.g. a portrait's drawn box
+        within the wider box searched."""
+        keep = tuple(
+            s
+            for s in self.sets
+            if np.any(
+                np.all((s.points >= box[:, 0] - 1e-12) & (s.points <= box[:, 1] + 1e-12), axis=1)
+            )
+        )
+        return dataclasses.replace(self, sets=keep)
+
     def rows(self) -> tuple[list[str], list[list[str]]]:
         """The header and rows of the report table (one row per set)."""
         unit = f" ({self.unit})" if self.unit else ""

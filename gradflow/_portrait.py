@@ -165,6 +165,17 @@ class Portrait:
     def _repr_png_(self) -> bytes:
         return figure_png(self.figure())
 
+    def shown(self) -> CriticalSets:
+        """The critical sets with a point inside the drawn box (the portrait computes them in a
+        wider box, to name what trajectories leaving it reach)."""
+        box = np.array([self.landscape.bound(n) for n in self.landscape.param_names], dtype=float)
+        box[:, 0], box[:, 1] = -np.inf, np.inf
+        for name, value in self.fixed.items():
+            box[self.landscape.index(name)] = value
+        box[self.plane_order[0]] = self.box[:2]
+        box[self.plane_order[1]] = self.box[2:]
+        return self.critical.inside(box)
+
     def title(self) -> str:
         """``canonical, p = 0.7, q = 0.6: gradient flow in the (w, e) plane``."""
         fixed = "".join(f", {k} = {v:g}" for k, v in self.fixed.items())

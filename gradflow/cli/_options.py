@@ -9,18 +9,13 @@ beside it) and ``--json``, check the path before any work and report in one way
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gradflow.analysis.tables import format_table
-
-from .. import BoundModel, CriticalSet, GradflowError, check_output, save_with_data, to_jsonable
-from .._model import show_domain
-from ._registry import MODELS
+from ._models import add_model_arguments, bound_model
 
 __all__ = [
     "add_box_arguments",
@@ -29,9 +24,7 @@ __all__ = [
     "add_output_arguments",
     "bound_model",
     "check_out",
-    "critical_table",
     "fixed_of",
-    "fractions_table",
     "plane_options",
     "print_json",
     "print_notes",
@@ -41,42 +34,6 @@ __all__ = [
 ]
 
 
-def add_model_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--model NAME`` (default ``canonical``) and one option per hyperparameter name."""
-    parser.add_argument(
-        "--model",
-        default="canonical",
-        choices=sorted(MODELS),
-        help="reduced model (default: canonical)",
-    )
-    names = sorted({h for entry in MODELS.values() for h in entry.hyperparams})
-    for name in names:
-        users = ", ".join(n for n, e in MODELS.items() if name in e.hyperparams)
-        parser.add_argument(
-            f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})"
-        )
-
-
-def bound_model(args: argparse.Namespace) -> BoundModel:
-    """The selected model at the given hyperparameters.
-
-    Raises:
-        GradflowError: a hyperparameter is missing, not a number, or out of range.
-    """
-    module, _, attr = MODELS[args.model].factory.partition(":")
-    model = getattr(importlib.import_module(module), attr)()
-    values = {}
-    for symbol in model.hyperparams:
-        raw = getattr(args, symbol.name, None)
-        if raw is None:
-            domain = model.domains[symbol]
-            raise GradflowError(
-                f"--{symbol.name} is required for model {args.model!r} (a number in {show_domain(domain)})"
-            )
-        values[symbol.name] = raw
-    return model.bind(**values)
-
-
 def add_box_arguments(parser: argparse.ArgumentParser) -> None:
     """``--box XMIN XMAX YMIN YMAX``, ``--plane X Y`` and ``--fixed NAME=VALUE …``."""
     parser.add_argument(
@@ -84,7 +41,7 @@ def add_box_arguments(parser: argparse.ArgumentParser) -> None:
         nargs=4,
         type=float,
         metavar=("XMIN", "XMAX", "YMIN", "YMAX"),
-        help="plane box; for the canonical model WMIN WMAX EMIN EMAX (default: the model's bounds)",
+        help="the plane's box, horizontal axis first; for the canonical model WMIN WMAX EMIN EMAX (default: the model's ranges)",
     )
     parser.add_argument(
         "--plane",
@@ -116,6 +73,8 @@ def fixed_of(args: argparse.Namespace) -> dict[str, float]:
     Raises:
         GradflowError: an entry is not ``NAME=NUMBER``.
     """
+    from gradflow import GradflowError
+
     out = {}
     for item in args.fixed:
         name, sep, value = item.partition("=")
@@ -130,6 +89,8 @@ def fixed_of(args: argparse.Namespace) -> dict[str, float]:
 
 def print_json(data: Any) -> None:
     """One JSON object on stdout (NumPy values converted, non-finite numbers as null)."""
+    from gradflow import to_jsonable
+
     json.dump(to_jsonable(data), sys.stdout, ensure_ascii=False)
     sys.stdout.write("\n")
 
@@ -138,36 +99,6 @@ def print_notes(notes: Sequence[str]) -> None:
     """The model's notes at its hyperparameters, one ``note: …`` line each."""
     for note in notes:
         print(f"note: {note}")
-
-
-def critical_table(sets: Sequence[CriticalSet]) -> str:
-    """The critical sets as a table: kind, dimension, loss, Morse index, equation, a point."""
-    if not sets:
-        return "no critical points in the box (on this slice, if it is one)"
-    rows = [
-        [
-            s.kind,
-            s.dimension,
-            f"{s.loss:.6f}",
-            _morse_index(s),
-            s.equation or s.name,
-            f"({', '.join(f'{x:.4g}' for x in s.points[len(s.points) // 2])})",
-        ]
-        for s in sets
-    ]
-    return format_table(["kind", "dim", "loss (nats)", "Morse index", "set", "sample point"], rows)
-
-
-def _morse_index(s: CriticalSet) -> str:
-    """The Morse index, marked ``degenerate`` where the Hessian has more zero eigenvalues than
-    the set has dimensions (the index then does not decide the kind; probing the loss did)."""
-    return f"{s.morse_index} (degenerate)" if s.nullity > s.dimension else str(s.morse_index)
-
-
-def fractions_table(fractions: Mapping[str, float]) -> str:
-    """The non-zero basin fractions as a table, largest first."""
-    rows = [[k, f"{v:.4f}"] for k, v in sorted(fractions.items(), key=lambda kv: -kv[1]) if v > 0]
-    return format_table(["basin label", "fraction"], rows)
 
 
 def print_report(args: argparse.Namespace, report: Any) -> None:
@@ -204,6 +135,8 @@ def check_out(args: argparse.Namespace, what: str) -> None:
     Raises:
         GradflowError: another suffix or a missing folder (``what`` names the record).
     """
+    from gradflow import check_output
+
     check_output(args.out, (".npz",), what)
 
 
@@ -229,6 +162,8 @@ def save_and_report(
     Returns:
         The paths written.
     """
+    from gradflow import save_with_data
+
     written = save_with_data(args.out, None, arrays, metadata)
     if args.json:
         paths = {"written": [str(p) for p in written]} if list_written else {}

@@ -30,6 +30,7 @@ def add_subcommands(
     argv: Sequence[str],
     dest: str,
     attach: Callable[[argparse.ArgumentParser, ModuleType], None] | None = None,
+    metavar: str = "COMMAND",
 ) -> None:
     """Add one subparser per registry entry; import and fill in only the one named in ``argv``.
 
@@ -40,9 +41,10 @@ def add_subcommands(
     A command module provides ``add_arguments(parser)`` and ``run(args)``.  A command with
     entries of its own (``figures``, ``bench``) provides ``SUBCOMMANDS`` (a registry) and
     ``attach(parser, module)``, which adds the options of the selected entry's module and sets
-    ``_run``; ``attach`` is that function while the entries are added.
+    ``_run``, and ``METAVAR``, what an entry is called in messages (``FIGURE``); ``attach`` is
+    that function while the entries are added.
     """
-    sub = parser.add_subparsers(dest=dest, required=True, metavar=dest.upper(), parser_class=Parser)
+    sub = parser.add_subparsers(dest=dest, required=True, metavar=metavar, parser_class=Parser)
     selected = next((a for a in argv if not a.startswith("-")), None)
     for name, command in registry.items():
         p = sub.add_parser(name, help=command.help, description=command.help)
@@ -53,7 +55,9 @@ def add_subcommands(
             attach(p, module)
         elif hasattr(module, "SUBCOMMANDS"):
             rest = list(argv[list(argv).index(name) + 1 :])
-            add_subcommands(p, module.SUBCOMMANDS, rest, f"{dest}_name", attach=module.attach)
+            add_subcommands(
+                p, module.SUBCOMMANDS, rest, f"{dest}_name", module.attach, module.METAVAR
+            )
         else:
             module.add_arguments(p)
             p.set_defaults(_run=module.run)

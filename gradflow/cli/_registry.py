@@ -52,6 +52,7 @@ COMMANDS = {
     "critical": Command("gradflow.cli.critical", "critical sets, classified by the Hessian"),
     "basins": Command("gradflow.cli.basins", "basin map of the gradient flow on a grid"),
     "flow": Command("gradflow.cli.flow", "one trajectory of the gradient flow to convergence"),
+    "models": Command("gradflow.cli.models", "the models the commands accept, with their ranges"),
     "figures": Command("gradflow.cli.figures", "regenerate a paper figure"),
     "bench": Command("gradflow.cli.bench", "run a benchmark"),
     "train": Command(

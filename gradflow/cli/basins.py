@@ -1,19 +1,23 @@
-"""``gradflow basins``: the basin map of the gradient flow on an N × N grid, as NPZ."""
+"""``gradflow basins``: the basin map of the gradient flow on an N × N grid.
+
+Writes the map as a picture (``basins.png``) with its data beside it (``basins.npz``,
+``basins.json``): which attractor every grid point reached, and the share of each.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from .. import LABELS, basins
 from ._options import (
     add_box_arguments,
+    add_json_argument,
     add_model_arguments,
-    add_output_arguments,
     bound_model,
-    check_out,
-    fractions_table,
     plane_options,
-    save_and_report,
+    print_json,
+    print_notes,
+    wrote,
 )
 
 
@@ -26,45 +30,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=101,
         help="grid points per axis, endpoints included (default 101)",
     )
-    add_output_arguments(
-        parser, "basins.npz", json_help="grid, box and fractions as one JSON object on stdout"
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("basins.npz"),
+        help="data path (default basins.npz); the picture (.png) and the .json go beside it",
     )
+    add_json_argument(parser, "grid, box, attractors and fractions as one JSON object on stdout")
 
 
 def run(args: argparse.Namespace) -> int:
-    check_out(args, "the basin map")
+    from gradflow import LABELS, basins, check_output, save_with_data
+    from gradflow.cli._sizes import check_grid
+
+    check_output(args.out, (".npz",), "the basin map")
     model = bound_model(args)
+    check_grid(args.grid, model.dim, "--grid")
     bm = basins(model, grid=args.grid, **plane_options(args))
-    box = [float(bm.xs[0]), float(bm.xs[-1]), float(bm.ys[0]), float(bm.ys[-1])]
-    fractions = bm.fractions()
+    record = {
+        **model.describe(),
+        "plane": list(bm.plane),
+        "grid": args.grid,
+        "box": list(bm.box),
+        "fixed": bm.fixed,
+        "fractions": bm.fractions(),
+        "attractors": [a.to_dict() for a in bm.attractors],
+        "shortcut": bm.shortcut,
+    }
     arrays = {
         "x": bm.xs,
         "y": bm.ys,
         "labels": bm.labels,
         "label_names": list(LABELS),
+        "attractor_ids": bm.attractor_ids,
         "times": bm.times,
         "steps": bm.steps,
         "endpoints": bm.endpoints,
     }
-    metadata = {
-        "model": model.model.name,
-        "hyperparameters": dict(model.values),
-        "plane": list(bm.plane),
-        "grid": args.grid,
-        "box": box,
-        "fixed": bm.fixed,
-        "fractions": fractions,
-        "solver": [o.to_dict() for o in bm.options],
-    }
-    text = (
-        f"{model!r}: basins on a {args.grid} × {args.grid} grid of the ({bm.plane[0]}, {bm.plane[1]}) plane, box {box}\n"
-        + fractions_table(fractions)
-    )
-    save_and_report(
-        args,
-        arrays,
-        metadata,
-        record={"grid": args.grid, "box": box, "fractions": fractions},
-        text=text,
-    )
+    metadata = {**record, "solver": [o.to_dict() for o in bm.options], "notes": model.notes}
+    picture = args.out.with_suffix(".png")
+    written = save_with_data(picture, lambda path: _draw(bm, path), arrays, metadata)
+    if args.json:
+        print_json(record)
+        return 0
+    print(f"{model.title}: basins on a {args.grid} × {args.grid} grid")
+    print(repr(bm).split("\n", 1)[1])
+    print_notes(model.notes)
+    print(wrote(written))
     return 0
+
+
+def _draw(basin_map, path: Path) -> None:
+    basin_map.figure().savefig(path, dpi=130)

@@ -14,8 +14,10 @@ from ._config import add_config_arguments, config_from_args
 from ._options import add_json_argument, print_report
 from ._registry import BENCHES
 
-__all__ = ["SUBCOMMANDS", "attach", "run"]
+__all__ = ["METAVAR", "SUBCOMMANDS", "attach", "run"]
 
+METAVAR = "BENCHMARK"
+"""What an entry is called in help and errors."""
 SUBCOMMANDS = BENCHES
 
 

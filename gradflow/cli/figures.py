@@ -18,8 +18,10 @@ from ._config import add_config_arguments, config_from_args
 from ._options import wrote
 from ._registry import FIGURES
 
-__all__ = ["SUBCOMMANDS", "attach", "run"]
+__all__ = ["METAVAR", "SUBCOMMANDS", "attach", "run"]
 
+METAVAR = "FIGURE"
+"""What an entry is called in help and errors."""
 SUBCOMMANDS = FIGURES
 
 

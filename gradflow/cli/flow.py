@@ -1,11 +1,10 @@
-"""``gradflow flow``: one trajectory of the gradient flow, integrated to convergence."""
+"""``gradflow flow``: one trajectory of the gradient flow, integrated to its end."""
 
 from __future__ import annotations
 
 import argparse
+import math
 
-from .. import BoundModel, GradflowError, Status, Trajectory, classify_points, critical_sets, flow
-from .._critical import global_min_level
 from ._options import add_json_argument, add_model_arguments, bound_model, print_json
 
 
@@ -17,50 +16,63 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         required=True,
         metavar="X",
-        help="initial point in parameter order (canonical: E W)",
+        help="the initial point θ0: one number per parameter, in the model's order "
+        "(canonical: e w; a --loss: the --params order)",
     )
     add_json_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from gradflow import GradflowError, critical_sets, flow, format_point, widened_bounds
+
     model = bound_model(args)
-    names = model.model.param_names
+    names = model.param_names
     if len(args.init) != len(names):
         raise GradflowError(
             f"--init needs {len(names)} numbers ({' '.join(names)}), got {len(args.init)}"
         )
-    trajectory = flow(model, args.init)
-    reached = _reached(model, trajectory)
+    if not all(math.isfinite(v) for v in args.init):
+        raise GradflowError(f"--init {' '.join(map(str, args.init))}: every value must be finite")
+    critical = critical_sets(model, bounds=widened_bounds(model, {}))
+    trajectory = flow(model, args.init, critical=critical)
+    attractor = None if trajectory.attractor is None else _attractor(model, critical, trajectory)
     record = {
+        **model.describe(),
         "init": list(args.init),
         "endpoint": trajectory.endpoint.tolist(),
         "loss": float(trajectory.losses[-1]),
         "time": trajectory.time,
+        "status": str(trajectory.status),
         "converged": trajectory.converged,
-        "reached": reached,
+        "reached": trajectory.reached,
+        "attractor": attractor,
+        "kink": trajectory.kink,
     }
     if args.json:
         print_json(record)
         return 0
-    print(f"{model!r}: flow from ({', '.join(f'{n} = {v:g}' for n, v in zip(names, args.init))})")
+    unit = f" {model.loss_unit}" if model.loss_unit else ""
+    print(
+        f"{model.title}: flow from ({', '.join(f'{n} = {v:g}' for n, v in zip(names, args.init))})"
+    )
     print(
         f"  endpoint  ({', '.join(f'{n} = {v:.6g}' for n, v in zip(names, trajectory.endpoint))})"
     )
-    print(f"  loss      {record['loss']:.6f} nats")
+    print(f"  loss      {record['loss']:.6f}{unit}")
     print(
-        f"  time      {record['time']:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps"
+        f"  time      {trajectory.time:.4g} (flow time units), {len(trajectory.ts) - 1} solver steps"
     )
+    reached = trajectory.reached
+    if attractor is not None:
+        reached += f": attractor #{attractor['id']} {attractor['set']} at {format_point(attractor['point'])}"
+    if trajectory.kink:
+        reached += f" on the kink of {trajectory.kink}"
     print(f"  reached   {reached}")
     return 0
 
 
-def _reached(model: BoundModel, trajectory: Trajectory) -> str:
-    """The kind of critical set reached, or ``diverged`` / ``not_converged``."""
-    if trajectory.status is Status.DIVERGED:
-        return "diverged"
-    if trajectory.status is not Status.CONVERGED:
-        return "not_converged"
-    global_loss = model.global_min_loss
-    if global_loss is None:
-        global_loss = global_min_level(critical_sets(model))
-    return str(classify_points(model, trajectory.endpoint[None], global_loss).kinds[0])
+def _attractor(model, critical, trajectory) -> dict:
+    from gradflow import AttractorIndex
+
+    index = AttractorIndex(model, critical, critical.box)
+    return index.attractors[trajectory.attractor].to_dict()

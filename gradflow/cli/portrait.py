@@ -1,18 +1,14 @@
-"""``gradflow portrait``: the phase portrait of a reduced model, with its data beside it."""
+"""``gradflow portrait``: the phase portrait of a model or a loss, with its data beside it."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from .. import check_output, portrait
-from .._portrait import FORMATS
 from ._options import (
     add_box_arguments,
     add_model_arguments,
     bound_model,
-    critical_table,
-    fractions_table,
     plane_options,
     print_notes,
     wrote,
@@ -35,15 +31,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gradflow import FORMATS, check_output, portrait
+    from gradflow.cli._sizes import check_grid
+
     check_output(args.out, FORMATS, "the portrait")
     model = bound_model(args)
+    check_grid(args.grid, model.dim, "--grid")
     result = portrait(model, grid=args.grid, **plane_options(args), show_basins=not args.no_basins)
     written = result.save(args.out, notes=model.notes)
-    print(f"{model!r}: critical sets (losses in nats)")
-    print(critical_table(result.critical))
+    print(f"{model.title}: critical sets")
+    print(result.shown().table())
     print_notes(model.notes)
     if result.basin_map is not None:
         print(f"\nbasins on a {args.grid} × {args.grid} grid:")
-        print(fractions_table(result.basin_map.fractions()))
+        print(result.basin_map.table())
     print("\n" + wrote(written))
     return 0

@@ -1,0 +1,187 @@
+"""Which model a command runs on: a registered name, an installed plugin, a file, or ``--loss``.
+
+- ``--model NAME``: a model of the registry (:data:`gradflow.cli._registry.MODELS`) or one an
+  installed package registers under the entry-point group ``gradflow.models``
+  (``name = "package.module:factory"``);
+- ``--model path/to/file.py:factory``: ``factory()`` from that file;
+- ``--loss EXPR`` with ``--params x,y``: a loss written as text (read without executing it).
+
+Hyperparameters come from ``--hyper NAME=VALUE …`` or, for the registered models, their own
+options (``--p``, ``--q``).  Nothing heavy is imported until a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.metadata
+import importlib.util
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ._registry import MODELS
+
+if TYPE_CHECKING:
+    from gradflow import BoundModel, ReducedModel
+
+__all__ = ["ENTRY_POINTS", "add_model_arguments", "available", "bound_model", "load_model"]
+
+ENTRY_POINTS = "gradflow.models"
+"""The entry-point group through which installed packages register models."""
+DEFAULT = "canonical"
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model``, ``--loss``, ``--params``, ``--hyper`` and one option per registered
+    hyperparameter name."""
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--model",
+        metavar="NAME|FILE.py:FACTORY",
+        help=f"a model listed by 'gradflow models', or a factory in a Python file (default {DEFAULT})",
+    )
+    group.add_argument(
+        "--loss",
+        metavar="EXPR",
+        help='a loss written as text instead of a model, e.g. "(x**2 - 1)**2 + y**2"',
+    )
+    group.add_argument(
+        "--params",
+        metavar="X,Y",
+        help="with --loss: the parameters in order (default: its symbols sorted by name)",
+    )
+    group.add_argument(
+        "--hyper",
+        nargs="+",
+        default=[],
+        metavar="NAME=VALUE",
+        help="hyperparameter values, e.g. k=0.5 (any model)",
+    )
+    names = sorted({h for entry in MODELS.values() for h in entry.hyperparams})
+    for name in names:
+        users = ", ".join(n for n, e in MODELS.items() if name in e.hyperparams)
+        group.add_argument(
+            f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})"
+        )
+
+
+def available() -> dict[str, tuple[str, str]]:
+    """Every model name a command accepts: ``{name: (factory, where it comes from)}``."""
+    out = {name: (entry.factory, "gradflow") for name, entry in MODELS.items()}
+    for point in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        out.setdefault(point.name, (point.value, point.dist.name if point.dist else "plugin"))
+    return out
+
+
+def load_model(spec: str) -> ReducedModel:
+    """The :class:`gradflow.ReducedModel` named by ``spec`` (see the module docstring).
+
+    Raises:
+        GradflowError: an unknown name, a missing file or factory, or a factory that does not
+            return a ReducedModel.
+    """
+    from gradflow import GradflowError, ReducedModel
+
+    models = available()
+    if spec in models:
+        factory = _import_attribute(models[spec][0])
+    elif ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
+        factory = _file_attribute(spec)
+    else:
+        raise GradflowError(
+            f"--model {spec!r} is not a known model ({', '.join(sorted(models))}) "
+            "nor FILE.py:FACTORY; 'gradflow models' lists them"
+        )
+    model = factory() if callable(factory) else factory
+    if not isinstance(model, ReducedModel):
+        raise GradflowError(f"--model {spec!r} gave a {type(model).__name__}, not a ReducedModel")
+    return model
+
+
+def _import_attribute(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _file_attribute(spec: str) -> Any:
+    from gradflow import GradflowError
+
+    path, _, attr = spec.rpartition(":")
+    file = Path(path)
+    if not file.is_file():
+        raise GradflowError(f"--model {spec!r}: file {path!r} does not exist")
+    module_spec = importlib.util.spec_from_file_location(f"gradflow_user_model_{file.stem}", file)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    if not hasattr(module, attr):
+        raise GradflowError(f"--model {spec!r}: {path} has no {attr!r}")
+    return getattr(module, attr)
+
+
+def _pairs(option: str, items: list[str]) -> dict[str, float]:
+    """``["k=0.5"]`` as ``{"k": 0.5}``.
+
+    Raises:
+        GradflowError: an item that is not ``NAME=NUMBER`` or not finite, or a repeated name.
+    """
+    from gradflow import GradflowError
+
+    out: dict[str, float] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        try:
+            value = float(text)
+        except ValueError:
+            sep = ""
+        if not sep or not name:
+            raise GradflowError(f"{option} {item!r}: expected NAME=NUMBER, e.g. k=0.5")
+        if not math.isfinite(value):
+            raise GradflowError(f"{option} {item!r}: the value must be a finite number")
+        if name in out:
+            raise GradflowError(f"{option}: {name} is given twice")
+        out[name] = value
+    return out
+
+
+def bound_model(args: argparse.Namespace) -> BoundModel:
+    """The model the options select, bound to its hyperparameter values.
+
+    Raises:
+        GradflowError: ``--model`` with ``--loss``, ``--params`` without ``--loss``, a loss that
+            does not parse, an unknown model, a hyperparameter missing, unknown, given twice or
+            outside its range; each message names the option.
+    """
+    from gradflow import GradflowError, loss_model
+
+    hyper = _pairs("--hyper", args.hyper)
+    for name in sorted({h for entry in MODELS.values() for h in entry.hyperparams}):
+        raw = getattr(args, name, None)
+        if raw is not None:
+            if name in hyper:
+                raise GradflowError(f"--{name} and --hyper {name}=… give {name} twice")
+            hyper[name] = raw
+    if args.loss is not None:
+        if args.model is not None:
+            raise GradflowError("--model and --loss exclude each other: give one")
+        params = None if args.params is None else [p.strip() for p in args.params.split(",")]
+        try:
+            model = loss_model(args.loss, params=params, hyperparams=list(hyper))
+        except GradflowError as error:
+            raise GradflowError(f"--loss: {error}") from None
+    else:
+        if args.params is not None:
+            raise GradflowError("--params goes with --loss (a model names its own parameters)")
+        model = load_model(args.model or DEFAULT)
+    missing = [h.name for h in model.hyperparams if h.name not in hyper]
+    if missing:
+        from gradflow import show_domain
+
+        ranges = ", ".join(
+            f"{h.name} in {show_domain(model.domains[h])}" for h in model.hyperparams
+        )
+        raise GradflowError(
+            f"model {model.name!r} needs a value for {', '.join(missing)} "
+            f"(--hyper {missing[0]}=VALUE, or --{missing[0]}; {ranges})"
+        )
+    return model.bind(**hyper)

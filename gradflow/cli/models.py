@@ -1,0 +1,48 @@
+"""``gradflow models``: every model the commands accept, with its parameters, hyperparameters
+(and their ranges) and source."""
+
+from __future__ import annotations
+
+import argparse
+
+from ._models import available, load_model
+from ._options import add_json_argument, print_json
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_json_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gradflow import format_table, show_domain
+
+    records = []
+    for name, (factory, origin) in sorted(available().items()):
+        model = load_model(name)
+        records.append(
+            {
+                "name": name,
+                "parameters": list(model.param_names),
+                "hyperparameters": {
+                    h.name: show_domain(model.domains[h]) for h in model.hyperparams
+                },
+                "factory": factory,
+                "package": origin,
+                "source": model.source,
+            }
+        )
+    if args.json:
+        print_json({"models": records})
+        return 0
+    rows = [
+        [
+            r["name"],
+            ", ".join(r["parameters"]),
+            ", ".join(f"{k} ∈ {v}" for k, v in r["hyperparameters"].items()),
+            r["source"],
+        ]
+        for r in records
+    ]
+    print(format_table(["model", "parameters", "hyperparameters", "source"], rows))
+    print("\nor: --model FILE.py:FACTORY, or --loss EXPR --params X,Y [--hyper NAME=VALUE …]")
+    return 0
