@@ -8,8 +8,9 @@ record and a text report.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -73,6 +74,22 @@ class ICLConfig:
     )
     solver: str = field(default="flow", metadata={"help": "reduced: flow (diffrax) or gd"})
     d: int = field(default=16, metadata={"help": "transformer width"})
+
+    SIZES: ClassVar[tuple[str, ...]] = ("k", "T", "batch", "d")
+    """The fields that set the memory a run needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory (float64): the batch's ``k × k`` transition matrices, its
+        one-hot sequences, ``T × T`` attention or positional mixing with gradients, and for the
+        reduced model its sample relabelled by all ``k!`` permutations."""
+        batch = self.batch if self.batch is not None else 64
+        per_sequence = (
+            24.0 * self.k**2 + 64.0 * self.T * self.k + 96.0 * self.T**2 + 64.0 * self.T * self.d
+        )
+        total = batch * per_sequence
+        if self.model == "reduced":
+            total += batch * math.exp(math.lgamma(self.k + 1)) * self.T * 8.0
+        return total
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import equinox as eqx
 import jax
@@ -121,6 +121,19 @@ class TrainConfig:
     )
     eval_every: int = field(default=25, metadata={"help": "steps between test-loss evaluations"})
     eval_batch: int = 256
+
+    SIZES: ClassVar[tuple[str, ...]] = ("length", "batch", "seeds", "d")
+    """The fields that set the memory a run needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory of a run (float32): causal attention scores, softmax and their
+        gradients for ``batch × seeds`` sequences, the evaluation batch's forward pass, and the
+        activations of width ``5d`` along ``N`` positions."""
+        sequences = self.batch * self.seeds
+        return (
+            4.0 * self.length**2 * (4 * sequences + self.eval_batch)
+            + 200.0 * sequences * self.length * self.d
+        )
 
     def __post_init__(self) -> None:
         check_switching(self.p, self.q)

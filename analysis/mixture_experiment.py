@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -99,6 +99,18 @@ class MixtureSettings:
         metadata={"help": "descent step η; t_max/(records·η) must be a whole number"},
     )
     records: int = field(default=200, metadata={"help": "recorded states after the initial one"})
+
+    SIZES: ClassVar[tuple[str, ...]] = ("k", "d", "m", "L")
+    """The fields that set the memory a run needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory (float64): two heads of ``m`` neurons and query/key weights on
+        ``d``, and the exact population of ``K (K - 1) · 4`` samples of ``L`` tokens with the
+        per-sample activations and gradients."""
+        d_head = self.d_head if self.d_head is not None else self.m
+        params = 2 * (self.m * self.d + self.m + 2 * d_head * self.d)
+        samples = 4 * self.k * max(self.k - 1, 1)
+        return 8.0 * (20 * params + 20 * samples * self.L * (self.d + self.m + self.L))
 
     def __post_init__(self) -> None:
         self.model()

@@ -21,7 +21,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -189,6 +189,17 @@ class SweepConfig:
         default=0, metadata={"flag": "--seed", "help": "seed of the synthetic data"}
     )
     hidden: bool = field(default=False, metadata={"help": "add the hidden layer W_H"})
+
+    SIZES: ClassVar[tuple[str, ...]] = ("widths", "n_samples", "d_s", "d")
+    """The fields that set the memory a sweep needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory at the widest ``d_m`` (float64): the Jacobian of ``N`` outputs
+        over the ``3 d_m d + d_m`` parameters (``+ d_m²`` with the hidden layer) and its kernel,
+        and the ``N × d_s × d_m`` activations with their gradients."""
+        d_m = float(max(self.widths))
+        params = 3 * d_m * self.d + d_m + (d_m**2 if self.hidden else 0.0)
+        return 8.0 * (3 * self.n_samples * params + 6 * self.n_samples * self.d_s * d_m)
 
     def __post_init__(self) -> None:
         for name in ("n_samples", "d_s", "d", "steps", "seeds"):

@@ -11,11 +11,11 @@ p + q > 1 and p + q < 1.  Bottom middle and right: 3-D trajectories projected on
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Portrait, Trajectory, flow, portrait
+from gradflow import GradflowError, Portrait, Trajectory, basin_memory, flow, portrait
 from gradflow.analysis.markov_rays import RayOutcomes, ray_outcomes, sphere_directions
 from gradflow.models import markov
 from gradflow.models.markov_attention import canonical_attention
@@ -61,6 +61,13 @@ class Config:
     def __post_init__(self) -> None:
         if self.directions < 1:
             raise GradflowError(f"--directions {self.directions} must be ≥ 1")
+
+    SIZES: ClassVar[tuple[str, ...]] = ("grid",)
+    """The field that sets the memory the figure needs."""
+
+    def memory_bytes(self) -> float:
+        """The basin maps' estimated peak memory (one map at a time)."""
+        return basin_memory(self.grid, 3)
 
 
 @dataclass(frozen=True)

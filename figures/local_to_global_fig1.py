@@ -10,11 +10,11 @@ runs into the saddle).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Portrait, portrait
+from gradflow import GradflowError, Portrait, basin_memory, portrait
 from gradflow.models import markov
 
 if TYPE_CHECKING:
@@ -41,6 +41,13 @@ class Config:
     def __post_init__(self) -> None:
         if self.grid < 2:
             raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
+
+    SIZES: ClassVar[tuple[str, ...]] = ("grid",)
+    """The field that sets the memory the figure needs."""
+
+    def memory_bytes(self) -> float:
+        """The basin maps' estimated peak memory (one map at a time)."""
+        return basin_memory(self.grid, 2)
 
 
 @dataclass(frozen=True)

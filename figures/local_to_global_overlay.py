@@ -11,11 +11,11 @@ where the weights go, the basins show where the reduced flow would take them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Overlay, Portrait, portrait
+from gradflow import GradflowError, Overlay, Portrait, basin_memory, portrait
 from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
 from gradflow.models import markov
 
@@ -47,6 +47,13 @@ class Config:
     def __post_init__(self) -> None:
         if not 1 <= self.seeds <= 3:
             raise GradflowError(f"--seeds {self.seeds} must be in 1…3")
+
+    SIZES: ClassVar[tuple[str, ...]] = ("grid",)
+    """The field that sets the memory the figure needs."""
+
+    def memory_bytes(self) -> float:
+        """The basin maps' estimated peak memory (one map at a time)."""
+        return basin_memory(self.grid, 2)
 
 
 @dataclass(frozen=True)

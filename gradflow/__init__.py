@@ -24,6 +24,7 @@ from ._attractors import Attractor, AttractorIndex  # noqa: E402
 from ._basins import (  # noqa: E402
     LABELS,
     BasinMap,
+    basin_memory,
     basins,
     default_basin_options,
     plane_grid,
@@ -84,6 +85,7 @@ __all__ = [
     "Status",
     "Trajectory",
     "atomic_outputs",
+    "basin_memory",
     "basins",
     "binary_cross_entropy",
     "check_output",

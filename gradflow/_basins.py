@@ -36,6 +36,7 @@ from ._text import format_point, format_table
 __all__ = [
     "LABELS",
     "BasinMap",
+    "basin_memory",
     "basins",
     "default_basin_options",
     "plane_grid",
@@ -53,6 +54,17 @@ _STATUS_LABEL = {
     Status.NOT_CONVERGED: "not_converged",
     Status.NON_SMOOTH: "non_smooth",
 }
+
+
+BYTES_PER_TRAJECTORY = 512
+"""Memory per grid point and per parameter of a basin map: float64 states, endpoints, statuses,
+labels and their copies, with room for the solver's chunk buffers (bytes)."""
+
+
+def basin_memory(grid: int, dim: int) -> float:
+    """Estimated peak memory (bytes) of a ``grid × grid`` basin map of a ``dim``-parameter
+    landscape (the solver works in bounded chunks; what grows is the per-point state)."""
+    return float(grid) ** 2 * (dim + 2) * BYTES_PER_TRAJECTORY
 
 
 def default_basin_options() -> tuple[FlowOptions, FlowOptions]:

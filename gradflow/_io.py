@@ -8,7 +8,6 @@ output behind.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import importlib.metadata
 import json
 import os
@@ -82,7 +81,8 @@ def check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
         what: what is written there, for the message (``"the basin map"``).
 
     Raises:
-        GradflowError: an unsupported suffix or a missing folder, in one line naming the path.
+        GradflowError: an unsupported suffix, a missing or unwritable folder, or a path that is a
+            folder, in one line naming the path.
     """
     if path.suffix.lower() not in suffixes:
         raise GradflowError(
@@ -91,6 +91,15 @@ def check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
         )
     if not path.parent.is_dir():
         raise GradflowError(f"--out {str(path)!r}: folder {str(path.parent)!r} does not exist")
+    if path.is_dir():
+        raise GradflowError(f"--out {str(path)!r} is a folder, not a file")
+    try:
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as error:
+        raise GradflowError(
+            f"--out {str(path)!r}: cannot write in {str(path.parent)!r} ({error.strerror})"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -130,12 +139,11 @@ def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write JSON (NumPy values converted) with a creation time and package versions added."""
-    record = {
-        **to_jsonable(data),
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "versions": package_versions(),
-    }
+    """Write JSON (NumPy values converted) with the package versions added.
+
+    No time stamp: the same computation writes byte-identical files.
+    """
+    record = {**to_jsonable(data), "versions": package_versions()}
     Path(path).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+import gradflow
+
 BAD = [
     ["portrait", "--p", "1.2", "--q", "0.6"],
     ["portrait", "--p", "0.7", "--q", "0"],
@@ -43,12 +45,10 @@ def test_bad_input_is_a_one_line_error_with_status_2_and_no_output(argv, cli) ->
     ],
 )
 def test_missing_output_folder_is_rejected_before_any_work(argv, computes, cli, monkeypatch):
-    module = __import__(f"gradflow.cli.{computes}", fromlist=[computes])
-
     def no_work(*args, **kwargs):
         raise AssertionError("the command computed before checking --out")
 
-    monkeypatch.setattr(module, computes, no_work)
+    monkeypatch.setattr(gradflow, computes, no_work)
     cli.assert_rejected(argv, "folder 'missing' does not exist")
 
 
@@ -104,8 +104,14 @@ def test_basins_json_and_npz(cli, tmp_path) -> None:
         "diverged",
         "not_converged",
     }
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["basins.json", "basins.npz", "basins.png"]
     saved = np.load(tmp_path / "basins.npz")
-    assert saved["labels"].shape == (7, 7)
+    assert saved["labels"].shape == (7, 7) and saved["attractor_ids"].shape == (7, 7)
+    shares = {a["id"]: a["fraction"] for a in data["attractors"]}
+    assert sum(shares.values()) + data["fractions"]["diverged"] == pytest.approx(1.0)
+    reached = np.bincount(saved["attractor_ids"][saved["attractor_ids"] >= 0])
+    for i, count in enumerate(reached):
+        assert shares[i] == pytest.approx(count / 49)
     np.testing.assert_allclose(saved["x"], np.linspace(-2, 2, 7))
     assert json.loads((tmp_path / "basins.json").read_text())["hyperparameters"] == {
         "p": 0.1,
@@ -121,7 +127,7 @@ def test_portrait_writes_figure_and_data(cli, tmp_path) -> None:
     assert meta["model"] == "canonical" and meta["hyperparameters"] == {"p": 0.7, "q": 0.6}
     assert meta["grid"] == [9, 9] and {"jax", "diffrax", "sympy"} <= set(meta["versions"])
     assert meta["solver"][0]["solver"] == "Tsit5"
-    assert "global_min" in run.out and "basin label" in run.out
+    assert "global_min" in run.out and "attractor" in run.out and "Γ*" in run.out
 
 
 def test_portrait_of_an_iid_chain_says_every_critical_point_is_global(cli, tmp_path) -> None:

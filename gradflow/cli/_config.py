@@ -141,13 +141,19 @@ def config_from_args(config_type: type, args: argparse.Namespace, **extra: Any) 
     Several words (``nargs``) become a tuple; options the parser did not add (``skip``) keep the
     dataclass's default.
 
+    A configuration with a ``memory_bytes()`` estimate that cannot fit in memory is refused
+    before anything is allocated.
+
     Raises:
-        GradflowError: whatever the dataclass's own checks raise for a bad value.
+        GradflowError: whatever the dataclass's own checks raise for a bad value, or sizes
+            beyond the memory available.
     """
-    values = {
-        field.name: getattr(args, field.name)
-        for field in dataclasses.fields(config_type)
-        if field.init and hasattr(args, field.name)
-    }
+    from ._sizes import check_config
+
+    fields = [f for f in dataclasses.fields(config_type) if f.init]
+    values = {f.name: getattr(args, f.name) for f in fields if hasattr(args, f.name)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
-    return config_type(**values | extra)
+    config = config_type(**values | extra)
+    flags = {f.name: f.metadata.get("flag", "--" + f.name.replace("_", "-")) for f in fields}
+    check_config(config, flags)
+    return config

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -71,7 +72,7 @@ def fixed_of(args: argparse.Namespace) -> dict[str, float]:
     """``--fixed b=0.5`` as ``{"b": 0.5}``.
 
     Raises:
-        GradflowError: an entry is not ``NAME=NUMBER``.
+        GradflowError: an entry is not ``NAME=NUMBER`` or not finite.
     """
     from gradflow import GradflowError
 
@@ -84,6 +85,8 @@ def fixed_of(args: argparse.Namespace) -> dict[str, float]:
             sep = ""
         if not sep:
             raise GradflowError(f"--fixed {item!r}: expected NAME=NUMBER, e.g. b=0.5")
+        if not math.isfinite(out[name]):
+            raise GradflowError(f"--fixed {item} must be a finite number")
     return out
 
 

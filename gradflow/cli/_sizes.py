@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_memory", "check_grid", "refuse_beyond_memory"]
+__all__ = ["available_memory", "check_config", "check_grid", "refuse_beyond_memory"]
 
 SHARE = 0.5
 """The share of the available memory a command may plan to use."""
-BYTES_PER_TRAJECTORY = 512
-"""Memory per grid point of a basin map and per parameter (float64 state, endpoints, statuses,
-labels and their copies, with room for the solver's chunk buffers); measured peak ≈ 300."""
 
 
 def available_memory() -> int:
@@ -44,9 +41,10 @@ def refuse_beyond_memory(option: str, value: object, needed: float) -> None:
 
     free = available_memory()
     if needed > SHARE * free:
+        what = f"{option} {value}".strip()
         raise GradflowError(
-            f"{option} {value} needs about {_gib(needed)} of memory, more than half of the "
-            f"{_gib(free)} available; choose a smaller {option}"
+            f"{what} needs about {_gib(needed)} of memory, more than half of the "
+            f"{_gib(free)} available; choose smaller sizes"
         )
 
 
@@ -56,8 +54,30 @@ def check_grid(grid: int, dim: int, option: str) -> None:
     Raises:
         GradflowError: a grid below 2, or one beyond the memory available.
     """
-    from gradflow import GradflowError
+    from gradflow import GradflowError, basin_memory
 
     if grid < 2:
         raise GradflowError(f"{option} {grid} must be an integer ≥ 2")
-    refuse_beyond_memory(option, grid, float(grid) ** 2 * (dim + 2) * BYTES_PER_TRAJECTORY)
+    refuse_beyond_memory(option, grid, basin_memory(grid, dim))
+
+
+def check_config(config: object, flags: dict[str, str]) -> None:
+    """Refuse a configuration whose ``memory_bytes()`` estimate cannot fit; the message names
+    its size options (``config.SIZES``, written as the options ``flags`` maps them to).
+
+    Raises:
+        GradflowError: the estimate exceeds the memory available.
+    """
+    estimate = getattr(config, "memory_bytes", None)
+    if estimate is None:
+        return
+    sizes = " ".join(
+        f"{flags.get(name, '--' + name)} {_shown(getattr(config, name))}"
+        for name in getattr(config, "SIZES", ())
+        if getattr(config, name) is not None
+    )
+    refuse_beyond_memory(sizes, "", estimate())
+
+
+def _shown(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)

@@ -39,10 +39,7 @@ def run(args: argparse.Namespace) -> int:
                 raise GradflowError(
                     f"--fixed {name}: {name} is an axis of the --box plane ({', '.join(plane)})"
                 )
-    try:
-        sets = critical_sets(model, bounds=bounds, fixed=fixed or None)
-    except GradflowError as error:
-        raise GradflowError(f"--fixed: {error}" if "fixed" in str(error) else str(error)) from None
+    sets = critical_sets(model, bounds=bounds, fixed=fixed or None)
     notes = model.notes
     if args.json:
         print_json(
