@@ -314,7 +314,7 @@ _LOWERINGS: dict[type[sp.Basic], Callable[[ModuleType, ModuleType], Callable[...
     sp.gamma: lambda xp, special: special.gamma,
     sp.loggamma: lambda xp, special: special.gammaln,
     sp.polygamma: lambda xp, special: special.polygamma,
-    sp.Abs: lambda xp, special: xp.abs,
+    sp.Abs: lambda xp, special: lambda x: x * xp.sign(x),
     sp.sign: lambda xp, special: xp.sign,
     sp.Max: lambda xp, special: lambda *args: functools.reduce(xp.maximum, args),
     sp.Min: lambda xp, special: lambda *args: functools.reduce(xp.minimum, args),
@@ -328,7 +328,8 @@ _LOWERINGS: dict[type[sp.Basic], Callable[[ModuleType, ModuleType], Callable[...
 """How each supported SymPy function is computed, given the array module and its special
 functions (``jax.numpy``/``jax.scipy.special`` or ``numpy``/``scipy.special``).
 
-Notes: ``loggamma`` is ``log|Γ(x)|`` (SymPy's value for ``x > 0``, its real part for ``x < 0``,
+Notes: ``Abs`` is ``x·sign(x)``, so that JAX differentiates it as SymPy does, ``sign(0) = 0``
+(``jnp.abs`` has slope 1 at 0); ``loggamma`` is ``log|Γ(x)|`` (SymPy's value for ``x > 0``, its real part for ``x < 0``,
 where ``d/dx = digamma`` holds too); ``digamma(x)`` is ``polygamma(0, x)`` in SymPy;
 ``DiracDelta`` (from differentiating ``sign`` or ``Heaviside``) is 0, its value away from the
 origin; ``Heaviside(0)`` is SymPy's ``H0`` (½ by default)."""
@@ -419,8 +420,51 @@ def _namespace(xp: ModuleType, special: ModuleType) -> dict[str, Callable[..., o
     return {f"{_PREFIX}{cls.__name__}": make(xp, special) for cls, make in _LOWERINGS.items()}
 
 
+@jax.custom_jvp
+def _sigmoid(x: jax.Array) -> jax.Array:
+    """``jax.nn.sigmoid`` with derivative ``σ(x)σ(-x)``: JAX's own rule ``σ(1 - σ)`` loses all
+    digits of ``1 - σ(x)`` for large ``x`` (relative error 1e-3 at ``x = 30``)."""
+    return jax.nn.sigmoid(x)
+
+
+@_sigmoid.defjvp
+def _sigmoid_jvp(primals: tuple[jax.Array], tangents: tuple[jax.Array]) -> tuple[jax.Array, ...]:
+    (x,), (t,) = primals, tangents
+    return _sigmoid(x), _sigmoid(x) * _sigmoid(-x) * t
+
+
+@jax.custom_jvp
+def _softplus(x: jax.Array) -> jax.Array:
+    """``log(1 + e^x)``, derivative :func:`_sigmoid`."""
+    return jnp.logaddexp(0.0, x)
+
+
+@_softplus.defjvp
+def _softplus_jvp(primals: tuple[jax.Array], tangents: tuple[jax.Array]) -> tuple[jax.Array, ...]:
+    (x,), (t,) = primals, tangents
+    return _softplus(x), _sigmoid(x) * t
+
+
+@jax.custom_jvp
+def _logaddexp(a: jax.Array, b: jax.Array) -> jax.Array:
+    """``log(e^a + e^b)``, partial derivatives ``σ(a - b)``, ``σ(b - a)`` (:func:`_sigmoid`)."""
+    return jnp.logaddexp(a, b)
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(
+    primals: tuple[jax.Array, jax.Array], tangents: tuple[jax.Array, jax.Array]
+) -> tuple[jax.Array, ...]:
+    (a, b), (ta, tb) = primals, tangents
+    return _logaddexp(a, b), _sigmoid(a - b) * ta + _sigmoid(b - a) * tb
+
+
 _JAX_NAMESPACE = {
     **_namespace(jnp, jax_special),
+    f"{_PREFIX}Sigmoid": _sigmoid,
+    f"{_PREFIX}LogSigmoid": lambda x: -_softplus(-x),
+    f"{_PREFIX}Softplus": _softplus,
+    f"{_PREFIX}LogAddExp": _logaddexp,
     f"{_PREFIX}{_Gate.__name__}": lambda taken, x: jnp.where(taken, x, jax.lax.stop_gradient(x)),
 }
 _NUMPY_NAMESPACE = _namespace(np, scipy_special)
@@ -473,14 +517,23 @@ def lambdify_numpy(
     For per-point calls from Python (scipy root finding and ODE baselines), where a NumPy call
     costs microseconds and a JAX dispatch tens of them.  Supports the functions of
     :data:`LOWERED_FUNCTIONS` (``scipy.special`` for the special functions); ``DiracDelta``
-    (from differentiating ``sign``) evaluates to 0, its value away from the origin.
+    (from differentiating ``sign``) evaluates to 0, its value away from the origin.  As in JAX,
+    a value that is not real or not finite is NaN or ±inf without a ``RuntimeWarning`` (a
+    ``Piecewise`` evaluates every branch, also where it is not defined).
 
     Raises:
         GradflowError: ``expr`` uses a function that has no lowering (the message names it).
     """
     _check(_leaves(expr), "NumPy")
     printer = _NumPyPrinter(_PRINTER_SETTINGS)
-    return sp.lambdify(args, expr, modules=[_NUMPY_NAMESPACE, "numpy"], printer=printer, cse=True)
+    fn = sp.lambdify(args, expr, modules=[_NUMPY_NAMESPACE, "numpy"], printer=printer, cse=True)
+
+    @functools.wraps(fn)
+    def quiet(*values: float) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return fn(*values)
+
+    return quiet
 
 
 def _leaves(expr: object) -> list[sp.Basic]:
