@@ -329,10 +329,11 @@ _LOWERINGS: dict[type[sp.Basic], Callable[[ModuleType, ModuleType], Callable[...
 functions (``jax.numpy``/``jax.scipy.special`` or ``numpy``/``scipy.special``).
 
 Notes: ``Abs`` is ``x·sign(x)``, so that JAX differentiates it as SymPy does, ``sign(0) = 0``
-(``jnp.abs`` has slope 1 at 0); ``loggamma`` is ``log|Γ(x)|`` (SymPy's value for ``x > 0``, its real part for ``x < 0``,
-where ``d/dx = digamma`` holds too); ``digamma(x)`` is ``polygamma(0, x)`` in SymPy;
-``DiracDelta`` (from differentiating ``sign`` or ``Heaviside``) is 0, its value away from the
-origin; ``Heaviside(0)`` is SymPy's ``H0`` (½ by default)."""
+(``jnp.abs`` has slope 1 at 0); ``loggamma`` is ``log|Γ(x)|`` (SymPy's value for ``x > 0``, its
+real part for ``x < 0``, where ``d/dx = digamma`` holds too); ``digamma(x)`` is
+``polygamma(0, x)`` in SymPy; ``DiracDelta`` (from differentiating ``sign`` or ``Heaviside``) is
+0, its value away from the origin; ``Heaviside(0)`` is SymPy's ``H0`` (½ by default).  In JAX the
+last four get derivative rules in terms of ``σ`` (:func:`_sigmoid`)."""
 
 LOWERED_FUNCTIONS: tuple[str, ...] = tuple(
     sorted([cls.__name__ for cls in _LOWERINGS] + ["Piecewise"], key=str.lower)
@@ -342,8 +343,10 @@ LOWERED_FUNCTIONS: tuple[str, ...] = tuple(
 _PREFIX = "_lowered_"
 """Prefix of the printed names of the lowered functions (never a symbol's name)."""
 
-_STRUCTURE = (sp.Atom, BooleanAtom, sp.Add, sp.Mul, sp.Pow, sp.Rel, sp.And, sp.Or, sp.Not)
-_STRUCTURE += (sp.Piecewise, ExprCondPair)
+_STRUCTURE = (
+    *(sp.Atom, sp.Add, sp.Mul, sp.Pow, sp.Piecewise, ExprCondPair),
+    *(BooleanAtom, sp.Rel, sp.And, sp.Or, sp.Not),
+)
 """Expression nodes the printers handle themselves (conditions of a ``Piecewise`` included)."""
 
 
@@ -400,23 +403,38 @@ def _print_by_name(printer: NumPyPrinter, expr: sp.Function) -> str:
     return f"{_PREFIX}{type(expr).__name__}({args})"
 
 
-class _ByName:
-    """Printer mixin: every function of :data:`_LOWERINGS` (and :class:`_Gate`) by name."""
+class _Printing:
+    """Printer mixin: every function of :data:`_LOWERINGS` (and :class:`_Gate`) by its name in
+    the namespace; ``And``/``Or`` as broadcasting reductions (SymPy stacks their arguments into
+    one array, which fails for a condition on a batched parameter and a scalar
+    hyperparameter)."""
+
+    def _print_And(self, expr: sp.And) -> str:
+        return self._print_reduction("logical_and", expr)
+
+    def _print_Or(self, expr: sp.Or) -> str:
+        return self._print_reduction("logical_or", expr)
+
+    def _print_reduction(self, op: str, expr: sp.Basic) -> str:
+        reduce = self._module_format("functools.reduce")
+        function = self._module_format(f"{self._module}.{op}")
+        return f"{reduce}({function}, [{', '.join(self._print(arg) for arg in expr.args)}])"
 
 
 for _cls in (*_LOWERINGS, _Gate):
-    setattr(_ByName, f"_print_{_cls.__name__}", _print_by_name)
+    setattr(_Printing, f"_print_{_cls.__name__}", _print_by_name)
 
 
-class _JaxPrinter(_ByName, JaxPrinter):
+class _JaxPrinter(_Printing, JaxPrinter):
     """SymPy's JAX printer with the lowered functions printed by name."""
 
 
-class _NumPyPrinter(_ByName, NumPyPrinter):
+class _NumPyPrinter(_Printing, NumPyPrinter):
     """SymPy's NumPy printer with the lowered functions printed by name."""
 
 
 def _namespace(xp: ModuleType, special: ModuleType) -> dict[str, Callable[..., object]]:
+    """The lowered functions by their printed names, computed with ``xp`` and ``special``."""
     return {f"{_PREFIX}{cls.__name__}": make(xp, special) for cls, make in _LOWERINGS.items()}
 
 

@@ -213,6 +213,28 @@ def test_kinks_and_branches_give_no_nan(expr: sp.Expr) -> None:
     np.testing.assert_allclose(jax.jit(jax.vmap(jax.hessian(f)))(points), curvatures, atol=1e-15)
 
 
+def test_conditions_mixing_a_batched_parameter_and_a_hyperparameter() -> None:
+    """``L = x²`` if ``h > 0``, else ``√x`` if ``x > 0``, else 0: the second branch is taken where
+    ``x > 0 ∧ h ≤ 0``, a condition on a batch of ``x`` and a scalar ``h``.  At ``h = -1``:
+    ``L = [0, 0, 2]``, ``L' = [0, 0, 1/4]``, ``L'' = [0, 0, -1/32]`` at ``x = [-1, 0, 4]``; at
+    ``h = 1``: ``x²``, ``2x``, 2."""
+    h = sp.Symbol("h", real=True)
+    model = ReducedModel(
+        name="switch",
+        params=(x,),
+        hyperparams=(h,),
+        loss=sp.Piecewise((x**2, h > 0), (sp.sqrt(x), x > 0), (0, True)),
+    )
+    theta = np.array([[-1.0], [0.0], [4.0]])
+    below, above = model.bind(h=-1.0), model.bind(h=1.0)
+    np.testing.assert_allclose(below.loss(theta), [0.0, 0.0, 2.0], atol=1e-15)
+    np.testing.assert_allclose(below.grad(theta)[:, 0], [0.0, 0.0, 1 / 4], atol=1e-15)
+    np.testing.assert_allclose(below.hessian(theta)[:, 0, 0], [0.0, 0.0, -1 / 32], atol=1e-15)
+    np.testing.assert_allclose(above.loss(theta), [1.0, 0.0, 16.0], atol=1e-15)
+    np.testing.assert_allclose(above.grad(theta)[:, 0], [-2.0, 0.0, 8.0], atol=1e-15)
+    np.testing.assert_allclose(above.hessian(theta)[:, 0, 0], [2.0, 2.0, 2.0], atol=1e-15)
+
+
 def test_rational_powers_are_principal_and_real_root_is_the_real_root() -> None:
     """``x**(1/3)`` is SymPy's principal root: at ``x = -8`` it is ``1 + i√3``, not real, so
     NaN, as is ``sqrt(-1)``; ``x**(2/3)`` likewise (``-2 + 2i√3``).  The real cube root is
