@@ -146,11 +146,12 @@ def stabilize(expr: sp.Expr) -> sp.Expr:
     - ``log(1 + e^u)`` → ``Softplus(u)``; ``log(e^a + e^b + …)`` → ``LogAddExp(a, b, …)`` (folded
       pairwise); positive constant factors of the terms become summands of the exponents
       (``log(2 + e^u)`` → ``LogAddExp(log 2, u)``);
-    - ``e^b / (e^a + e^c)`` with ``b = a`` → ``Sigmoid(a - c)``; ``1 / (1 + e^u)`` → ``Sigmoid(-u)``
-      (so ``e^u/(1 + e^u)``, ``e^u/(e^u + 1)`` and ``1/(1 + e^{-u})`` all become ``Sigmoid(u)``);
+    - ``e^a / (e^a + e^c)`` → ``Sigmoid(a - c)`` and ``1 / (1 + e^u)`` → ``Sigmoid(-u)`` (so
+      ``e^u/(1 + e^u)``, ``e^u/(e^u + 1)`` and ``1/(1 + e^{-u})`` all become ``Sigmoid(u)``);
+      with more terms in the denominator, ``e^{a - LogAddExp(a, c, …)}``;
     - ``log σ(u)`` → ``LogSigmoid(u)``, ``log(1 - σ(u))`` → ``LogSigmoid(-u)``;
     - the log of a product or power of such factors (and of ``e^u`` and of factors SymPy proves
-      positive) → the sum of their logs: ``log(1/(1 + e^{-u}))`` → ``-Softplus(-u)``.
+      positive) → the sum of their logs: ``log(e^u / (1 + e^v)^2)`` → ``u - 2 Softplus(v)``.
 
     The parameters of a loss are real, so the rewrites are identities.  Applied to a loss before
     it is differentiated, they make the symbolic gradient stable too (``d softplus(u)/du = σ(u)``).
@@ -500,8 +501,9 @@ def lambdify_jax(
     """Translate SymPy expression(s) into a JAX function of ``args``.
 
     Uses SymPy's JAX printer with ``cse=True``; the functions of :data:`LOWERED_FUNCTIONS` become
-    ``jax.numpy``, ``jax.scipy.special`` and stable ``jax.nn`` primitives, so the result works
-    under ``jit``, ``vmap``, ``jacfwd`` and ``grad``.  The branches of a ``Piecewise`` are gated
+    ``jax.numpy``, ``jax.scipy.special`` and stable ``jax.nn`` primitives (with derivative rules in
+    terms of ``σ``, accurate in the tails), so the result works under ``jit``, ``vmap``,
+    ``jacfwd`` and ``grad``.  The branches of a ``Piecewise`` are gated
     (:class:`_Gate`): a branch not taken contributes no NaN to any derivative.  A sequence of
     expressions returns a stacked array along the last axis, so the function broadcasts over
     leading axes of its arguments.  The expressions are lowered as they are: apply
