@@ -48,11 +48,15 @@ from ._io import atomic_outputs, check_output, save_with_data, to_jsonable  # no
 from ._jax_landscape import JaxLandscape  # noqa: E402
 from ._landscape import ClosedForm, GradientField, Landscape  # noqa: E402
 from ._lowering import (  # noqa: E402
+    LOWERED_FUNCTIONS,
+    LogAddExp,
     LogSigmoid,
     Sigmoid,
+    Softplus,
     binary_cross_entropy,
     lambdify_jax,
     lambdify_numpy,
+    stabilize,
 )
 from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain  # noqa: E402
 from ._portrait import FORMATS, Overlay, Portrait, portrait  # noqa: E402
@@ -61,6 +65,10 @@ from ._text import format_point, format_table  # noqa: E402
 
 __all__ = [
     "FORMATS",
+    "LOWERED_FUNCTIONS",
+    "LogAddExp",
+    "Softplus",
+    "stabilize",
     "KINDS",
     "LABELS",
     "Attractor",

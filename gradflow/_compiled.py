@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import sympy as sp
 
 from ._landscape import GradientField
-from ._lowering import lambdify_jax, lambdify_numpy
+from ._lowering import lambdify_jax, lambdify_numpy, stabilize
 
 __all__ = ["CompiledLoss", "compile_loss"]
 
@@ -78,9 +78,17 @@ def compile_loss(
     loss: sp.Expr,
     invariants: tuple[tuple[str, sp.Expr], ...] = (),
 ) -> CompiledLoss:
-    """Lambdify ``loss``, its symbolic gradient and the invariants to jitted JAX functions."""
+    """Lambdify ``loss``, its symbolic gradient and the invariants to jitted JAX functions.
+
+    ``loss`` and the invariants are first rewritten by :func:`stabilize` (``log(1 + e^u)`` →
+    ``Softplus(u)``, …), so the gradient is differentiated from the stable form.
+
+    Raises:
+        GradflowError: the loss or an invariant uses a function that has no JAX lowering.
+    """
     symbols = (*params, *hyperparams)
     dim = len(params)
+    loss = stabilize(loss)
     symbolic_grad = tuple(sp.diff(loss, s) for s in params)
     loss_fn = jax.jit(_unpack(lambdify_jax(symbols, loss), dim, vector=False))
     grad_fn = jax.jit(_unpack(lambdify_jax(symbols, list(symbolic_grad)), dim, vector=True))
@@ -95,7 +103,7 @@ def compile_loss(
         grad=grad_fn,
         hessian=jax.jit(hessian),
         invariants={
-            name: jax.jit(_unpack(lambdify_jax(symbols, expr), dim, vector=False))
+            name: jax.jit(_unpack(lambdify_jax(symbols, stabilize(expr)), dim, vector=False))
             for name, expr in invariants
         },
         field=GradientField(loss=loss_fn, grad=grad_fn),
