@@ -153,29 +153,28 @@ class CompareReport:
                 f"{r['off_manifold_median']:.3f}",
                 f"{r['off_manifold_max']:.3f}",
                 f"{r['outside_rank_one_family']:.1e}",
-                " ".join(f"{k} {v:.2f}" for k, v in r["off_manifold_share"].items()),
             ]
             for r in records
         ]
-        header = [
-            "model",
-            "points",
-            "max |ΔL| (nats)",
-            "max |Δ∇L|",
-            "off-ansatz |(I-P)g|/|g| median",
-            "max",
-            "outside rank-one family",
-            "off-ansatz share by group",
+        header = ["model", "points", "max |ΔL|", "max |Δ∇L|", "off median", "off max", "off family"]
+        shares = [
+            [r["model"], *(f"{v:.2f}" for v in r["off_manifold_share"].values())]
+            for r in records
         ]
-        groups = "; ".join(f"{k} = {', '.join(v)}" for k, v in GROUPS.items())
+        share_header = ["model", *records[0]["off_manifold_share"]] if records else ["model"]
+        groups = "\n".join(f"  {k}: {', '.join(v)}" for k, v in GROUPS.items())
         d = self._dynamics_record()
         return "\n".join(
             [
-                f"reduced vs full, p = {c.p:g}, q = {c.q:g}: exact loss of the full transformer over all 2^{c.length} sequences, d = {c.d}, float64",
+                f"reduced vs full, p = {c.p:g}, q = {c.q:g}: exact loss of the full transformer",
+                f"over all 2^{c.length} sequences, d = {c.d}, float64 (|ΔL| in nats; 'off': the",
+                "off-ansatz part |(I - P)g|/|g| of the full gradient, 'family': outside the rank-one family)",
                 format_table(header, rows),
-                f"  groups: {groups}",
-                f"\ndynamics: gradient descent (η = {d['lr']:g}) on the exact loss, N = {c.dynamics_length}, from embed(θ0), "
-                f"θ0 = ({', '.join(f'{v:g}' for v in d['theta0'])}), to flow time {d['flow_time']:g}",
+                "\noff-ansatz share of the full gradient by parameter group",
+                format_table(share_header, shares),
+                groups,
+                f"\ndynamics: gradient descent (η = {d['lr']:g}) on the exact loss, N = {c.dynamics_length},",
+                f"  from embed(θ0), θ0 = ({', '.join(f'{v:g}' for v in d['theta0'])}), to flow time {d['flow_time']:g}",
                 f"  reduced flow in the induced metric G = diag({', '.join(f'{v:g}' for v in d['metric_diagonal'])})",
                 f"  max deviation |π(Θ(t)) - θ(t)|  {d['max_deviation']:.4g}   (initial rate {d['first_order_rate']:.4g} per unit time)",
                 f"  full endpoint     ({', '.join(f'{v:.4g}' for v in d['full_endpoint'])}), loss {d['full_loss']:.6f} nats",

@@ -16,46 +16,28 @@ from typing import Any
 import sympy as sp
 
 from ._errors import GradflowError
-from ._lowering import LogSigmoid, Sigmoid
+from ._lowering import LOWERED_FUNCTIONS, LogAddExp, LogSigmoid, Sigmoid, Softplus
 from ._model import ReducedModel
 
 __all__ = ["FUNCTIONS", "loss_model", "parse_loss"]
 
+_OWN = {"Sigmoid": Sigmoid, "LogSigmoid": LogSigmoid, "Softplus": Softplus, "LogAddExp": LogAddExp}
+_ALIASES = {
+    "abs": "Abs",
+    "max": "Max",
+    "min": "Min",
+    "sigmoid": "Sigmoid",
+    "log_sigmoid": "LogSigmoid",
+    "softplus": "Softplus",
+    "logaddexp": "LogAddExp",
+}
 FUNCTIONS: dict[str, Any] = {
-    "exp": sp.exp,
-    "log": sp.log,
+    **{name: _OWN.get(name) or getattr(sp, name) for name in LOWERED_FUNCTIONS},
+    **{alias: _OWN.get(name) or getattr(sp, name) for alias, name in _ALIASES.items()},
     "sqrt": sp.sqrt,
     "cbrt": sp.cbrt,
-    "sin": sp.sin,
-    "cos": sp.cos,
-    "tan": sp.tan,
-    "asin": sp.asin,
-    "acos": sp.acos,
-    "atan": sp.atan,
-    "atan2": sp.atan2,
-    "sinh": sp.sinh,
-    "cosh": sp.cosh,
-    "tanh": sp.tanh,
-    "asinh": sp.asinh,
-    "acosh": sp.acosh,
-    "atanh": sp.atanh,
-    "erf": sp.erf,
-    "erfc": sp.erfc,
-    "erfinv": sp.erfinv,
-    "gamma": sp.gamma,
-    "loggamma": sp.loggamma,
+    "real_root": sp.real_root,
     "digamma": sp.digamma,
-    "Abs": sp.Abs,
-    "abs": sp.Abs,
-    "sign": sp.sign,
-    "Max": sp.Max,
-    "max": sp.Max,
-    "Min": sp.Min,
-    "min": sp.Min,
-    "Heaviside": sp.Heaviside,
-    "Piecewise": sp.Piecewise,
-    "sigmoid": Sigmoid,
-    "log_sigmoid": LogSigmoid,
 }
 """The functions a loss written as text may call, by the name it uses."""
 CONSTANTS = {"pi": sp.pi, "E": sp.E}
