@@ -68,11 +68,20 @@ def flow(
         The whole path (every accepted step), why it stopped and what it reached.
 
     Raises:
-        GradflowError: ``theta0`` has the wrong shape or is not finite.
+        GradflowError: ``theta0`` has the wrong shape or is not finite, or ``L(θ0)`` is not
+            finite (a loss that is complex or undefined there).
     """
     y0 = check_initial(landscape, theta0, "the initial point")
     if y0.shape[0] != 1:
         raise GradflowError(f"flow takes one initial point, got {y0.shape[0]}")
+    with np.errstate(all="ignore"):
+        start = float(landscape.loss(y0[0]))
+    if not np.isfinite(start):
+        where = ", ".join(f"{n} = {v:g}" for n, v in zip(landscape.param_names, y0[0]))
+        raise GradflowError(
+            f"the loss is not finite at the initial point ({where}): L = {start}; "
+            "start where it is real and finite"
+        )
     path = integrate(landscape.field, y0[0], landscape.args, options)
     return reached(landscape, path, critical)
 

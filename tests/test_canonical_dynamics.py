@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradflow.models import markov
 
 import gradflow
 from gradflow import LABELS, basins, critical_sets
+from gradflow.models import markov
 
 W_SADDLE = -1 / np.sqrt(2)
 E_SADDLE = -(1 + np.log(2)) / 2

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gradflow.models import markov
 from scipy.optimize import minimize_scalar
 
 import gradflow
+from gradflow.models import markov
 
 PQ = [(0.5, 0.8), (0.7, 0.6), (0.1, 0.1), (0.9, 0.9), (0.2, 0.3), (0.35, 0.65)]
 

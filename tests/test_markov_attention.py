@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
+
+import gradflow
 from gradflow.models import markov
 from gradflow.models.markov_ansatz import a, ansatz_logit, b, e, w
 from gradflow.models.markov_attention import (
@@ -15,8 +17,6 @@ from gradflow.models.markov_attention import (
     canonical_attention,
     canonical_attention_bias,
 )
-
-import gradflow
 
 
 def _entropy(x: float) -> float:
