@@ -388,7 +388,7 @@ class BoundModel(Landscape):
     def references(self) -> dict[str, float]:
         """The model's closed-form reference quantities at these hyperparameters."""
         out = {name: float(expr.subs(self._subs)) for name, expr in self.model.references.items()}
-        if self.global_min_loss is not None:
+        if self.model.global_min_loss is not None:
             out.setdefault("global_min_loss", self.global_min_loss)
         return out
 
@@ -399,11 +399,13 @@ class BoundModel(Landscape):
 
     @functools.cached_property
     def global_min_loss(self) -> float | None:
-        """``inf L`` as declared by the model, or where SymPy proves ``L ≥ 0``, ``0``
-        (a set with that loss attains the bound); ``None`` when nothing is proven."""
+        """``inf L`` as declared by the model, or ``0`` where SymPy proves ``L ≥ 0`` at these
+        hyperparameter values (a set with that loss attains the bound); ``None`` when nothing
+        is proven."""
         if self.model.global_min_loss is not None:
             return float(sp.N(self.model.global_min_loss.subs(self._subs)))
-        return 0.0 if proves_nonnegative(self.model.loss) else None
+        at_values = self.model.loss.subs({s: sp.Float(v) for s, v in self._subs.items()})
+        return 0.0 if proves_nonnegative(at_values) else None
 
     @property
     def lower_bound_source(self) -> str | None:

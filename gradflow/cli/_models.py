@@ -166,7 +166,9 @@ def bound_model(args: argparse.Namespace) -> BoundModel:
             raise GradflowError("--model and --loss exclude each other: give one")
         params = None if args.params is None else [p.strip() for p in args.params.split(",")]
         try:
-            model = loss_model(args.loss, params=params, hyperparams=list(hyper))
+            model = loss_model(
+                args.loss, params=params, hyperparams=list(hyper), name=f"L = {args.loss.strip()}"
+            )
         except GradflowError as error:
             raise GradflowError(f"--loss: {error}") from None
     else:
