@@ -181,18 +181,41 @@ def test_models_lists_every_model_with_its_ranges(cli) -> None:
     assert models["canonical-attention"]["parameters"] == ["e", "w", "a"]
 
 
-def test_plugin_models_come_from_the_entry_point_group(cli, monkeypatch) -> None:
-    from gradflow.cli import _models
+def test_plugin_models_come_from_the_entry_point_group(cli, monkeypatch, tmp_path) -> None:
+    """A package registering ``double-well = "plugin_wells:double_well"`` under the group
+    ``gradflow.models``: the commands accept ``--model double-well`` and 'models' lists it."""
+    import importlib.metadata
 
-    class Point:
-        name, value, dist = "double-well", "tests.plugin_model:double_well", None
+    (tmp_path / "plugin_wells.py").write_text(
+        textwrap.dedent(
+            """
+            import sympy as sp
+            from gradflow import ReducedModel
 
-    monkeypatch.setattr(
-        _models.importlib.metadata,
-        "entry_points",
-        lambda group: [Point()] if group == "gradflow.models" else [],
+            def double_well():
+                x, y = sp.symbols("x y", real=True)
+                return ReducedModel("double-well", (x, y), (x**2 - 1)**2 + y**2, source="a plugin")
+            """
+        )
     )
-    assert "double-well" in _models.available()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    point = importlib.metadata.EntryPoint(
+        "double-well", "plugin_wells:double_well", "gradflow.models"
+    )
+    real = importlib.metadata.entry_points
+    monkeypatch.setattr(
+        importlib.metadata,
+        "entry_points",
+        lambda **kw: [point] if kw.get("group") == "gradflow.models" else real(**kw),
+    )
+    names = [m["name"] for m in json.loads(cli("models", "--json").out)["models"]]
+    assert "double-well" in names and "canonical" in names
+    data = json.loads(cli("critical", "--model", "double-well", "--json").out)
+    assert sorted(s["kind"] for s in data["critical_sets"]) == [
+        "global_min",
+        "global_min",
+        "saddle",
+    ]
 
 
 def test_the_same_command_twice_writes_identical_json(cli, tmp_path) -> None:

@@ -16,8 +16,18 @@ from scipy.optimize import brentq
 from scipy.special import erf, expit
 
 import gradflow
-from gradflow import GradflowError, ReducedModel, Sigmoid, lambdify_jax, lambdify_numpy
-from gradflow._lowering import LOWERED_FUNCTIONS, LogAddExp, LogSigmoid, Softplus, stabilize
+from gradflow import (
+    LOWERED_FUNCTIONS,
+    GradflowError,
+    LogAddExp,
+    LogSigmoid,
+    ReducedModel,
+    Sigmoid,
+    Softplus,
+    lambdify_jax,
+    lambdify_numpy,
+    stabilize,
+)
 
 x, y, u, v, w = sp.symbols("x y u v w", real=True)
 PRECISION = 40
