@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import graphlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,10 @@ PACKAGES = {
 }
 """Source folder → the dotted name it is imported as (``pyproject.toml``'s package-dir)."""
 
-PRIVATE_IN_TESTS = {("tests.test_canonical_dynamics", "gradflow._separatrix")}
+PRIVATE_IN_TESTS = {
+    ("tests.test_canonical_dynamics", "gradflow._separatrix"),
+    ("tests.test_engine", "gradflow._integrate"),
+}
 """``(test module, private module)``: unit tests of an engine internal that is not exported."""
 
 
@@ -168,3 +172,27 @@ def test_nothing_outside_the_engine_imports_a_private_module(folder) -> None:
         and (module_name(path), private) not in PRIVATE_IN_TESTS
     }
     assert not offending, "\n".join(sorted(offending))
+
+
+def test_the_engine_modules_import_in_one_direction() -> None:
+    """No import cycle among the engine's modules (``gradflow/_*.py`` and ``gradflow/__init__``),
+    counting imports inside functions and under ``TYPE_CHECKING``: the layers run errors and
+    types → lowering and integrators → the model → the algorithms → drawing and I/O → the
+    public re-exports."""
+    engine = {module_name(path): path for path in sorted((ROOT / "gradflow").glob("*.py"))}
+    graph = {
+        name: {
+            imported.name.rsplit(".", 1)[0] if imported.name not in engine else imported.name
+            for imported in imports(path)
+        }
+        & set(engine) - {name}
+        for name, path in engine.items()
+    }
+    order = graphlib.TopologicalSorter(graph)
+    try:
+        layers = list(order.static_order())
+    except graphlib.CycleError as cycle:
+        pytest.fail(f"import cycle among engine modules: {' → '.join(cycle.args[1])}")
+    assert layers[-1] == "gradflow" and layers.index("gradflow._errors") < layers.index(
+        "gradflow._model"
+    )

@@ -220,3 +220,17 @@ def test_slice_through_a_critical_surface_is_its_level_curve() -> None:
     assert len(circle.points) > 100 and len(circle.polylines()) >= 1
     (parabola,) = critical_sets(model, fixed={"x": 0.6})
     np.testing.assert_allclose(parabola.points[:, 2], 0.36 + parabola.points[:, 1] ** 2, atol=1e-12)
+
+
+def test_gradient_flow_compiles_once_per_loss() -> None:
+    """The second flow of the same loss from another start of the same shape reuses the
+    compiled integrator: L = ½‖θ‖² gives θ(t) = θ0 e^{-t} both times."""
+    from gradflow._integrate import _integrate_path
+
+    loss = lambda tree, _: 0.5 * jnp.sum(tree["a"] ** 2)  # noqa: E731
+    ts = np.array([0.0, 1.0])
+    first, _ = gradflow.gradient_flow(loss, {"a": jnp.array([1.0, 2.0])}, ts=ts)
+    programs = _integrate_path._cache_size()
+    second, _ = gradflow.gradient_flow(loss, {"a": jnp.array([-3.0, 0.5])}, ts=ts)
+    assert _integrate_path._cache_size() == programs
+    np.testing.assert_allclose(second.thetas[1], np.array([-3.0, 0.5]) * np.exp(-1.0), rtol=1e-5)
