@@ -3,9 +3,9 @@
 A reduced model is a loss ``L(θ; h)`` declared in SymPy (:class:`ReducedModel`); bound to its
 hyperparameters it is a :class:`Landscape`, as is a loss written directly in JAX
 (:class:`JaxLandscape`).  On a landscape the engine computes gradient flows, critical sets,
-basins of attraction and phase portraits.  Importing gradflow enables JAX's float64 mode:
-critical points, Hessian spectra and conserved quantities need it.  It does not import
-matplotlib.
+basins of attraction and phase portraits.  The engine enables JAX's float64 mode when it is
+first used (critical points, Hessian spectra and conserved quantities need it); ``import
+gradflow`` itself loads nothing heavy, and the engine never imports matplotlib until it draws.
 
 The modules run in one direction: errors and types (``_errors``, ``_landscape``) → SymPy
 lowering and the integrators (``_lowering``, ``_integrate``, ``_descent``, ``_batched``) → the
@@ -16,55 +16,135 @@ algorithms (``_classify``, ``_pieces``, ``_critical``, ``_attractors``, ``_flows
 
 from __future__ import annotations
 
-import jax
+import importlib
+from typing import TYPE_CHECKING, Any
 
-jax.config.update("jax_enable_x64", True)
+_EXPORTS = {
+    "Attractor": "._attractors",
+    "AttractorIndex": "._attractors",
+    "BasinMap": "._basins",
+    "LABELS": "._basins",
+    "basin_memory": "._memory",
+    "basins": "._basins",
+    "default_basin_options": "._basins",
+    "plane_grid": "._basins",
+    "widened_bounds": "._basins",
+    "FlowEndpoints": "._batched",
+    "KINDS": "._classify",
+    "classify_points": "._classify",
+    "CriticalSet": "._critical",
+    "CriticalSets": "._critical",
+    "critical_sets": "._critical",
+    "decision_level": "._critical",
+    "global_min_level": "._critical",
+    "descend": "._descent",
+    "GradflowError": "._errors",
+    "loss_model": "._expression",
+    "parse_loss": "._expression",
+    "flow": "._flows",
+    "flow_endpoints": "._flows",
+    "gradient_descent": "._flows",
+    "FlowOptions": "._integrate",
+    "Status": "._integrate",
+    "Trajectory": "._integrate",
+    "gradient_flow": "._integrate",
+    "integrate": "._integrate",
+    "atomic_outputs": "._io",
+    "check_output": "._io",
+    "save_with_data": "._io",
+    "to_jsonable": "._io",
+    "JaxLandscape": "._jax_landscape",
+    "ClosedForm": "._landscape",
+    "GradientField": "._landscape",
+    "Landscape": "._landscape",
+    "LOWERED_FUNCTIONS": "._lowering",
+    "LogAddExp": "._lowering",
+    "LogSigmoid": "._lowering",
+    "Sigmoid": "._lowering",
+    "Softplus": "._lowering",
+    "binary_cross_entropy": "._lowering",
+    "lambdify_jax": "._lowering",
+    "lambdify_numpy": "._lowering",
+    "stabilize": "._lowering",
+    "BoundModel": "._model",
+    "CriticalSetSpec": "._model",
+    "ReducedModel": "._model",
+    "show_domain": "._model",
+    "FORMATS": "._io",
+    "FUNCTION_NAMES": "._grammar",
+    "Overlay": "._portrait",
+    "Portrait": "._portrait",
+    "portrait": "._portrait",
+    "progress_bar": "._progress",
+    "format_point": "._text",
+    "format_table": "._text",
+}
+"""Each public name and the private module that defines it."""
 
-from ._attractors import Attractor, AttractorIndex  # noqa: E402
-from ._basins import (  # noqa: E402
-    LABELS,
-    BasinMap,
-    basin_memory,
-    basins,
-    default_basin_options,
-    plane_grid,
-    widened_bounds,
-)
-from ._batched import FlowEndpoints  # noqa: E402
-from ._classify import KINDS, classify_points  # noqa: E402
-from ._critical import (  # noqa: E402
-    CriticalSet,
-    CriticalSets,
-    critical_sets,
-    decision_level,
-    global_min_level,
-)
-from ._descent import descend  # noqa: E402
-from ._errors import GradflowError  # noqa: E402
-from ._expression import loss_model, parse_loss  # noqa: E402
-from ._flows import flow, flow_endpoints, gradient_descent  # noqa: E402
-from ._integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate  # noqa: E402
-from ._io import atomic_outputs, check_output, save_with_data, to_jsonable  # noqa: E402
-from ._jax_landscape import JaxLandscape  # noqa: E402
-from ._landscape import ClosedForm, GradientField, Landscape  # noqa: E402
-from ._lowering import (  # noqa: E402
-    LOWERED_FUNCTIONS,
-    LogAddExp,
-    LogSigmoid,
-    Sigmoid,
-    Softplus,
-    binary_cross_entropy,
-    lambdify_jax,
-    lambdify_numpy,
-    stabilize,
-)
-from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain  # noqa: E402
-from ._portrait import FORMATS, Overlay, Portrait, portrait  # noqa: E402
-from ._progress import progress_bar  # noqa: E402
-from ._text import format_point, format_table  # noqa: E402
+
+def __getattr__(name: str) -> Any:
+    """Import the module that defines ``name`` on first use (PEP 562): ``import gradflow`` stays
+    instant, so the command line can check its arguments before JAX is loaded."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gradflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from ._attractors import Attractor, AttractorIndex
+    from ._basins import (
+        LABELS,
+        BasinMap,
+        basins,
+        default_basin_options,
+        plane_grid,
+        widened_bounds,
+    )
+    from ._batched import FlowEndpoints
+    from ._classify import KINDS, classify_points
+    from ._critical import (
+        CriticalSet,
+        CriticalSets,
+        critical_sets,
+        decision_level,
+        global_min_level,
+    )
+    from ._descent import descend
+    from ._errors import GradflowError
+    from ._expression import loss_model, parse_loss
+    from ._flows import flow, flow_endpoints, gradient_descent
+    from ._grammar import FUNCTION_NAMES
+    from ._integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate
+    from ._io import FORMATS, atomic_outputs, check_output, save_with_data, to_jsonable
+    from ._jax_landscape import JaxLandscape
+    from ._landscape import ClosedForm, GradientField, Landscape
+    from ._lowering import (
+        LOWERED_FUNCTIONS,
+        LogAddExp,
+        LogSigmoid,
+        Sigmoid,
+        Softplus,
+        binary_cross_entropy,
+        lambdify_jax,
+        lambdify_numpy,
+        stabilize,
+    )
+    from ._memory import basin_memory
+    from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
+    from ._portrait import Overlay, Portrait, portrait
+    from ._progress import progress_bar
+    from ._text import format_point, format_table
 
 __all__ = [
     "FORMATS",
+    "FUNCTION_NAMES",
     "LOWERED_FUNCTIONS",
     "LogAddExp",
     "Softplus",

@@ -25,9 +25,9 @@ from scipy.spatial import cKDTree
 
 from ._attractors import Attractor, AttractorIndex
 from ._batched import FlowEndpoints
+from ._checks import check_plane_grid
 from ._classify import KINDS
 from ._critical import CriticalSets, critical_sets, decision_level, global_min_level
-from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
@@ -36,7 +36,6 @@ from ._text import format_point, format_table
 __all__ = [
     "LABELS",
     "BasinMap",
-    "basin_memory",
     "basins",
     "default_basin_options",
     "plane_grid",
@@ -54,17 +53,6 @@ _STATUS_LABEL = {
     Status.NOT_CONVERGED: "not_converged",
     Status.NON_SMOOTH: "non_smooth",
 }
-
-
-BYTES_PER_TRAJECTORY = 512
-"""Memory per grid point and per parameter of a basin map: float64 states, endpoints, statuses,
-labels and their copies, with room for the solver's chunk buffers (bytes)."""
-
-
-def basin_memory(grid: int, dim: int) -> float:
-    """Estimated peak memory (bytes) of a ``grid × grid`` basin map of a ``dim``-parameter
-    landscape (the solver works in bounded chunks; what grows is the per-point state)."""
-    return float(grid) ** 2 * (dim + 2) * BYTES_PER_TRAJECTORY
 
 
 def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
@@ -204,33 +192,13 @@ def plane_grid(
             one.
     """
     plane = tuple(plane or landscape.plane)
-    ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
-    if ix == iy:
-        raise GradflowError(
-            f"plane ({plane[0]}, {plane[1]}): the two axes must be different parameters"
-        )
+    check_plane_grid(landscape.param_names, plane, grid, box, fixed)
     nx, ny = (grid, grid) if np.isscalar(grid) else grid
-    for n in (nx, ny):
-        if int(n) != n or n < 2:
-            raise GradflowError(f"grid = {n!r} must be an integer ≥ 2")
     if box is None:
         box = (*landscape.bound(plane[0]), *landscape.bound(plane[1]))
     xmin, xmax, ymin, ymax = (float(v) for v in box)
-    for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise GradflowError(
-                f"box: {name} min {lo:g} must be below {name} max {hi:g}, both finite"
-            )
+    ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
     off_plane = [n for n in landscape.param_names if n not in plane]
-    for name, value in (fixed or {}).items():
-        landscape.index(name)
-        if name in plane:
-            raise GradflowError(
-                f"fixed {name} = {value!r}: {name} is an axis of the plane; only "
-                f"{', '.join(off_plane) or 'no parameter'} can be fixed"
-            )
-        if not np.isfinite(value):
-            raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
     fixed = {n: float((fixed or {}).get(n, 0.0)) for n in off_plane}
     xs, ys = np.linspace(xmin, xmax, int(nx)), np.linspace(ymin, ymax, int(ny))
     thetas = np.zeros((len(ys), len(xs), landscape.dim))

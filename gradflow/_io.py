@@ -21,6 +21,7 @@ import numpy as np
 from ._errors import GradflowError
 
 __all__ = [
+    "FORMATS",
     "atomic_outputs",
     "check_output",
     "package_versions",
@@ -29,6 +30,9 @@ __all__ = [
     "write_json",
     "write_npz",
 ]
+
+FORMATS = (".png", ".pdf", ".svg")
+"""Figure formats the engine writes, chosen by the file suffix."""
 
 _PACKAGES = (
     "gradflow",

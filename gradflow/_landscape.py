@@ -20,6 +20,8 @@ import numpy as np
 
 from ._errors import GradflowError
 
+jax.config.update("jax_enable_x64", True)
+
 __all__ = ["DEFAULT_BOUND", "ClosedForm", "GradientField", "Landscape", "padded_call"]
 
 DEFAULT_BOUND = (-3.0, 3.0)

@@ -29,7 +29,7 @@ from ._draw import (
 )
 from ._errors import GradflowError
 from ._integrate import FlowOptions
-from ._io import check_output, save_with_data
+from ._io import FORMATS, check_output, save_with_data
 from ._landscape import Landscape
 from ._separatrix import separatrices
 from ._text import format_point
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FORMATS", "LAYERS", "Overlay", "Portrait", "portrait"]
 
-FORMATS = (".png", ".pdf", ".svg")
-"""Figure formats accepted by :meth:`Portrait.save`, chosen by the file suffix."""
 LAYERS = ("basins", "invariant", "streamlines", "separatrix", "critical")
 """What :meth:`Portrait.draw` can draw (overlays are always drawn)."""
 STREAM_GRID = 80

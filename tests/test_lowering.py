@@ -392,3 +392,13 @@ def test_gelu_flow_reaches_the_root_of_gelu_equal_one() -> None:
     assert path.status == gradflow.Status.CONVERGED
     np.testing.assert_allclose(path.endpoint, [root], atol=1e-7)
     assert root == pytest.approx(1.14445, abs=1e-5)
+
+
+def test_a_loss_written_as_text_may_call_every_lowered_function() -> None:
+    """The text grammar (read without SymPy) knows every function the lowering supports, and
+    each name builds the function it names."""
+    from gradflow import parse_loss
+
+    for name in LOWERED_FUNCTIONS:
+        assert name in gradflow.FUNCTION_NAMES, name
+    assert parse_loss("softplus(x) + Abs(y)") == Softplus(x) + sp.Abs(y)

@@ -20,16 +20,25 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._registry import MODELS
+from ._registry import MODELS, ModelEntry
 
 if TYPE_CHECKING:
     from gradflow import BoundModel, ReducedModel
 
-__all__ = ["ENTRY_POINTS", "add_model_arguments", "available", "bound_model", "load_model"]
+__all__ = [
+    "ENTRY_POINTS",
+    "add_model_arguments",
+    "available",
+    "bound_model",
+    "load_model",
+    "precheck",
+]
 
 ENTRY_POINTS = "gradflow.models"
 """The entry-point group through which installed packages register models."""
 DEFAULT = "canonical"
+MODEL_HYPERPARAMETERS = sorted({h for entry in MODELS.values() for h in entry.hyperparams})
+"""The hyperparameter names that have an option of their own (``--p``, ``--q``)."""
 
 
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,8 +67,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="hyperparameter values, e.g. k=0.5 (any model)",
     )
-    names = sorted({h for entry in MODELS.values() for h in entry.hyperparams})
-    for name in names:
+    for name in MODEL_HYPERPARAMETERS:
         users = ", ".join(n for n, e in MODELS.items() if name in e.hyperparams)
         group.add_argument(
             f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})"
@@ -144,6 +152,63 @@ def _pairs(option: str, items: list[str]) -> dict[str, float]:
     return out
 
 
+def precheck(args: argparse.Namespace) -> ModelEntry | None:
+    """Check a registered model's hyperparameters from the registry alone, before anything heavy
+    is imported; return its registry entry (``None`` for other models, checked on loading).
+
+    Raises:
+        GradflowError: a hyperparameter that is not a number or outside its open range.
+    """
+    from gradflow import GradflowError
+
+    if args.loss is not None:
+        _precheck_loss(args)
+        return None
+    if (args.model or DEFAULT) not in MODELS:
+        return None
+
+    entry = MODELS[args.model or DEFAULT]
+    given = dict(item.partition("=")[::2] for item in args.hyper)
+    for name, (lo, hi) in entry.hyperparams.items():
+        raw = (
+            getattr(args, name, None) if getattr(args, name, None) is not None else given.get(name)
+        )
+        if raw is None:
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise GradflowError(
+                f"{name} must be a number in ({lo:g}, {hi:g}), got {raw!r}"
+            ) from None
+        if not lo < value < hi:
+            raise GradflowError(f"{name} = {value:g} is outside the valid range ({lo:g}, {hi:g})")
+    return entry
+
+
+def _precheck_loss(args: argparse.Namespace) -> None:
+    """``--loss`` read by the grammar alone (no SymPy): syntax, functions, and its symbols
+    against ``--params`` and ``--hyper``.
+
+    Raises:
+        GradflowError: prefixed ``--loss:``.
+    """
+    from gradflow import GradflowError
+    from gradflow._grammar import Names, check_names, read
+
+    if args.model is not None:
+        raise GradflowError("--model and --loss exclude each other: give one")
+    names = Names()
+    params = None if args.params is None else [p.strip() for p in args.params.split(",")]
+    hyper = list(_pairs("--hyper", args.hyper))
+    hyper += [n for n in MODEL_HYPERPARAMETERS if getattr(args, n, None) is not None]
+    try:
+        read(args.loss, names)
+        check_names(args.loss, names.found, params, hyper)
+    except GradflowError as error:
+        raise GradflowError(f"--loss: {error}") from None
+
+
 def bound_model(args: argparse.Namespace) -> BoundModel:
     """The model the options select, bound to its hyperparameter values.
 
@@ -155,7 +220,7 @@ def bound_model(args: argparse.Namespace) -> BoundModel:
     from gradflow import GradflowError, loss_model
 
     hyper = _pairs("--hyper", args.hyper)
-    for name in sorted({h for entry in MODELS.values() for h in entry.hyperparams}):
+    for name in MODEL_HYPERPARAMETERS:
         raw = getattr(args, name, None)
         if raw is not None:
             if name in hyper:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._models import add_model_arguments, bound_model
+from ._models import add_model_arguments, bound_model, precheck
 
 __all__ = [
     "add_box_arguments",
@@ -24,9 +24,11 @@ __all__ = [
     "add_model_arguments",
     "add_output_arguments",
     "bound_model",
+    "check_init",
     "check_out",
     "fixed_of",
     "plane_options",
+    "precheck_model",
     "print_json",
     "print_notes",
     "print_report",
@@ -57,6 +59,51 @@ def add_box_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="values of parameters off the plane (default 0)",
     )
+
+
+def precheck_model(
+    args: argparse.Namespace, *, grid: int | None = None, init: Sequence[float] | None = None
+) -> None:
+    """Refuse bad model input before the model is imported (registered models only; a loss or a
+    plugin is checked when it is built): hyperparameter ranges, the plane, ``--grid``, ``--box``,
+    ``--fixed`` and the length of ``--init``.
+
+    Raises:
+        GradflowError: naming the option.
+    """
+    from gradflow import GradflowError
+    from gradflow._checks import check_plane_grid
+
+    from ._sizes import check_grid
+
+    entry = precheck(args)
+    if grid is not None:
+        check_grid(grid, len(entry.params) if entry else 2, "--grid")
+    if entry is None:
+        return
+    if init is not None:
+        check_init(init, entry.params)
+    if hasattr(args, "plane"):
+        plane = tuple(args.plane) if args.plane else entry.plane
+        check_plane_grid(entry.params, plane, None, args.box, fixed_of(args) if grid else None)
+        for name in fixed_of(args):
+            if name not in entry.params:
+                raise GradflowError(
+                    f"unknown parameter {name!r} of model {args.model or 'canonical'!r}; "
+                    f"parameters are {', '.join(entry.params)}"
+                )
+
+
+def check_init(init: Sequence[float], names: Sequence[str]) -> None:
+    """``--init``: one finite number per parameter."""
+    from gradflow import GradflowError
+
+    if len(init) != len(names):
+        raise GradflowError(
+            f"--init needs {len(names)} numbers ({' '.join(names)}), got {len(init)}"
+        )
+    if not all(math.isfinite(v) for v in init):
+        raise GradflowError(f"--init {' '.join(map(str, init))}: every value must be finite")
 
 
 def plane_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -34,14 +34,22 @@ class Command:
 class ModelEntry:
     """A reduced model the model commands can use by name.
 
+    The parameter names and hyperparameter ranges repeat the model's declaration (a test checks
+    they agree) so that the command line checks its input before importing the model.
+
     Attributes:
         factory: ``"module:function"`` returning the :class:`gradflow.ReducedModel`.
-        hyperparams: its hyperparameter names (each becomes a ``--NAME`` option).
+        params: its parameter names, in order.
+        plane: the parameters its portraits put on the x and y axes.
+        hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
+            ``--NAME`` option).
         help: one line for ``--help`` and ``gradflow models``.
     """
 
     factory: str
-    hyperparams: tuple[str, ...]
+    params: tuple[str, ...]
+    plane: tuple[str, str]
+    hyperparams: dict[str, tuple[float, float]]
     help: str
 
 
@@ -126,25 +134,36 @@ BENCHES = {
     ),
 }
 
+SWITCHING = {"p": (0.0, 1.0), "q": (0.0, 1.0)}
+"""The Markov models' switching probabilities, each in the open interval (0, 1)."""
+
 MODELS = {
     "canonical": ModelEntry(
         "gradflow.models.markov:canonical_model",
-        ("p", "q"),
+        ("e", "w"),
+        ("w", "e"),
+        SWITCHING,
         "two-scalar canonical Markov model L(e, w), bias optimized out",
     ),
     "canonical-bias": ModelEntry(
         "gradflow.models.markov:canonical_bias_model",
-        ("p", "q"),
+        ("e", "w", "b"),
+        ("w", "e"),
+        SWITCHING,
         "canonical Markov model with the bias trained, L(e, w, b)",
     ),
     "canonical-attention": ModelEntry(
         "gradflow.models.markov_attention:canonical_attention_model",
-        ("p", "q"),
+        ("e", "w", "a"),
+        ("w", "e"),
+        SWITCHING,
         "three-scalar canonical model with linear attention L(e, w, a), bias optimized out",
     ),
     "canonical-attention-bias": ModelEntry(
         "gradflow.models.markov_attention:canonical_attention_bias_model",
-        ("p", "q"),
+        ("e", "w", "a", "b"),
+        ("w", "e"),
+        SWITCHING,
         "canonical model with linear attention and the bias trained, L(e, w, a, b)",
     ),
 }

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-
-import jax
 
 __all__ = ["configure_jax", "cache_dir"]
 
@@ -23,6 +22,9 @@ def configure_jax() -> None:
 
     Compiling the batched flow takes seconds on a CPU; with the cache a repeated
     ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped.
+    The settings go through JAX's environment variables, read when JAX is imported, so that a
+    command that refuses its input never imports JAX; if JAX is already loaded (the command line
+    called from Python), they are set on its config.
     """
     path = cache_dir()
     if path is None:
@@ -31,5 +33,12 @@ def configure_jax() -> None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError:
         return
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    settings = {
+        "jax_compilation_cache_dir": str(path),
+        "jax_persistent_cache_min_compile_time_secs": 0.0,
+    }
+    for name, value in settings.items():
+        os.environ.setdefault(name.upper(), str(value))
+    if "jax" in sys.modules:
+        for name, value in settings.items():
+            sys.modules["jax"].config.update(name, value)

@@ -15,6 +15,7 @@ from ._options import (
     add_model_arguments,
     bound_model,
     plane_options,
+    precheck_model,
     print_json,
     print_notes,
     wrote,
@@ -40,10 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gradflow import LABELS, basins, check_output, save_with_data
-    from gradflow.cli._sizes import check_grid
+    precheck_model(args, grid=args.grid)
+    from gradflow import check_output
 
     check_output(args.out, (".npz",), "the basin map")
+    from gradflow import LABELS, basins, save_with_data
+
+    from ._sizes import check_grid
+
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
     bm = basins(model, grid=args.grid, **plane_options(args))

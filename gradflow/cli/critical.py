@@ -14,6 +14,7 @@ from ._options import (
     add_model_arguments,
     bound_model,
     fixed_of,
+    precheck_model,
     print_json,
     print_notes,
 )
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    precheck_model(args)
     from gradflow import GradflowError, critical_sets
 
     model = bound_model(args)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import math
 
-from ._options import add_json_argument, add_model_arguments, bound_model, print_json
+from ._options import (
+    add_json_argument,
+    add_model_arguments,
+    bound_model,
+    check_init,
+    precheck_model,
+    print_json,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,16 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gradflow import GradflowError, critical_sets, flow, format_point, widened_bounds
+    precheck_model(args, init=args.init)
+    from gradflow import critical_sets, flow, format_point, widened_bounds
 
     model = bound_model(args)
     names = model.param_names
-    if len(args.init) != len(names):
-        raise GradflowError(
-            f"--init needs {len(names)} numbers ({' '.join(names)}), got {len(args.init)}"
-        )
-    if not all(math.isfinite(v) for v in args.init):
-        raise GradflowError(f"--init {' '.join(map(str, args.init))}: every value must be finite")
+    check_init(args.init, names)
     critical = critical_sets(model, bounds=widened_bounds(model, {}))
     trajectory = flow(model, args.init, critical=critical)
     attractor = None if trajectory.attractor is None else _attractor(model, critical, trajectory)

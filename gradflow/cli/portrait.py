@@ -10,6 +10,7 @@ from ._options import (
     add_model_arguments,
     bound_model,
     plane_options,
+    precheck_model,
     print_notes,
     wrote,
 )
@@ -31,10 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gradflow import FORMATS, check_output, portrait
-    from gradflow.cli._sizes import check_grid
+    precheck_model(args, grid=args.grid)
+    from gradflow import FORMATS, check_output
 
     check_output(args.out, FORMATS, "the portrait")
+    from gradflow import portrait
+
+    from ._sizes import check_grid
+
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
     result = portrait(model, grid=args.grid, **plane_options(args), show_basins=not args.no_basins)
