@@ -2,9 +2,11 @@
 
 Trajectories are integrated in rounds of a bounded number of solver steps on fixed-size chunks;
 the members still running after a round are re-batched for the next, so no member waits for the
-slowest one of the batch.  Several stages (e.g. an explicit solver, then an implicit one for the
-stiff remainder) can be chained: members whose step budget runs out in one stage continue from
-where they stopped in the next.
+slowest one of the batch.  Each chunk is split over every visible JAX device along the batch
+axis (``jax.sharding``), so the same code uses two forced host devices on a 2-core CPU, several
+GPUs, or the devices of several hosts under ``jax.distributed``.  Several stages (e.g. an
+explicit solver, then an implicit one for the stiff remainder) can be chained: members whose
+step budget runs out in one stage continue from where they stopped in the next.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, solve, status_code
@@ -74,7 +77,8 @@ def integrate_batch(
         stages: solver and stopping rule of each stage, tried in turn.
         decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
             level.
-        chunk_size: members integrated together.
+        chunk_size: at most this many members are integrated together (rounded down to a power
+            of two; smaller batches are padded to the next power of two).
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
 
@@ -103,9 +107,19 @@ def integrate_batch(
             limit[pending] = state.steps[pending] + stage.max_steps
             advance = _round_function(field, stage, steps_per_round)
             pending = _run_stage(
-                advance, args, level, state, pending, limit, min(chunk_size, n), bar
+                advance, args, level, state, pending, limit, min(chunk_size, pending.size), bar
             )
     return FlowEndpoints(endpoints=state.y, times=state.t, steps=state.steps, status=state.status)
+
+
+MIN_CHUNK = 64
+"""The smallest batch integrated together."""
+
+
+def _padded(n: int, chunk: int) -> int:
+    """The compiled batch size for ``n`` members: the power of two (at least :data:`MIN_CHUNK`,
+    at most ``chunk``) that holds them, so a few compiled shapes serve every batch."""
+    return min(chunk, max(MIN_CHUNK, 1 << max(n - 1, 0).bit_length()))
 
 
 def _run_stage(
@@ -122,11 +136,13 @@ def _run_stage(
 
     Returns the members whose budget ran out (to be continued by a later stage, if any).
     """
+    chunk = 1 << (max(chunk, MIN_CHUNK).bit_length() - 1)
     queue, exhausted = pending, []
     while queue.size:
         take = queue[:chunk]
-        idx = np.resize(take, chunk)
-        yy, tt, nn, ss = advance(jnp.asarray(state.y[idx]), jnp.asarray(state.t[idx]), args, level)
+        idx = np.resize(take, _padded(take.size, chunk))
+        y0, t0 = _spread(state.y[idx]), _spread(state.t[idx])
+        yy, tt, nn, ss = advance(y0, t0, args, level)
         m = take.size
         state.y[take], state.t[take] = np.asarray(yy)[:m], np.asarray(tt)[:m]
         state.steps[take] += np.asarray(nn)[:m]
@@ -138,6 +154,18 @@ def _run_stage(
         queue = np.concatenate([queue[chunk:], take[~(stopped | out_of_steps)]])
         bar.update(int(stopped.sum()))
     return np.concatenate(exhausted)
+
+
+@functools.cache
+def _batch_sharding() -> NamedSharding:
+    """Batches split along their first axis over every visible JAX device (one mesh axis)."""
+    return NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), PartitionSpec("batch"))
+
+
+def _spread(values: np.ndarray) -> jax.Array:
+    """Members placed across the devices (each device integrates its share; the compiled
+    program is partitioned by XLA along the batch axis)."""
+    return jax.device_put(values, _batch_sharding())
 
 
 @functools.cache
