@@ -71,6 +71,10 @@ _EXPORTS = {
     "ReducedModel": "._model",
     "show_domain": "._model",
     "FORMATS": "._io",
+    "Sweep": "._sweep",
+    "SweepCell": "._sweep",
+    "remove_checkpoint": "._sweep",
+    "sweep": "._sweep",
     "FUNCTION_NAMES": "._grammar",
     "Overlay": "._portrait",
     "Portrait": "._portrait",
@@ -140,10 +144,15 @@ if TYPE_CHECKING:
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
     from ._progress import progress_bar
+    from ._sweep import Sweep, SweepCell, remove_checkpoint, sweep
     from ._text import format_point, format_table
 
 __all__ = [
     "FORMATS",
+    "Sweep",
+    "SweepCell",
+    "remove_checkpoint",
+    "sweep",
     "FUNCTION_NAMES",
     "LOWERED_FUNCTIONS",
     "LogAddExp",

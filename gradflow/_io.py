@@ -12,6 +12,7 @@ import importlib.metadata
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -137,9 +138,15 @@ def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write arrays to ``path`` (already a temporary file from :func:`atomic_outputs`)."""
-    with open(path, "wb") as f:
-        np.savez_compressed(f, **{k: np.asarray(v) for k, v in arrays.items()})
+    """Write arrays to ``path`` (already a temporary file from :func:`atomic_outputs`) as a
+    compressed NPZ whose bytes depend on the arrays alone (every member's zip time stamp is
+    1980-01-01), so the same computation writes the same file."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, value in arrays.items():
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:

@@ -1,0 +1,344 @@
+"""Sweeps over hyperparameters: critical sets and basin fractions in every cell of a grid of
+``h`` values, compiled once, checkpointed cell by cell, resumable.
+
+Every cell binds the model to its values, finds the critical sets and integrates the basin map.
+The model's compiled functions take ``h`` as an argument, so the whole sweep compiles once; each
+cell's trajectories are spread over every JAX device (:mod:`gradflow._batched`).  With a
+checkpoint folder, each finished cell is written there at once; a sweep interrupted (Ctrl-C, a
+crash) and run again with the same arguments loads the finished cells and computes the rest, and
+its results are identical to an uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._basins import LABELS, basins, plane_grid, widened_bounds
+from ._critical import critical_sets
+from ._errors import GradflowError
+from ._io import atomic_outputs, package_versions, to_jsonable, write_npz
+from ._landscape import Landscape
+from ._model import ReducedModel
+from ._progress import progress_bar
+
+__all__ = ["Sweep", "SweepCell", "remove_checkpoint", "sweep"]
+
+MANIFEST = "sweep.json"
+"""The file in a checkpoint folder that says which sweep the cells belong to."""
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    """One cell of a sweep.
+
+    Attributes:
+        values: the hyperparameter values of the cell.
+        record: JSON-ready results: the values, ``fractions`` by kind, ``attractors`` (id,
+            kind, set, point, loss, fraction), ``critical_sets`` (name, kind, dimension, loss,
+            equation, sample) and the ``kinds`` present.
+        labels: basin labels (indices into :data:`gradflow.LABELS`), shape ``(ny, nx)``.
+        attractor_ids: attractor reached by each grid point, ``-1`` for none, shape ``(ny, nx)``.
+    """
+
+    values: dict[str, float]
+    record: dict[str, Any]
+    labels: np.ndarray
+    attractor_ids: np.ndarray
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep's cells over the product of its axes (the first axis varies slowest).
+
+    Attributes:
+        model: the model's name.
+        axes: the values of each swept hyperparameter, in order.
+        grid: basin grid points per axis in every cell.
+        box: ``(xmin, xmax, ymin, ymax)`` of the basin grid.
+        plane: the parameters on the basin grid's axes.
+        fixed: values of the parameters off the plane.
+        cells: the cells, in the order of ``itertools.product`` over the axes.
+    """
+
+    model: str
+    axes: dict[str, tuple[float, ...]]
+    grid: int
+    box: tuple[float, float, float, float]
+    plane: tuple[str, str]
+    fixed: dict[str, float]
+    cells: tuple[SweepCell, ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Cells along each axis."""
+        return tuple(len(v) for v in self.axes.values())
+
+    def fraction(self, kind: str) -> np.ndarray:
+        """The share of each cell's grid that reaches ``kind`` (a label of :data:`LABELS`),
+        shape :attr:`shape`."""
+        shares = [cell.record["fractions"][kind] for cell in self.cells]
+        return np.asarray(shares).reshape(self.shape)
+
+    def transitions(self) -> list[dict[str, Any]]:
+        """Where a critical set changes kind between neighbouring cells (continuation of the
+        critical sets along each axis): ``{"set", "at", "from", "to", "between": [values,
+        values]}``, ``at`` the set's sample point in the first cell.
+
+        A set is followed by its name (its closed form); a set found numerically has no
+        identity across cells and is not followed.
+        """
+        index = np.arange(len(self.cells)).reshape(self.shape)
+        out = []
+        for axis in range(len(self.shape)):
+            first = np.take(index, range(self.shape[axis] - 1), axis=axis).ravel()
+            second = np.take(index, range(1, self.shape[axis]), axis=axis).ravel()
+            for a, b in zip(first, second):
+                out += _changes(self.cells[a], self.cells[b])
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"model", "axes", "grid", "box", "plane", "fixed", "cells",
+        "transitions"}``."""
+        return {
+            "model": self.model,
+            "axes": {k: list(v) for k, v in self.axes.items()},
+            "grid": self.grid,
+            "box": list(self.box),
+            "plane": list(self.plane),
+            "fixed": self.fixed,
+            "cells": [cell.record for cell in self.cells],
+            "transitions": self.transitions(),
+        }
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every cell's arrays stacked: ``labels`` and ``attractor_ids`` of shape
+        ``(*shape, ny, nx)``, the ``fractions`` by kind of shape ``(*shape, len(LABELS))``, and
+        the axes."""
+        ny, nx = self.cells[0].labels.shape
+        return {
+            "labels": np.stack([c.labels for c in self.cells]).reshape(*self.shape, ny, nx),
+            "attractor_ids": np.stack([c.attractor_ids for c in self.cells]).reshape(
+                *self.shape, ny, nx
+            ),
+            "fractions": np.stack([self.fraction(label) for label in LABELS], axis=-1),
+            "label_names": np.array(LABELS),
+            **{f"axis_{name}": np.asarray(values) for name, values in self.axes.items()},
+        }
+
+
+def _changes(a: SweepCell, b: SweepCell) -> list[dict[str, Any]]:
+    """The named sets that change kind between two cells: each set of ``a`` is matched to the
+    set of ``b`` with its name whose sample point is nearest (the pieces of a line split by kind
+    move along it as the kinds trade places)."""
+    out = []
+    for s in a.record["critical_sets"]:
+        same = [t for t in b.record["critical_sets"] if t["name"] == s["name"]]
+        if s["name"] == "numerical" or not same:
+            continue
+        match = min(same, key=lambda t: np.linalg.norm(np.subtract(t["sample"], s["sample"])))
+        if match["kind"] != s["kind"]:
+            out.append(
+                {
+                    "set": s["name"],
+                    "at": s["sample"],
+                    "from": s["kind"],
+                    "to": match["kind"],
+                    "between": [a.values, b.values],
+                }
+            )
+    return out
+
+
+def sweep(
+    model: ReducedModel,
+    axes: Mapping[str, Sequence[float]],
+    *,
+    values: Mapping[str, float] | None = None,
+    grid: int = 101,
+    box: Sequence[float] | None = None,
+    fixed: Mapping[str, float] | None = None,
+    plane: tuple[str, str] | None = None,
+    checkpoint: Path | str | None = None,
+    progress: bool | None = None,
+) -> Sweep:
+    """Critical sets and basin fractions in every cell of a grid of hyperparameter values.
+
+    Args:
+        model: the reduced model.
+        axes: the values of each swept hyperparameter, e.g. ``{"p": …, "q": …}``.
+        values: the hyperparameters held fixed (every other one of the model).
+        grid: basin grid points per axis in every cell.
+        box, fixed, plane: the basin grid, as for :func:`gradflow.basins`.
+        checkpoint: a folder to write each finished cell to and to resume from.
+        progress: a progress bar over the cells (default: shown after 1.5 s).
+
+    Returns:
+        The cells, in the order of ``itertools.product`` over ``axes``.
+
+    Raises:
+        GradflowError: an empty axis, a value outside its domain, an axis that is not a
+            hyperparameter, a bad grid or box, or a checkpoint folder of another sweep.
+    """
+    axes = {name: tuple(float(v) for v in vals) for name, vals in axes.items()}
+    for name, vals in axes.items():
+        if not vals:
+            raise GradflowError(f"the sweep over {name} has no values")
+    held = dict(values or {})
+    points = [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+    bound = [model.bind(**held, **point) for point in points]
+    plane, xs, ys, fixed, _ = plane_grid(bound[0], grid, box, fixed, plane)
+    the_box = (float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1]))
+    folder = (
+        None
+        if checkpoint is None
+        else _open_checkpoint(Path(checkpoint), model, axes, held, grid, the_box, fixed, plane)
+    )
+    cells = []
+    with progress_bar(total=len(points), unit="cell", enabled=progress) as bar:
+        for i, landscape in enumerate(bound):
+            cell = _load(folder, i) if folder is not None else None
+            if cell is None:
+                cell = _cell(landscape, grid, the_box, fixed, plane)
+                if folder is not None:
+                    _store(folder, i, cell)
+            cells.append(cell)
+            bar.update(1)
+    return Sweep(
+        model=model.name,
+        axes=axes,
+        grid=grid,
+        box=the_box,
+        plane=plane,
+        fixed=fixed,
+        cells=tuple(cells),
+    )
+
+
+def _cell(
+    landscape: Landscape,
+    grid: int,
+    box: tuple[float, float, float, float],
+    fixed: dict[str, float],
+    plane: tuple[str, str],
+) -> SweepCell:
+    """One cell: the critical sets in the widened box, then the basin map."""
+    bounds = widened_bounds(landscape, {plane[0]: box[:2], plane[1]: box[2:]})
+    critical = critical_sets(landscape, bounds=bounds)
+    bm = basins(
+        landscape, grid=grid, box=box, fixed=fixed, plane=plane, critical=critical, progress=False
+    )
+    values = dict(landscape.hyperparameters)
+    record = to_jsonable(
+        {
+            **values,
+            "fractions": bm.fractions(),
+            "attractors": [
+                {k: v for k, v in a.to_dict().items() if k != "equation"} for a in bm.attractors
+            ],
+            "critical_sets": [
+                {
+                    "name": s.name,
+                    "kind": s.kind,
+                    "dimension": s.dimension,
+                    "loss": s.loss,
+                    "equation": s.equation,
+                    "sample": s.sample,
+                }
+                for s in critical
+            ],
+            "kinds": sorted({s.kind for s in critical}),
+        }
+    )
+    return SweepCell(
+        values=values,
+        record=record,
+        labels=bm.labels.astype(np.int8),
+        attractor_ids=bm.attractor_ids.astype(np.int32),
+    )
+
+
+def _open_checkpoint(
+    folder: Path,
+    model: ReducedModel,
+    axes: dict[str, tuple[float, ...]],
+    held: dict[str, float],
+    grid: int,
+    box: tuple[float, ...],
+    fixed: dict[str, float],
+    plane: tuple[str, str],
+) -> Path:
+    """Create the checkpoint folder, or check that an existing one is of this same sweep.
+
+    Raises:
+        GradflowError: the folder holds the cells of a different sweep.
+    """
+    manifest = to_jsonable(
+        {
+            "model": model.name,
+            "loss": str(model.loss),
+            "axes": axes,
+            "values": held,
+            "grid": grid,
+            "box": box,
+            "fixed": fixed,
+            "plane": plane,
+            "versions": package_versions(),
+        }
+    )
+    path = folder / MANIFEST
+    if path.exists():
+        if json.loads(path.read_text()) != manifest:
+            raise GradflowError(
+                f"checkpoint folder {str(folder)!r} holds the cells of a different sweep; "
+                "remove it or choose another output"
+            )
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_outputs(path) as (temp,):
+        temp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
+    return folder
+
+
+def _cell_path(folder: Path, i: int) -> Path:
+    return folder / f"cell-{i:05d}.npz"
+
+
+def _store(folder: Path, i: int, cell: SweepCell) -> None:
+    """Write a finished cell atomically."""
+    with atomic_outputs(_cell_path(folder, i)) as (temp,):
+        write_npz(
+            temp,
+            {
+                "labels": cell.labels,
+                "attractor_ids": cell.attractor_ids,
+                "record": np.array(json.dumps(cell.record, ensure_ascii=False)),
+                "values": np.array(json.dumps(cell.values)),
+            },
+        )
+
+
+def _load(folder: Path, i: int) -> SweepCell | None:
+    """A cell finished by an earlier run, or ``None``."""
+    path = _cell_path(folder, i)
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        return SweepCell(
+            values=json.loads(str(data["values"])),
+            record=json.loads(str(data["record"])),
+            labels=data["labels"],
+            attractor_ids=data["attractor_ids"],
+        )
+
+
+def remove_checkpoint(folder: Path | str) -> None:
+    """Delete a checkpoint folder once the sweep's results are written."""
+    shutil.rmtree(folder, ignore_errors=True)
