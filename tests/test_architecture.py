@@ -33,6 +33,7 @@ PACKAGES = {
 PRIVATE_IN_TESTS = {
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
     ("tests.test_engine", "gradflow._integrate"),
+    ("tests.test_sweep", "gradflow._sweep"),
 }
 """``(test module, private module)``: unit tests of an engine internal that is not exported."""
 

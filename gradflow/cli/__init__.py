@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args._run(args) or 0)
     except GradflowError as error:
         return fail(f"gradflow {args.command}", str(error))
+    except BrokenPipeError:
+        return 0
     except KeyboardInterrupt:
         print(f"\ngradflow {args.command}: interrupted; no output written", file=sys.stderr)
         return EXIT_INTERRUPTED

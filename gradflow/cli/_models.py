@@ -127,6 +127,25 @@ def _file_attribute(spec: str) -> Any:
     return getattr(module, attr)
 
 
+def _pairs_text(option: str, items: list[str]) -> dict[str, str]:
+    """``["k=0.5"]`` as ``{"k": "0.5"}`` (the values as written).
+
+    Raises:
+        GradflowError: an item that is not ``NAME=VALUE``, or a repeated name.
+    """
+    from gradflow import GradflowError
+
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name or not text:
+            raise GradflowError(f"{option} {item!r}: expected NAME=VALUE, e.g. k=0.5")
+        if name in out:
+            raise GradflowError(f"{option}: {name} is given twice")
+        out[name] = text
+    return out
+
+
 def _pairs(option: str, items: list[str]) -> dict[str, float]:
     """``["k=0.5"]`` as ``{"k": 0.5}``.
 

@@ -61,6 +61,10 @@ COMMANDS = {
     "basins": Command("gradflow.cli.basins", "basin map of the gradient flow on a grid"),
     "flow": Command("gradflow.cli.flow", "one trajectory of the gradient flow to convergence"),
     "models": Command("gradflow.cli.models", "the models the commands accept, with their ranges"),
+    "sweep": Command(
+        "gradflow.cli.sweep",
+        "critical sets and basin fractions over a grid of hyperparameter values (resumable)",
+    ),
     "figures": Command("gradflow.cli.figures", "regenerate a paper figure"),
     "bench": Command("gradflow.cli.bench", "run a benchmark"),
     "train": Command(

@@ -1,0 +1,124 @@
+"""``gradflow sweep``: critical sets and basin fractions over a grid of hyperparameter values.
+
+    gradflow sweep --model canonical --p 0.05:0.95:19 --q 0.05:0.95:19 --grid 101
+
+Each hyperparameter is a value, a comma list (``0.1,0.5``) or ``start:stop:count`` (both ends
+included).  Finished cells are checkpointed in ``--out``'s ``.cells`` folder; a sweep
+interrupted and run again with the same arguments continues where it stopped, and writes the
+same files as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._options import (
+    add_box_arguments,
+    add_json_argument,
+    add_model_arguments,
+    fixed_of,
+    print_json,
+    wrote,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_model_arguments(parser)
+    add_box_arguments(parser)
+    parser.add_argument(
+        "--grid",
+        type=int,
+        default=101,
+        help="basin grid points per axis in every cell (default 101)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("sweep.npz"),
+        help="data path (default sweep.npz); the .json goes beside it, finished cells in sweep.cells/",
+    )
+    add_json_argument(parser, "model, grid, box and every cell as one JSON object on stdout")
+
+
+def axis(option: str, text: str) -> tuple[float, ...]:
+    """The values of ``start:stop:count``, of a comma list, or of one number.
+
+    Raises:
+        GradflowError: anything else, or a count below 1.
+    """
+    from gradflow import GradflowError
+
+    try:
+        if ":" in text:
+            start, stop, count = text.split(":")
+            n = int(count)
+            if n < 1:
+                raise ValueError
+            return tuple(
+                float(start) + (float(stop) - float(start)) * i / max(n - 1, 1) for i in range(n)
+            )
+        return tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise GradflowError(
+            f"{option} {text!r}: expected a number, a comma list or START:STOP:COUNT"
+        ) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from gradflow import GradflowError, check_output
+
+    from ._models import MODEL_HYPERPARAMETERS, _pairs_text, load_model
+    from ._sizes import check_grid
+
+    check_output(args.out, (".npz",), "the sweep")
+    texts = {n: getattr(args, n) for n in MODEL_HYPERPARAMETERS if getattr(args, n) is not None}
+    texts |= _pairs_text("--hyper", args.hyper)
+    axes = {name: axis(f"--{name}", text) for name, text in texts.items()}
+    if args.loss is not None:
+        from gradflow import loss_model
+
+        params = None if args.params is None else [p.strip() for p in args.params.split(",")]
+        model = loss_model(args.loss, params, list(axes), name=f"L = {args.loss.strip()}")
+    else:
+        model = load_model(args.model or "canonical")
+    missing = [h.name for h in model.hyperparams if h.name not in axes]
+    if missing:
+        raise GradflowError(
+            f"sweep: give values of {', '.join(missing)} (--{missing[0]} START:STOP:COUNT)"
+        )
+    cells = 1
+    for values in axes.values():
+        cells *= len(values)
+    check_grid(args.grid, model.dim, "--grid")
+    from gradflow import remove_checkpoint, save_with_data, sweep
+
+    checkpoint = args.out.with_suffix(".cells")
+    result = sweep(
+        model,
+        {k: v for k, v in axes.items() if len(v) > 1},
+        values={k: v[0] for k, v in axes.items() if len(v) == 1},
+        grid=args.grid,
+        box=None if args.box is None else tuple(args.box),
+        fixed=fixed_of(args),
+        plane=tuple(args.plane) if args.plane else None,
+        checkpoint=checkpoint,
+    )
+    record = result.to_dict()
+    written = save_with_data(args.out, None, result.arrays(), record)
+    remove_checkpoint(checkpoint)
+    if args.json:
+        print_json(record)
+        return 0
+    shape = " × ".join(f"{len(v)} {k}" for k, v in result.axes.items())
+    print(
+        f"{model.name}: sweep over {shape} cells ({cells} in all), {args.grid} × {args.grid} grid each"
+    )
+    print(
+        f"  global-minimum share: {result.fraction('global_min').min():.4f} … {result.fraction('global_min').max():.4f}"
+    )
+    print(
+        f"  kinds that change between neighbouring cells: {len(record['transitions'])} transitions"
+    )
+    print(wrote(written))
+    return 0
