@@ -93,6 +93,10 @@ FIGURES = {
         "gradflow.figures.local_to_global_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
     ),
+    "local-to-global-phase-diagram": Command(
+        "gradflow.figures.local_to_global_phase_diagram",
+        "Local to Global: share of initializations reaching the global and the local minimum over (p, q), loss gap",
+    ),
     "local-to-global-training": Command(
         "gradflow.figures.local_to_global_training",
         "Local to Global: full-model test loss vs iteration, standard vs recommended init, p = 0.5, q = 0.8",
