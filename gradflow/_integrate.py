@@ -154,7 +154,7 @@ class Trajectory:
             reached += f" on the kink of {self.kink}"
         return (
             f"Trajectory{names} from {format_point(self.thetas[0])} to "
-            f"{format_point(self.endpoint)}: {self.status} at t = {self.time:.4g} after "
+            f"{format_point(self.endpoint)}: {self.status}\n  at t = {self.time:.4g} after "
             f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; reached {reached}"
         )
 

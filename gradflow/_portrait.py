@@ -156,7 +156,7 @@ class Portrait:
             basins = f", basins on {nx} × {ny}"
         return (
             f"Portrait of {self.landscape.title} in the ({self.plane[0]}, {self.plane[1]}) plane, "
-            f"box {format_point(self.box)}: {len(self.critical)} critical sets, "
+            f"box {format_point(self.box)}:\n  {len(self.critical)} critical sets, "
             f"{len(self.separatrix)} separatrix branches{basins}"
         )
 
