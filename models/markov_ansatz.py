@@ -1,6 +1,6 @@
 """The rank-one ansatz of the single-layer Markov transformer, evaluated symbolically.
 
-The full model (``models/markov_transformer.py``, DESIGN §3.1) with every vector a multiple of one
+The full model (``models/markov_transformer.py``; the ansatz is written out in ``docs/models/markov-transformer.md``) with every vector a multiple of one
 unit direction ``α`` and every matrix a multiple of ``ααᵀ`` (the FFN's ``W_1 = |w|κ 1 αᵀ``,
 ``W_2 = wκ α 1ᵀ``) acts on scalars: a vector ``v = v̂ α`` is its coefficient ``v̂``, a matrix
 ``M = M̂ ααᵀ`` multiplies by ``M̂``, and ``⟨u, v⟩ = û v̂``.  This module runs the forward pass of

@@ -1,7 +1,7 @@
 """Between reduced coordinates and full weights: ``embed(θ)``, the projection back, the paper's init.
 
 The rank-one embedding of the canonical coordinates ``(e, w, a)`` and the full model's bias
-``b_full`` along a unit direction ``α`` (DESIGN §3.1; ``κ = 1/√d`` so that ``4d·κ² = 4``):
+``b_full`` along a unit direction ``α`` (``docs/models/markov-transformer.md``; ``κ = 1/√d`` so that ``4d·κ² = 4``):
 
     e = eα,  p_n = -(e/2)α,  W_Q = W_K = d^{1/4} ααᵀ,  W_V = ααᵀ,  W_O = a ααᵀ,
     W_1 = |w|κ 1 αᵀ,  W_2 = wκ α 1ᵀ,  b = b_full.

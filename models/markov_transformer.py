@@ -1,4 +1,4 @@
-"""The single-layer transformer on binary Markov chains (DESIGN §3.1), in equinox.
+"""The single-layer transformer on binary Markov chains (Makkuva et al., Local to Global, NeurIPS 2024), in equinox.
 
 ``u_n = x_n e + p_n`` (token embedding plus learned position), causal attention
 ``y_n = u_n + W_O Σ_{i≤n} att_{n,i} W_V u_i`` with scores ``s_{n,i} = ⟨W_Q u_n, W_K u_i⟩/√d``

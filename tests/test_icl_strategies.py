@@ -13,7 +13,7 @@ from gradflow.models import icl_strategies as st
 
 REFERENCE = {
     # Edelman et al. (2024): T = 100, last position, KL(true ‖ strategy), Monte Carlo with
-    # standard error ≤ 6e-4 (DESIGN.md §3.2).
+    # standard error ≤ 6e-4 (the reference levels of docs/models/induction-heads.md).
     2: {"uniform": 0.2123, "unigram": 0.0873, "bigram": 0.0093},
     3: {"uniform": 0.2790, "unigram": 0.1691, "bigram": 0.0264},
 }

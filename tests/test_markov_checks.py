@@ -1,4 +1,4 @@
-"""Reduced vs full (DESIGN §4): every canonical Markov model against the exact loss of the full
+"""Reduced vs full (value, gradient, dynamics): every canonical Markov model against the exact loss of the full
 transformer at ``embed(θ)``, float64, all 2^N input sequences enumerated."""
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ ORACLE_X = np.array(
         [[-2.0, 0.0], [0.0, 0.0]],
     ]
 )
-"""The four inputs of the issue's oracle (d = d_s = 2); their mean tokens are unit vectors at
+"""The four inputs of the reference oracle (d = d_s = 2); their mean tokens are unit vectors at
 angles 0, π/2, π/3 and π."""
 
 ORACLE_TABLE = np.array(
@@ -61,7 +61,7 @@ def two_layer_relu_ntk(xbar: np.ndarray) -> np.ndarray:
 
 
 def test_oracle_kernel_from_the_arc_cosine_formula():
-    """The closed form reproduces the issue's table, and the SymPy-derived kernel equals it."""
+    """The closed form reproduces the reference table, and the SymPy-derived kernel equals it."""
     expected = two_layer_relu_ntk(ORACLE_X.mean(axis=1))
     np.testing.assert_allclose(expected, ORACLE_TABLE, atol=5e-7)
     symbolic = ntk_limit.limit_kernel(ORACLE_X, "ntk", d_m=1)
