@@ -24,7 +24,7 @@ diagonal (:func:`causal_exp_matmul`).  Cost: ``2 × 2(d + 1) × B × N²/2`` mul
 matrix products, no per-sequence exponential and no ``B × N × N`` array.
 
 Linear (:func:`linear_attention`), ``y_n = (1/n) Σ_{i≤n} s_{n,i} v_i = q_n M_n / (n√d)`` with the
-prefix sums ``M_n = Σ_{i≤n} k_i v_iᵀ`` (``d × d``): ``O(B N d²)``.
+prefix sums ``M_n = Σ_{i≤n} k_i v_iᵀ`` (``d × d``), by chunks: ``O(B N d (CHUNK + d))``.
 """
 
 # ruff: noqa: F722  (jaxtyping shape strings such as "N d" are not Python expressions)
@@ -40,6 +40,7 @@ from jaxtyping import Array, Float, Int
 
 __all__ = [
     "BLOCK",
+    "CHUNK",
     "BinaryProjection",
     "causal_exp_matmul",
     "linear_attention",
@@ -48,6 +49,8 @@ __all__ = [
 
 BLOCK = 128
 """Rows per block of :func:`causal_exp_matmul` (the products skip the blocks above the diagonal)."""
+CHUNK = 32
+"""Positions per chunk of :func:`linear_attention`."""
 
 
 class BinaryProjection(NamedTuple):
@@ -164,14 +167,26 @@ def softmax_attention(
 def linear_attention(
     x: Int[Array, "B N"], q: BinaryProjection, k: BinaryProjection, v: BinaryProjection
 ) -> Float[Array, "B N d"]:
-    """``(1/n) Σ_{i≤n} (⟨q_n, k_i⟩/√d) v_i`` for every sequence and position, by prefix sums.
+    """``(1/n) Σ_{i≤n} (⟨q_n, k_i⟩/√d) v_i`` for every sequence and position, by chunks.
+
+    Chunks of :data:`CHUNK` positions: inside a chunk the masked scores times the values, from the
+    chunks before it ``q_n M`` with ``M`` the sum of their ``k_i v_iᵀ`` (``d × d``).
 
     Args:
         x: symbols in ``{0, 1}``, shape ``(B, N)``.
         q, k, v: the query, key and value maps of the inputs, ``d`` = width of the queries.
     """
-    qs, ks, vs = q.at(x), k.at(x), v.at(x)
     n = x.shape[-1]
+    chunks = -(-n // CHUNK)
+
+    def chunked(p: BinaryProjection) -> Array:  # (B, chunks, CHUNK, d), zeros after position N
+        a = jnp.pad(p.at(x), ((0, 0), (0, chunks * CHUNK - n), (0, 0)))
+        return a.reshape(x.shape[0], chunks, CHUNK, -1)
+
+    qs, ks, vs = chunked(q), chunked(k), chunked(v)
+    inside = jnp.einsum("bctd,bcsd->bcts", qs, ks) * jnp.tril(jnp.ones((CHUNK, CHUNK), qs.dtype))
+    sums = jnp.einsum("bcsd,bcse->bcde", ks, vs)
+    before = jnp.cumsum(jnp.pad(sums[:, :-1], ((0, 0), (1, 0), (0, 0), (0, 0))), axis=1)
+    out = jnp.einsum("bcts,bcse->bcte", inside, vs) + jnp.einsum("bctd,bcde->bcte", qs, before)
     visible = jnp.arange(1, n + 1, dtype=qs.dtype)[:, None] * math.sqrt(qs.shape[-1])
-    prefix = jnp.cumsum(ks[..., :, None] * vs[..., None, :], axis=-3)  # (B, N, d, d)
-    return jnp.einsum("bnj,bnjk->bnk", qs, prefix) / visible
+    return out.reshape(x.shape[0], chunks * CHUNK, -1)[:, :n] / visible
