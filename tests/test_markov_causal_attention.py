@@ -77,7 +77,9 @@ def test_equals_the_masked_attention_with_its_gradient(kind, n, rng):
 def test_float32_agrees_to_float32_rounding_on_peaked_scores(rng):
     """Scores spread over tens of nats (peaked rows, both symbol parts of either sign)."""
     x, q, k, v = _inputs(rng, 4, 200, 8, 3.0, jnp.float32)
-    ref = _plain("softmax", x, *(jax.tree.map(lambda a: a.astype(jnp.float64), p) for p in (q, k, v)))
+    ref = _plain(
+        "softmax", x, *(jax.tree.map(lambda a: a.astype(jnp.float64), p) for p in (q, k, v))
+    )
     got = softmax_attention(x, q, k, v)
     assert got.dtype == jnp.float32
     np.testing.assert_allclose(got, ref, rtol=0, atol=2e-5 * float(jnp.max(jnp.abs(ref))))
