@@ -74,11 +74,11 @@ def _blocks(n: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + BLOCK, n)) for lo in range(0, n, BLOCK)]
 
 
-def _block_weights(q: Array, k: Array, shift: Array, lo: int) -> Array:
-    """``exp(⟨q_n, k_i⟩ - shift_n)`` for the rows ``lo …`` of ``q`` and ``i ≤ n``, else 0."""
+def _block_scores(q: Array, k: Array, lo: int) -> Array:
+    """``⟨q_n, k_i⟩`` for the rows ``n = lo …`` of a block ``q`` and ``i ≤ n``, else ``-∞``."""
     rows, hi = q.shape[-2], k.shape[0]
     visible = (lo + jnp.arange(rows))[:, None] >= jnp.arange(hi)[None, :]
-    return jnp.exp(jnp.where(visible, q @ k.T - shift[..., None], -jnp.inf))
+    return jnp.where(visible, q @ k.T, -jnp.inf)
 
 
 @jax.custom_vjp
@@ -101,7 +101,7 @@ def causal_exp_matmul(
 def _forward(q: Array, k: Array, r: Array, shift: Array) -> tuple[Array, tuple]:
     outs, weights = [], []
     for lo, hi in _blocks(q.shape[-2]):
-        w = _block_weights(q[:, lo:hi], k[:hi], shift[:, lo:hi], lo)
+        w = jnp.exp(_block_scores(q[:, lo:hi], k[:hi], lo) - shift[:, lo:hi, None])
         outs.append(w @ r[:hi])
         weights.append(w)
     return jnp.concatenate(outs, axis=1), (q, k, r, weights)
@@ -124,10 +124,11 @@ causal_exp_matmul.defvjp(_forward, _backward)
 
 
 def _row_max(q: Array, k: Array) -> Array:
-    """``max_{i≤n} ⟨q_c[n], k_i⟩``, shape ``(C, N)``."""
-    n = q.shape[-2]
-    causal = jnp.tril(jnp.ones((n, n), dtype=bool))
-    return jnp.max(jnp.where(causal, q @ k.T, -jnp.inf), axis=-1)
+    """``max_{i≤n} ⟨q_c[n], k_i⟩``, shape ``(C, N)``, by the blocks of :func:`causal_exp_matmul`."""
+    blocks = [
+        jnp.max(_block_scores(q[:, lo:hi], k[:hi], lo), axis=-1) for lo, hi in _blocks(q.shape[-2])
+    ]
+    return jnp.concatenate(blocks, axis=1)
 
 
 def softmax_attention(
