@@ -6,6 +6,7 @@ The reference is the textbook formula on one sequence: scores ``⟨q_n, k_i⟩/�
 
 from __future__ import annotations
 
+import functools
 import math
 
 import jax
@@ -39,6 +40,7 @@ def _plain(kind: str, x: jax.Array, q: BinaryProjection, k, v) -> jax.Array:
 
 
 ATTEND = {"softmax": softmax_attention, "linear": linear_attention}
+PLAIN = {kind: functools.partial(_plain, kind) for kind in ATTEND}
 
 
 def _inputs(rng: np.random.Generator, batch: int, n: int, d: int, scale: float, dtype):
@@ -54,23 +56,23 @@ def _inputs(rng: np.random.Generator, batch: int, n: int, d: int, scale: float, 
     return x, proj(), proj(), proj()
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _value_and_pullback(attend, x, q, k, v, w):
+    """``attend(x, q, k, v)`` and the gradient of ``Σ w ⊙ attend`` in ``(q, k, v)``."""
+    out, pullback = jax.vjp(lambda *p: attend(x, *p), q, k, v)
+    return out, pullback(w)
+
+
 @pytest.mark.parametrize("kind", ["softmax", "linear"])
 @pytest.mark.parametrize("n", [1, 7, 300])  # 300: three blocks, the last one ragged
 def test_equals_the_masked_attention_with_its_gradient(kind, n, rng):
     x, q, k, v = _inputs(rng, 5, n, 4, 1.5, jnp.float64)
     w = jnp.asarray(rng.standard_normal((5, n, 4)))
-
-    def loss(attend, q, k, v):
-        return jnp.sum(w * attend(x, q, k, v))
-
-    got = ATTEND[kind](x, q, k, v)
-    np.testing.assert_allclose(got, _plain(kind, x, q, k, v), rtol=1e-11, atol=1e-11)
-    grads = jax.grad(lambda *a: loss(ATTEND[kind], *a), argnums=(0, 1, 2))(q, k, v)
-    expected = jax.grad(lambda *a: loss(lambda *b: _plain(kind, *b), *a), argnums=(0, 1, 2))(
-        q, k, v
-    )
-    size = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(expected))
-    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(expected)):
+    got, grads = _value_and_pullback(ATTEND[kind], x, q, k, v, w)
+    expected, expected_grads = _value_and_pullback(PLAIN[kind], x, q, k, v, w)
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-11)
+    size = max(float(jnp.max(jnp.abs(b))) for b in jax.tree.leaves(expected_grads))
+    for a, b in zip(jax.tree.leaves(grads), jax.tree.leaves(expected_grads)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * size)
 
 
@@ -80,18 +82,19 @@ def test_float32_agrees_to_float32_rounding_on_peaked_scores(rng):
     ref = _plain(
         "softmax", x, *(jax.tree.map(lambda a: a.astype(jnp.float64), p) for p in (q, k, v))
     )
-    got = softmax_attention(x, q, k, v)
+    got = jax.jit(softmax_attention)(x, q, k, v)
     assert got.dtype == jnp.float32
     np.testing.assert_allclose(got, ref, rtol=0, atol=2e-5 * float(jnp.max(jnp.abs(ref))))
 
 
 def test_symbol_scores_far_beyond_the_row_shift_stay_finite(rng):
-    """``|β_n|`` of 60 nats: one symbol class carries all the weight, no overflow or 0/0."""
+    """Symbol parts ``β_n`` of the scores near 85 nats (the float32 limit of the method): one symbol
+    class carries all the weight, no overflow, no 0/0."""
     x, q, k, v = _inputs(rng, 3, 40, 2, 0.1, jnp.float32)
     q = q._replace(symbol=jnp.array([10.0, 0.0], jnp.float32))
     k = k._replace(symbol=jnp.array([12.0, 0.0], jnp.float32))
     k = k._replace(position=k.position.at[:, 0].set(0.0))
-    got = softmax_attention(x, q, k, v)
+    got = jax.jit(softmax_attention)(x, q, k, v)
     f64 = [jax.tree.map(lambda a: a.astype(jnp.float64), p) for p in (q, k, v)]
     np.testing.assert_allclose(got, _plain("softmax", x, *f64), atol=1e-5)
 
@@ -99,7 +102,7 @@ def test_symbol_scores_far_beyond_the_row_shift_stay_finite(rng):
 def test_prefix_does_not_see_the_future(rng):
     x, q, k, v = _inputs(rng, 1, 260, 3, 2.0, jnp.float64)
     flipped = x.at[0, 200:].set(1 - x[0, 200:])
-    for attend in ATTEND.values():
+    for attend in map(jax.jit, ATTEND.values()):
         a, b = attend(x, q, k, v), attend(flipped, q, k, v)
         np.testing.assert_array_equal(a[:, :200], b[:, :200])
 
@@ -116,8 +119,13 @@ def test_causal_exp_matmul_is_the_masked_product_for_any_shift(rng, monkeypatch)
         causal = jnp.tril(jnp.ones((n, n), dtype=bool))
         return jnp.where(causal, jnp.exp(q @ k.T - shift[..., None]), 0.0) @ r
 
-    np.testing.assert_allclose(causal_exp_matmul(q, k, r, shift), plain(q, k, r, shift), rtol=1e-13)
-    got = jax.grad(lambda *a: jnp.sum(w * causal_exp_matmul(*a)), argnums=(0, 1, 2, 3))
-    expected = jax.grad(lambda *a: jnp.sum(w * plain(*a)), argnums=(0, 1, 2, 3))
-    for a, b in zip(got(q, k, r, shift), expected(q, k, r, shift)):
+    def value_and_pullback(f):
+        out, pullback = jax.vjp(f, q, k, r, shift)
+        return out, pullback(w)
+
+    got, grads = jax.jit(lambda: value_and_pullback(causal_exp_matmul))()
+    expected, expected_grads = jax.jit(lambda: value_and_pullback(plain))()
+    assert len(grads) == 4
+    np.testing.assert_allclose(got, expected, rtol=1e-13)
+    for a, b in zip(grads, expected_grads):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
