@@ -114,16 +114,18 @@ def torch_steps_per_second(
     lr: float = 2e-3,
     weight_decay: float = 1e-3,
     seed: int = 0,
+    threads: int | None = None,
 ) -> float:
     """Training steps per second of the PyTorch step (module docstring), wall clock.
 
     :data:`WARMUP_STEPS` untimed steps, then ``steps`` timed ones, each sampling its batch, taking
     the gradient and stepping AdamW and its schedule (over ``WARMUP_STEPS + steps`` steps).
-    PyTorch uses its default number of threads.
 
     Args:
         length: positions ``N`` (chains of ``N + 1`` symbols).
         steps: timed steps, at least 20 (the warm-up of the schedule must last one step).
+        threads: PyTorch's intra-op threads during the run (default: its own setting, one per
+            core; on a machine shared with other jobs one thread can be faster).
 
     Raises:
         GradflowError: invalid settings.
@@ -135,6 +137,10 @@ def torch_steps_per_second(
     check_switching(p, q)
     if isinstance(steps, bool) or int(steps) != steps or steps < 20:
         raise GradflowError(f"steps = {steps!r} must be an integer ≥ 20")
+    if threads is not None and (
+        isinstance(threads, bool) or int(threads) != threads or threads < 1
+    ):
+        raise GradflowError(f"threads = {threads!r} must be an integer ≥ 1")
     generator = torch.Generator().manual_seed(seed)
     params = _model(d, length, generator)
     optimizer = torch.optim.AdamW(
@@ -158,9 +164,14 @@ def torch_steps_per_second(
         optimizer.step()
         schedule.step()
 
-    for _ in range(WARMUP_STEPS):
-        step()
-    begin = time.perf_counter()
-    for _ in range(steps):
-        step()
-    return steps / (time.perf_counter() - begin)
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(default_threads if threads is None else int(threads))
+    try:
+        for _ in range(WARMUP_STEPS):
+            step()
+        begin = time.perf_counter()
+        for _ in range(steps):
+            step()
+        return steps / (time.perf_counter() - begin)
+    finally:
+        torch.set_num_threads(default_threads)

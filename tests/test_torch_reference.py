@@ -54,8 +54,11 @@ def test_loss_and_gradient_equal_the_jax_model():
 
 
 def test_torch_step_is_timed():
-    pytest.importorskip("torch")
-    rate = torch_reference.torch_steps_per_second(8, 20, batch=4, p=P, q=Q)
-    assert np.isfinite(rate) and rate > 0
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
+    rate = torch_reference.torch_steps_per_second(8, 20, batch=4, p=P, q=Q, threads=1)
+    assert np.isfinite(rate) and rate > 0 and torch.get_num_threads() == threads
     with pytest.raises(GradflowError, match="steps = 5"):
         torch_reference.torch_steps_per_second(8, 5)
+    with pytest.raises(GradflowError, match="threads = 0"):
+        torch_reference.torch_steps_per_second(8, 20, threads=0)
