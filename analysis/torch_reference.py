@@ -125,7 +125,9 @@ def torch_steps_per_second(
         length: positions ``N`` (chains of ``N + 1`` symbols).
         steps: timed steps, at least 20 (the warm-up of the schedule must last one step).
         threads: PyTorch's intra-op threads during the run (default: its own setting, one per
-            core; on a machine shared with other jobs one thread can be faster).
+            core).  On a machine shared with other jobs, OpenMP's spin-waiting can make the
+            multi-threaded run many times slower: ``threads=1`` (or ``OMP_WAIT_POLICY=PASSIVE``
+            set before PyTorch starts) avoids it.
 
     Raises:
         GradflowError: invalid settings.
