@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -247,15 +247,24 @@ def _chunk(
     return jax.tree.map(lambda a: a[None], seed_chunk(*first))
 
 
+class _StepArguments(NamedTuple):
+    """The arguments of :func:`_chunk` between the keys and the count."""
+
+    pq: jax.Array
+    shape: tuple[int, int]
+    lr: jax.Array
+    optim: tuple[int, float]
+
+
 def _setup(
     config: TrainConfig, initial: MarkovTransformer | None
-) -> tuple[tuple[Any, ...], MarkovTransformer, Any, jax.Array]:
-    """``(step arguments of _chunk after the keys, models, optimizer states, data keys)``."""
-    step = (
-        jnp.asarray([config.p, config.q], jnp.float32),
-        (config.batch, config.length + 1),
-        jnp.asarray(config.lr, jnp.float32),
-        (config.steps, config.weight_decay),
+) -> tuple[_StepArguments, MarkovTransformer, Any, jax.Array]:
+    """``(step arguments, models, optimizer states, data keys)`` of a run."""
+    step = _StepArguments(
+        pq=jnp.asarray([config.p, config.q], jnp.float32),
+        shape=(config.batch, config.length + 1),
+        lr=jnp.asarray(config.lr, jnp.float32),
+        optim=(config.steps, config.weight_decay),
     )
     seed_keys = jnp.stack([jax.random.key(config.seed0 + i) for i in range(config.seeds)])
     init_keys, data_keys = _split(seed_keys)
@@ -264,7 +273,7 @@ def _setup(
         if initial is not None
         else eqx.filter_jit(jax.vmap(lambda k: initial_model(config, k)))(init_keys)
     )
-    return step, models, _initial_states(models, step[3]), data_keys
+    return step, models, _initial_states(models, step.optim), data_keys
 
 
 def train(
@@ -288,7 +297,7 @@ def train(
         config.eval_batch,
         config.length,
     )
-    records = [_evaluate(models, eval_inputs, step[0])]
+    records = [_evaluate(models, eval_inputs, step.pq)]
     eval_steps, losses, nan_step, done = [0], [], None, 0
     with progress_bar(config.steps, "step", enabled=progress, desc=f"train {config.init}") as bar:
         while done < config.steps:
@@ -305,7 +314,7 @@ def train(
             models, states = new_models, new_states
             losses.append(chunk_losses)
             done += count
-            records.append(_evaluate(models, eval_inputs, step[0]))
+            records.append(_evaluate(models, eval_inputs, step.pq))
             eval_steps.append(done)
             bar.update(count)
             bar.set_postfix(loss=f"{float(chunk_losses[:, -1].mean()):.4f}")
