@@ -33,6 +33,7 @@ from jaxtyping import Array, Float, Int
 
 from gradflow import GradflowError
 
+from .markov_causal_attention import BinaryProjection, linear_attention, softmax_attention
 from .markov_data import (
     check_length,
     enumerate_sequences,
@@ -124,26 +125,21 @@ def check_attention(attention: str) -> str:
     return attention
 
 
-def _sequence_logits(model: MarkovTransformer, x: Int[Array, " N"]) -> Float[Array, " N"]:
-    """Logits of one input sequence of ``N ≤ model.length`` symbols."""
-    n = x.shape[0]
-    u = x[:, None].astype(model.e.dtype) * model.e + model.positions[:n]
-    scores = (u @ model.W_Q.T) @ (u @ model.W_K.T).T / math.sqrt(model.d)
-    causal = jnp.tril(jnp.ones((n, n), dtype=bool))
-    if model.attention == "softmax":
-        att = jax.nn.softmax(jnp.where(causal, scores, -jnp.inf), axis=-1)
-    else:
-        visible = jnp.arange(1, n + 1, dtype=u.dtype)[:, None]
-        att = jnp.where(causal, scores, 0.0) / visible
-    y = u + (att @ (u @ model.W_V.T)) @ model.W_O.T
-    z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
-    return z @ model.readout() + model.b
-
-
 @eqx.filter_jit
 def logits(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N"]:
-    """Logits ``⟨e, z_n⟩ + b`` of ``P(x_{n+1} = 1)`` for a batch of input sequences."""
-    return jax.vmap(lambda seq: _sequence_logits(model, seq))(x)
+    """Logits ``⟨e, z_n⟩ + b`` of ``P(x_{n+1} = 1)`` for a batch of ``N ≤ model.length`` symbols.
+
+    The attention is computed batch-wide by :mod:`gradflow.models.markov_causal_attention` (the
+    same function as the masked softmax, or mean, over the visible positions).
+    """
+    positions = model.positions[: x.shape[-1]]
+    q, k, v = (
+        BinaryProjection(positions @ w.T, w @ model.e) for w in (model.W_Q, model.W_K, model.W_V)
+    )
+    attend = softmax_attention if model.attention == "softmax" else linear_attention
+    y = BinaryProjection(positions, model.e).at(x) + attend(x, q, k, v) @ model.W_O.T
+    z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
+    return z @ model.readout() + model.b
 
 
 def expected_cross_entropy(y: Array, f: Array) -> Array:

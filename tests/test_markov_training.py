@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradflow.analysis.markov_training import TrainConfig, train
+from gradflow import GradflowError
+from gradflow.analysis.markov_training import TrainConfig, train, training_steps_per_second
 from gradflow.models.markov_transformer import standard_init
 
 P, Q = 0.5, 0.8
@@ -80,3 +81,12 @@ def test_a_nan_loss_stops_the_run_and_names_the_step():
     r = train(TrainConfig(init="standard", **SHORT), initial=models, progress=False)
     assert r.nan_step == 1 and r.steps_done == 0
     assert list(r.eval_steps) == [0]
+
+
+def test_training_speed_is_measured_on_the_training_step():
+    rate = training_steps_per_second(8, 3, chunk=2)
+    assert np.isfinite(rate) and rate > 0
+    with pytest.raises(GradflowError, match="steps = 0"):
+        training_steps_per_second(8, 0)
+    with pytest.raises(GradflowError, match="eval_every = 0"):
+        training_steps_per_second(8, 4, chunk=0)
