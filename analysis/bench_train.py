@@ -1,9 +1,11 @@
 """``gradflow bench train``: speed of the full Markov transformer.
 
-Training: AdamW steps per second at d = 8, N = 256, batch 16, float32, one seed, p = 0.5,
-q = 0.8, with batches sampled on the fly.  The steps run in compiled chunks (``lax.scan`` over
-``--chunk`` steps, the way :func:`gradflow.analysis.markov_training.train` runs them); the
-baseline, measured in the same run, is a Python loop calling one jitted step at a time.
+Training: AdamW steps per second at each ``--length`` N (d = 8, batch 16, float32, one seed,
+p = 0.5, q = 0.8, a fresh batch every step), the way :func:`gradflow.analysis.markov_training.train`
+runs them (compiled ``lax.scan`` chunks).  The baseline, measured in the same run when PyTorch is
+installed, is the same step written in PyTorch (eager, vectorized sampler,
+:mod:`gradflow.analysis.torch_reference`); without PyTorch the report says so.  The cost growth
+from the shortest to the longest length is reported too.
 
 Exact enumeration: one evaluation of the exact population loss over all 2^12 input sequences,
 and of the loss with its gradient, float64 (what the reduced-vs-full checks call).
@@ -11,26 +13,31 @@ and of the loss with its gradient, float64 (what the reduced-vs-full checks call
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from gradflow import GradflowError, format_table
-from gradflow.models.markov_data import sample_chains
-from gradflow.models.markov_transformer import exact_loss, sample_loss, standard_init
+from gradflow import GradflowError, format_table, progress_bar
+from gradflow.models.markov_transformer import exact_loss, standard_init
 
-from .markov_training import optimizer as adamw
+from .markov_training import training_steps_per_second
+from .torch_reference import torch_available, torch_steps_per_second
 
 __all__ = ["Config", "Report", "bench"]
 
 P, Q = 0.5, 0.8
-D, LENGTH, BATCH = 8, 256, 16
+D, BATCH = 8, 16
 EXACT_LENGTH = 12
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    """``"256,1024"`` as ``(256, 1024)``."""
+    return tuple(int(v) for v in text.split(",") if v.strip())
 
 
 @dataclass(frozen=True)
@@ -38,17 +45,37 @@ class Config:
     """Sizes of the benchmark.
 
     Raises:
-        GradflowError: a count below 1.
+        GradflowError: no length, a length below 2, fewer than 20 steps, a count below 1.
     """
 
-    steps: int = field(default=400, metadata={"help": "timed training steps"})
-    chunk: int = field(default=100, metadata={"help": "steps per compiled chunk"})
+    lengths: tuple[int, ...] = field(
+        default=(256, 1024),
+        metadata={
+            "flag": "--length",
+            "parse": _lengths,
+            "metavar": "N,N",
+            "help": "sequence lengths N",
+        },
+    )
+    steps: int = field(default=200, metadata={"help": "timed training steps per length"})
+    torch_steps: int = field(
+        default=60, metadata={"help": "timed steps of the PyTorch step per length (≥ 20)"}
+    )
+    torch_threads: int = field(
+        default=1,
+        metadata={"help": "PyTorch threads (1 avoids OpenMP spin-waiting on a shared machine)"},
+    )
+    chunk: int = field(default=50, metadata={"help": "steps per compiled chunk"})
     repeats: int = field(default=20, metadata={"help": "timed exact-loss evaluations"})
 
     def __post_init__(self) -> None:
-        for name in ("steps", "chunk", "repeats"):
+        if not self.lengths or min(self.lengths) < 2:
+            raise GradflowError(f"--length {self.lengths}: give lengths N ≥ 2, e.g. 256,1024")
+        if self.torch_steps < 20:
+            raise GradflowError(f"--torch-steps {self.torch_steps} must be ≥ 20")
+        for name in ("steps", "torch_threads", "chunk", "repeats"):
             if getattr(self, name) < 1:
-                raise GradflowError(f"--{name} {getattr(self, name)} must be ≥ 1")
+                raise GradflowError(f"--{name.replace('_', '-')} {getattr(self, name)} must be ≥ 1")
 
 
 @dataclass(frozen=True)
@@ -56,57 +83,73 @@ class Report:
     """What :func:`bench` measured.
 
     Attributes:
-        training: steps timed, steps/s of ``lax.scan`` chunks and of the per-call loop, their
-            ratio, compile times (s).
+        lengths: per ``N``: gradflow's steps/s, PyTorch's (``None`` without PyTorch), their ratio.
         exact: sequences enumerated, ms per loss and per loss with gradient, compile times (s).
+        torch: whether PyTorch was available.
+        cores: CPU cores of the machine; devices: JAX's devices.
     """
 
     config: Config
-    training: dict[str, float]
+    lengths: dict[str, dict[str, float | None]]
     exact: dict[str, float]
+    torch: bool
+    cores: int
     devices: tuple[str, ...]
 
+    @property
+    def growth(self) -> float:
+        """Cost per step at the longest length over the shortest (gradflow)."""
+        rates = [self.lengths[str(n)]["steps_per_second"] for n in sorted(self.config.lengths)]
+        return rates[0] / rates[-1]
+
     def to_dict(self) -> dict[str, Any]:
-        """Settings, the training and exact-loss timings, devices."""
+        """Settings, per-length timings and ratios, the exact-loss timings, the machine."""
         return {
             "settings": {
                 "d": D,
-                "N": LENGTH,
                 "batch": BATCH,
                 "dtype": "float32",
+                "p": P,
+                "q": Q,
                 "exact_N": EXACT_LENGTH,
             },
-            "training": self.training,
+            "lengths": self.lengths,
+            "cost_growth": self.growth,
+            "torch": self.torch,
             "exact": self.exact,
+            "cores": self.cores,
             "devices": list(self.devices),
         }
 
     def text(self) -> str:
-        """A heading, the training table and ratio, the exact-loss timings."""
-        train, exact, c = self.training, self.exact, self.config
-        table = format_table(
-            ["training", "steps/s", "compile (s)"],
+        """A heading, the per-length table, the growth, the exact-loss timings."""
+        rows = [
             [
-                [
-                    f"lax.scan chunks of {c.chunk}",
-                    f"{train['scan_steps_per_s']:.1f}",
-                    f"{train['compile_scan_s']:.1f}",
-                ],
-                [
-                    "one jitted step per Python call (baseline)",
-                    f"{train['loop_steps_per_s']:.1f}",
-                    f"{train['compile_step_s']:.1f}",
-                ],
-            ],
-        )
+                n,
+                f"{r['steps_per_second']:.1f}",
+                "-"
+                if r["torch_steps_per_second"] is None
+                else f"{r['torch_steps_per_second']:.1f}",
+                "-" if r["ratio"] is None else f"{r['ratio']:.2f}×",
+            ]
+            for n, r in self.lengths.items()
+        ]
+        baseline = "" if self.torch else "\n  PyTorch is not installed: no reference step was timed"
+        exact = self.exact
         return "\n".join(
             [
-                f"full Markov transformer, d = {D}, N = {LENGTH}, batch {BATCH}, float32, AdamW, p = {P}, q = {Q}",
-                table,
-                f"  ratio scan / loop: {train['scan_over_loop']:.2f}",
-                f"\nexact population loss, N = {EXACT_LENGTH} ({exact['sequences']:,} sequences), float64, best of {c.repeats}:",
+                f"full Markov transformer training, d = {D}, batch {BATCH}, float32, AdamW, "
+                f"p = {P}, q = {Q}, {self.cores} cores",
+                format_table(
+                    ["N", "gradflow steps/s", "PyTorch steps/s", "gradflow / PyTorch"], rows
+                ),
+                f"  cost growth from N = {min(self.config.lengths)} to N = {max(self.config.lengths)}: "
+                f"{self.growth:.1f}×{baseline}",
+                f"\nexact population loss, N = {EXACT_LENGTH} ({exact['sequences']:,} sequences), "
+                f"float64, best of {self.config.repeats}:",
                 f"  loss            {exact['loss_ms']:.2f} ms   (compile {exact['compile_loss_s']:.1f} s)",
-                f"  loss + gradient {exact['loss_and_grad_ms']:.2f} ms   (compile {exact['compile_loss_and_grad_s']:.1f} s)",
+                f"  loss + gradient {exact['loss_and_grad_ms']:.2f} ms   "
+                f"(compile {exact['compile_loss_and_grad_s']:.1f} s)",
             ]
         )
 
@@ -116,45 +159,6 @@ def _timed(fn: Callable[[], Any]) -> float:
     begin = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - begin
-
-
-def _training(steps: int, chunk: int) -> dict[str, float]:
-    optimizer = adamw(steps, 2e-3, 1e-3)
-    model = standard_init(jax.random.key(0), D, LENGTH, attention="softmax")
-    state = optimizer.init(model)
-
-    def one_step(carry: tuple[Any, Any], key: jax.Array) -> tuple[tuple[Any, Any], jax.Array]:
-        m, s = carry
-        batch = sample_chains(key, P, Q, BATCH, LENGTH + 1)
-        loss, grads = jax.value_and_grad(sample_loss)(m, batch)
-        updates, s = optimizer.update(grads, s, m)
-        return (eqx.apply_updates(m, updates), s), loss
-
-    step = eqx.filter_jit(one_step)
-    scan = eqx.filter_jit(lambda c, k: jax.lax.scan(one_step, c, jax.random.split(k, chunk)))
-    carry = (model, state)
-    compile_scan = _timed(lambda: scan(carry, jax.random.key(1)))
-    compile_step = _timed(lambda: step(carry, jax.random.key(1)))
-    chunks = max(1, steps // chunk)
-    begin = time.perf_counter()
-    for i in range(chunks):
-        carry, losses = scan(carry, jax.random.key(10 + i))
-    jax.block_until_ready(losses)
-    scan_rate = chunks * chunk / (time.perf_counter() - begin)
-    carry = (model, state)
-    begin = time.perf_counter()
-    for i in range(chunks * chunk):
-        carry, loss = step(carry, jax.random.key(10_000 + i))
-    jax.block_until_ready(loss)
-    loop_rate = chunks * chunk / (time.perf_counter() - begin)
-    return {
-        "steps_timed": chunks * chunk,
-        "scan_steps_per_s": scan_rate,
-        "loop_steps_per_s": loop_rate,
-        "scan_over_loop": scan_rate / loop_rate,
-        "compile_scan_s": compile_scan,
-        "compile_step_s": compile_step,
-    }
 
 
 def _exact(repeats: int) -> dict[str, float]:
@@ -178,10 +182,32 @@ def _exact(repeats: int) -> dict[str, float]:
 
 
 def bench(config: Config) -> Report:
-    """Time training (scan chunks against a per-call loop) and the exact loss (module docstring)."""
+    """Time training at every length (gradflow, and PyTorch when installed) and the exact loss."""
+    has_torch = torch_available()
+    lengths: dict[str, dict[str, float | None]] = {}
+    with progress_bar(total=len(config.lengths), unit="length", enabled=True) as bar:
+        for n in config.lengths:
+            ours = training_steps_per_second(
+                n, config.steps, chunk=config.chunk, d=D, batch=BATCH, p=P, q=Q
+            )
+            theirs = (
+                torch_steps_per_second(
+                    n, config.torch_steps, d=D, batch=BATCH, p=P, q=Q, threads=config.torch_threads
+                )
+                if has_torch
+                else None
+            )
+            lengths[str(n)] = {
+                "steps_per_second": ours,
+                "torch_steps_per_second": theirs,
+                "ratio": None if theirs is None else ours / theirs,
+            }
+            bar.update(1)
     return Report(
         config=config,
-        training=_training(config.steps, config.chunk),
+        lengths=lengths,
         exact=_exact(config.repeats),
+        torch=has_torch,
+        cores=os.cpu_count() or 1,
         devices=tuple(str(d) for d in jax.devices()),
     )

@@ -158,8 +158,7 @@ class CompareReport:
         ]
         header = ["model", "points", "max |ΔL|", "max |Δ∇L|", "off median", "off max", "off family"]
         shares = [
-            [r["model"], *(f"{v:.2f}" for v in r["off_manifold_share"].values())]
-            for r in records
+            [r["model"], *(f"{v:.2f}" for v in r["off_manifold_share"].values())] for r in records
         ]
         share_header = ["model", *records[0]["off_manifold_share"]] if records else ["model"]
         groups = "\n".join(f"  {k}: {', '.join(v)}" for k, v in GROUPS.items())

@@ -3,9 +3,10 @@
 A reduced model is a loss ``L(θ; h)`` declared in SymPy (:class:`ReducedModel`); bound to its
 hyperparameters it is a :class:`Landscape`, as is a loss written directly in JAX
 (:class:`JaxLandscape`).  On a landscape the engine computes gradient flows, critical sets,
-basins of attraction and phase portraits.  The engine enables JAX's float64 mode when it is
-first used (critical points, Hessian spectra and conserved quantities need it); ``import
-gradflow`` itself loads nothing heavy, and the engine never imports matplotlib until it draws.
+basins of attraction and phase portraits.  Importing gradflow enables JAX's float64 mode
+(critical points, Hessian spectra and conserved quantities need it) — through JAX's environment
+variable when JAX is not loaded yet — but loads nothing heavy itself: every public name is
+imported on first use, and matplotlib only when something is drawn.
 
 The modules run in one direction: errors and types (``_errors``, ``_landscape``) → SymPy
 lowering and the integrators (``_lowering``, ``_integrate``, ``_descent``, ``_batched``) → the
@@ -17,7 +18,13 @@ algorithms (``_classify``, ``_pieces``, ``_critical``, ``_attractors``, ``_flows
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import TYPE_CHECKING, Any
+
+os.environ.setdefault("JAX_ENABLE_X64", "1")
+if "jax" in sys.modules:
+    sys.modules["jax"].config.update("jax_enable_x64", True)
 
 _EXPORTS = {
     "Attractor": "._attractors",

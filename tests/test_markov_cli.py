@@ -141,9 +141,12 @@ def test_canonical_attention_figure(cli, tmp_path):
 
 @pytest.mark.slow
 def test_bench_train(cli):
-    code, out, _ = cli(
-        "bench", "train", "--steps", "40", "--chunk", "20", "--repeats", "2", "--json"
-    )
+    argv = ["bench", "train", "--length", "16,32", "--steps", "40", "--chunk", "20"]
+    code, out, _ = cli(*argv, "--torch-steps", "20", "--repeats", "2", "--json")
     assert code == 0
     record = json.loads(out)
-    assert record["training"]["scan_steps_per_s"] > 0 and record["exact"]["sequences"] == 4096
+    assert set(record["lengths"]) == {"16", "32"} and record["exact"]["sequences"] == 4096
+    for timing in record["lengths"].values():
+        assert timing["steps_per_second"] > 0
+        assert (timing["ratio"] is None) == (not record["torch"])
+    assert record["cores"] >= 1
