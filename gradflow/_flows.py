@@ -137,6 +137,7 @@ def flow_endpoints(
     chunk_size: int = 16384,
     steps_per_round: int = 32,
     progress: bool | None = None,
+    dtype: Any = np.float64,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped.
 
@@ -152,6 +153,7 @@ def flow_endpoints(
         chunk_size: members integrated together.
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
+        dtype: the floating type of the integration (see :func:`gradflow._batched.integrate_batch`).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
@@ -171,6 +173,7 @@ def flow_endpoints(
         chunk_size=chunk_size,
         steps_per_round=steps_per_round,
         progress=progress,
+        dtype=dtype,
     )
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status)
