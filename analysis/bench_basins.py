@@ -2,7 +2,8 @@
 
 Times a ``grid × grid`` basin map of the canonical ``(e, w)`` flow (p = 0.7, q = 0.6, box
 [-3, 3]²) twice in one process, with JAX's persistent compilation cache off: the first call
-includes compilation, the second does not.  Baselines, measured in the same run on a random
+includes compilation, the second does not.  A warm ``100 × 100`` map, timed in the same run,
+shows whether the cost per trajectory stays flat as the grid grows.  Baselines, measured in the same run on a random
 subsample of the same grid and extrapolated to the full grid: ``scipy.integrate.solve_ivp``, one
 initial condition at a time, with RK45 (scipy's default) and with LSODA, each with the same
 vector field (the model's symbolic ``∇L`` lambdified to NumPy, the fastest per-point path from
@@ -12,6 +13,7 @@ Python; the jitted JAX Hessian as Jacobian for LSODA), the same tolerances and s
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +33,7 @@ from gradflow import (
     format_table,
     lambdify_numpy,
     plane_grid,
+    progress_bar,
     widened_bounds,
 )
 from gradflow.models import markov
@@ -38,6 +41,8 @@ from gradflow.models import markov
 __all__ = ["Config", "Report", "bench"]
 
 P, Q = 0.7, 0.6
+SMALL_GRID = 100
+"""The grid of the small map whose cost per trajectory is compared with the full grid's."""
 BASELINES = {"scipy_rk45": "RK45", "scipy_lsoda": "LSODA"}
 """Report name → ``solve_ivp`` method of each baseline."""
 
@@ -68,15 +73,19 @@ class Report:
 
     Attributes:
         seconds, seconds_without_compile: the basin map's wall time with and without compiling.
+        small_seconds: a warm :data:`SMALL_GRID` ² map's wall time.
         mean_steps, max_steps: solver steps per trajectory.
+        cores: CPU cores of the machine; devices: JAX's devices.
         ms_per_trajectory: mean ``solve_ivp`` time per trajectory of each baseline (ms).
     """
 
     config: Config
     seconds: float
     seconds_without_compile: float
+    small_seconds: float
     mean_steps: float
     max_steps: int
+    cores: int
     devices: tuple[str, ...]
     ms_per_trajectory: dict[str, float]
 
@@ -94,14 +103,21 @@ class Report:
             "seconds": self.seconds,
             "seconds_without_compile": self.seconds_without_compile,
             "trajectories_per_second": n / self.seconds_without_compile,
+            "us_per_trajectory": 1e6 * self.seconds_without_compile / n,
+            "us_per_trajectory_small_grid": {
+                "grid": SMALL_GRID,
+                "us": 1e6 * self.small_seconds / SMALL_GRID**2,
+            },
             "mean_steps": self.mean_steps,
             "max_steps": self.max_steps,
+            "cores": self.cores,
             "devices": list(self.devices),
             "baselines": {
                 name: {
                     "ms_per_trajectory": ms,
                     "extrapolated_seconds": ms * n / 1e3,
                     "speedup": ms * n / 1e3 / self.seconds,
+                    "speedup_without_compile": ms * n / 1e3 / self.seconds_without_compile,
                 }
                 for name, ms in self.ms_per_trajectory.items()
             },
@@ -115,7 +131,8 @@ class Report:
                 name,
                 f"{b['ms_per_trajectory']:.2f}",
                 f"{b['extrapolated_seconds']:.0f}",
-                f"{b['speedup']:.1f}×",
+                f"{b['speedup']:.0f}×",
+                f"{b['speedup_without_compile']:.0f}×",
             ]
             for name, b in record["baselines"].items()
         ]
@@ -123,14 +140,19 @@ class Report:
             "baseline",
             "ms/trajectory",
             "full grid (s, extrapolated)",
-            "gradflow speedup (with compile)",
+            "speedup",
+            "speedup (warm)",
         ]
         return "\n".join(
             [
-                f"basin map of the canonical flow, {grid} × {grid} = {n} trajectories (p = {P}, q = {Q})",
-                f"  gradflow: {self.seconds:.1f} s with compilation, {self.seconds_without_compile:.1f} s without; "
-                f"{record['trajectories_per_second']:,.0f} trajectories/s;"
+                f"basin map of the canonical flow, {grid} × {grid} = {n} trajectories"
+                f" (p = {P}, q = {Q}), {self.cores} cores",
+                f"  gradflow: {self.seconds:.1f} s with compilation,"
+                f" {self.seconds_without_compile:.1f} s without;"
+                f" {record['trajectories_per_second']:,.0f} trajectories/s;"
                 f" mean {self.mean_steps:.1f} steps, max {self.max_steps}",
+                f"  cost per trajectory (warm): {record['us_per_trajectory']:.1f} µs at {grid}²,"
+                f" {record['us_per_trajectory_small_grid']['us']:.1f} µs at {SMALL_GRID}²",
                 format_table(header, rows),
             ]
         )
@@ -160,17 +182,21 @@ def _scipy_ms_per_trajectory(
     steady.terminal = decided.terminal = True
     extra = {"jac": lambda t, y: -np.asarray(hessian(y, h_array))} if method == "LSODA" else {}
     begin = time.perf_counter()
-    for y0 in starts:
-        solve_ivp(
-            rhs,
-            (0.0, options.t_max),
-            y0,
-            method=method,
-            rtol=options.rtol,
-            atol=options.atol,
-            events=(steady, decided),
-            **extra,
-        )
+    with progress_bar(
+        total=len(starts), unit="trajectory", enabled=True, desc=f"scipy {method}"
+    ) as bar:
+        for y0 in starts:
+            solve_ivp(
+                rhs,
+                (0.0, options.t_max),
+                y0,
+                method=method,
+                rtol=options.rtol,
+                atol=options.atol,
+                events=(steady, decided),
+                **extra,
+            )
+            bar.update(1)
     return 1e3 * (time.perf_counter() - begin) / len(starts)
 
 
@@ -179,11 +205,15 @@ def bench(config: Config) -> Report:
     jax.config.update("jax_enable_compilation_cache", False)
     model = markov.canonical(P, Q)
     begin = time.perf_counter()
-    basins(model, grid=config.grid, progress=False)
+    basins(model, grid=config.grid)
     cold = time.perf_counter() - begin
     begin = time.perf_counter()
-    result = basins(model, grid=config.grid, progress=False)
+    result = basins(model, grid=config.grid)
     warm = time.perf_counter() - begin
+    basins(model, grid=SMALL_GRID, progress=False)
+    begin = time.perf_counter()
+    basins(model, grid=SMALL_GRID, progress=False)
+    small = time.perf_counter() - begin
     _, xs, ys, _, thetas = plane_grid(model, config.grid)
     critical = critical_sets(
         model, bounds=widened_bounds(model, {"w": (xs[0], xs[-1]), "e": (ys[0], ys[-1])})
@@ -202,8 +232,10 @@ def bench(config: Config) -> Report:
         config=config,
         seconds=cold,
         seconds_without_compile=warm,
+        small_seconds=small,
         mean_steps=float(result.steps.mean()),
         max_steps=int(result.steps.max()),
+        cores=os.cpu_count() or 1,
         devices=tuple(str(d) for d in jax.devices()),
         ms_per_trajectory={name: timed[method] for name, method in BASELINES.items()},
     )

@@ -79,7 +79,7 @@ def integrate_batch(
         decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
             level.
         chunk_size: at most this many members are integrated together (rounded down to a power
-            of two; smaller batches are padded to the next power of two).
+            of two; smaller batches are padded to 64 or 2048 members).
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (``numpy.float32`` for a fast first pass:
@@ -133,9 +133,18 @@ MIN_CHUNK = 64
 
 
 def _padded(n: int, chunk: int) -> int:
-    """The compiled batch size for ``n`` members: the power of two (at least :data:`MIN_CHUNK`,
-    at most ``chunk``) that holds them, so a few compiled shapes serve every batch."""
-    return min(chunk, max(MIN_CHUNK, 1 << max(n - 1, 0).bit_length()))
+    """The compiled batch size for ``n`` members: the smallest :data:`MIN_CHUNK` · 32ᵏ that
+    holds them, at most ``chunk``.  Every size is a separate compilation (about 2 s each for a
+    diffrax round), so the ladder is coarse: three shapes (64, 2048 and the chunk) serve every
+    batch; padding costs little since only small batches are padded much."""
+    size = MIN_CHUNK
+    while size < n:
+        size *= LADDER
+    return min(chunk, size)
+
+
+LADDER = 32
+"""Ratio between successive compiled batch sizes."""
 
 
 def _run_stage(

@@ -54,17 +54,25 @@ def padded_call(
 ) -> np.ndarray:
     """Apply a batched JAX function ``fn(θ (B, dim), args)`` to points of shape ``(..., dim)``.
 
-    The points are padded to a power-of-two batch so that calls with different numbers of points
-    share a few compiled shapes instead of compiling one each.  Returns shape ``(...) + tail``.
+    The points are padded to a power-of-two batch, and batches above :data:`CALL_CHUNK` points
+    are cut into chunks of that size, so that calls with different numbers of points share a
+    few compiled shapes instead of compiling one each.  Returns shape ``(...) + tail``.
     """
     arr = np.asarray(theta, dtype=np.float64)
     flat = arr.reshape(-1, dim)
     n = flat.shape[0]
-    size = max(16, 1 << max(n - 1, 0).bit_length())
-    padded = np.zeros((size, dim))
-    padded[:n] = flat
-    out = np.asarray(fn(jax.numpy.asarray(padded), args))[:n]
-    return out.reshape(arr.shape[:-1] + tail)
+    size = min(CALL_CHUNK, max(16, 1 << max(n - 1, 0).bit_length()))
+    out = []
+    for start in range(0, max(n, 1), size):
+        part = flat[start : start + size]
+        if len(part) < size:
+            part = np.concatenate([part, np.zeros((size - len(part), dim))])
+        out.append(np.asarray(fn(jax.numpy.asarray(part), args)))
+    return np.concatenate(out)[:n].reshape(arr.shape[:-1] + tail)
+
+
+CALL_CHUNK = 1 << 16
+"""The largest batch :func:`padded_call` passes to a compiled function at once."""
 
 
 class ClosedForm(Protocol):

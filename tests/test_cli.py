@@ -168,3 +168,18 @@ def test_critical_on_a_slice_finds_the_sets_on_it(cli) -> None:
 )
 def test_critical_rejects_a_bad_slice(extra, named, cli) -> None:
     cli.assert_rejected([*ATTENTION, *extra], named)
+
+
+@pytest.mark.slow
+def test_bench_basins_reports_every_baseline_and_the_cost_per_trajectory(cli) -> None:
+    run = cli(
+        "bench", "basins", "--grid", "6", "--lsoda-samples", "2", "--rk45-samples", "1", "--json"
+    )
+    assert run.code == 0
+    data = json.loads(run.out)
+    assert data["grid"] == 6 and data["cores"] >= 1
+    assert set(data["baselines"]) == {"scipy_rk45", "scipy_lsoda"}
+    warm = data["seconds_without_compile"]
+    assert data["us_per_trajectory"] == pytest.approx(1e6 * warm / 36)
+    lsoda = data["baselines"]["scipy_lsoda"]
+    assert lsoda["extrapolated_seconds"] == pytest.approx(lsoda["ms_per_trajectory"] * 36 / 1e3)
