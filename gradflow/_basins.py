@@ -330,9 +330,19 @@ vectorized round costs its longest member's steps for every member, so short rou
 
 def fast_basin_options() -> tuple[FlowOptions]:
     """The float32 first pass of a basin map: Tsit5 with tolerances float32 can meet
-    (``rtol`` 1e-4, ``atol`` 1e-6, ``‖∇L‖ ≤ 1e-4``), 2,000 steps; whatever does not settle is
-    integrated again in float64."""
-    return (FlowOptions(solver=diffrax.Tsit5(), rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=2_000),)
+    (``rtol`` 1e-4, ``atol`` 1e-6, ``‖∇L‖ ≤ 1e-4``) and a budget of :data:`FAST_STEPS` steps;
+    whatever does not settle within it is integrated again in float64.
+
+    The budget is short on purpose: most trajectories settle in 10–20 steps, and the few that
+    converge slowly (near a separatrix, or algebraically at a degenerate minimum) would hold up
+    every vectorized round of the pass; float64 has to integrate them anyway."""
+    return (
+        FlowOptions(solver=diffrax.Tsit5(), rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=FAST_STEPS),
+    )
+
+
+FAST_STEPS = 256
+"""Solver steps the float32 pass allows a trajectory."""
 
 
 def _uncertain(ids: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

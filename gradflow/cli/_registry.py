@@ -128,6 +128,10 @@ BENCHES = {
         "gradflow.analysis.bench_basins",
         "basin map of the canonical flow against scipy solve_ivp (RK45, LSODA)",
     ),
+    "sweep": Command(
+        "gradflow.analysis.bench_sweep",
+        "phase-diagram sweep of the canonical model over (p, q) against separate cells",
+    ),
     "train": Command(
         "gradflow.analysis.bench_train",
         "full Markov transformer: training steps/s (d = 8, batch 16, float32), exact loss at N = 12",

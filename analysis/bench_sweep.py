@@ -1,0 +1,128 @@
+"""``gradflow bench sweep``: a phase-diagram sweep of the canonical model over ``(p, q)``.
+
+Times :func:`gradflow.sweep` over ``cells × cells`` values of ``(p, q)`` evenly spaced in
+[0.05, 0.95] (both ends included), each cell a ``grid × grid`` basin map on the default box with
+its critical sets, from a cold process (compilation included: the hyperparameters are arguments,
+so the sweep compiles once).  The baseline, measured in the same run once the sweep is done (so
+warm), is one stand-alone cell — :func:`gradflow.critical_sets` and :func:`gradflow.basins` at
+p = 0.7, q = 0.6: the ratio of the sweep to as many warm stand-alone cells is the sweep's
+overhead, compilation included (below 1: the sweep's cells are cheaper than that one).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from gradflow import GradflowError, basins, critical_sets, plane_grid, sweep, widened_bounds
+from gradflow.models import markov
+
+__all__ = ["Config", "Report", "bench"]
+
+LOW, HIGH = 0.05, 0.95
+"""The range of ``p`` and of ``q``."""
+P, Q = 0.7, 0.6
+"""The stand-alone cell of the baseline."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the benchmark.
+
+    Raises:
+        GradflowError: ``cells`` below 1 or ``grid`` below 2.
+    """
+
+    cells: int = field(default=19, metadata={"help": "values of p and of q (cells per axis)"})
+    grid: int = field(default=101, metadata={"help": "basin grid points per axis in every cell"})
+
+    def __post_init__(self) -> None:
+        if self.cells < 1 or self.grid < 2:
+            raise GradflowError("--cells must be ≥ 1 and --grid ≥ 2")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`bench` measured.
+
+    Attributes:
+        seconds: the sweep's wall time, compilation included.
+        cell_seconds: one warm stand-alone cell (critical sets and basin map).
+        cores: CPU cores of the machine; devices: JAX's devices.
+    """
+
+    config: Config
+    seconds: float
+    cell_seconds: float
+    cores: int
+    devices: tuple[str, ...]
+
+    @property
+    def cells(self) -> int:
+        """Cells of the sweep, ``cells²``."""
+        return self.config.cells**2
+
+    @property
+    def trajectories(self) -> int:
+        """Trajectories integrated, ``cells² · grid²``."""
+        return self.cells * self.config.grid**2
+
+    def to_dict(self) -> dict[str, Any]:
+        """Sizes, times, trajectories per second and the ratio to warm stand-alone cells."""
+        return {
+            "model": "canonical",
+            "p": [LOW, HIGH, self.config.cells],
+            "q": [LOW, HIGH, self.config.cells],
+            "grid": self.config.grid,
+            "cells": self.cells,
+            "trajectories": self.trajectories,
+            "seconds": self.seconds,
+            "seconds_per_cell": self.seconds / self.cells,
+            "trajectories_per_second": self.trajectories / self.seconds,
+            "baseline_cell_seconds": self.cell_seconds,
+            "ratio_to_warm_cells": self.seconds / (self.cell_seconds * self.cells),
+            "cores": self.cores,
+            "devices": list(self.devices),
+        }
+
+    def text(self) -> str:
+        """Three lines: the sweep, its rate, the baseline."""
+        r = self.to_dict()
+        n = self.config.cells
+        return "\n".join(
+            [
+                f"sweep of the canonical model, p, q in [{LOW}, {HIGH}] ({n} × {n} cells),"
+                f" grid {self.config.grid}² per cell, {self.cores} cores",
+                f"  {self.seconds:.0f} s with compilation ({r['seconds_per_cell']:.2f} s per cell,"
+                f" {r['trajectories_per_second']:,.0f} trajectories/s, {self.trajectories:,} in all)",
+                f"  one stand-alone cell (warm): {self.cell_seconds:.2f} s;"
+                f" the sweep takes {r['ratio_to_warm_cells']:.2f}× as long as {self.cells} of them",
+            ]
+        )
+
+
+def bench(config: Config) -> Report:
+    """Run the sweep from cold, then time one stand-alone warm cell."""
+    values = np.linspace(LOW, HIGH, config.cells)
+    begin = time.perf_counter()
+    sweep(markov.canonical_model(), {"p": values, "q": values}, grid=config.grid, progress=True)
+    seconds = time.perf_counter() - begin
+    model = markov.canonical(P, Q)
+    plane, xs, ys, _, _ = plane_grid(model, config.grid)
+    bounds = widened_bounds(model, {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])})
+    basins(model, grid=config.grid, progress=False)
+    begin = time.perf_counter()
+    basins(model, grid=config.grid, critical=critical_sets(model, bounds=bounds), progress=False)
+    cell = time.perf_counter() - begin
+    return Report(
+        config=config,
+        seconds=seconds,
+        cell_seconds=cell,
+        cores=os.cpu_count() or 1,
+        devices=tuple(str(d) for d in jax.devices()),
+    )
