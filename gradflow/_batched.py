@@ -64,7 +64,7 @@ def integrate_batch(
     stages: Sequence[FlowOptions],
     *,
     decide_below: float | None = None,
-    chunk_size: int = 16384,
+    chunk_size: int = 4096,
     steps_per_round: int = 32,
     progress: bool | None = None,
     dtype: Any = np.float64,
@@ -78,8 +78,11 @@ def integrate_batch(
         stages: solver and stopping rule of each stage, tried in turn.
         decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
             level.
-        chunk_size: at most this many members are integrated together (rounded down to a power
-            of two; smaller batches are padded to 64 or 2048 members).
+        chunk_size: at most this many members are integrated together.  Each stage compiles
+            one batch size: ``chunk_size``, or for a stage with fewer members the smallest of
+            64, 2048 that holds them; later rounds of the stage, with fewer members, are padded
+            to it rather than traced and compiled again (a diffrax round takes seconds to
+            trace, every process, while a padded round of 4,096 members takes milliseconds).
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (``numpy.float32`` for a fast first pass:
@@ -117,9 +120,8 @@ def integrate_batch(
             limit = np.zeros(n, dtype=np.int64)
             limit[pending] = state.steps[pending] + stage.max_steps
             advance = _round_function(field, stage, steps_per_round)
-            pending = _run_stage(
-                advance, args, level, state, pending, limit, min(chunk_size, pending.size), bar
-            )
+            chunk = _padded(pending.size, chunk_size)
+            pending = _run_stage(advance, args, level, state, pending, limit, chunk, bar)
     return FlowEndpoints(
         endpoints=state.y.astype(np.float64),
         times=state.t.astype(np.float64),
@@ -133,10 +135,10 @@ MIN_CHUNK = 64
 
 
 def _padded(n: int, chunk: int) -> int:
-    """The compiled batch size for ``n`` members: the smallest :data:`MIN_CHUNK` · 32ᵏ that
-    holds them, at most ``chunk``.  Every size is a separate compilation (about 2 s each for a
-    diffrax round), so the ladder is coarse: three shapes (64, 2048 and the chunk) serve every
-    batch; padding costs little since only small batches are padded much."""
+    """The compiled batch size for a stage of ``n`` members: the smallest :data:`MIN_CHUNK` ·
+    32ᵏ that holds them, at most ``chunk`` rounded down to a power of two (at least
+    :data:`MIN_CHUNK`, so that the batch splits evenly over the devices)."""
+    chunk = 1 << (max(chunk, MIN_CHUNK).bit_length() - 1)
     size = MIN_CHUNK
     while size < n:
         size *= LADDER
@@ -161,11 +163,10 @@ def _run_stage(
 
     Returns the members whose budget ran out (to be continued by a later stage, if any).
     """
-    chunk = 1 << (max(chunk, MIN_CHUNK).bit_length() - 1)
     queue, exhausted = pending, []
     while queue.size:
         take = queue[:chunk]
-        idx = np.resize(take, _padded(take.size, chunk))
+        idx = np.resize(take, chunk)
         y0, t0 = _spread(state.y[idx]), _spread(state.t[idx])
         yy, tt, nn, ss = advance(y0, t0, args, level)
         m = take.size

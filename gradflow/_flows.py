@@ -134,7 +134,7 @@ def flow_endpoints(
     options: FlowOptions | Sequence[FlowOptions] | None = None,
     *,
     decide_below: float | None = None,
-    chunk_size: int = 16384,
+    chunk_size: int = 4096,
     steps_per_round: int = 32,
     progress: bool | None = None,
     dtype: Any = np.float64,
