@@ -145,9 +145,7 @@ def draw_basins(
         if a.fraction > 0:
             where = _point_text(a.point, plane_order, plane_names)
             kind = a.kind.replace("_", " ")
-            text = (
-                f"#{a.id} {kind} {shorten(a.equation or a.set, 24)} at {where} ({a.fraction:.1%})"
-            )
+            text = f"#{a.id} {kind} {shorten(a.equation or a.set, 24)} at {where} ({share_text(a.fraction)})"
             if a.measure_zero:
                 text += ", on its stable manifold (measure zero)"
             handles.append(Patch(color=color, label=text))
@@ -158,10 +156,16 @@ def draw_basins(
             handles.append(
                 Patch(
                     color=colors[len(attractors) + k],
-                    label=f"{name.replace('_', ' ')} ({share:.1%})",
+                    label=f"{name.replace('_', ' ')} ({share_text(share)})",
                 )
             )
     return handles
+
+
+def share_text(share: float) -> str:
+    """A share of the grid as a percentage with one decimal; a share that would round to 0.0 %
+    but is not zero reads "< 0.1 %"."""
+    return "< 0.1%" if 0 < share < 0.0005 else f"{share:.1%}"
 
 
 def draw_invariant(
