@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -131,6 +132,28 @@ def test_the_float32_first_pass_gives_the_float64_labels() -> None:
     np.testing.assert_array_equal(fast.attractor_ids, slow.attractor_ids)
     xs = fast.xs[None, :].repeat(len(fast.ys), 0)
     assert np.all(np.sign(fast.endpoints[..., 0]) == np.sign(xs))
+
+
+def test_a_flat_loss_is_not_labelled_by_the_float32_stopping_rule() -> None:
+    """L = 10⁻⁵ ((x² − 1)² + y²): ‖∇L‖ ≤ 10⁻⁴ wherever |4x(x² − 1)| ≤ 10 and |y| ≤ 5, so the
+    float32 pass stops most starts of [−2, 2]² where they are, some of them next to the saddle.
+    The flow is the double well's, 10⁵ times slower (hence ``t_max`` 10⁸): x < 0 ends at
+    (−1, 0), x > 0 at (1, 0), and only the line x = 0 at the saddle."""
+    model = ReducedModel(
+        name="flat double well",
+        params=(x, y),
+        loss=sp.Rational(1, 10**5) * ((x**2 - 1) ** 2 + y**2),
+    )
+    slow = tuple(dataclasses.replace(o, t_max=1e8) for o in gradflow.default_basin_options())
+    bm = gradflow.basins(
+        model.bind(), grid=101, box=(-2, 2, -2, 2), options=slow, float32_first=True, progress=False
+    )
+    by_point = {tuple(np.round(a.point, 6)): a for a in bm.attractors}
+    left, right, saddle = by_point[(-1.0, 0.0)], by_point[(1.0, 0.0)], by_point[(0.0, 0.0)]
+    xs = np.broadcast_to(bm.xs, bm.attractor_ids.shape)
+    assert np.all(bm.attractor_ids[xs < 0] == left.id)
+    assert np.all(bm.attractor_ids[xs > 0] == right.id)
+    assert np.all(bm.attractor_ids[xs == 0] == saddle.id)
 
 
 def test_hyperparameters_are_arguments_so_a_sweep_compiles_once() -> None:
