@@ -3,8 +3,8 @@
 Times a ``grid × grid`` basin map of the canonical ``(e, w)`` flow (p = 0.7, q = 0.6, box
 [-3, 3]²) twice in one process, with JAX's persistent compilation cache off: the first call
 includes compilation, the second does not.  A warm ``100 × 100`` map, timed in the same run,
-shows whether the cost per trajectory stays flat as the grid grows.  Baselines, measured in the same run on a random
-subsample of the same grid and extrapolated to the full grid: ``scipy.integrate.solve_ivp``, one
+shows whether the cost per trajectory stays flat as the grid grows.  Baselines, measured in the
+same run on a random subsample of the same grid and extrapolated to the full grid: ``scipy.integrate.solve_ivp``, one
 initial condition at a time, with RK45 (scipy's default) and with LSODA, each with the same
 vector field (the model's symbolic ``∇L`` lambdified to NumPy, the fastest per-point path from
 Python; the jitted JAX Hessian as Jacobian for LSODA), the same tolerances and stopping rule

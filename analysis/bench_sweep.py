@@ -98,10 +98,11 @@ class Report:
             [
                 f"sweep of the canonical model, p, q in [{LOW}, {HIGH}] ({n} × {n} cells),"
                 f" grid {self.config.grid}² per cell, {self.cores} cores",
-                f"  {self.seconds:.0f} s with compilation ({r['seconds_per_cell']:.2f} s per cell,"
-                f" {r['trajectories_per_second']:,.0f} trajectories/s, {self.trajectories:,} in all)",
-                f"  one stand-alone cell (warm): {self.cell_seconds:.2f} s;"
-                f" the sweep takes {r['ratio_to_warm_cells']:.2f}× as long as {self.cells} of them",
+                f"  {self.seconds:.0f} s with compilation ({r['seconds_per_cell']:.2f} s per"
+                f" cell, {r['trajectories_per_second']:,.0f} trajectories/s,"
+                f" {self.trajectories:,} in all)",
+                f"  one stand-alone cell (warm): {self.cell_seconds:.2f} s; the sweep takes"
+                f" {r['ratio_to_warm_cells']:.2f}× as long as {self.cells} of them",
             ]
         )
 

@@ -227,9 +227,9 @@ def basins(
     With the default options every grid point is first integrated in float32
     (:func:`fast_basin_options`); the points whose outcome is uncertain — not converged,
     diverged, stuck, near no attractor, at a saddle or maximum, or next to a grid point with
-    another attractor (the basin boundaries) — are integrated again in float64 with the default stages.  On a CPU a
-    float32 step costs about an eighth of a float64 one, and the boundaries hold a vanishing
-    share of a fine grid.
+    another attractor (the basin boundaries) — are integrated again in float64 with the default
+    stages.  On a CPU a float32 step costs about an eighth of a float64 one, and the boundaries
+    hold a vanishing share of a fine grid.
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
@@ -260,6 +260,8 @@ def basins(
     level = _decision(critical) if landscape.sublevel_shortcut else None
     flat = thetas.reshape(-1, landscape.dim)
     index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
+    ids, status = np.full(len(flat), -1), np.full(len(flat), int(Status.NOT_CONVERGED))
+    endpoints, times, steps = flat.copy(), np.zeros(len(flat)), np.zeros(len(flat), dtype=int)
     redo = np.ones(len(flat), dtype=bool)
     if float32_first:
         first = flow_endpoints(
@@ -286,12 +288,9 @@ def basins(
             progress=progress and not float32_first,
         )
         found = _attractor_ids(landscape, index, critical, again, level, stages, add_found=True)
-        if not float32_first:
-            ids, status, endpoints, times, steps = (*found, again.times, again.steps)
-        else:
-            ids[redo], status[redo], endpoints[redo] = found
-            times[redo] = again.times
-            steps[redo] += again.steps
+        ids[redo], status[redo], endpoints[redo] = found
+        times[redo] = again.times
+        steps[redo] += again.steps
     kinds = np.array([LABELS.index(a.kind) for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, kinds[ids], 0)
     for code, label in _STATUS_LABEL.items():
@@ -347,8 +346,9 @@ FAST_STEPS = 256
 
 
 MINIMA = ("global_min", "local_min")
-"""The attractor kinds a float32 label may keep; a point the float32 pass takes to a saddle or a
-maximum (its ``‖∇L‖ ≤ 1e-4`` stop may be met far from one on a flat loss) is integrated again."""
+"""The attractor kinds a float32 label may keep; a point the float32 pass takes to a saddle, a
+maximum or a degenerate set (its ``‖∇L‖ ≤ 1e-4`` stop may be met far from one on a flat loss)
+is integrated again."""
 
 
 def _uncertain(ids: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

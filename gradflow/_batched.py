@@ -107,9 +107,7 @@ def integrate_batch(
     )
     level = jnp.asarray(-np.inf if decide_below is None else decide_below, dtype=dtype)
     args = jax.tree.map(
-        lambda a: (
-            jnp.asarray(a, dtype) if jnp.issubdtype(jnp.asarray(a).dtype, jnp.floating) else a
-        ),
+        lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
         args,
     )
     pending = np.arange(n)

@@ -145,7 +145,8 @@ def draw_basins(
         if a.fraction > 0:
             where = _point_text(a.point, plane_order, plane_names)
             kind = a.kind.replace("_", " ")
-            text = f"#{a.id} {kind} {shorten(a.equation or a.set, 24)} at {where} ({share_text(a.fraction)})"
+            name = shorten(a.equation or a.set, 24)
+            text = f"#{a.id} {kind} {name} at {where} ({share_text(a.fraction)})"
             if a.measure_zero:
                 text += ", on its stable manifold (measure zero)"
             handles.append(Patch(color=color, label=text))
