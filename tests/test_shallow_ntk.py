@@ -43,7 +43,9 @@ ORACLE_TABLE = np.array(
         [0, 0.159155, -0.028834, 1],
     ]
 )
-"""The limiting NTK-init kernel of the oracle inputs as stated in issue 5 (six decimals)."""
+"""The limiting NTK-init kernel of the oracle inputs, to six decimals: for unit mean tokens at
+angle θ, ``(sin θ + (π − θ) cos θ)/(2π) + cos θ (π − θ)/(2π)``, e.g. ``1/(2π) = 0.159155`` at
+θ = π/2 (the test below recomputes every entry from that formula)."""
 
 SHARED_SIZES = (4, 2, 3)
 """``(N, d_s, d)`` of the dynamics tests and of the CLI test, with ``d_m = 32`` and 10 steps:
