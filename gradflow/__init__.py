@@ -8,11 +8,8 @@ basins of attraction and phase portraits.  Importing gradflow enables JAX's floa
 variable when JAX is not loaded yet — but loads nothing heavy itself: every public name is
 imported on first use, and matplotlib only when something is drawn.
 
-The modules run in one direction: errors and types (``_errors``, ``_landscape``) → SymPy
-lowering and the integrators (``_lowering``, ``_integrate``, ``_descent``, ``_batched``) → the
-model and its binding (``_symbolic``, ``_compiled``, ``_model``, ``_jax_landscape``) → the
-algorithms (``_classify``, ``_pieces``, ``_critical``, ``_attractors``, ``_flows``, ``_basins``,
-``_separatrix``) → drawing and I/O (``_draw``, ``_io``, ``_portrait``) → this module.
+The private modules run in layers, from errors and types down to this module's re-exports;
+``docs/architecture.md`` draws them and ``tests/test_architecture.py`` checks the order.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Drawing primitives: one function per layer of a portrait, each onto given matplotlib axes.
 
 Each function takes plain data (arrays, critical sets, attractors), draws one layer and returns
-the legend handles of what it drew.  matplotlib is imported inside the functions, so importing
-gradflow does not import it.
+the legend handles of what it drew; results of every layer of the engine (a ``Trajectory``, a
+``BasinMap``, a ``Portrait``) draw themselves through them.  matplotlib is imported inside the
+functions, so importing gradflow does not import it.
 """
 
 from __future__ import annotations

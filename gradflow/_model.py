@@ -408,14 +408,6 @@ class BoundModel(Landscape):
         return 0.0 if proves_nonnegative(at_values) else None
 
     @property
-    def lower_bound_source(self) -> str | None:
-        """Where :attr:`global_min_loss` comes from: ``"declared"``, ``"L ≥ 0 (SymPy)"``, or
-        ``None``."""
-        if self.model.global_min_loss is not None:
-            return "declared"
-        return "L ≥ 0 (SymPy)" if self.global_min_loss is not None else None
-
-    @property
     def sublevel_shortcut(self) -> bool:
         return self.model.sublevel_shortcut and self.model.global_min_loss is not None
 

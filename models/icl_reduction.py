@@ -52,7 +52,6 @@ __all__ = [
     "symbolic_minimal_logits",
     "symbolic_reduced_logits",
     "v_symbols",
-    "w_symbols",
 ]
 
 a, b = sp.symbols("a b", real=True)
@@ -95,11 +94,6 @@ def lambda_moment_closed_form() -> sp.Expr:
 def lambda_moment(m: int) -> sp.Rational:
     """``E λ^m`` for a concrete ``m``: ``2/((m+1)(m+2))`` for even ``m``, 0 for odd ``m``."""
     return sp.Rational(1 + (-1) ** m, (m + 1) * (m + 2))
-
-
-def w_symbols(kk: int) -> sp.Matrix:
-    """A general ``kk × kk`` matrix of symbols ``W_ij``."""
-    return sp.Matrix(kk, kk, lambda i, j: sp.Symbol(f"W_{i}{j}", real=True))
 
 
 def v_symbols(T: int) -> list[sp.Symbol]:

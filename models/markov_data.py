@@ -24,7 +24,6 @@ __all__ = [
     "next_one_probability",
     "sample_chains",
     "sequence_probabilities",
-    "stationary_one",
 ]
 
 MAX_EXACT_LENGTH = 14
@@ -71,11 +70,6 @@ def check_length(length: int, *, exact: bool = False) -> int:
             f"{MAX_EXACT_LENGTH} or a Monte Carlo estimate"
         )
     return int(length)
-
-
-def stationary_one(p: float, q: float) -> float:
-    """``π1 = p/(p + q)``: the stationary probability of the symbol 1."""
-    return p / (p + q)
 
 
 def next_one_probability(x: jax.Array, p: jax.Array, q: jax.Array) -> jax.Array:

@@ -7,12 +7,16 @@
   a part starting with ``_``, e.g. ``gradflow._io`` or ``gradflow.cli._registry``).  Tests may
   import ``gradflow.cli`` and its command modules (public names); a test of an engine internal
   is listed in :data:`PRIVATE_IN_TESTS`.
+- The packages depend one way, ``gradflow.cli → figures → analysis → models → gradflow``.
+- Every engine module sits in one layer of the diagram in ``docs/architecture.md`` and imports
+  only from its own layer or the ones drawn above it.
 """
 
 from __future__ import annotations
 
 import ast
 import graphlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +37,7 @@ PACKAGES = {
 PRIVATE_IN_TESTS = {
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
     ("tests.test_engine", "gradflow._integrate"),
+    ("tests.test_registry", "gradflow.cli._registry"),
     ("tests.test_sweep", "gradflow._sweep"),
 }
 """``(test module, private module)``: unit tests of an engine internal that is not exported."""
@@ -47,11 +52,13 @@ class Import:
             ``from module import name`` (which may be a submodule or an attribute).
         line: its line number.
         in_function: whether the import statement sits inside a function.
+        for_types: whether it sits under ``if TYPE_CHECKING:`` (names for annotations only).
     """
 
     name: str
     line: int
     in_function: bool
+    for_types: bool = False
 
     def within(self, prefix: str) -> bool:
         """Whether this is ``prefix`` or something inside it."""
@@ -73,21 +80,38 @@ def imports(path: Path) -> list[Import]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[Import] = []
 
-    def visit(node: ast.AST, in_function: bool) -> None:
+    def visit(node: ast.AST, in_function: bool, for_types: bool) -> None:
         if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, node.lineno, in_function) for alias in node.names)
+            found.extend(
+                Import(alias.name, node.lineno, in_function, for_types) for alias in node.names
+            )
         elif isinstance(node, ast.ImportFrom):
             base = _resolve(package, node.module, node.level)
-            found.append(Import(base, node.lineno, in_function))
-            found.extend(Import(f"{base}.{a.name}", node.lineno, in_function) for a in node.names)
+            found.append(Import(base, node.lineno, in_function, for_types))
+            found.extend(
+                Import(f"{base}.{a.name}", node.lineno, in_function, for_types) for a in node.names
+            )
         inside = in_function or isinstance(
             node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
         )
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, inside, True)
+            for child in node.orelse:
+                visit(child, inside, for_types)
+            return
         for child in ast.iter_child_nodes(node):
-            visit(child, inside)
+            visit(child, inside, for_types)
 
-    visit(ast.parse(path.read_text(), filename=str(path)), False)
+    visit(ast.parse(path.read_text(), filename=str(path)), False, False)
     return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """Whether an ``if`` tests ``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _resolve(package: str, module: str | None, level: int) -> str:
@@ -133,16 +157,19 @@ def test_the_import_helper_resolves_relative_and_nested_imports(tmp_path, monkey
     source = folder / "example.py"
     source.write_text(
         "import numpy as np\nfrom .tables import format_table\n\n"
-        "def f():\n    from gradflow import _io\n"
+        "def f():\n    from gradflow import _io\n\n"
+        "if TYPE_CHECKING:\n    import jax\nelse:\n    import scipy\n"
     )
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
-    found = {(i.name, i.line, i.in_function) for i in imports(source)}
+    found = {(i.name, i.line, i.in_function, i.for_types) for i in imports(source)}
     assert found == {
-        ("numpy", 1, False),
-        ("gradflow.analysis.tables", 2, False),
-        ("gradflow.analysis.tables.format_table", 2, False),
-        ("gradflow", 5, True),
-        ("gradflow._io", 5, True),
+        ("numpy", 1, False, False),
+        ("gradflow.analysis.tables", 2, False, False),
+        ("gradflow.analysis.tables.format_table", 2, False, False),
+        ("gradflow", 5, True, False),
+        ("gradflow._io", 5, True, False),
+        ("jax", 8, False, True),
+        ("scipy", 10, False, False),
     }
     assert private_module("gradflow._io.save_with_data") == "gradflow._io"
     assert private_module("gradflow.cli._registry.MODELS") == "gradflow.cli._registry"
@@ -197,3 +224,112 @@ def test_the_engine_modules_import_in_one_direction() -> None:
     assert layers[-1] == "gradflow" and layers.index("gradflow._errors") < layers.index(
         "gradflow._model"
     )
+
+
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+PACKAGE_ORDER = (
+    "gradflow",
+    "gradflow.models",
+    "gradflow.analysis",
+    "gradflow.figures",
+    "gradflow.cli",
+)
+"""The packages, each importing only from the ones before it (``docs/architecture.md``)."""
+
+
+def written_layers(text: str) -> list[list[str]]:
+    """The engine's layers as the diagram under "The engine's layers" draws them, first layer
+    first: each layer's modules are the names in its left column (lines starting at column 0),
+    layers are separated by a line holding only ``↓``; ``__init__`` is ``gradflow``."""
+    section = text.split("## The engine's layers", 1)[1]
+    diagram = section.split("```", 2)[1]
+    layers: list[list[str]] = [[]]
+    for line in diagram.splitlines():
+        if line.strip() == "↓":
+            layers.append([])
+        elif line[:1] == "_":
+            left = re.split(r"\s{2,}", line, maxsplit=1)[0]
+            layers[-1] += re.findall(r"_\w+", left)
+    return [
+        ["gradflow" if m == "__init__" else f"gradflow.{m}" for m in layer]
+        for layer in layers
+        if layer
+    ]
+
+
+def test_the_layer_reader_reads_a_diagram() -> None:
+    text = (
+        "## The engine's layers\n\n```\n"
+        "_errors, _text,     errors and types:\n"
+        "_draw               tables and _pictures_\n"
+        "                    of results\n"
+        "        ↓\n"
+        "_model              the model\n"
+        "        ↓\n"
+        "__init__            the re-exports\n```\n"
+    )
+    assert written_layers(text) == [
+        ["gradflow._errors", "gradflow._text", "gradflow._draw"],
+        ["gradflow._model"],
+        ["gradflow"],
+    ]
+
+
+def engine_modules() -> dict[str, Path]:
+    """The engine's modules, ``gradflow/_*.py`` and ``gradflow/__init__.py``, by dotted name."""
+    return {module_name(path): path for path in sorted((ROOT / "gradflow").glob("*.py"))}
+
+
+def test_every_engine_module_is_in_one_written_layer() -> None:
+    layers = written_layers(ARCHITECTURE.read_text())
+    listed = [m for layer in layers for m in layer]
+    twice = sorted({m for m in listed if listed.count(m) > 1})
+    assert not twice, f"in more than one layer of docs/architecture.md: {twice}"
+    missing = sorted(set(engine_modules()) - set(listed))
+    assert not missing, (
+        f"{missing} in no layer of the diagram in docs/architecture.md: add each to the "
+        "layer of the modules it imports (or a layer below them)"
+    )
+    gone = sorted(set(listed) - set(engine_modules()))
+    assert not gone, f"docs/architecture.md lists modules that do not exist: {gone}"
+
+
+def test_the_engine_imports_only_from_its_layer_or_above() -> None:
+    """Imports at the top and inside functions count; names imported under ``TYPE_CHECKING``
+    (for annotations, never run) may come from any layer."""
+    layer_of = {
+        m: depth
+        for depth, layer in enumerate(written_layers(ARCHITECTURE.read_text()))
+        for m in layer
+    }
+    engine = engine_modules()
+    offending = set()
+    for name, path in engine.items():
+        for imported in imports(path):
+            target = imported.name if imported.name in engine else imported.name.rsplit(".", 1)[0]
+            if (
+                target in engine
+                and not imported.for_types
+                and layer_of.get(target, 0) > layer_of.get(name, len(layer_of))
+            ):
+                offending.add(_where(path, imported, target))
+    assert not offending, "imports from a lower layer:\n" + "\n".join(sorted(offending))
+
+
+@pytest.mark.parametrize("folder", ["gradflow", "models", "analysis", "figures"])
+def test_the_packages_depend_one_way(folder) -> None:
+    """``gradflow.cli → figures → analysis → models → gradflow``: the engine imports no model,
+    a model no analysis, an analysis no figure, and none of them the command line."""
+    offending = set()
+    for path in sources(folder):
+        source = module_name(path)
+        own = max(
+            (i for i, p in enumerate(PACKAGE_ORDER) if source == p or source.startswith(p + ".")),
+            key=lambda i: len(PACKAGE_ORDER[i]),
+        )
+        for imported in imports(path):
+            later = [p for p in PACKAGE_ORDER[own + 1 :] if imported.within(p)]
+            if later:
+                offending.add(_where(path, imported, imported.name))
+    assert not offending, "\n".join(sorted(offending))

@@ -1,0 +1,38 @@
+"""The documentation against the code: every public name of ``gradflow`` is described in
+``docs/api.md``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import gradflow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def code_names(markdown: str) -> set[str]:
+    """Every identifier written as code in ``markdown``: in inline code spans (which may run
+    over a line break) and in fenced code blocks."""
+    fence = re.compile(r"^```.*?^```", flags=re.S | re.M)
+    code = fence.findall(markdown) + re.findall(r"`([^`]+)`", fence.sub("", markdown))
+    return {name for text in code for name in re.findall(r"[^\W\d]\w*", text)}
+
+
+def test_code_names_reads_spans_and_fences() -> None:
+    text = "Use `flow(m,\nθ0)` or\n\n```python\nbasins(m)  # `not a span\n```\nnot plain_words."
+    assert code_names(text) == {"flow", "m", "θ0", "basins", "not", "a", "span", "python"}
+
+
+def test_every_public_name_is_in_the_api_page() -> None:
+    documented = code_names((ROOT / "docs" / "api.md").read_text())
+    missing = [name for name in gradflow.__all__ if name not in documented]
+    assert not missing, f"gradflow exports names docs/api.md does not describe: {missing}"
+
+
+def test_every_public_name_is_exported_once_and_resolves() -> None:
+    """``__all__`` and the table of lazily imported names agree, and each name imports."""
+    assert len(set(gradflow.__all__)) == len(gradflow.__all__)
+    assert set(gradflow.__all__) == set(gradflow._EXPORTS)
+    for name in gradflow.__all__:
+        assert getattr(gradflow, name) is not None, name

@@ -1,0 +1,61 @@
+"""The command line's registry against what it names: every command, figure and benchmark
+module provides what the registry's docstring promises, and every registered model's light
+facts (parameters, plane, hyperparameter ranges — kept in the registry so that arguments are
+checked before a model is imported) repeat the model's own declaration."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+import pytest
+import sympy as sp
+
+import gradflow
+from gradflow.cli._registry import BENCHES, COMMANDS, FIGURES, MODELS
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_module_parses_and_runs(name) -> None:
+    """A command is one module named after it with ``add_arguments`` and ``run``, or, for a
+    command with entries of its own, ``SUBCOMMANDS`` (a registry), ``attach``, ``METAVAR`` and
+    ``run``."""
+    module = importlib.import_module(COMMANDS[name].module)
+    assert module.__name__ == f"gradflow.cli.{name}"
+    assert callable(module.run)
+    if hasattr(module, "SUBCOMMANDS"):
+        assert module.SUBCOMMANDS in (FIGURES, BENCHES)
+        assert callable(module.attach) and module.METAVAR
+    else:
+        assert callable(module.add_arguments)
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_figure_module_computes_and_draws(name) -> None:
+    module = importlib.import_module(FIGURES[name].module)
+    assert module.NAME == name
+    assert dataclasses.is_dataclass(module.Config)
+    assert callable(module.compute) and callable(module.draw)
+    width, height = module.SIZE
+    assert width > 0 and height > 0
+
+
+@pytest.mark.parametrize("name", sorted(BENCHES))
+def test_every_benchmark_module_has_a_config_and_a_bench(name) -> None:
+    module = importlib.import_module(BENCHES[name].module)
+    assert dataclasses.is_dataclass(module.Config) and callable(module.bench)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_registered_model_matches_its_declaration(name) -> None:
+    entry = MODELS[name]
+    module, _, factory = entry.factory.partition(":")
+    model = getattr(importlib.import_module(module), factory)()
+    assert isinstance(model, gradflow.ReducedModel)
+    assert entry.params == model.param_names
+    assert entry.plane == model.plane
+    assert [h.name for h in model.hyperparams] == list(entry.hyperparams)
+    for h in model.hyperparams:
+        domain, (lo, hi) = model.domains[h], entry.hyperparams[h.name]
+        assert isinstance(domain, sp.Interval) and domain.left_open and domain.right_open
+        assert (float(domain.start), float(domain.end)) == (lo, hi), h.name
