@@ -71,8 +71,10 @@ def slow_field(
 
     Args:
         prior: the data prior.
-        k, T: states and sequence length.
-        v1, a: grid axes.
+        k: number of states.
+        T: sequence length.
+        v1: grid axis of the lag-1 weight ``v_1``.
+        a: grid axis of the induction coordinate ``a``.
         n: sequences drawn before the ``k!`` relabellings.
         seed: PRNG seed of the sample.
         mixing: positional mixing.

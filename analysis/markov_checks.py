@@ -325,9 +325,12 @@ def dynamics_check(
         bound: the canonical-attention-bias model ``L(e, w, a, b)`` (its coordinates are the
             projection's) at fixed ``p, q``.
         theta0: initial reduced point ``(e, w, a, b)``.
-        length, d, direction: the full model (linear attention).
+        length: sequence length ``N`` of the full model (linear attention).
+        d: its embedding width.
+        direction: the unit vector ``α`` of the embedding, shape ``(d,)``.
         lr: GD step ``η`` (flow time per step).
-        steps, every: number of steps and recording interval.
+        steps: number of steps.
+        every: recording interval, in steps.
 
     Raises:
         GradflowError: a model whose coordinates are not ``(e, w, a, b)``, bad ``lr``/``steps``.

@@ -330,7 +330,8 @@ def run_width(
         X: inputs, shape ``(N, d_s, d)``.
         y: targets, shape ``(N,)``.
         d_m: width.
-        init, scaling: initialization and score scaling.
+        init: initialization.
+        scaling: score scaling.
         steps: GD steps ``T``.
         eta: ``γ = η / λ_max(K_0)``.
         hidden: include ``W_H``.

@@ -46,7 +46,8 @@ def sample_chains(generator: Any, p: float, q: float, batch: int, length: int) -
 
     Args:
         generator: a ``torch.Generator``.
-        p, q: switching probabilities ``P(1|0)``, ``P(0|1)``.
+        p: switching probability ``P(1|0)``.
+        q: switching probability ``P(0|1)``.
 
     Returns:
         ``int64`` tensor ``(batch, length)`` of 0/1.

@@ -233,7 +233,10 @@ def basins(
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
-        grid, box, fixed, plane: the grid of initial points, see :func:`plane_grid`.
+        grid: points per axis of the grid of initial points (see :func:`plane_grid`).
+        box: its ``(xmin, xmax, ymin, ymax)``.
+        fixed: values of the parameters off the plane.
+        plane: the two parameters on its axes.
         options: integration stages (default :func:`default_basin_options`).
         critical: critical sets to label with (default: :func:`critical_sets` over the box
             widened by half its size, since trajectories may end outside it).

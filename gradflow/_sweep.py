@@ -176,7 +176,9 @@ def sweep(
         axes: the values of each swept hyperparameter, e.g. ``{"p": …, "q": …}``.
         values: the hyperparameters held fixed (every other one of the model).
         grid: basin grid points per axis in every cell.
-        box, fixed, plane: the basin grid, as for :func:`gradflow.basins`.
+        box: the basin grid's ``(xmin, xmax, ymin, ymax)``, as for :func:`gradflow.basins`.
+        fixed: values of the parameters off the basin grid's plane.
+        plane: the two parameters on the basin grid's axes.
         checkpoint: a folder to write each finished cell to and to resume from.
         progress: a progress bar over the cells (default: shown after 1.5 s).
 

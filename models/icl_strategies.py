@@ -231,7 +231,8 @@ def kl_levels(
     Args:
         key: PRNG key.
         prior: the prior over transition matrices.
-        k, T: states and sequence length.
+        k: number of states.
+        T: sequence length.
         n: number of sequences (rounded up to a whole number of chunks).
         chunk: sequences per chunk (bounds memory: ``chunk · T · k²`` counts).
 

@@ -138,7 +138,9 @@ def softmax_attention(
 
     Args:
         x: symbols in ``{0, 1}``, shape ``(B, N)``.
-        q, k, v: the query, key and value maps of the inputs, ``d`` = width of the queries.
+        q: the query map of the inputs (``d`` = width of the queries).
+        k: the key map.
+        v: the value map.
     """
     n, dtype = x.shape[-1], q.position.dtype
     scale = 1 / math.sqrt(q.position.shape[-1])
@@ -176,7 +178,9 @@ def linear_attention(
 
     Args:
         x: symbols in ``{0, 1}``, shape ``(B, N)``.
-        q, k, v: the query, key and value maps of the inputs, ``d`` = width of the queries.
+        q: the query map of the inputs (``d`` = width of the queries).
+        k: the key map.
+        v: the value map.
     """
     n = x.shape[-1]
     chunks = -(-n // CHUNK)

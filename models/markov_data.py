@@ -90,7 +90,8 @@ def sample_chains(
 
     Args:
         key: a ``jax.random`` key.
-        p, q: switching probabilities in ``(0, 1)``.
+        p: switching probability ``P(1|0)`` in ``(0, 1)``.
+        q: switching probability ``P(0|1)`` in ``(0, 1)``.
         batch: number of sequences.
         length: symbols per sequence.
         first_one: ``P(x_1 = 1)``; default the stationary ``π1 = p/(p + q)``.

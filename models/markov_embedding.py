@@ -93,7 +93,9 @@ def rank_one_transformer(
     """Full weights on the rank-one manifold (see the module docstring), dtype of ``direction``.
 
     Args:
-        e, w, a: canonical coordinates (scalars, traceable).
+        e: canonical embedding coordinate (a scalar, traceable).
+        w: canonical FFN coordinate (a scalar, traceable).
+        a: attention coordinate (a scalar, traceable).
         b_full: the full model's logit bias.
         direction: the unit vector ``α``, shape ``(d,)``.
         length: number of positions ``N``.

@@ -173,7 +173,8 @@ def head_output(W_Q: jax.Array, W_K: jax.Array, X: jax.Array) -> tuple[jax.Array
     """Attention of one head on one sample, averaged over the queries.
 
     Args:
-        W_Q, W_K: shape ``(d_head, d)``.
+        W_Q: query weights, shape ``(d_head, d)``.
+        W_K: key weights, shape ``(d_head, d)``.
         X: tokens as rows, shape ``(L, d)``.
 
     Returns:
