@@ -138,6 +138,8 @@ class ReducedModel:
         object.__setattr__(self, "hyperparams", hyper)
         object.__setattr__(self, "domains", domains)
         object.__setattr__(self, "loss", sp.sympify(self.loss))
+        if self.global_min_loss is not None:
+            object.__setattr__(self, "global_min_loss", sp.sympify(self.global_min_loss))
         unknown = self.loss.free_symbols - set(params) - set(hyper)
         if unknown:
             raise GradflowError(

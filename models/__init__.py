@@ -1,4 +1,68 @@
 """The reduced models and the full JAX models they come from (``gradflow.models``).
 
-The reduced models the command line knows by name are listed in ``gradflow.cli``'s registry.
+:data:`MODELS` lists the reduced models by name, once: the command line's ``--model NAME``, its
+``--p``/``--q`` options and ``gradflow models`` are derived from it.  Importing this package
+imports no model module (so the command line checks its arguments before JAX is loaded).
+
+Adding a model: a module here with a factory returning a :class:`gradflow.ReducedModel`, and one
+entry in :data:`MODELS`; ``tests/test_registry.py`` checks the entry against the model.
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MODELS", "SWITCHING", "ModelEntry"]
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """A reduced model the model commands can use by name.
+
+    The parameter names and hyperparameter ranges repeat the model's declaration (a test checks
+    they agree) so that the command line checks its input before importing the model.
+
+    Attributes:
+        factory: ``"module:function"`` returning the :class:`gradflow.ReducedModel`.
+        params: its parameter names, in order.
+        plane: the parameters its portraits put on the x and y axes.
+        hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
+            ``--NAME`` option).
+    """
+
+    factory: str
+    params: tuple[str, ...]
+    plane: tuple[str, str]
+    hyperparams: dict[str, tuple[float, float]]
+
+
+SWITCHING = {"p": (0.0, 1.0), "q": (0.0, 1.0)}
+"""The Markov models' switching probabilities, each in the open interval (0, 1)."""
+
+MODELS = {
+    "canonical": ModelEntry(
+        "gradflow.models.markov:canonical_model",
+        ("e", "w"),
+        ("w", "e"),
+        SWITCHING,
+    ),
+    "canonical-bias": ModelEntry(
+        "gradflow.models.markov:canonical_bias_model",
+        ("e", "w", "b"),
+        ("w", "e"),
+        SWITCHING,
+    ),
+    "canonical-attention": ModelEntry(
+        "gradflow.models.markov_attention:canonical_attention_model",
+        ("e", "w", "a"),
+        ("w", "e"),
+        SWITCHING,
+    ),
+    "canonical-attention-bias": ModelEntry(
+        "gradflow.models.markov_attention:canonical_attention_bias_model",
+        ("e", "w", "a", "b"),
+        ("w", "e"),
+        SWITCHING,
+    ),
+}
+"""Every reduced model the command line knows by name."""

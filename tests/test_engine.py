@@ -271,3 +271,13 @@ def test_gradient_flow_compiles_once_per_loss() -> None:
     second, _ = gradflow.gradient_flow(loss, {"a": jnp.array([-3.0, 0.5])}, ts=ts)
     assert _integrate_path._cache_size() == programs
     np.testing.assert_allclose(second.thetas[1], np.array([-3.0, 0.5]) * np.exp(-1.0), rtol=1e-5)
+
+
+def test_a_declared_bound_may_be_a_plain_number() -> None:
+    """``global_min_loss=0`` (an int) is ``inf L`` of the double well, as ``sp.S.Zero`` would be;
+    a bound depending on a hyperparameter is evaluated at its value."""
+    loss = (x**2 - 1) ** 2 + k * y**2
+    plain = ReducedModel("double-well", (x, y), loss, hyperparams=(k,), global_min_loss=0)
+    assert plain.bind(k=0.5).global_min_loss == 0.0
+    shifted = ReducedModel("shifted", (x, y), loss - k, hyperparams=(k,), global_min_loss=-k)
+    assert shifted.bind(k=0.5).global_min_loss == -0.5

@@ -7,12 +7,35 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from pathlib import Path
 
 import pytest
 import sympy as sp
 
 import gradflow
+import gradflow.analysis
+import gradflow.cli
+import gradflow.figures
 from gradflow.cli._registry import BENCHES, COMMANDS, FIGURES, MODELS
+
+
+def _modules(package, prefix: str = "") -> set[str]:
+    """The dotted names of ``package``'s public modules whose names start with ``prefix``."""
+    folder = Path(package.__file__).parent
+    return {
+        f"{package.__name__}.{path.stem}"
+        for path in folder.glob(f"{prefix}*.py")
+        if not path.stem.startswith("_")
+    }
+
+
+def test_every_command_figure_and_benchmark_module_is_registered() -> None:
+    """A module added without its registry line is caught here: every public module of
+    ``gradflow.cli`` is a command, of ``gradflow.figures`` a figure, and every ``bench_*``
+    module of ``gradflow.analysis`` a benchmark."""
+    assert {c.module for c in COMMANDS.values()} == _modules(gradflow.cli)
+    assert {c.module for c in FIGURES.values()} == _modules(gradflow.figures)
+    assert {c.module for c in BENCHES.values()} == _modules(gradflow.analysis, "bench_")
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

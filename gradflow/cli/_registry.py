@@ -11,13 +11,18 @@ asks for it.
   ``draw(data, fig)`` and ``SIZE`` (see :mod:`gradflow.figures`).
 - A **benchmark** module in ``gradflow.analysis`` provides ``Config`` and
   ``bench(config) -> report`` with ``report.to_dict()`` and ``report.text()``.
-- A **model** factory returns a :class:`gradflow.ReducedModel`; installed packages add models
-  through the entry-point group ``gradflow.models``.
+- A **model** is listed once, in :data:`gradflow.models.MODELS` (re-exported here); its factory
+  returns a :class:`gradflow.ReducedModel`.  Installed packages add models through the
+  entry-point group ``gradflow.models``.
+
+``tests/test_registry.py`` checks every entry against what it names.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from gradflow.models import MODELS, ModelEntry
 
 __all__ = ["BENCHES", "COMMANDS", "FIGURES", "MODELS", "Command", "ModelEntry"]
 
@@ -27,29 +32,6 @@ class Command:
     """A named entry: the module that implements it and its one-line help."""
 
     module: str
-    help: str
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    """A reduced model the model commands can use by name.
-
-    The parameter names and hyperparameter ranges repeat the model's declaration (a test checks
-    they agree) so that the command line checks its input before importing the model.
-
-    Attributes:
-        factory: ``"module:function"`` returning the :class:`gradflow.ReducedModel`.
-        params: its parameter names, in order.
-        plane: the parameters its portraits put on the x and y axes.
-        hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
-            ``--NAME`` option).
-        help: one line for ``--help`` and ``gradflow models``.
-    """
-
-    factory: str
-    params: tuple[str, ...]
-    plane: tuple[str, str]
-    hyperparams: dict[str, tuple[float, float]]
     help: str
 
 
@@ -143,39 +125,5 @@ BENCHES = {
     "icl": Command(
         "gradflow.analysis.bench_icl",
         "ICL-MC transformer training steps/s (k = 3, T = 100, d = 16, batch 64) vs per-call loop and the minimal model",
-    ),
-}
-
-SWITCHING = {"p": (0.0, 1.0), "q": (0.0, 1.0)}
-"""The Markov models' switching probabilities, each in the open interval (0, 1)."""
-
-MODELS = {
-    "canonical": ModelEntry(
-        "gradflow.models.markov:canonical_model",
-        ("e", "w"),
-        ("w", "e"),
-        SWITCHING,
-        "two-scalar canonical Markov model L(e, w), bias optimized out",
-    ),
-    "canonical-bias": ModelEntry(
-        "gradflow.models.markov:canonical_bias_model",
-        ("e", "w", "b"),
-        ("w", "e"),
-        SWITCHING,
-        "canonical Markov model with the bias trained, L(e, w, b)",
-    ),
-    "canonical-attention": ModelEntry(
-        "gradflow.models.markov_attention:canonical_attention_model",
-        ("e", "w", "a"),
-        ("w", "e"),
-        SWITCHING,
-        "three-scalar canonical model with linear attention L(e, w, a), bias optimized out",
-    ),
-    "canonical-attention-bias": ModelEntry(
-        "gradflow.models.markov_attention:canonical_attention_bias_model",
-        ("e", "w", "a", "b"),
-        ("w", "e"),
-        SWITCHING,
-        "canonical model with linear attention and the bias trained, L(e, w, a, b)",
     ),
 }
