@@ -16,27 +16,14 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax
 import numpy as np
-import sympy as sp
-from scipy.integrate import solve_ivp
 
-from gradflow import (
-    BoundModel,
-    GradflowError,
-    basins,
-    critical_sets,
-    decision_level,
-    default_basin_options,
-    format_table,
-    lambdify_numpy,
-    plane_grid,
-    progress_bar,
-    widened_bounds,
-)
-from gradflow.models import markov
+from gradflow import GradflowError, format_table, progress_bar
+
+if TYPE_CHECKING:
+    from gradflow import BoundModel
 
 __all__ = ["Config", "Report", "bench"]
 
@@ -162,6 +149,11 @@ def _scipy_ms_per_trajectory(
     model: BoundModel, starts: np.ndarray, method: str, level: float
 ) -> float:
     """Mean wall time (ms) of ``solve_ivp`` per initial condition, same stopping rule."""
+    import sympy as sp
+    from scipy.integrate import solve_ivp
+
+    from gradflow import default_basin_options, lambdify_numpy
+
     h = [float(x) for x in np.asarray(model.h)]
     m = model.model
     symbols = (*m.params, *m.hyperparams)
@@ -202,6 +194,11 @@ def _scipy_ms_per_trajectory(
 
 def bench(config: Config) -> Report:
     """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
+    import jax
+
+    from gradflow import basins, critical_sets, decision_level, plane_grid, widened_bounds
+    from gradflow.models import markov
+
     jax.config.update("jax_enable_compilation_cache", False)
     model = markov.canonical(P, Q)
     begin = time.perf_counter()

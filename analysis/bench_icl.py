@@ -16,14 +16,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-import equinox as eqx
-import jax
+from typing import TYPE_CHECKING, Any
 
 from gradflow import GradflowError, format_table
 
-from .icl_train import RunSpec, minimal_setup, training_step, transformer_setup
+if TYPE_CHECKING:
+    import jax
 
 __all__ = ["Config", "Report", "bench"]
 
@@ -119,6 +117,9 @@ class Report:
 
 def _rates(step: Callable, state: tuple, steps: int, chunk: int, loop: bool) -> dict[str, float]:
     """Steps/s of ``lax.scan`` chunks (and of one jitted step per call if ``loop``), compile times."""
+    import equinox as eqx
+    import jax
+
     scan = eqx.filter_jit(lambda s: jax.lax.scan(step, s, None, length=chunk)[0])
     begin = time.perf_counter()
     jax.block_until_ready(scan(state))
@@ -146,11 +147,17 @@ def _rates(step: Callable, state: tuple, steps: int, chunk: int, loop: bool) -> 
 
 
 def _state(params: Any, optimizer: Any, key: jax.Array) -> tuple:
+    import equinox as eqx
+
     return (params, optimizer.init(eqx.filter(params, eqx.is_array)), key)
 
 
 def bench(config: Config) -> Report:
     """Time the transformer's step (scan chunks and per-call loop) and the minimal model's."""
+    import jax
+
+    from .icl_train import RunSpec, minimal_setup, training_step, transformer_setup
+
     spec = RunSpec(model="transformer", k=K, T=T, d=D, batch=BATCH)
     loss, model, optimizer, draw, key = transformer_setup(spec)
     full = _rates(

@@ -23,14 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
-import jax
 import numpy as np
 
 from gradflow import format_table
-from gradflow.models.shallow_encoder import check_size, init_encoder, synthetic_data
+from gradflow.models.shallow_scheme import check_size
 
-from .ntk import empirical_ntk
-from .ntk_sweep import size_field
+from .ntk_config import size_field
 
 __all__ = ["BASELINE", "Config", "Report", "bench"]
 
@@ -148,6 +146,12 @@ def _time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
 
 def bench(config: Config) -> Report:
     """Time every implementation of :func:`empirical_ntk` on one network (module docstring)."""
+    import jax
+
+    from gradflow.models.shallow_encoder import init_encoder, synthetic_data
+
+    from .ntk import empirical_ntk
+
     X, _ = synthetic_data(jax.random.PRNGKey(0), config.n_samples, config.d_s, config.d)
     model = init_encoder(
         jax.random.PRNGKey(1), config.d, config.width, init="lecun", scaling="sqrt"

@@ -16,11 +16,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
 import numpy as np
 
-from gradflow import GradflowError, basins, critical_sets, plane_grid, sweep, widened_bounds
-from gradflow.models import markov
+from gradflow import GradflowError
 
 __all__ = ["Config", "Report", "bench"]
 
@@ -109,6 +107,11 @@ class Report:
 
 def bench(config: Config) -> Report:
     """Run the sweep from cold, then time one stand-alone warm cell."""
+    import jax
+
+    from gradflow import basins, critical_sets, plane_grid, sweep, widened_bounds
+    from gradflow.models import markov
+
     values = np.linspace(LOW, HIGH, config.cells)
     begin = time.perf_counter()
     sweep(markov.canonical_model(), {"p": values, "q": values}, grid=config.grid, progress=True)

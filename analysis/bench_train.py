@@ -9,6 +9,9 @@ from the shortest to the longest length is reported too.
 
 Exact enumeration: one evaluation of the exact population loss over all 2^12 input sequences,
 and of the loss with its gradient, float64 (what the reduced-vs-full checks call).
+
+JAX and the models are imported inside the functions that time them, so that ``--help`` and a
+rejected option answer before JAX is loaded.
 """
 
 from __future__ import annotations
@@ -19,14 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
 from gradflow import GradflowError, format_table, progress_bar
-from gradflow.models.markov_transformer import exact_loss, standard_init
-
-from .markov_training import training_steps_per_second
-from .torch_reference import torch_available, torch_steps_per_second
 
 __all__ = ["Config", "Report", "bench"]
 
@@ -156,12 +152,19 @@ class Report:
 
 def _timed(fn: Callable[[], Any]) -> float:
     """Wall time (s) of ``fn()`` with its result ready."""
+    import jax
+
     begin = time.perf_counter()
     jax.block_until_ready(fn())
     return time.perf_counter() - begin
 
 
 def _exact(repeats: int) -> dict[str, float]:
+    import jax
+    import jax.numpy as jnp
+
+    from gradflow.models.markov_transformer import exact_loss, standard_init
+
     model = jax.tree.map(
         lambda x: x.astype(jnp.float64), standard_init(jax.random.key(2), D, EXACT_LENGTH)
     )
@@ -183,6 +186,11 @@ def _exact(repeats: int) -> dict[str, float]:
 
 def bench(config: Config) -> Report:
     """Time training at every length (gradflow, and PyTorch when installed) and the exact loss."""
+    import jax
+
+    from .markov_training import training_steps_per_second
+    from .torch_reference import torch_available, torch_steps_per_second
+
     has_torch = torch_available()
     lengths: dict[str, dict[str, float | None]] = {}
     with progress_bar(total=len(config.lengths), unit="length", enabled=True) as bar:

@@ -8,122 +8,19 @@ record and a text report.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from gradflow import GradflowError, format_table
-from gradflow.models.icl_data import PRIOR_NAMES, parse_prior
-from gradflow.models.icl_minimal import MIXINGS
+from gradflow import format_table
 from gradflow.models.icl_strategies import STRATEGY_NAMES
 
+from .icl_config import ICLConfig
 from .icl_phases import Phases, phases
-from .icl_train import MODELS, History, RunSpec, train
+from .icl_train import History, RunSpec, train
 
 __all__ = ["ICLConfig", "ICLReport", "run_experiment"]
-
-
-@dataclass(frozen=True)
-class ICLConfig:
-    """What to train: a model, the task's sizes, the prior, seeds ``0 … seeds - 1``.
-
-    ``None`` means the model's default: steps 400 (transformer 2000), batch 64 (reduced 256),
-    ``eval_every`` ``steps/50``, ``lr`` and ``lags`` as in :class:`RunSpec`.
-
-    Raises:
-        GradflowError: an unknown model, prior or mixing, no seeds, any size out of range.
-    """
-
-    model: str = field(default="minimal", metadata={"help": " | ".join(MODELS)})
-    k: int = field(default=3, metadata={"help": "number of states, ≥ 2"})
-    T: int = field(default=100, metadata={"help": "tokens per sequence, ≥ 2"})
-    steps: int | None = field(
-        default=None,
-        metadata={"help": "training steps (default: minimal/reduced 400, transformer 2000)"},
-    )
-    prior: str = field(
-        default="dirichlet",
-        metadata={
-            "help": f"training prior: {' | '.join(PRIOR_NAMES)} (RHO = share of doubly-stochastic sequences)"
-        },
-    )
-    seeds: int = field(default=1, metadata={"help": "number of seeds 0 … K-1"})
-    lr: float | None = field(
-        default=None,
-        metadata={
-            "help": "step size (default: minimal 4 (SGD), transformer 5e-4 (AdamW), reduced 4 (flow time per step))"
-        },
-    )
-    batch: int | None = field(
-        default=None,
-        metadata={
-            "help": "sequences per step (default 64); reduced: sequences in its fixed sample before the k! relabellings (default 256)"
-        },
-    )
-    eval_every: int | None = field(
-        default=None, metadata={"help": "steps between evaluations (default steps/50)"}
-    )
-    mixing: str = field(
-        default="softmax",
-        metadata={"help": f"minimal/reduced positional mixing: {' | '.join(MIXINGS)}"},
-    )
-    lags: int | None = field(
-        default=None, metadata={"help": "minimal/reduced: learnable lags (default T-1)"}
-    )
-    solver: str = field(default="flow", metadata={"help": "reduced: flow (diffrax) or gd"})
-    d: int = field(default=16, metadata={"help": "transformer width"})
-
-    SIZES: ClassVar[tuple[str, ...]] = ("k", "T", "batch", "d")
-    """The fields that set the memory a run needs."""
-
-    def memory_bytes(self) -> float:
-        """Estimated peak memory (float64): the batch's ``k × k`` transition matrices, its
-        one-hot sequences, ``T × T`` attention or positional mixing with gradients, and for the
-        reduced model its sample relabelled by all ``k!`` permutations."""
-        batch = self.batch if self.batch is not None else 64
-        per_sequence = (
-            24.0 * self.k**2 + 64.0 * self.T * self.k + 96.0 * self.T**2 + 64.0 * self.T * self.d
-        )
-        total = batch * per_sequence
-        if self.model == "reduced":
-            total += batch * math.exp(math.lgamma(self.k + 1)) * self.T * 8.0
-        return total
-
-    def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise GradflowError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
-        if self.seeds < 1:
-            raise GradflowError(f"--seeds {self.seeds}: need at least 1 seed")
-        self.specs()
-
-    def specs(self) -> list[RunSpec]:
-        """One :class:`RunSpec` per seed, the model's defaults filled in."""
-        steps = (
-            self.steps if self.steps is not None else (2000 if self.model == "transformer" else 400)
-        )
-        every = self.eval_every if self.eval_every is not None else max(1, steps // 50)
-        batch = self.batch if self.batch is not None else (256 if self.model == "reduced" else 64)
-        prior = parse_prior(self.prior)
-        return [
-            RunSpec(
-                model=self.model,
-                k=self.k,
-                T=self.T,
-                steps=steps,
-                prior=prior,
-                seed=seed,
-                lr=self.lr,
-                batch=batch,
-                eval_every=every,
-                mixing=self.mixing,
-                lags=self.lags,
-                d=self.d,
-                solver=self.solver,
-            )
-            for seed in range(self.seeds)
-        ]
 
 
 @dataclass(frozen=True)

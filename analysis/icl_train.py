@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import diffrax
@@ -35,8 +35,10 @@ import optax
 from gradflow import FlowOptions, GradflowError, descend, integrate, progress_bar
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
-from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, check_sizes, sample
+from gradflow.models.icl_data import Dirichlet, ICLBatch, sample
 from gradflow.models.icl_strategies import metrics
+
+from .icl_config import MODELS, RunSpec
 
 __all__ = [
     "MODELS",
@@ -51,72 +53,6 @@ __all__ = [
     "transformer_setup",
     "flow_reduced",
 ]
-
-MODELS = ("minimal", "transformer", "reduced")
-
-DEFAULT_LR = {"minimal": 4.0, "transformer": 5e-4, "reduced": 4.0}
-"""SGD step of the minimal model, AdamW step of the transformer, GD step (flow time per step) of
-the reduced model."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One training run.
-
-    Attributes:
-        model: ``minimal``, ``transformer`` or ``reduced``.
-        k, T: states and sequence length.
-        steps: optimizer steps (reduced: flow time ``lr · steps``).
-        prior: training prior.
-        seed: PRNG seed (initialization, batches; the evaluation batch has its own fixed seed).
-        lr: step size (default per model, :data:`DEFAULT_LR`).
-        batch: sequences per step (reduced: sequences in the fixed sample before relabelling).
-        eval_every: steps between evaluations.
-        eval_n: sequences in the evaluation batch.
-        mixing: positional mixing of the minimal/reduced model.
-        lags: learnable lags of the minimal/reduced model (default ``T - 1``).
-        d: transformer width.
-        solver: reduced model only: ``flow`` (diffrax) or ``gd`` (the engine's gradient descent).
-    """
-
-    model: str
-    k: int = 3
-    T: int = 100
-    steps: int = 1000
-    prior: Prior = field(default_factory=Dirichlet)
-    seed: int = 0
-    lr: float | None = None
-    batch: int = 64
-    eval_every: int = 20
-    eval_n: int = 512
-    mixing: str = "softmax"
-    lags: int | None = None
-    d: int = 16
-    solver: str = "flow"
-
-    def __post_init__(self) -> None:
-        if self.model not in MODELS:
-            raise GradflowError(f"unknown model {self.model!r}; choose one of {', '.join(MODELS)}")
-        check_sizes(self.k, self.T)
-        self.prior.check(self.k)
-        mm.check_mixing(self.mixing)
-        for name in ("steps", "batch", "eval_every", "eval_n", "d"):
-            if getattr(self, name) < 1:
-                raise GradflowError(f"{name} = {getattr(self, name)!r} must be ≥ 1")
-        if self.lags is not None and not 1 <= self.lags <= self.T - 1:
-            raise GradflowError(f"lags = {self.lags!r} must lie in 1 … T-1 = {self.T - 1}")
-        if self.lr is not None and not self.lr > 0:
-            raise GradflowError(f"lr = {self.lr!r} must be > 0")
-        if self.solver not in ("flow", "gd"):
-            raise GradflowError(f"solver {self.solver!r}: choose flow or gd")
-
-    @property
-    def step_size(self) -> float:
-        return DEFAULT_LR[self.model] if self.lr is None else float(self.lr)
-
-    @property
-    def n_lags(self) -> int:
-        return self.T - 1 if self.lags is None else self.lags
 
 
 @dataclass(frozen=True)

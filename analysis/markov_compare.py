@@ -10,19 +10,17 @@ flow in the induced metric (:func:`.markov_checks.dynamics_check`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from gradflow import GradflowError, format_table
+from gradflow import format_table
 from gradflow.models.markov import canonical_bias_model, canonical_model
 from gradflow.models.markov_attention import (
     canonical_attention_bias_model,
     canonical_attention_model,
 )
-from gradflow.models.markov_data import check_length, check_switching
-from gradflow.models.markov_transformer import check_width
 
 from .markov_checks import (
     GROUPS,
@@ -32,7 +30,7 @@ from .markov_checks import (
     embedding_checks,
     random_points,
 )
-from .markov_training import switching_field
+from .markov_configs import CompareConfig
 
 __all__ = ["CompareConfig", "CompareReport", "compare"]
 
@@ -43,60 +41,6 @@ MODELS = (
     canonical_attention_bias_model,
 )
 """The reduced models checked, in report order."""
-
-
-@dataclass(frozen=True)
-class CompareConfig:
-    """What :func:`compare` checks.
-
-    Raises:
-        GradflowError: ``p`` or ``q`` outside ``(0, 1)``, no points or steps, a length too long
-            to enumerate, a bad width.
-    """
-
-    p: float = switching_field("p")
-    q: float = switching_field("q")
-    points: int = field(default=20, metadata={"help": "random reduced points per model"})
-    length: int = field(
-        default=10,
-        metadata={
-            "flag": "--seq-len",
-            "metavar": "N",
-            "help": "positions of the full model, exact enumeration of 2^N sequences, at most 14",
-        },
-    )
-    d: int = field(default=8, metadata={"help": "embedding width"})
-    seed: int = field(default=0, metadata={"help": "seed of the random points"})
-    theta0: tuple[float, float, float, float] = field(
-        default=(0.5, -1.0, 0.0, 0.0),
-        metadata={
-            "nargs": 4,
-            "metavar": ("E", "W", "A", "B"),
-            "help": "start of the dynamics check",
-        },
-    )
-    steps: int = field(
-        default=2000, metadata={"help": "gradient-descent steps of the dynamics check"}
-    )
-    lr: float = field(default=0.05, metadata={"help": "gradient-descent step (flow time per step)"})
-    dynamics_length: int = field(
-        default=6,
-        metadata={
-            "flag": "--dynamics-seq-len",
-            "metavar": "N",
-            "help": "positions in the dynamics check",
-        },
-    )
-
-    def __post_init__(self) -> None:
-        check_switching(self.p, self.q)
-        if self.points < 1:
-            raise GradflowError(f"--points {self.points} must be ≥ 1")
-        if self.steps < 1:
-            raise GradflowError(f"--steps {self.steps} must be ≥ 1")
-        check_length(self.length, exact=True)
-        check_length(self.dynamics_length, exact=True)
-        check_width(self.d)
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,9 @@ result keeps the finite chunks before it and names the step.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -25,20 +24,20 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradflow import GradflowError, format_table, progress_bar
-from gradflow.models.markov_data import check_length, check_switching, sample_chains
+from gradflow import format_table, progress_bar
+from gradflow.models.markov_data import sample_chains
 from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
 from gradflow.models.markov_math import entropy_rate, unigram_loss
 from gradflow.models.markov_math import p as p_sym
 from gradflow.models.markov_math import q as q_sym
 from gradflow.models.markov_transformer import (
     MarkovTransformer,
-    check_attention,
-    check_width,
     conditional_loss,
     sample_loss,
     standard_init,
 )
+
+from .markov_configs import INITS, TrainConfig, switching_field
 
 __all__ = [
     "INITS",
@@ -51,115 +50,6 @@ __all__ = [
     "train",
     "training_steps_per_second",
 ]
-
-INITS = ("standard", "canonical", "paper")
-MAX_STEPS = 10_000_000
-MAX_SEEDS = 1024
-
-
-def switching_field(name: str) -> Any:
-    """The dataclass field of a switching probability ``p`` or ``q`` (required, in ``(0, 1)``)."""
-    texts = {"p": "P(x_{n+1} = 1 | x_n = 0) in (0, 1)", "q": "P(x_{n+1} = 0 | x_n = 1) in (0, 1)"}
-    return field(metadata={"help": texts[name]})
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """One training run (all seeds share it).
-
-    Attributes:
-        p, q: switching probabilities in ``(0, 1)``.
-        init: ``"standard"``, ``"canonical"`` (``embed(θ0)`` of the canonical model ``L(e, w)``)
-            or ``"paper"`` (the recommended init for ``p + q > 1``).
-        theta0: ``(e, w)`` of the canonical init.
-        steps: optimizer steps.
-        length: positions ``N`` (sequences of ``N + 1`` symbols).
-        d: width.
-        seeds: number of independent runs (seeds ``seed0 … seed0 + seeds - 1``).
-        seed0: first seed.
-        batch: sequences per step.
-        lr: peak learning rate.
-        weight_decay: AdamW's decoupled weight decay.
-        attention: ``"softmax"`` (the paper's) or ``"linear"``.
-        eval_every: steps between evaluations (and the length of a compiled chunk).
-        eval_batch: sequences of the fixed evaluation set.
-
-    Raises:
-        GradflowError: any setting out of range.
-    """
-
-    p: float = switching_field("p")
-    q: float = switching_field("q")
-    init: Literal["standard", "canonical", "paper"] = field(
-        default="standard",
-        metadata={
-            "choices": INITS,
-            "help": "standard N(0, 0.02²), canonical embed(θ0), or the paper's init for p + q > 1",
-        },
-    )
-    theta0: tuple[float, float] = field(
-        default=(0.5, 0.5),
-        metadata={"nargs": 2, "metavar": ("E", "W"), "help": "(e, w) of the canonical init"},
-    )
-    steps: int = field(default=500, metadata={"help": "optimizer steps"})
-    length: int = field(
-        default=64,
-        metadata={
-            "flag": "--seq-len",
-            "metavar": "N",
-            "help": "positions per sequence (the paper uses 1024)",
-        },
-    )
-    d: int = field(default=8, metadata={"help": "embedding width"})
-    seeds: int = field(default=1, metadata={"help": "independent runs, trained in parallel"})
-    seed0: int = field(default=0, metadata={"flag": "--seed", "help": "first seed"})
-    batch: int = field(default=16, metadata={"help": "sequences per step"})
-    lr: float = field(
-        default=2e-3, metadata={"help": "peak learning rate of the cosine one-cycle schedule"}
-    )
-    weight_decay: float = field(default=1e-3, metadata={"help": "AdamW weight decay"})
-    attention: Literal["softmax", "linear"] = field(
-        default="softmax", metadata={"choices": ("softmax", "linear"), "help": "attention kind"}
-    )
-    eval_every: int = field(default=25, metadata={"help": "steps between test-loss evaluations"})
-    eval_batch: int = 256
-
-    SIZES: ClassVar[tuple[str, ...]] = ("length", "batch", "seeds", "d")
-    """The fields that set the memory a run needs."""
-
-    def memory_bytes(self) -> float:
-        """Estimated peak memory of a run (float32): causal attention scores, softmax and their
-        gradients for ``batch × seeds`` sequences, the evaluation batch's forward pass, and the
-        activations of width ``5d`` along ``N`` positions."""
-        sequences = self.batch * self.seeds
-        return (
-            4.0 * self.length**2 * (4 * sequences + self.eval_batch)
-            + 200.0 * sequences * self.length * self.d
-        )
-
-    def __post_init__(self) -> None:
-        check_switching(self.p, self.q)
-        if self.init not in INITS:
-            raise GradflowError(f"init = {self.init!r} must be one of {', '.join(INITS)}")
-        check_length(self.length)
-        check_width(self.d)
-        check_attention(self.attention)
-        for name, value, hi in (
-            ("steps", self.steps, MAX_STEPS),
-            ("seeds", self.seeds, MAX_SEEDS),
-            ("batch", self.batch, 1 << 20),
-            ("eval_every", self.eval_every, MAX_STEPS),
-            ("eval_batch", self.eval_batch, 1 << 20),
-        ):
-            if isinstance(value, bool) or int(value) != value or not 1 <= value <= hi:
-                raise GradflowError(f"{name} = {value!r} must be an integer in 1…{hi:,}")
-        for name, value in (("lr", self.lr), ("weight_decay", self.weight_decay)):
-            if not (math.isfinite(value) and value >= 0) or (name == "lr" and value == 0):
-                raise GradflowError(
-                    f"{name} = {value!r} must be a finite number {'> 0' if name == 'lr' else '≥ 0'}"
-                )
-        if len(self.theta0) != 2 or not all(math.isfinite(v) for v in self.theta0):
-            raise GradflowError(f"theta0 = {self.theta0!r} must be two finite numbers (e, w)")
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,6 @@ from jax.flatten_util import ravel_pytree
 
 from gradflow import (
     FlowOptions,
-    GradflowError,
     GradientField,
     Status,
     descend,
@@ -49,6 +48,8 @@ from gradflow.models.mixture_transformer import (
     population_loss,
 )
 
+from .mixture_settings import METHODS, SCHEDULES, TrainOptions
+
 __all__ = [
     "METHODS",
     "SCHEDULES",
@@ -59,100 +60,8 @@ __all__ = [
     "train_reduced",
 ]
 
-SCHEDULES = ("joint", "staged")
-"""Training schedules: all weights at once, or neurons → attention → neurons."""
-
-METHODS = ("gd", "flow")
-"""Integrators: gradient descent with step ``lr``, or the gradient flow (adaptive Tsit5)."""
-
 CHUNKS = 20
 """Pieces a run is split into, for the progress bar."""
-
-
-@dataclass(frozen=True)
-class TrainOptions:
-    """How a run is integrated.
-
-    Attributes:
-        schedule: ``"joint"`` or ``"staged"``.
-        method: ``"gd"`` or ``"flow"``.
-        t_max: flow-time horizon (time units of the gradient flow; ``t_max/lr`` descent steps).
-        lr: descent step ``η`` (``method = "gd"``).
-        records: recorded states, evenly spaced in time, besides the initial one.
-        stage_times: ``(t_1, t_2)`` of the staged schedule; default the record times nearest
-            ``(t_max/10, t_max/2)``.  Each must lie on the record grid.
-        rtol, atol: tolerances of the flow's step-size controller (``method = "flow"``).
-        max_steps: solver-step budget per record interval (``method = "flow"``).
-
-    Raises:
-        GradflowError: an unknown schedule or method, non-positive ``t_max``, ``lr`` or
-            ``records``, a horizon that is not a whole number of descent steps per record, or
-            stage times off the record grid or out of order.
-    """
-
-    schedule: str = "joint"
-    method: str = "gd"
-    t_max: float = 2000.0
-    lr: float = 0.1
-    records: int = 200
-    stage_times: tuple[float, float] | None = None
-    rtol: float = 1e-7
-    atol: float = 1e-10
-    max_steps: int = 200_000
-
-    def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise GradflowError(
-                f"schedule = {self.schedule!r} is not one of {', '.join(SCHEDULES)}"
-            )
-        if self.method not in METHODS:
-            raise GradflowError(f"method = {self.method!r} is not one of {', '.join(METHODS)}")
-        for name in ("t_max", "lr"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise GradflowError(f"{name} = {value!r} must be > 0")
-        if int(self.records) != self.records or self.records < 1:
-            raise GradflowError(f"records = {self.records!r} must be an integer ≥ 1")
-        if self.method == "gd":
-            self.steps_per_record()
-        if self.schedule == "staged" or self.stage_times is not None:
-            t1, t2 = self.boundaries()
-            grid = self.t_max / self.records
-            for t in (t1, t2):
-                if abs(t / grid - round(t / grid)) > 1e-9:
-                    raise GradflowError(
-                        f"stage time {t!r} is not on the record grid (multiples of {grid:g})"
-                    )
-            if not 0 < t1 < t2 < self.t_max:
-                raise GradflowError(
-                    f"stage_times = ({t1!r}, {t2!r}) need 0 < t_1 < t_2 < t_max = {self.t_max!r}"
-                )
-
-    def steps_per_record(self) -> int:
-        """Descent steps between two records, ``t_max / (records · lr)``, an integer."""
-        ratio = self.t_max / (self.records * self.lr)
-        if ratio < 1 - 1e-9 or abs(ratio - round(ratio)) > 1e-6:
-            raise GradflowError(
-                f"t_max/(records·lr) = {ratio:g} must be a whole number ≥ 1 of descent steps per record; "
-                f"adjust --t-max, --lr or --records"
-            )
-        return int(round(ratio))
-
-    def boundaries(self) -> tuple[float, float]:
-        """``(t_1, t_2)``: the ends of the first two stages of the staged schedule; by default the
-        record-grid points nearest ``t_max/10`` and ``t_max/2``."""
-        if self.stage_times is not None:
-            return tuple(float(t) for t in self.stage_times)
-        grid = self.t_max / self.records
-        return grid * max(1, round(self.records / 10)), grid * round(self.records / 2)
-
-    def segments(self) -> list[tuple[int, int, tuple[bool, bool]]]:
-        """``(first record, last record, (attention, neurons))`` of each stage."""
-        if self.schedule == "joint":
-            return [(0, self.records, (True, True))]
-        grid = self.t_max / self.records
-        r1, r2 = (int(round(t / grid)) for t in self.boundaries())
-        return [(0, r1, (False, True)), (r1, r2, (True, False)), (r2, self.records, (False, True))]
 
 
 @dataclass(frozen=True)

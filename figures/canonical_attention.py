@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Portrait, Trajectory, basin_memory, flow, portrait
-from gradflow.analysis.markov_rays import RayOutcomes, ray_outcomes, sphere_directions
-from gradflow.models import markov
-from gradflow.models.markov_attention import canonical_attention
+from gradflow import GradflowError, basin_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow import Portrait, Trajectory
+    from gradflow.analysis.markov_rays import RayOutcomes
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -133,6 +133,11 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Basins on the slices, the rays of both models at both ``(p, q)``, the trajectories."""
+    from gradflow import flow, portrait
+    from gradflow.analysis.markov_rays import ray_outcomes, sphere_directions
+    from gradflow.models import markov
+    from gradflow.models.markov_attention import canonical_attention
+
     model = canonical_attention(P, Q)
     slices = tuple(portrait(model, grid=config.grid, box=BOX, fixed={"a": a}) for a in SLICES)
     radii = np.geomspace(0.05, 3.0, 16)

@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradflow import GradflowError
-from gradflow.analysis.icl_phases import phases
-from gradflow.analysis.icl_portrait import SlowField, slow_field
-from gradflow.analysis.icl_train import History, RunSpec, train
-from gradflow.models.icl_data import Dirichlet, doubly_stochastic_mixture
-from gradflow.models.icl_strategies import STRATEGY_NAMES
+from gradflow.models.icl_task import Dirichlet, doubly_stochastic_mixture
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow.analysis.icl_portrait import SlowField
+    from gradflow.analysis.icl_train import History
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -154,6 +153,10 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Train the transformer per share and seed, the minimal model and the reduced flow; the field."""
+    from gradflow.analysis.icl_phases import phases
+    from gradflow.analysis.icl_portrait import slow_field
+    from gradflow.analysis.icl_train import RunSpec, train
+
     k, T = config.k, config.T
     every_t = max(1, config.transformer_steps // 40)
     every_m = max(1, config.minimal_steps // 60)
@@ -215,6 +218,9 @@ def draw(data: Data, fig: Figure) -> None:
 
 
 def _shade(ax: Any, history: History) -> None:
+    from gradflow.analysis.icl_phases import phases
+    from gradflow.models.icl_strategies import STRATEGY_NAMES
+
     ph = phases(history.steps, history.distance_mean)
     for i, (name, start, end) in enumerate(ph.intervals):
         right = ph.intervals[i + 1][1] if i + 1 < len(ph.intervals) else end

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Portrait, basin_memory, portrait
-from gradflow.models import markov
+from gradflow import GradflowError, basin_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow import Portrait
 
 __all__ = ["CASES", "NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -88,6 +89,9 @@ def _tag(p: float, q: float) -> str:
 
 def compute(config: Config) -> Data:
     """The portrait (flow, energy levels, basins on a ``grid × grid`` grid) of each case."""
+    from gradflow import portrait
+    from gradflow.models import markov
+
     return Data(
         config=config,
         portraits=tuple(portrait(markov.canonical(p, q), grid=config.grid) for p, q in CASES),

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Overlay, Portrait, basin_memory, portrait
-from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
-from gradflow.models import markov
+from gradflow import GradflowError, basin_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow import Portrait
+    from gradflow.analysis.markov_training import TrainResult
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -91,6 +92,10 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Train every init's seeds; the portrait of ``L(e, w)`` with their ``(w, e)`` paths."""
+    from gradflow import Overlay, portrait
+    from gradflow.analysis.markov_training import TrainConfig, train
+    from gradflow.models import markov
+
     runs, overlays = {}, []
     for init, colors in COLORS.items():
         result = train(TrainConfig(p=P, q=Q, init=init, steps=config.steps, seeds=config.seeds))

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Sweep, basin_memory, sweep
-from gradflow.models.markov import canonical_model
+from gradflow import GradflowError, basin_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow import Sweep
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -88,6 +89,9 @@ class Data:
 
 def compute(config: Config = Config()) -> Data:
     """Sweep the canonical model over ``config.cells²`` values of ``(p, q)``."""
+    from gradflow import sweep
+    from gradflow.models.markov import canonical_model
+
     values = np.linspace(config.lo, config.hi, config.cells)
     model = canonical_model()
     result = sweep(model, {"p": values, "q": values}, grid=config.grid)

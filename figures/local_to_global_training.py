@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradflow import GradflowError
-from gradflow.analysis.markov_training import TrainConfig, TrainResult, train
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow.analysis.markov_training import TrainResult
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -95,6 +96,8 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Train ``seeds`` models from each init (AdamW, batch 16, d = 8)."""
+    from gradflow.analysis.markov_training import TrainConfig, train
+
     runs = {
         init: train(
             TrainConfig(

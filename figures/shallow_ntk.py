@@ -19,19 +19,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradflow import GradflowError
-from gradflow.analysis.ntk_sweep import (
-    Sweep,
-    SweepConfig,
-    fit_slope,
-    seeds_field,
-    steps_field,
-    width_sweep,
-    widths_field,
-)
-from gradflow.models.shallow_encoder import INITS, SCALINGS
+from gradflow.analysis.ntk_config import SweepConfig, seeds_field, steps_field, widths_field
+from gradflow.models.shallow_scheme import INITS, SCALINGS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow.analysis.ntk_sweep import Sweep
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -100,6 +94,8 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Run the width sweep over every init and scaling."""
+    from gradflow.analysis.ntk_sweep import width_sweep
+
     return Data(config=config, sweep=width_sweep(config.sweep()))
 
 
@@ -151,6 +147,8 @@ def _geometric_means(
 
 
 def _width_panel(ax: Any, sweep: Sweep, quantity: str, title: str) -> None:
+    from gradflow.analysis.ntk_sweep import fit_slope
+
     for init in INITS:
         for scaling in SCALINGS:
             widths, values = _geometric_means(sweep, init, scaling, quantity)

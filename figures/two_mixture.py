@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradflow import GradflowError
-from gradflow.analysis.mixture import MixtureRun
-from gradflow.analysis.mixture_experiment import MixtureReport, MixtureSettings, run_experiment
-from gradflow.analysis.mixture_stages import LogLaw, StageTimes, omega_sweep
+from gradflow.analysis.mixture_settings import MixtureSettings
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+    from gradflow.analysis.mixture import MixtureRun
+    from gradflow.analysis.mixture_experiment import MixtureReport
+    from gradflow.analysis.mixture_stages import LogLaw, StageTimes
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -93,6 +95,9 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Train the full model; run the reduced dynamics at every ``ω`` of the sweep."""
+    from gradflow.analysis.mixture_experiment import run_experiment
+    from gradflow.analysis.mixture_stages import omega_sweep
+
     report = run_experiment(config)
     times, law = omega_sweep(config.model(), config.omegas, config.options())
     return Data(config=config, report=report, sweep=tuple(times), law=law)

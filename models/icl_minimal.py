@@ -34,11 +34,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradflow import GradflowError, GradientField
+from gradflow import GradientField
 
 from .icl_data import ICLBatch
 from .icl_reduction import metric_inverse
 from .icl_strategies import one_hot, true_next
+from .icl_task import MIXINGS, check_mixing
 
 __all__ = [
     "MIXINGS",
@@ -59,9 +60,6 @@ __all__ = [
     "relabel_all",
 ]
 
-MIXINGS = ("softmax", "linear")
-"""The two positional mixings of the authors' code."""
-
 
 class Minimal(NamedTuple):
     """Parameters of the minimal model.
@@ -73,14 +71,6 @@ class Minimal(NamedTuple):
 
     W: jax.Array
     v: jax.Array
-
-
-def check_mixing(mixing: str) -> None:
-    """Raise :class:`GradflowError` unless ``mixing`` is ``softmax`` or ``linear``."""
-    if mixing not in MIXINGS:
-        raise GradflowError(
-            f"unknown positional mixing {mixing!r}; choose one of {', '.join(MIXINGS)}"
-        )
 
 
 def mixing_matrix(v: jax.Array, T: int, mixing: str) -> jax.Array:

@@ -8,13 +8,12 @@ Makkuva et al., "Attention with Markov" and "Local to Global" (NeurIPS 2024), §
 from __future__ import annotations
 
 import functools
-import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from gradflow import GradflowError
+from .markov_ranges import MAX_EXACT_LENGTH, check_length, check_switching
 
 __all__ = [
     "MAX_EXACT_LENGTH",
@@ -25,51 +24,6 @@ __all__ = [
     "sample_chains",
     "sequence_probabilities",
 ]
-
-MAX_EXACT_LENGTH = 14
-"""Longest sequence whose population loss is computed by enumerating all ``2^N`` sequences.
-
-At ``N = 14`` the enumeration holds 16,384 sequences; each further symbol doubles the memory and
-the time of one exact loss evaluation (``2^N × N × 4d`` activations of the FFN alone)."""
-
-
-def check_switching(p: float, q: float) -> tuple[float, float]:
-    """Validate the switching probabilities.
-
-    Raises:
-        GradflowError: ``p`` or ``q`` is not a finite number in ``(0, 1)``.
-    """
-    out = []
-    for name, value in (("p", p), ("q", q)):
-        try:
-            v = float(value)
-        except (TypeError, ValueError):
-            raise GradflowError(f"{name} must be a number in (0, 1), got {value!r}") from None
-        if not (math.isfinite(v) and 0.0 < v < 1.0):
-            raise GradflowError(f"{name} = {v:g} is outside the valid range (0, 1)")
-        out.append(v)
-    return out[0], out[1]
-
-
-def check_length(length: int, *, exact: bool = False) -> int:
-    """Validate a sequence length ``N`` (number of positions the transformer reads).
-
-    Args:
-        length: ``N``.
-        exact: whether the population loss will be enumerated exactly over all ``2^N`` sequences.
-
-    Raises:
-        GradflowError: ``N < 1``, not an integer, or ``N > 14`` with ``exact``.
-    """
-    if isinstance(length, bool) or int(length) != length or length < 1:
-        raise GradflowError(f"sequence length N = {length!r} must be an integer ≥ 1")
-    if exact and length > MAX_EXACT_LENGTH:
-        raise GradflowError(
-            f"sequence length N = {length} is too long for exact enumeration (valid range 1…"
-            f"{MAX_EXACT_LENGTH}): it sums over all 2^N = {2**length:,} sequences; use N ≤ "
-            f"{MAX_EXACT_LENGTH} or a Monte Carlo estimate"
-        )
-    return int(length)
 
 
 def next_one_probability(x: jax.Array, p: jax.Array, q: jax.Array) -> jax.Array:

@@ -31,8 +31,6 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from gradflow import GradflowError
-
 from .markov_causal_attention import BinaryProjection, linear_attention, softmax_attention
 from .markov_data import (
     check_length,
@@ -40,6 +38,7 @@ from .markov_data import (
     next_one_probability,
     sequence_probabilities,
 )
+from .markov_ranges import ATTENTION_KINDS, check_attention, check_width
 
 __all__ = [
     "ATTENTION_KINDS",
@@ -55,10 +54,8 @@ __all__ = [
     "standard_init",
 ]
 
-ATTENTION_KINDS = ("softmax", "linear")
 STANDARD_STD = 0.02
 """Standard deviation of the standard init, N(0, 0.02²); output projections get 0.02/√2."""
-MAX_WIDTH = 4096
 
 
 class MarkovTransformer(eqx.Module):
@@ -99,30 +96,6 @@ class MarkovTransformer(eqx.Module):
     def readout(self) -> Float[Array, " d"]:
         """The unembedding vector: ``e`` under weight tying."""
         return self.e if self.unembed is None else self.unembed
-
-
-def check_width(d: int) -> int:
-    """Validate the embedding width.
-
-    Raises:
-        GradflowError: ``d`` not an integer in ``1…4096``.
-    """
-    if isinstance(d, bool) or int(d) != d or not 1 <= d <= MAX_WIDTH:
-        raise GradflowError(f"width d = {d!r} must be an integer in 1…{MAX_WIDTH}")
-    return int(d)
-
-
-def check_attention(attention: str) -> str:
-    """Validate the attention kind.
-
-    Raises:
-        GradflowError: not ``"softmax"`` or ``"linear"``.
-    """
-    if attention not in ATTENTION_KINDS:
-        raise GradflowError(
-            f"attention = {attention!r} must be one of {', '.join(ATTENTION_KINDS)}"
-        )
-    return attention
 
 
 @eqx.filter_jit

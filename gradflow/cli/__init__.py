@@ -1,4 +1,4 @@
-"""The ``gradflow`` command line.
+"""The ``gradflow`` command line (:data:`COMMANDS`: every command by name, with its module).
 
 ``gradflow COMMAND [options]``; ``gradflow`` or ``gradflow --help`` lists the commands.  Bad
 input gives a one-line error naming the option and exit status 2, and writes nothing; Ctrl-C
@@ -11,7 +11,9 @@ import importlib.metadata
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main"]
+from ._registry import COMMANDS
+
+__all__ = ["COMMANDS", "main"]
 
 DESCRIPTION = "gradflow: gradient flows, critical sets and basins of the reduced models of transformer training dynamics"
 EXIT_INTERRUPTED = 130
@@ -21,7 +23,6 @@ EXIT_INTERRUPTED = 130
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     from ._parser import Parser, add_subcommands, fail
-    from ._registry import COMMANDS
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog="gradflow", description=DESCRIPTION)

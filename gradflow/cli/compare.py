@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from gradflow.analysis.markov_compare import CompareConfig, compare
+from gradflow.analysis.markov_configs import CompareConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_json_argument, print_report
@@ -17,6 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report = compare(config_from_args(CompareConfig, args))
+    config = config_from_args(CompareConfig, args)
+    from gradflow.analysis.markov_compare import compare
+
+    report = compare(config)
     print_report(args, report)
     return 0

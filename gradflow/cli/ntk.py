@@ -18,13 +18,7 @@ import warnings
 
 import numpy as np
 
-from gradflow.analysis.ntk_sweep import (
-    AssumptionWarning,
-    SweepConfig,
-    assumption_warnings,
-    sweep_data,
-    width_sweep,
-)
+from gradflow.analysis.ntk_config import SweepConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -40,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the sweep")
     config = config_from_args(SweepConfig, args)
+    from gradflow.analysis.ntk_sweep import (
+        AssumptionWarning,
+        assumption_warnings,
+        sweep_data,
+        width_sweep,
+    )
+
     notes = assumption_warnings(config, np.asarray(sweep_data(config)[0]))
     for note in notes:
         print(f"gradflow ntk: warning: {note}", file=sys.stderr)

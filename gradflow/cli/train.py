@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gradflow.analysis.markov_training import TrainConfig, train
+from gradflow.analysis.markov_configs import TrainConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the training record")
     config = config_from_args(TrainConfig, args)
+    from gradflow.analysis.markov_training import train
+
     result = train(config)
     record = result.summary()
     metadata = {"command": "train", "config": vars(config), **record}

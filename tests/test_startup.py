@@ -1,0 +1,81 @@
+"""The command line answers ``--help`` and rejects bad input without importing JAX.
+
+Every command, figure and benchmark is asked for its ``--help`` and given an option it does not
+have, and the option checks of the configuration dataclasses are exercised with one out-of-range
+value per family; all of it in one fresh interpreter (importing JAX takes about a second, so
+this is what keeps ``--help`` instant).  Times are measured by ``gradflow bench startup``, not
+here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from gradflow.cli import COMMANDS, bench, figures
+
+HEAVY = ("jax", "jaxlib", "equinox", "diffrax", "optax", "optimistix", "matplotlib", "torch")
+"""Libraries a command may import only once its arguments are accepted."""
+
+REJECTED = [
+    ["portrait", "--p", "2", "--q", "0.5"],
+    ["train", "--p", "2", "--q", "0.5"],
+    ["compare", "--p", "0.5", "--q", "0"],
+    ["icl", "--prior", "beta"],
+    ["icl", "--k", "1"],
+    ["ntk", "--widths", "0"],
+    ["mixture", "--k", "1"],
+    ["figures", "two-mixture", "--k", "1"],
+    ["figures", "shallow-ntk", "--widths", "0"],
+    ["bench", "train", "--length", "1"],
+    ["bench", "ntk", "--width", "0"],
+]
+"""Out-of-range values that the configurations' own checks refuse (exit status 2)."""
+
+
+def _argv_lists() -> list[list[str]]:
+    """``--help`` and an unknown option for every command, figure and benchmark, then
+    :data:`REJECTED`."""
+    entries = [[name] for name in COMMANDS if name not in ("figures", "bench")]
+    entries += [["figures", name] for name in figures.SUBCOMMANDS]
+    entries += [["bench", name] for name in bench.SUBCOMMANDS]
+    helps = [[]] + [[*entry, "--help"] for entry in entries]
+    unknown = [[*entry, "--no-such-option"] for entry in entries]
+    return helps + unknown + REJECTED
+
+
+CHILD = """
+import json, sys
+from gradflow.cli import main
+
+heavy, report = tuple(sys.argv[1].split(",")), []
+for argv in json.loads(sys.argv[2]):
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    loaded = sorted({m.split(".")[0] for m in sys.modules} & set(heavy))
+    report.append([argv, code, loaded])
+    if loaded:
+        break
+print(json.dumps(report))
+"""
+
+
+def test_help_and_rejected_arguments_import_no_jax(tmp_path) -> None:
+    argvs = _argv_lists()
+    run = subprocess.run(
+        [sys.executable, "-c", CHILD, ",".join(HEAVY), json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    for argv, code, loaded in report:
+        assert not loaded, f"gradflow {' '.join(argv)} imported {', '.join(loaded)}"
+        help_asked = not argv or argv[-1] == "--help"
+        assert code == (0 if help_asked else 2), (argv, code)
+    assert len(report) == len(argvs)
+    assert list(tmp_path.iterdir()) == []
