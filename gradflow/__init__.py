@@ -34,6 +34,10 @@ _EXPORTS = {
     "plane_grid": "._basins",
     "widened_bounds": "._basins",
     "FlowEndpoints": "._batched",
+    "Certificate": "._certify",
+    "CertifiedPoint": "._certify",
+    "Explanation": "._certify",
+    "certify": "._certify",
     "KINDS": "._classify",
     "classify_points": "._classify",
     "CriticalSet": "._critical",
@@ -116,6 +120,7 @@ if TYPE_CHECKING:
         widened_bounds,
     )
     from ._batched import FlowEndpoints
+    from ._certify import Certificate, CertifiedPoint, Explanation, certify
     from ._classify import KINDS, classify_points
     from ._critical import (
         CriticalSet,
@@ -169,6 +174,8 @@ __all__ = [
     "BasinMap",
     "BoundModel",
     "ClosedForm",
+    "Certificate",
+    "CertifiedPoint",
     "CriticalSet",
     "CriticalSetSpec",
     "CriticalSets",
@@ -179,6 +186,7 @@ __all__ = [
     "JaxLandscape",
     "Landscape",
     "LogSigmoid",
+    "Explanation",
     "Overlay",
     "Portrait",
     "ReducedModel",
@@ -190,6 +198,7 @@ __all__ = [
     "basins",
     "binary_cross_entropy",
     "check_output",
+    "certify",
     "classify_points",
     "critical_sets",
     "decision_level",

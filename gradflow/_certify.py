@@ -170,6 +170,10 @@ class Certificate:
         stacked = np.concatenate([b.reshape(-1, self.box.shape[0], 2) for b in boxes])
         return _inside_any(points, stacked)
 
+    def missing(self, points: np.ndarray) -> tuple[CertifiedPoint, ...]:
+        """The certified points whose ``unique_in`` box holds none of ``points`` (``(n, dim)``)."""
+        return tuple(c for c in self.isolated if not np.any(_inside_any(points, c.unique_in[None])))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``complete``, ``isolated``, ``explained`` (by set), ``unresolved``
         (count, volume, share of the box, hull and the largest boxes), ``method``, ``seconds``."""
@@ -352,18 +356,20 @@ def _system(model: ReducedModel, interval: str) -> _System:
         solution = {s: sp.sympify(v) for s, v in spec.solution.items()}
         condition = decide(spec.condition, symbols, arith)
         dependent = [i for i, s in enumerate(params) if s in solution]
+        equation = spec.equation or ", ".join(f"{s} = {v}" for s, v in solution.items())
+        name = f"sympy.solve: {equation}" if spec.name == "sympy.solve" else spec.name
         if len(dependent) == len(params):
             values = interval_function([solution[params[i]] for i in dependent], hyper, arith)
-            points.append((spec.name, values, [condition]))
+            points.append((name, values, [condition]))
         key = tuple((str(s), sp.srepr(v)) for s, v in sorted(solution.items(), key=str))
         if key in graphs:
-            graphs[key].names.append(spec.name)
+            graphs[key].names.append(name)
             graphs[key].conditions.append(condition)
             continue
         free = [i for i in range(len(params)) if i not in dependent]
         graphs[key] = _Graph(
-            names=[spec.name],
-            equation=spec.equation or ", ".join(f"{s} = {v}" for s, v in solution.items()),
+            names=[name],
+            equation=equation,
             free=free,
             dependent=dependent,
             values=interval_function(
@@ -485,8 +491,10 @@ class _Search:
 
     def settle(self, box: np.ndarray) -> str:
         """``cleared``, ``isolated``, ``explained`` or ``cut``."""
-        if any(np.all((c.unique_in[:, 0] <= box[:, 0]) & (box[:, 1] <= c.unique_in[:, 1]))
-               for c in self.isolated):
+        if any(
+            np.all((c.unique_in[:, 0] <= box[:, 0]) & (box[:, 1] <= c.unique_in[:, 1]))
+            for c in self.isolated
+        ):
             return "isolated"
         g = self.gradient(box)
         if np.any((g[:, 0] > 0) | (g[:, 1] < 0)):
@@ -728,7 +736,9 @@ def _disjoint(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _strictly_inside(inner: np.ndarray, outer: np.ndarray) -> bool:
-    return inner.shape == outer.shape and bool(np.all((inner[:, 0] > outer[:, 0]) & (inner[:, 1] < outer[:, 1])))
+    return inner.shape == outer.shape and bool(
+        np.all((inner[:, 0] > outer[:, 0]) & (inner[:, 1] < outer[:, 1]))
+    )
 
 
 def _contains(box: np.ndarray, point: np.ndarray) -> bool:

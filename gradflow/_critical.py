@@ -34,6 +34,8 @@ from scipy.optimize import minimize
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
+from ._certify import Certificate
+from ._certify import certify as certify_box
 from ._classify import KINDS, Classification, classify_points
 from ._errors import GradflowError
 from ._landscape import ClosedForm, GradientField, Landscape
@@ -179,6 +181,8 @@ class CriticalSets(Sequence[CriticalSet]):
         param_names: the parameter names (the order of every point).
         title: what the sets are of (``canonical, p = 0.7, q = 0.6``).
         unit: the unit of the losses (``"nats"``), or ``""``.
+        certificate: what interval arithmetic proved about the box (``certify=True``), or
+            ``None``.
     """
 
     sets: tuple[CriticalSet, ...]
@@ -189,6 +193,7 @@ class CriticalSets(Sequence[CriticalSet]):
     param_names: tuple[str, ...]
     title: str = ""
     unit: str = ""
+    certificate: Certificate | None = None
 
     @overload
     def __getitem__(self, i: int) -> CriticalSet: ...
@@ -254,6 +259,8 @@ class CriticalSets(Sequence[CriticalSet]):
             lines.append("no lower bound of L is known: minima are reported as local")
         if self.non_smooth:
             lines.append(f"non-smooth: ∇L jumps across the kinks of {', '.join(self.non_smooth)}")
+        if self.certificate is not None:
+            lines.append(self.certificate.text())
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -279,6 +286,7 @@ class CriticalSets(Sequence[CriticalSet]):
             "bounded_below": self.bounded_below,
             "global_min_loss": self.global_min_loss,
             "non_smooth": list(self.non_smooth),
+            **({} if self.certificate is None else {"certificate": self.certificate.to_dict()}),
         }
 
 
@@ -290,6 +298,7 @@ def critical_sets(
     samples: int = 41,
     starts: int = 256,
     seed: int = 0,
+    certify: bool = False,
 ) -> CriticalSets:
     """The critical sets of ``L`` inside the bounds, each classified.
 
@@ -303,15 +312,19 @@ def critical_sets(
             dimension 2 and more, so that a set has at most ``_pieces.MAX_SAMPLES`` points).
         starts: starting points of the numerical search (uniform in the bounds, seeded).
         seed: seed of the starting points.
+        certify: prove by interval arithmetic that no critical point is missed
+            (:func:`gradflow.certify`); a certified point the search missed is added (named
+            ``"certified"``).  Not on a slice.
 
     Returns:
         The sets ordered by kind (global minima first) and loss, with what is known of the
-        lower bound.  Their kinds come from the Hessian in the whole parameter space, also on a
+        lower bound (and the certificate).  Their kinds come from the Hessian in the whole parameter space, also on a
         slice.
 
     Raises:
         GradflowError: a bound with ``lo ≥ hi``, an unknown name, a non-finite fixed value, or a
-            declared set on which ``∇L ≠ 0``.
+            declared set on which ``∇L ≠ 0``; with ``certify``, a loss not known in SymPy, a
+            slice, or a reported critical point where the certificate proves ``∇L ≠ 0``.
     """
     box = search_box(landscape, bounds, fixed)
     global_loss = landscape.global_min_loss
@@ -327,6 +340,9 @@ def critical_sets(
         classes = classify_points(landscape, points.points, global_loss)
         result += _group(landscape, piece, points, classes, box)
     result += _numerical_sets(landscape, found[~on_closed_form], global_loss, box)
+    certificate = certify_box(landscape, box) if certify else None
+    if certificate is not None:
+        result += _certified_sets(landscape, result, certificate, box)
     return CriticalSets(
         sets=tuple(_merge(result, box.mean(axis=1))),
         box=box,
@@ -336,7 +352,43 @@ def critical_sets(
         param_names=landscape.param_names,
         title=landscape.title,
         unit=landscape.loss_unit,
+        certificate=certificate,
     )
+
+
+def _certified_sets(
+    landscape: Landscape, sets: list[CriticalSet], certificate: Certificate, box: np.ndarray
+) -> list[CriticalSet]:
+    """The certified points no set holds, as sets named ``"certified"`` (classified).
+
+    Raises:
+        GradflowError: a numerical point, or a set's sample, where the certificate proves that
+            ``∇L ≠ 0`` (outside every certified, explained and unresolved box).
+    """
+    reported = [s.points for s in sets if s.name == "numerical"] + [s.sample[None] for s in sets]
+    points = np.concatenate([np.zeros((0, landscape.dim)), *reported])
+    wrong = ~certificate.accounts_for(points)
+    if wrong.any():
+        raise GradflowError(
+            f"the search reports a critical point at {format_point(points[wrong][0], 10)} "
+            "where interval arithmetic proves ∇L ≠ 0"
+        )
+    added = []
+    for point in certificate.missing(np.concatenate([s.points for s in sets] or [points])):
+        classes = classify_points(landscape, point.point[None], landscape.global_min_loss)
+        made = _make_set(
+            landscape,
+            "certified",
+            None,
+            point.point[None],
+            classes,
+            np.zeros(1, int),
+            0,
+            np.zeros(1, int),
+            box,
+        )
+        added.append(dataclasses.replace(made, kind=point.kind, loss=point.loss))
+    return added
 
 
 def global_min_level(sets: Sequence[CriticalSet]) -> float | None:

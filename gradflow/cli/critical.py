@@ -2,6 +2,8 @@
 
 With ``--fixed NAME=VALUE …`` only the critical points on that slice of parameter space are
 found (their kinds still come from the Hessian in the whole space); ``--box`` bounds the plane.
+``--certify`` proves by interval arithmetic that no critical point in the box is missing (or
+reports the boxes it could not settle).
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
     add_box_arguments(parser)
     add_json_argument(parser)
+    parser.add_argument(
+        "--certify",
+        action="store_true",
+        help="prove by interval arithmetic that no critical point in the box is missing "
+        "(branch and bound; not with --fixed)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -41,7 +49,9 @@ def run(args: argparse.Namespace) -> int:
                 raise GradflowError(
                     f"--fixed {name}: {name} is an axis of the --box plane ({', '.join(plane)})"
                 )
-    sets = critical_sets(model, bounds=bounds, fixed=fixed or None)
+    if args.certify and fixed:
+        raise GradflowError("--certify works on the whole parameter space: drop --fixed")
+    sets = critical_sets(model, bounds=bounds, fixed=fixed or None, certify=args.certify)
     notes = model.notes
     if args.json:
         print_json(
