@@ -79,6 +79,10 @@ _EXPORTS = {
     "ReducedModel": "._model",
     "show_domain": "._model",
     "FORMATS": "._io",
+    "BIFURCATION_TYPES": "._continuation",
+    "Bifurcation": "._continuation",
+    "Branch": "._continuation",
+    "stability": "._continuation",
     "Sweep": "._sweep",
     "SweepCell": "._sweep",
     "remove_checkpoint": "._sweep",
@@ -122,6 +126,7 @@ if TYPE_CHECKING:
     from ._batched import FlowEndpoints
     from ._certify import Certificate, CertifiedPoint, Explanation, certify
     from ._classify import KINDS, classify_points
+    from ._continuation import BIFURCATION_TYPES, Bifurcation, Branch, stability
     from ._critical import (
         CriticalSet,
         CriticalSets,
@@ -157,6 +162,10 @@ if TYPE_CHECKING:
     from ._text import format_point, format_table
 
 __all__ = [
+    "BIFURCATION_TYPES",
+    "Bifurcation",
+    "Branch",
+    "stability",
     "FORMATS",
     "Sweep",
     "SweepCell",

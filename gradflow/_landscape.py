@@ -193,6 +193,12 @@ class Landscape(Protocol):
         return ()
 
     @property
+    def set_families(self) -> Mapping[str, str]:
+        """Each closed-form set's name → a name that is the same at every hyperparameter value
+        (what follows the set across a sweep); by default the name itself."""
+        return {piece.name: piece.name for piece in self.closed_forms}
+
+    @property
     def global_min_loss(self) -> float | None:
         """A proven lower bound of ``L`` that is attained (``inf L``), or ``None``."""
         return None

@@ -444,6 +444,19 @@ class BoundModel(Landscape):
         specs = (*self.model.critical_sets, *_solved_specs(self.model))
         return tuple(self._piece(spec) for spec in specs)
 
+    @functools.cached_property
+    def set_families(self) -> dict[str, str]:
+        """Each closed-form set's report name → a name without the hyperparameters' values,
+        the same at every value (``sympy.solve: x = 0.5, y = 0`` → ``x = sqrt(a), y = 0``): what
+        follows a set across a sweep."""
+        specs = (*self.model.critical_sets, *_solved_specs(self.model))
+        return {
+            piece.name: spec.name
+            if spec.name != "sympy.solve"
+            else ", ".join(f"{k} = {v}" for k, v in spec.solution.items())
+            for piece, spec in zip(self.closed_forms, specs)
+        }
+
     def _piece(self, spec: CriticalSetSpec) -> _ClosedFormPiece:
         values, condition = _piece_functions(self.model, spec)
         equation = spec.equation or ", ".join(

@@ -11,6 +11,7 @@ its results are identical to an uninterrupted run's.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import shutil
@@ -22,14 +23,17 @@ from typing import Any
 import numpy as np
 
 from ._basins import LABELS, basins, plane_grid, widened_bounds
-from ._critical import critical_sets
+from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
+from ._critical import critical_sets, search_box
 from ._errors import GradflowError
 from ._io import atomic_outputs, package_versions, to_jsonable, write_npz
 from ._landscape import Landscape
+from ._matching import AttractorTrack, cell_attractors, match_attractors
 from ._model import ReducedModel
 from ._progress import progress_bar
+from ._symbolic import singular_critical_points
 
-__all__ = ["Sweep", "SweepCell", "remove_checkpoint", "sweep"]
+__all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
 
 MANIFEST = "sweep.json"
 """The file in a checkpoint folder that says which sweep the cells belong to."""
@@ -66,6 +70,11 @@ class Sweep:
         plane: the parameters on the basin grid's axes.
         fixed: values of the parameters off the plane.
         cells: the cells, in the order of ``itertools.product`` over the axes.
+        branches: every isolated critical point followed across the cells
+            (:mod:`gradflow._continuation`).
+        bifurcations: where branches and closed-form sets change, located between cells.
+        attractor_tracks: each attractor matched from cell to cell, with its fraction in each
+            (:mod:`gradflow._matching`).
     """
 
     model: str
@@ -75,6 +84,9 @@ class Sweep:
     plane: tuple[str, str]
     fixed: dict[str, float]
     cells: tuple[SweepCell, ...]
+    branches: tuple[Branch, ...] = ()
+    bifurcations: tuple[Bifurcation, ...] = ()
+    attractor_tracks: tuple[AttractorTrack, ...] = ()
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -106,7 +118,7 @@ class Sweep:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{"model", "axes", "grid", "box", "plane", "fixed", "cells",
-        "transitions"}``."""
+        "transitions", "branches", "bifurcations", "attractor_tracks"}``."""
         return {
             "model": self.model,
             "axes": {k: list(v) for k, v in self.axes.items()},
@@ -116,6 +128,9 @@ class Sweep:
             "fixed": self.fixed,
             "cells": [cell.record for cell in self.cells],
             "transitions": self.transitions(),
+            "branches": [b.to_dict() for b in self.branches],
+            "bifurcations": [b.to_dict() for b in self.bifurcations],
+            "attractor_tracks": [t.to_dict() for t in self.attractor_tracks],
         }
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -168,6 +183,7 @@ def sweep(
     plane: tuple[str, str] | None = None,
     checkpoint: Path | str | None = None,
     progress: bool | None = None,
+    bifurcations: bool = True,
 ) -> Sweep:
     """Critical sets and basin fractions in every cell of a grid of hyperparameter values.
 
@@ -181,6 +197,8 @@ def sweep(
         plane: the two parameters on the basin grid's axes.
         checkpoint: a folder to write each finished cell to and to resume from.
         progress: a progress bar over the cells (default: shown after 1.5 s).
+        bifurcations: follow the isolated critical points from cell to cell and locate the
+            bifurcations between cells (:func:`follow`).
 
     Returns:
         The cells, in the order of ``itertools.product`` over ``axes``.
@@ -213,7 +231,7 @@ def sweep(
                     _store(folder, i, cell)
             cells.append(cell)
             bar.update(1)
-    return Sweep(
+    result = Sweep(
         model=model.name,
         axes=axes,
         grid=grid,
@@ -221,6 +239,82 @@ def sweep(
         plane=plane,
         fixed=fixed,
         cells=tuple(cells),
+    )
+    return follow(model, result) if bifurcations else result
+
+
+def follow(model: ReducedModel, result: Sweep) -> Sweep:
+    """The sweep with its branches and bifurcations (:mod:`gradflow._continuation`) and its
+    attractors matched from cell to cell (:mod:`gradflow._matching`).
+
+    Every isolated critical point of every cell is continued to the neighbouring cells; closed-
+    form sets are named without the hyperparameters' values, so a set keeps its name across
+    cells.
+    """
+    first = model.bind(**result.cells[0].values)
+    plane = result.plane
+    bounds = widened_bounds(first, {plane[0]: result.box[:2], plane[1]: result.box[2:]})
+    box = search_box(first, bounds)
+    points = [_cell_points(cell.record, cell.values, first.dim) for cell in result.cells]
+    found = follow_branches(
+        lambda values: model.bind(**values), points, result.shape, list(result.axes), box
+    )
+    bifurcations = tuple(
+        dataclasses.replace(b, exact=_exact(model, b, box)) if b.branches else b
+        for b in found.bifurcations
+    )
+    diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    tracks = match_attractors(
+        [cell_attractors(c.record, c.attractor_ids, first.dim) for c in result.cells],
+        result.shape,
+        diagonal,
+    )
+    return dataclasses.replace(
+        result, branches=found.branches, bifurcations=bifurcations, attractor_tracks=tracks
+    )
+
+
+EXACT_H = 1e-4
+"""An exact solution names a located bifurcation when its hyperparameter is this close
+(relative to ``1 + |h|``) …"""
+EXACT_POINT = 1e-2
+"""… and its point within this fraction of the box diagonal."""
+
+
+def _exact(model: ReducedModel, found: Bifurcation, box: np.ndarray) -> dict[str, str] | None:
+    """The exact ``{symbol: value}`` of a bifurcation of isolated points, where
+    :func:`singular_critical_points` solves for it, else ``None``."""
+    swept = next(h for h in model.hyperparams if h.name == found.axis)
+    held = tuple((h, found.at[h.name]) for h in model.hyperparams if h is not swept)
+    h = found.at[found.axis]
+    diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    for solution in singular_critical_points(model.params, model.loss, swept, held):
+        point = np.array([float(solution[s]) for s in model.params])
+        if (
+            abs(float(solution[swept]) - h) <= EXACT_H * (1 + abs(h))
+            and np.linalg.norm(point - found.point) <= EXACT_POINT * diagonal
+        ):
+            return {str(s): str(solution[s]) for s in (swept, *model.params)}
+    return None
+
+
+def _cell_points(record: dict[str, Any], values: dict[str, float], dim: int) -> CellPoints:
+    """A cell's isolated critical points and closed-form curves, from its record."""
+    points, kinds, names, curves = [], [], [], []
+    for s in record["critical_sets"]:
+        if s["dimension"] == 0:
+            for point in s["points"]:
+                points.append(point)
+                kinds.append(s["kind"])
+                names.append(s["family"])
+        elif s["name"] != "numerical":
+            curves.append((s["family"], s["kind"], np.asarray(s["sample"], dtype=float)))
+    return CellPoints(
+        values=values,
+        points=np.asarray(points, dtype=float).reshape(-1, dim),
+        kinds=tuple(kinds),
+        names=tuple(names),
+        curves=tuple(curves),
     )
 
 
@@ -238,6 +332,7 @@ def _cell(
         landscape, grid=grid, box=box, fixed=fixed, plane=plane, critical=critical, progress=False
     )
     values = dict(landscape.hyperparameters)
+    families = landscape.set_families
     record = to_jsonable(
         {
             **values,
@@ -253,6 +348,10 @@ def _cell(
                     "loss": s.loss,
                     "equation": s.equation,
                     "sample": s.sample,
+                    "family": families.get(s.name, s.name),
+                    "points": [s.component_points(c)[0] for c in range(s.n_components)]
+                    if s.dimension == 0
+                    else [],
                 }
                 for s in critical
             ],

@@ -6,6 +6,8 @@
 - :func:`gradient_jumps`: the non-smooth terms of ``L`` across whose kink ``∇L`` is
   discontinuous (``|x|`` at ``x = 0``), as opposed to terms where only the Hessian jumps
   (``w|w|``, ``max(0, x)²``), whose gradient flow is well defined.
+- :func:`singular_critical_points`: ``sympy.solve(∇L = 0, det H = 0)`` for the parameters and
+  one hyperparameter: where a bifurcation of isolated critical points can happen.
 - :func:`readable`: an expression printed as a number where it is one.
 """
 
@@ -23,6 +25,7 @@ __all__ = [
     "nonsmooth_atoms",
     "proves_nonnegative",
     "readable",
+    "singular_critical_points",
     "solve_gradient",
 ]
 
@@ -150,3 +153,37 @@ def readable(expr: sp.Expr, subs: Mapping[sp.Symbol, float] | None = None) -> st
     if abs(float(im)) > 1e-12 * max(1.0, abs(float(re))):
         return f"{complex(number):.7g}"
     return f"{float(re):.7g}"
+
+
+@functools.cache
+def singular_critical_points(
+    params: tuple[sp.Symbol, ...],
+    loss: sp.Expr,
+    swept: sp.Symbol,
+    held: tuple[tuple[sp.Symbol, float], ...],
+) -> tuple[dict[sp.Symbol, sp.Expr], ...]:
+    """The real solutions ``(θ, h)`` of ``∇L = 0`` and ``det ∇²L = 0`` by ``sympy.solve``.
+
+    A fold, pitchfork or transcritical bifurcation of an isolated critical point happens where
+    a critical point has a singular Hessian (Kuznetsov, *Elements of Applied Bifurcation
+    Theory*, §3.3).  The other hyperparameters are held at ``held`` (their values read as the
+    nearest short rationals, so ``0.3`` is ``3/10``).
+
+    Returns:
+        One ``{symbol: value}`` per isolated real solution, parameters and ``swept`` included;
+        empty when the gradient is not rational in ``θ`` and ``h`` or SymPy finds none.
+    """
+    subs = {symbol: sp.nsimplify(value, rational=True) for symbol, value in held}
+    expr = loss.subs(subs)
+    grad = [sp.diff(expr, s) for s in params]
+    unknowns = [*params, swept]
+    if not all(g.is_rational_function(*unknowns) for g in grad):
+        return ()
+    det = sp.Matrix([[sp.diff(g, s) for s in params] for g in grad]).det()
+    try:
+        solutions = sp.solve([*grad, sp.numer(sp.together(det))], unknowns, dict=True)
+    except NotImplementedError:
+        return ()
+    return tuple(
+        s for s in solutions if set(s) == set(unknowns) and all(v.is_real for v in s.values())
+    )

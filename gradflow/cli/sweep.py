@@ -120,5 +120,10 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"  kinds that change between neighbouring cells: {len(record['transitions'])} transitions"
     )
+    print(f"  branches of isolated critical points followed across cells: {len(result.branches)}")
+    print(f"  bifurcations: {len(result.bifurcations)}")
+    names = model.param_names
+    for found in result.bifurcations:
+        print(f"    {found.text(names)}")
     print(wrote(written))
     return 0

@@ -1,0 +1,149 @@
+"""Branches and bifurcations across a sweep, on the normal forms worked out by hand.
+
+With ``y²/2`` added (a transverse direction that never bifurcates), ``∂L/∂x`` and ``∂²L/∂x²``
+give every answer:
+
+- ``x⁴/4 - a x²/2``: ``∂ₓL = x(x² - a)``, ``∂²ₓL = 3x² - a``: for ``a < 0`` one minimum at 0;
+  for ``a > 0`` the saddle 0 and the minima ``±√a``: a supercritical pitchfork at ``a = 0``.
+- ``x³/3 - b x`` (``UNFOLDING`` at ``a = 0``): ``∂ₓL = x² - b``, ``∂²ₓL = 2x``: for ``b > 0``
+  the minimum ``√b`` and the saddle ``-√b``, for ``b < 0`` no critical point: a fold at ``b = 0``.
+- ``x³/3 - a x²/2`` (``UNFOLDING`` at ``b = 0``): ``∂ₓL = x(x - a)``, ``∂²ₓL = 2x - a``:
+  ``x = 0`` is a minimum for ``a < 0`` and a saddle for ``a > 0``, ``x = a`` the reverse:
+  transcritical at ``a = 0``.
+
+(The fold and the transcritical sweep share one loss, the transcritical's unfolding, so that
+the default suite compiles one basin integrator for both.)
+- The canonical model on ``e = 0``: ``∂²ₑL = 2Φ'(0)(1 + 2w|w|)`` and ``Φ'(0) = π0 π1 (p + q - 1)``
+  changes sign at ``p + q = 1``, so at ``p = 0.3`` the two halves of the line (``w ≷ -1/√2``)
+  trade kinds at ``q = 0.7``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import gradflow
+from gradflow.models.markov import canonical_model
+
+PITCHFORK = "x**4/4 - a*x**2/2 + y**2/2"
+UNFOLDING = "x**3/3 - a*x**2/2 - b*x + y**2/2"
+
+
+def one_d(loss: str, count: int, axis: str = "a", **held: float) -> gradflow.Sweep:
+    """A sweep of ``loss`` over ``count`` values of ``axis`` in [-1, 1], small basin grids."""
+    model = gradflow.loss_model(loss, None, [axis, *held])
+    axes = {axis: np.linspace(-1, 1, count)}
+    return gradflow.sweep(model, axes, values=held, grid=5, progress=False)
+
+
+@pytest.fixture(scope="module")
+def pitchfork() -> gradflow.Sweep:
+    return one_d(PITCHFORK, 10)
+
+
+def by_name(result: gradflow.Sweep) -> dict[str, gradflow.Branch]:
+    return {b.name: b for b in result.branches}
+
+
+def values_of(result: gradflow.Sweep, branch: gradflow.Branch, axis: str = "a") -> np.ndarray:
+    return np.array([result.axes[axis][c] for c in branch.cells])
+
+
+def test_pitchfork_at_a_0_with_minima_at_plus_minus_root_a(pitchfork) -> None:
+    (found,) = pitchfork.bifurcations
+    assert found.type == "pitchfork"
+    assert abs(found.at["a"]) <= 1e-6
+    np.testing.assert_allclose(found.point, [0, 0], atol=1e-3)
+    assert found.exact == {"a": "0", "x": "0", "y": "0"}
+    branches = by_name(pitchfork)
+    assert set(branches) == {"x = 0, y = 0", "x = sqrt(a), y = 0", "x = -sqrt(a), y = 0"}
+    centre = branches["x = 0, y = 0"]
+    a = values_of(pitchfork, centre)
+    assert len(a) == 10
+    assert [gradflow.stability(k) for k in centre.kinds] == [
+        "min" if v < 0 else "saddle" for v in a
+    ]
+    for name, sign in (("x = sqrt(a), y = 0", 1), ("x = -sqrt(a), y = 0", -1)):
+        side = branches[name]
+        a = values_of(pitchfork, side)
+        assert np.all(a > 0) and len(a) == 5
+        np.testing.assert_allclose(side.points[:, 0], sign * np.sqrt(a), atol=1e-9)
+        assert {gradflow.stability(k) for k in side.kinds} == {"min"}
+
+
+def test_fold_at_b_0_also_when_a_grid_value_falls_on_it() -> None:
+    result = one_d(UNFOLDING, 11, "b", a=0.0)
+    (found,) = result.bifurcations
+    assert found.type == "fold"
+    assert abs(found.at["b"]) <= 1e-6 and found.at["a"] == 0
+    assert found.exact == {"b": "0", "x": "0", "y": "0"}
+    np.testing.assert_allclose(found.point, [0, 0], atol=1e-3)
+    for branch in (b for b in result.branches if len(b.cells) > 1):
+        b = values_of(result, branch, "b")
+        assert np.all(b > 0) and len(b) == 5
+        x = branch.points[:, 0]
+        sign = np.sign(x[0])
+        np.testing.assert_allclose(x, sign * np.sqrt(b), atol=1e-9)
+        assert {gradflow.stability(k) for k in branch.kinds} == {"min" if sign > 0 else "saddle"}
+    assert sum(len(b.cells) > 1 for b in result.branches) == 2
+
+
+def test_transcritical_branches_keep_their_identity_through_the_crossing() -> None:
+    result = one_d(UNFOLDING, 10, "a", b=0.0)
+    (found,) = result.bifurcations
+    assert found.type == "transcritical"
+    assert abs(found.at["a"]) <= 1e-6
+    assert found.exact == {"a": "0", "x": "0", "y": "0"}
+    assert sorted(found.changes) == [("min", "saddle"), ("saddle", "min")]
+    assert len(result.branches) == 2
+    for branch in result.branches:
+        a = values_of(result, branch)
+        assert len(a) == 10
+        x = branch.points[:, 0]
+        on_diagonal = bool(np.allclose(x, a, atol=1e-9))
+        assert on_diagonal or np.allclose(x, 0, atol=1e-9)
+        below, above = ("saddle", "min") if on_diagonal else ("min", "saddle")
+        assert [gradflow.stability(k) for k in branch.kinds] == [
+            below if v < 0 else above for v in a
+        ]
+    assert {bool(np.allclose(b.points[:, 0], 0)) for b in result.branches} == {True, False}
+
+
+@pytest.mark.parametrize("q", [(0.2, 0.7, 0.9), (0.6, 0.8)], ids=["on-a-cell", "between"])
+def test_canonical_halves_of_e_0_trade_kinds_at_q_0_7(q) -> None:
+    result = gradflow.sweep(canonical_model(), {"q": q}, values={"p": 0.3}, grid=5, progress=False)
+    crossings = [b for b in result.bifurcations if b.set == "e = 0"]
+    assert len(crossings) == 1
+    (found,) = crossings
+    assert found.type == "degenerate crossing"
+    assert abs(found.at["q"] - 0.7) <= 1e-6 and found.at["p"] == 0.3
+    assert sorted(found.changes) == [("max", "min"), ("min", "max")]
+    assert all(abs(b.at["p"] + b.at["q"] - 1) <= 1e-6 for b in result.bifurcations)
+
+
+def test_the_2d_sweep_locates_p_plus_q_1_on_every_row_and_column_that_crosses_it() -> None:
+    values = (0.15, 0.45, 0.75)
+    result = gradflow.sweep(canonical_model(), {"p": values, "q": values}, grid=5, progress=False)
+    crossings = [b for b in result.bifurcations if b.set == "e = 0"]
+    assert all(abs(b.at["p"] + b.at["q"] - 1) <= 1e-6 for b in result.bifurcations)
+    rows = sorted(b.at["p"] for b in crossings if b.axis == "q")
+    columns = sorted(b.at["q"] for b in crossings if b.axis == "p")
+    assert rows == [0.45, 0.75] and columns == [0.45, 0.75]
+
+
+def test_sweep_json_and_text_list_branches_and_bifurcations(cli) -> None:
+    args = ["sweep", "--loss", PITCHFORK, "--hyper", "a=-1:1:4", "--grid", "5"]
+    run = cli(*args, "--json")
+    assert run.code == 0
+    record = json.loads(run.out)
+    (found,) = record["bifurcations"]
+    assert found["type"] == "pitchfork" and set(found) >= {"type", "at", "point", "exact"}
+    assert abs(found["at"]["a"]) <= 1e-6 and found["exact"]["a"] == "0"
+    names = {b["name"] for b in record["branches"]}
+    assert names == {"x = 0, y = 0", "x = sqrt(a), y = 0", "x = -sqrt(a), y = 0"}
+    run = cli(*args, "--out", "text.npz")
+    assert run.code == 0
+    assert "bifurcations: 1" in run.out and "pitchfork at a = " in run.out
