@@ -2,9 +2,10 @@
 
 For every ``(p, q)`` of a grid in ``(0, 1)²``, the basin map of the canonical flow ``L(e, w)`` on
 ``[-3, 3]²``: (a) the share of initializations that reach the global minimum Γ* (the bigram
-solution), with the line ``p + q = 1`` where the chain is i.i.d.; (b) the loss gap between the
-local and the global minimum, ``H(π) - H`` (the entropy rate ``H``), in nats; (c) the share that
-reaches the local minimum on ``e = 0`` (the unigram solution).
+solution), with the line ``p + q = 1`` where the chain is i.i.d. and the bifurcations located
+between cells along every row and column (the halves of ``e = 0`` trade kinds there); (b) the
+loss gap between the local and the global minimum, ``H(π) - H`` (the entropy rate ``H``), in
+nats; (c) the share that reaches the local minimum on ``e = 0`` (the unigram solution).
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def _loss_gap(references: dict[str, float]) -> float:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Three heat maps over ``(q, p)``, each with the line ``p + q = 1``."""
+    """Three heat maps over ``(q, p)``, each with the line ``p + q = 1`` and the bifurcations
+    the sweep located between its cells (where the halves of ``e = 0`` trade kinds)."""
     axes = fig.subplots(1, 3)
     v = data.values
     step = v[1] - v[0]
@@ -144,6 +146,16 @@ def draw(data: Data, fig: Figure) -> None:
         lines = ax.contour(v, v, values, levels=levels, colors="black", linewidths=0.5)
         ax.clabel(lines, fontsize=6, fmt="%.2g")
         ax.plot([0, 1], [1, 0], color="#c0202a", lw=1.4, ls="--", label="p + q = 1 (i.i.d. chain)")
+        located = data.sweep.bifurcations
+        ax.plot(
+            [b.at["q"] for b in located],
+            [b.at["p"] for b in located],
+            "x",
+            color="black",
+            ms=5,
+            mew=1.2,
+            label="bifurcations located by the sweep",
+        )
         ax.set_xlim(extent[:2])
         ax.set_ylim(extent[2:])
         ax.set_xlabel("$q$")

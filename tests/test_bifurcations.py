@@ -74,6 +74,24 @@ def test_pitchfork_at_a_0_with_minima_at_plus_minus_root_a(pitchfork) -> None:
         assert {gradflow.stability(k) for k in side.kinds} == {"min"}
 
 
+def test_the_pitchfork_minima_are_followed_as_two_attractors_with_the_half_planes_basins(
+    pitchfork,
+) -> None:
+    """``ẋ = -x(x² - a)`` and ``ẏ = -y``: for ``a > 0`` the half-plane ``x > 0`` flows to ``√a``,
+    ``x < 0`` to ``-√a`` and the line ``x = 0`` to the saddle; for ``a < 0`` all to 0."""
+    xs = np.linspace(pitchfork.box[0], pitchfork.box[1], pitchfork.grid)
+    a = np.asarray(pitchfork.axes["a"])
+    tracks = {t.set: t for t in pitchfork.attractor_tracks}
+    assert len(pitchfork.attractor_tracks) == 3
+    for name, side in (("x = sqrt(a), y = 0", xs > 0), ("x = -sqrt(a), y = 0", xs < 0)):
+        track = tracks[name]
+        assert np.array_equal(track.ids >= 0, a > 0)
+        np.testing.assert_allclose(track.fractions[a > 0], np.mean(side))
+    centre = tracks["x = 0, y = 0"]
+    assert np.all(centre.ids >= 0)
+    np.testing.assert_allclose(centre.fractions, np.where(a < 0, 1.0, np.mean(xs == 0)))
+
+
 def test_fold_at_b_0_also_when_a_grid_value_falls_on_it() -> None:
     result = one_d(UNFOLDING, 11, "b", a=0.0)
     (found,) = result.bifurcations

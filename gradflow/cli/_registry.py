@@ -75,6 +75,10 @@ FIGURES = {
         "gradflow.figures.local_to_global_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
     ),
+    "bifurcation-diagram": Command(
+        "gradflow.figures.bifurcation_diagram",
+        "critical points of a loss along one hyperparameter (pitchfork normal form by default): branches by kind, located bifurcations, attractors' shares",
+    ),
     "local-to-global-phase-diagram": Command(
         "gradflow.figures.local_to_global_phase_diagram",
         "Local to Global: share of initializations reaching the global and the local minimum over (p, q), loss gap",
