@@ -6,7 +6,9 @@ its critical sets, from a cold process (compilation included: the hyperparameter
 so the sweep compiles once).  The baseline, measured in the same run once the sweep is done (so
 warm), is one stand-alone cell — :func:`gradflow.critical_sets` and :func:`gradflow.basins` at
 p = 0.7, q = 0.6: the ratio of the sweep to as many warm stand-alone cells is the sweep's
-overhead, compilation included (below 1: the sweep's cells are cheaper than that one).
+overhead, compilation included (below 1: the sweep's cells are cheaper than that one).  The
+branches, bifurcations and attractor tracks (:func:`gradflow.follow`) are timed on their own
+after the cells, in the same run: their ratio to the cells is what they add to a sweep.
 """
 
 from __future__ import annotations
@@ -50,12 +52,14 @@ class Report:
 
     Attributes:
         seconds: the sweep's wall time, compilation included.
+        follow_seconds: following its branches, bifurcations and attractors afterwards.
         cell_seconds: one warm stand-alone cell (critical sets and basin map).
         cores: CPU cores of the machine; devices: JAX's devices.
     """
 
     config: Config
     seconds: float
+    follow_seconds: float
     cell_seconds: float
     cores: int
     devices: tuple[str, ...]
@@ -84,6 +88,8 @@ class Report:
             "trajectories_per_second": self.trajectories / self.seconds,
             "baseline_cell_seconds": self.cell_seconds,
             "ratio_to_warm_cells": self.seconds / (self.cell_seconds * self.cells),
+            "follow_seconds": self.follow_seconds,
+            "ratio_with_bifurcations": (self.seconds + self.follow_seconds) / self.seconds,
             "cores": self.cores,
             "devices": list(self.devices),
         }
@@ -101,6 +107,8 @@ class Report:
                 f" {self.trajectories:,} in all)",
                 f"  one stand-alone cell (warm): {self.cell_seconds:.2f} s; the sweep takes"
                 f" {r['ratio_to_warm_cells']:.2f}× as long as {self.cells} of them",
+                f"  branches, bifurcations and attractor tracks: {self.follow_seconds:.1f} s more"
+                f" ({r['ratio_with_bifurcations']:.3f}× the sweep)",
             ]
         )
 
@@ -109,13 +117,19 @@ def bench(config: Config) -> Report:
     """Run the sweep from cold, then time one stand-alone warm cell."""
     import jax
 
-    from gradflow import basins, critical_sets, plane_grid, sweep, widened_bounds
+    from gradflow import basins, critical_sets, follow, plane_grid, sweep, widened_bounds
     from gradflow.models import markov
 
     values = np.linspace(LOW, HIGH, config.cells)
+    reduced = markov.canonical_model()
     begin = time.perf_counter()
-    sweep(markov.canonical_model(), {"p": values, "q": values}, grid=config.grid, progress=True)
+    cells = sweep(
+        reduced, {"p": values, "q": values}, grid=config.grid, progress=True, bifurcations=False
+    )
     seconds = time.perf_counter() - begin
+    begin = time.perf_counter()
+    follow(reduced, cells)
+    follow_seconds = time.perf_counter() - begin
     model = markov.canonical(P, Q)
     plane, xs, ys, _, _ = plane_grid(model, config.grid)
     bounds = widened_bounds(model, {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])})
@@ -126,6 +140,7 @@ def bench(config: Config) -> Report:
     return Report(
         config=config,
         seconds=seconds,
+        follow_seconds=follow_seconds,
         cell_seconds=cell,
         cores=os.cpu_count() or 1,
         devices=tuple(str(d) for d in jax.devices()),

@@ -161,7 +161,8 @@ def _draw_branches(data: Data, ax: Axes) -> None:
 
 
 def _draw_fractions(data: Data, ax: Axes) -> None:
-    """The share of the grid reaching each attractor that some grid point reaches."""
+    """The share of the grid reaching each attractor that some grid point reaches (markers of
+    different shapes and sizes, so that tracks with equal shares stay visible)."""
     h = data.values
     for i, track in enumerate(data.sweep.attractor_tracks):
         if not np.any(track.fractions > 0):
@@ -170,8 +171,9 @@ def _draw_fractions(data: Data, ax: Axes) -> None:
         ax.plot(
             h[present],
             track.fractions[present],
-            "-o",
-            ms=2.5,
+            "-" + "os^v"[i % 4],
+            ms=6 - 1.2 * (i % 4),
+            mfc="none",
             lw=1.2,
             color=f"C{i % 10}",
             label=f"#{track.id} {track.set}",

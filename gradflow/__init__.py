@@ -85,6 +85,7 @@ _EXPORTS = {
     "stability": "._continuation",
     "Sweep": "._sweep",
     "SweepCell": "._sweep",
+    "follow": "._sweep",
     "remove_checkpoint": "._sweep",
     "sweep": "._sweep",
     "FUNCTION_NAMES": "._grammar",
@@ -158,7 +159,7 @@ if TYPE_CHECKING:
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
     from ._progress import progress_bar
-    from ._sweep import Sweep, SweepCell, remove_checkpoint, sweep
+    from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._text import format_point, format_table
 
 __all__ = [
@@ -169,6 +170,7 @@ __all__ = [
     "FORMATS",
     "Sweep",
     "SweepCell",
+    "follow",
     "remove_checkpoint",
     "sweep",
     "FUNCTION_NAMES",

@@ -1,8 +1,8 @@
 """Attractors matched from cell to cell of a sweep, so one attractor's basin can be followed.
 
 Each cell's basin map numbers its attractors on its own.  Between neighbouring cells an attractor
-is matched first by its representative point (same closed-form set, nearest point within
-:data:`POINT_RADIUS` of the box diagonal, each the other's nearest), then, for those left, by the
+is matched first by its representative point (same closed-form set or the same point, nearest
+point within :data:`POINT_RADIUS` of the box diagonal, each the other's nearest), then, for those left, by the
 overlap of their basins (the Jaccard index of the grid points that reach each, at least
 :data:`BASIN_OVERLAP`) — the two criteria of Attractors.jl's ``global_continuation`` (Datseris,
 Rossi & Wagemakers, *Chaos* 33, 2023).  Matched attractors form one track; its fraction of the
@@ -21,6 +21,9 @@ __all__ = ["AttractorTrack", "CellAttractors", "cell_attractors", "match_attract
 
 POINT_RADIUS = 0.05
 """Representative points farther apart than this fraction of the box diagonal never match."""
+SAME_POINT = 1e-6
+"""Representative points this close (fraction of the box diagonal) match whatever their sets are
+called (pieces that meet at one value and are reported under one name there)."""
 BASIN_OVERLAP = 0.5
 """Two basins match when the Jaccard index of their grid points is at least this."""
 
@@ -135,6 +138,7 @@ def _pairs(a: CellAttractors, b: CellAttractors, diagonal: float) -> list[tuple[
         return pairs
     distance = np.linalg.norm(a.points[:, None, :] - b.points[None, :, :], axis=2)
     same = np.array([[s == t for t in b.sets] for s in a.sets])
+    same |= distance <= SAME_POINT * diagonal
     distance = np.where(same & (distance <= POINT_RADIUS * diagonal), distance, np.inf)
     for i in range(len(a.ids)):
         j = int(np.argmin(distance[i]))

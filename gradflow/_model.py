@@ -448,14 +448,14 @@ class BoundModel(Landscape):
     def set_families(self) -> dict[str, str]:
         """Each closed-form set's report name → a name without the hyperparameters' values,
         the same at every value (``sympy.solve: x = 0.5, y = 0`` → ``x = sqrt(a), y = 0``): what
-        follows a set across a sweep."""
+        follows a set across a sweep.  Where pieces meet at one value and share a report name
+        there, the first piece names them."""
         specs = (*self.model.critical_sets, *_solved_specs(self.model))
-        return {
-            piece.name: spec.name
-            if spec.name != "sympy.solve"
-            else ", ".join(f"{k} = {v}" for k, v in spec.solution.items())
-            for piece, spec in zip(self.closed_forms, specs)
-        }
+        families: dict[str, str] = {}
+        for piece, spec in zip(self.closed_forms, specs):
+            symbolic = ", ".join(f"{k} = {v}" for k, v in spec.solution.items())
+            families.setdefault(piece.name, spec.name if spec.name != "sympy.solve" else symbolic)
+        return families
 
     def _piece(self, spec: CriticalSetSpec) -> _ClosedFormPiece:
         values, condition = _piece_functions(self.model, spec)

@@ -118,6 +118,10 @@ BENCHES = {
         "gradflow.analysis.bench_sweep",
         "phase-diagram sweep of the canonical model over (p, q) against separate cells",
     ),
+    "bifurcations": Command(
+        "gradflow.analysis.bench_bifurcations",
+        "1-D sweep of the pitchfork normal form (201 values, grid 41) with branches and bifurcations followed",
+    ),
     "train": Command(
         "gradflow.analysis.bench_train",
         "full Markov transformer: training steps/s (d = 8, batch 16, float32), exact loss at N = 12",
