@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gradflow import GradflowError, follow, loss_model, sweep
+from gradflow import GradflowError
 
 __all__ = ["Config", "Report", "bench"]
 
@@ -88,6 +88,8 @@ class Report:
 
 def bench(config: Config) -> Report:
     """Sweep from cold without following, then follow."""
+    from gradflow import follow, loss_model, sweep
+
     model = loss_model(LOSS, None, ["a"], name=f"L = {LOSS}")
     values = np.linspace(-1.0, 1.0, config.cells)
     begin = time.perf_counter()

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, Sweep, basin_memory, loss_model, stability, sweep
+from gradflow import GradflowError, basin_memory
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+
+    from gradflow import Sweep
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -105,6 +107,8 @@ def compute(config: Config = Config()) -> Data:
     Raises:
         GradflowError: the loss does not parse, or ``coordinate`` is not one of its parameters.
     """
+    from gradflow import loss_model, sweep
+
     model = loss_model(config.loss, None, [config.hyper], name=f"L = {config.loss}")
     model.index(config.coordinate)
     values = np.linspace(config.lo, config.hi, config.cells)
@@ -123,6 +127,8 @@ def draw(data: Data, fig: Figure) -> None:
 def _draw_branches(data: Data, ax: Axes) -> None:
     """Each branch as segments between neighbouring values, styled by kind (split half-way
     where the kind changes); each bifurcation as a marker."""
+    from gradflow import stability
+
     h = data.values
     j = data.params.index(data.config.coordinate)
     colors = [f"C{i % 10}" for i in range(len(data.sweep.branches))]
