@@ -46,6 +46,7 @@ from ._classify import classify_points
 from ._errors import GradflowError
 from ._interval import Arithmetic, arithmetic, decide, interval_function
 from ._landscape import Landscape
+from ._lowering import lambdify_numpy
 from ._model import BoundModel, ReducedModel, _solved_specs
 from ._text import format_point
 
@@ -219,7 +220,8 @@ class Certificate:
             )
         for e in self.explained:
             on = f"; holds {', '.join(e.points)}" if e.points else ""
-            lines.append(f"  explained by {e.name} ({e.equation}): {len(e.boxes)} boxes{on}")
+            named = e.name if e.equation in e.name else f"{e.name} ({e.equation})"
+            lines.append(f"  explained by {named}: {len(e.boxes)} boxes{on}")
         return "\n".join(lines)
 
 
@@ -320,6 +322,8 @@ class _System:
     dim: int
     grad: Callable[..., list[Any]]
     jac: Callable[..., list[Any]]
+    float_grad: Callable[..., Any]
+    float_jac: Callable[..., Any]
     graphs: list[_Graph]
     points: list[tuple[str, Callable[..., list[Any]], list[Callable[..., bool | None]]]]
 
@@ -348,8 +352,8 @@ def _system(model: ReducedModel, interval: str) -> _System:
     arith = arithmetic(interval)
     params, hyper = list(model.params), list(model.hyperparams)
     symbols = [*params, *hyper]
-    grad = [_clean(sp.diff(model.loss, s), params) for s in params]
-    jac = [_clean(sp.diff(g, s), params) for g in grad for s in params]
+    grad = [sp.factor_terms(_clean(sp.diff(model.loss, s), params)) for s in params]
+    jac = [sp.factor_terms(_clean(sp.diff(g, s), params)) for g in grad for s in params]
     graphs: dict[tuple, _Graph] = {}
     points = []
     for spec in (*model.critical_sets, *_solved_specs(model)):
@@ -382,8 +386,10 @@ def _system(model: ReducedModel, interval: str) -> _System:
     return _System(
         arith=arith,
         dim=len(params),
-        grad=interval_function(grad, symbols, arith),
-        jac=interval_function(jac, symbols, arith),
+        grad=interval_function(grad, symbols, arith, params),
+        jac=interval_function(jac, symbols, arith, params),
+        float_grad=lambdify_numpy(symbols, grad),
+        float_jac=lambdify_numpy(symbols, jac),
         graphs=list(graphs.values()),
         points=points,
     )
@@ -451,6 +457,7 @@ class _Search:
         self.system = system
         self.arith = system.arith
         self.hyper = [self.arith.number(float(h)) for h in hyper]
+        self.hyper_values = [float(h) for h in hyper]
         self.box = box
         self.width = box[:, 1] - box[:, 0]
         self.max_boxes = max_boxes
@@ -608,9 +615,11 @@ class _Search:
         return forced == set(graph.dependent)
 
     def point_values(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``∇L`` and ``∇²L`` at a point (midpoints of their enclosures)."""
-        point = np.stack([z, z], axis=1)
-        return self.gradient(point).mean(axis=1), self.jacobian(point).mean(axis=2)
+        """``∇L`` and ``∇²L`` at a point, in floating point (for Newton's method)."""
+        n = self.system.dim
+        g = np.asarray(self.system.float_grad(*z, *self.hyper_values), dtype=float)
+        h = np.asarray(self.system.float_jac(*z, *self.hyper_values), dtype=float)
+        return g.reshape(n), h.reshape(n, n)
 
     def inflate(self, box: np.ndarray) -> None:
         """Newton from the midpoint, then a Krawczyk-certified box around its limit, grown by
@@ -693,20 +702,24 @@ class _Search:
         return int(np.sum(eig < 0))
 
     def explanations(self) -> tuple[Explanation, ...]:
-        """The explained boxes by graph, with the closed-form points they hold."""
-        out = []
+        """The explained boxes by set name (the two branches ``e = ±…`` of Γ* are one set),
+        with the closed-form points they hold."""
+        by_name: dict[str, tuple[str, list[np.ndarray]]] = {}
         for i, boxes in sorted(self.explained.items()):
             graph = self.system.graphs[i]
+            name = " / ".join(dict.fromkeys(graph.names))
+            by_name.setdefault(name, (graph.equation, []))[1].extend(boxes)
+        out = []
+        for name, (equation, boxes) in by_name.items():
             stacked = np.array(boxes)
             held = []
-            for name, values, conditions in self.system.points:
+            for point_name, values, conditions in self.system.points:
                 point = self.bounds(values(*self.hyper)).mean(axis=1)
                 theta = [*self.intervals(np.stack([point, point], 1)), *self.hyper]
                 maybe = all(c(*theta) is not False for c in conditions)
                 if maybe and np.any(_inside_any(point[None], stacked)):
-                    held.append(name)
-            names = " / ".join(dict.fromkeys(graph.names))
-            out.append(Explanation(names, graph.equation, stacked, tuple(held)))
+                    held.append(point_name)
+            out.append(Explanation(name, equation, stacked, tuple(held)))
         return tuple(out)
 
 

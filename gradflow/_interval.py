@@ -14,6 +14,7 @@ default: C code, about 25 times faster on the double well, see ``docs/certify.md
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,8 @@ class Arithmetic:
         number: ``number(value)``: the exact float, or the rational ``(p, q)``, or the named
             constant ``"pi"``/``"E"``, enclosed.
         functions: the interval form of each SymPy function, by its SymPy name.
+        endpoints: ``endpoints(x)``: the two ends of ``x`` as exact degenerate intervals.
+        hull: ``hull(a, b)``: the smallest interval holding both.
     """
 
     name: str
@@ -48,6 +51,8 @@ class Arithmetic:
     bounds: Callable[[Any], tuple[float, float]]
     number: Callable[[Any], Any]
     functions: dict[str, Callable[..., Any]]
+    endpoints: Callable[[Any], tuple[Any, Any]]
+    hull: Callable[[Any, Any], Any]
 
 
 def _outward(lo: float, hi: float) -> tuple[float, float]:
@@ -130,7 +135,14 @@ def _arb() -> Arithmetic:
         "LogAddExp": lambda a, b: (a.exp() + b.exp()).log(),
     }
     return Arithmetic(
-        "arb", "arb balls (python-flint), 53 bits", interval, bounds, number, functions
+        "arb",
+        "arb balls (python-flint), 53 bits",
+        interval,
+        bounds,
+        number,
+        functions,
+        lambda x: (x.lower(), x.upper()),
+        lambda a, b: a.union(b),
     )
 
 
@@ -212,7 +224,16 @@ def _mpmath() -> Arithmetic:
         "Softplus": monotone(lambda t: mpmath.log1p(mpmath.exp(t))),
         "LogAddExp": lambda a, b: log(iv.exp(a) + iv.exp(b)),
     }
-    return Arithmetic("mpmath", "mpmath.iv intervals, 53 bits", interval, bounds, number, functions)
+    return Arithmetic(
+        "mpmath",
+        "mpmath.iv intervals, 53 bits",
+        interval,
+        bounds,
+        number,
+        functions,
+        lambda x: (iv.mpf(x.a), iv.mpf(x.b)),
+        lambda a, b: iv.mpf([min(a.a, b.a), max(a.b, b.b)]),
+    )
 
 
 ARITHMETICS: dict[str, Callable[[], Arithmetic]] = {"arb": _arb, "mpmath": _mpmath}
@@ -279,26 +300,122 @@ class _Code:
 
 
 def interval_function(
-    exprs: Sequence[sp.Expr], symbols: Sequence[sp.Symbol], arith: Arithmetic
+    exprs: Sequence[sp.Expr],
+    symbols: Sequence[sp.Symbol],
+    arith: Arithmetic,
+    variables: Sequence[sp.Symbol] | None = None,
 ) -> Callable[..., list[Any]]:
     """``f(*intervals) -> [interval, …]``: enclosures of ``exprs`` over a box of ``symbols``.
 
-    Common subexpressions are evaluated once (``sympy.cse``).
+    Common subexpressions are evaluated once (``sympy.cse``).  Given ``variables`` (the other
+    symbols are constants, such as hyperparameters), a subexpression that depends on them
+    only through one other subexpression ``u`` is a function ``φ(u)`` of one variable; where
+    the enclosure of ``φ'`` over ``u`` excludes 0, ``φ`` is monotone there and its enclosure is
+    ``φ`` at the two endpoints of ``u`` — which undoes the overestimation of a sum such as
+    ``-c/2 - asinh(k e^{-c/2})`` whose terms cancel (the dependency problem).
 
     Raises:
         GradflowError: an expression with a function that has no interval form.
     """
     replacements, reduced = sp.cse(list(exprs), optimizations=None)
     names = {s: f"a{i}" for i, s in enumerate(symbols)}
+    constants = [s for s in symbols if variables is not None and s not in variables]
+    univariate = (
+        {} if variables is None else _univariate(replacements, reduced, set(variables))
+    )
     code = _Code(arith, names)
     lines = [f"def f({', '.join(names.values())}):"]
+    scope: dict[str, Any] = {"K": code.constants, "F": arith.functions, "M": _monotone(arith)}
     for k, (sym, sub) in enumerate(replacements):
         lines.append(f"    t{k} = {code(sub)}")
+        if sym in univariate:
+            u, phi = univariate[sym]
+            scope[f"P{k}"] = interval_function([phi], [u, *constants], arith)
+            scope[f"D{k}"] = interval_function([sp.diff(phi, u)], [u, *constants], arith)
+            args = ", ".join([code.names[u], *(names[c] for c in constants)])
+            lines.append(f"    t{k} = M(t{k}, P{k}, D{k}, {args})")
         code.names[sym] = f"t{k}"
     lines.append(f"    return [{', '.join(code(e) for e in reduced)}]")
-    scope: dict[str, Any] = {"K": code.constants, "F": arith.functions}
     exec("\n".join(lines), scope)  # noqa: S102 - source generated above from SymPy trees
     return scope["f"]
+
+
+def _univariate(
+    replacements: Sequence[tuple[sp.Symbol, sp.Expr]],
+    reduced: Sequence[sp.Expr],
+    variables: set[sp.Symbol],
+) -> dict[sp.Symbol, tuple[sp.Symbol, sp.Expr]]:
+    """The subexpressions ``t = φ(u)`` of one other subexpression ``u`` that some subexpression
+    of several arguments (or a result) uses: ``{t: (u, φ)}`` with ``φ`` written in ``u``.
+
+    A subexpression is its own base where it uses a variable or mixes two bases; otherwise it
+    has the base of what it uses (none for a constant), and is a function of that base alone."""
+    definitions = dict(replacements)
+    base: dict[sp.Symbol, set[sp.Symbol]] = {}
+    for sym, sub in replacements:
+        deps = sub.free_symbols
+        inner = set().union(*(base[d] for d in deps if d in base))
+        base[sym] = inner if len(inner) <= 1 and not deps & variables else {sym}
+    single = {s for s, b in base.items() if len(b) == 1 and s not in b}
+    inlined = {s for s, b in base.items() if s not in b}
+    used_outside = set().union(*(e.free_symbols for e in reduced), set())
+    for sym, sub in replacements:
+        if sym not in single:
+            used_outside |= sub.free_symbols
+
+    @functools.cache
+    def inline(sym: sp.Symbol) -> sp.Expr:
+        sub = definitions[sym]
+        return sub.xreplace({d: inline(d) for d in sub.free_symbols if d in inlined})
+
+    return {s: (next(iter(base[s])), inline(s)) for s in single if s in used_outside}
+
+
+def _monotone(arith: Arithmetic) -> Callable[..., Any]:
+    """``M(natural, φ, φ', u, *constants)``: an enclosure of ``φ(u)`` for ``φ`` of one variable.
+
+    Where ``φ'(u)`` excludes 0, ``φ`` on the two endpoints of ``u``.  Otherwise ``u`` is covered
+    by at most :data:`CELLS` cells of a dyadic grid (width a power of two), ``φ`` is enclosed on
+    each the same way (or naturally), and the hull is kept where it is narrower than the
+    natural enclosure.  Cells are remembered, so neighbouring boxes of a branch and bound share
+    them."""
+    cache: dict[tuple, Any] = {}
+
+    def endpoints_or_natural(phi: Callable, slope: Callable, u: Any, constants: tuple) -> Any:
+        d_lo, d_hi = arith.bounds(slope(u, *constants)[0])
+        if d_lo > 0 or d_hi < 0:
+            a, b = arith.endpoints(u)
+            return arith.hull(phi(a, *constants)[0], phi(b, *constants)[0])
+        return phi(u, *constants)[0]
+
+    def tighten(natural: Any, phi: Callable, slope: Callable, u: Any, *constants: Any) -> Any:
+        lo, hi = arith.bounds(u)
+        if lo == hi or not (math.isfinite(lo) and math.isfinite(hi)):
+            return natural
+        d_lo, d_hi = arith.bounds(slope(u, *constants)[0])
+        if d_lo > 0 or d_hi < 0:
+            a, b = arith.endpoints(u)
+            return arith.hull(phi(a, *constants)[0], phi(b, *constants)[0])
+        width = 2.0 ** math.ceil(math.log2((hi - lo) / CELLS))
+        first, last = math.floor(lo / width), math.ceil(hi / width)
+        key = (phi, tuple(arith.bounds(c) for c in constants), width)
+        hull = None
+        for i in range(first, last):
+            if (*key, i) not in cache:
+                cell = arith.interval(i * width, (i + 1) * width)
+                cache[(*key, i)] = endpoints_or_natural(phi, slope, cell, constants)
+            value = cache[(*key, i)]
+            hull = value if hull is None else arith.hull(hull, value)
+        n_lo, n_hi = arith.bounds(natural)
+        h_lo, h_hi = arith.bounds(hull)
+        return hull if h_hi - h_lo < n_hi - n_lo else natural
+
+    return tighten
+
+
+CELLS = 16
+"""At most this many cells of a dyadic grid cover the argument of a non-monotone function of
+one variable (:func:`_monotone`)."""
 
 
 def decide(

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from gradflow import GradflowError, certify, critical_sets, loss_model
+from gradflow.models.markov import canonical
 
 DOUBLE_WELL = "(x**2 - 1)**2 + y**2"
 CLOSE_WELLS = "((x - 1)*(x - 1001/1000))**2 + y**2"
@@ -179,3 +180,33 @@ def test_critical_certify_on_the_command_line(cli):
     cli.assert_rejected(
         ["critical", "--loss", DOUBLE_WELL, "--certify", "--fixed", "y=0"], "--certify"
     )
+
+
+def test_the_canonical_saddle_is_explained_by_the_line_e_0():
+    """Near ``(0, -1/√2)`` the whole Hessian of ``L(e, w) = Φ(e²(1 + 2w|w|))`` vanishes, so no
+    Krawczyk test applies; ``∂L/∂w = 4e²|w|Φ'(c)`` with ``Φ'(c) ≠ 0`` for ``c`` near 0 (``c* ≠ 0``
+    when ``p + q ≠ 1``) forces ``e = 0``."""
+    model = canonical(0.7, 0.6)
+    c = certify(model, np.array([[-0.5, 0.5], [-1.0, -0.4]]))
+    assert c.complete and not c.isolated
+    (line,) = c.explained
+    assert line.name == "e = 0" and "saddle (0, -1/√2)" in line.points
+
+
+@pytest.mark.slow
+def test_the_canonical_model_is_certified_complete():
+    """``∇L = Φ'(c)·(2e(1 + 2w|w|), 4e²|w|)``: zero on Γ* (``Φ'(c) = 0``, ``c = c*``) and on
+    ``e = 0`` (with the saddle), nowhere else."""
+    model = canonical(0.7, 0.6)
+    c = certify(model, np.array([[-3.0, 3.0], [-3.0, 3.0]]))
+    assert c.complete and not c.isolated
+    sets = {e.name: e for e in c.explained}
+    assert set(sets) == {"Γ*", "e = 0"}
+    assert "saddle (0, -1/√2)" in sets["e = 0"].points
+    assert all(b[0, 0] <= 0 <= b[0, 1] for b in sets["e = 0"].boxes)
+    c_star = model.references["c_star"]
+    for b in sets["Γ*"].boxes:
+        e2 = [0.0 if b[0, 0] <= 0 <= b[0, 1] else min(b[0] ** 2), max(b[0] ** 2)]
+        gain = [1 + 2 * w * abs(w) for w in b[1]]  # increasing in w
+        corners = [s * g for s in e2 for g in gain]
+        assert min(corners) <= c_star <= max(corners)
