@@ -320,9 +320,7 @@ def interval_function(
     replacements, reduced = sp.cse(list(exprs), optimizations=None)
     names = {s: f"a{i}" for i, s in enumerate(symbols)}
     constants = [s for s in symbols if variables is not None and s not in variables]
-    univariate = (
-        {} if variables is None else _univariate(replacements, reduced, set(variables))
-    )
+    univariate = {} if variables is None else _univariate(replacements, reduced, set(variables))
     code = _Code(arith, names)
     lines = [f"def f({', '.join(names.values())}):"]
     scope: dict[str, Any] = {"K": code.constants, "F": arith.functions, "M": _monotone(arith)}
