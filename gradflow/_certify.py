@@ -531,18 +531,14 @@ class _Search:
 
         The mean-value form ``G(m) + J(X)(X - m)`` is tried first: where it excludes 0, the
         answer is :data:`NO_ZERO` (a box disjoint from every box)."""
-        jac = self.jacobian(box)
-        if not np.all(np.isfinite(jac)):
+        n = self.system.dim
+        j = self.system.jac(*self.intervals(box), *self.hyper)
+        y = _midpoint_inverse(self.bounds(j).reshape(n, n, 2))
+        if y is None:
             return None
-        mid = jac.mean(axis=2)
-        if np.linalg.cond(mid) > 1e12:
-            return None
-        y = np.linalg.inv(mid)
         m = box.mean(axis=1)
         a = self.arith
         g_mid = self.system.grad(*[a.interval(v, v) for v in m], *self.hyper)
-        j = self.system.jac(*self.intervals(box), *self.hyper)
-        n = self.system.dim
         yy = [[a.number(float(y[i, k])) for k in range(n)] for i in range(n)]
         offset = [a.interval(lo, hi) - a.number(float(v)) for (lo, hi), v in zip(box, m)]
         centered = self.bounds(
@@ -585,12 +581,9 @@ class _Search:
         wide[d, 0] = np.minimum(box[d, 0], g[:, 0])
         wide[d, 1] = np.maximum(box[d, 1], g[:, 1])
         block = self.jacobian(wide)[np.ix_(d, d)]
-        if not np.all(np.isfinite(block)):
+        c = _midpoint_inverse(block)
+        if c is None:
             return False
-        mid = block.mean(axis=2)
-        if np.linalg.cond(mid) > 1e12:
-            return False
-        c = np.linalg.inv(mid)
         lo = np.einsum("ik,kj->ij", np.maximum(c, 0), block[..., 0]) + np.einsum(
             "ik,kj->ij", np.minimum(c, 0), block[..., 1]
         )
@@ -732,6 +725,15 @@ def _proven_kind(kind: str, morse_index: int | None, dim: int) -> str:
     if morse_index == 0:
         return kind if kind in ("global_min", "local_min") else "local_min"
     return "local_max" if morse_index == dim else "saddle"
+
+
+def _midpoint_inverse(matrix: np.ndarray) -> np.ndarray | None:
+    """The inverse of the midpoint of an interval matrix (bounds, shape ``(k, k, 2)``), or
+    ``None`` where it is not finite or its condition number exceeds 10¹²."""
+    if not np.all(np.isfinite(matrix)):
+        return None
+    mid = matrix.mean(axis=2)
+    return None if np.linalg.cond(mid) > 1e12 else np.linalg.inv(mid)
 
 
 def _halves(box: np.ndarray, width: np.ndarray) -> list[np.ndarray]:
