@@ -74,6 +74,10 @@ _EXPORTS = {
     "lambdify_jax": "._lowering",
     "lambdify_numpy": "._lowering",
     "stabilize": "._lowering",
+    "METRICS": "._metric",
+    "Metric": "._metric",
+    "MetricLandscape": "._metric",
+    "in_metric": "._metric",
     "BoundModel": "._model",
     "CriticalSetSpec": "._model",
     "ReducedModel": "._model",
@@ -156,6 +160,7 @@ if TYPE_CHECKING:
         stabilize,
     )
     from ._memory import basin_memory
+    from ._metric import METRICS, Metric, MetricLandscape, in_metric
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
     from ._progress import progress_bar
@@ -198,6 +203,9 @@ __all__ = [
     "Landscape",
     "LogSigmoid",
     "Explanation",
+    "METRICS",
+    "Metric",
+    "MetricLandscape",
     "Overlay",
     "Portrait",
     "ReducedModel",
@@ -222,6 +230,7 @@ __all__ = [
     "global_min_level",
     "gradient_descent",
     "gradient_flow",
+    "in_metric",
     "integrate",
     "lambdify_jax",
     "lambdify_numpy",

@@ -31,6 +31,7 @@ from ._critical import CriticalSets, critical_sets, decision_level, global_min_l
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
+from ._metric import Metric, in_metric
 from ._text import format_point, format_table
 
 __all__ = [
@@ -83,6 +84,7 @@ class BasinMap:
         critical: the classified critical sets used for the labels.
         options: the integration stages used.
         shortcut: whether trajectories were decided below the lowest non-global critical value.
+        metric: the metric of the flow (``"euclidean"``, ``"induced"``, or a callable's name).
     """
 
     plane: tuple[str, str]
@@ -98,6 +100,7 @@ class BasinMap:
     critical: CriticalSets
     options: tuple[FlowOptions, ...]
     shortcut: bool
+    metric: str = "euclidean"
 
     @property
     def box(self) -> tuple[float, float, float, float]:
@@ -221,6 +224,7 @@ def basins(
     critical: CriticalSets | None = None,
     progress: bool | None = None,
     float32_first: bool | None = None,
+    metric: str | Metric | None = None,
 ) -> BasinMap:
     """Compute the basin map of the gradient flow on a grid of initial points.
 
@@ -242,6 +246,8 @@ def basins(
             widened by half its size, since trajectories may end outside it).
         progress: progress bar (default: shown once the integration has run 1.5 s).
         float32_first: the float32 first pass (default: with the default options only).
+        metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`);
+            the critical sets, and so the attractors, are the same in every metric.
 
     Returns:
         The map: attractor ids and labels by kind, stopping times and endpoints.
@@ -260,6 +266,7 @@ def basins(
     if critical is None:
         bounds = {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])}
         critical = critical_sets(landscape, bounds=widened_bounds(landscape, bounds))
+    landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     level = _decision(critical) if landscape.sublevel_shortcut else None
     flat = thetas.reshape(-1, landscape.dim)
     index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
@@ -318,6 +325,7 @@ def basins(
         critical=critical,
         options=stages,
         shortcut=level is not None,
+        metric=getattr(landscape, "metric_name", "euclidean"),
     )
 
 

@@ -214,17 +214,22 @@ def draw_streamlines(
     return [line_handle(color="#555555", lw=0.8, label="streamlines of −∇L")]
 
 
-def draw_separatrices(ax: Axes, lines: Sequence[np.ndarray]) -> list[Any]:
-    """Separatrices (polylines of shape ``(n, 2)``) as dashed black lines."""
+def draw_separatrices(
+    ax: Axes, lines: Sequence[np.ndarray], metric: str | None = None, *, dotted: bool = False
+) -> list[Any]:
+    """Separatrices (polylines of shape ``(n, 2)``) as dashed black lines (dotted grey for a
+    second flow's); ``metric`` names the flow's metric in the legend (``None``: not named)."""
     if not lines:
         return []
+    style = (
+        {"color": "0.35", "lw": 1.6, "ls": ":"}
+        if dotted
+        else {"color": "black", "lw": 2.0, "ls": "--"}
+    )
     for line in lines:
-        ax.plot(line[:, 0], line[:, 1], color="black", lw=2.0, ls="--")
-    return [
-        line_handle(
-            color="black", lw=2.0, ls="--", label="separatrix (stable manifold of a saddle)"
-        )
-    ]
+        ax.plot(line[:, 0], line[:, 1], **style)
+    where = f", {metric} metric" if metric else ""
+    return [line_handle(**style, label=f"separatrix (stable manifold of a saddle){where}")]
 
 
 def critical_label(s: CriticalSet, unit: str) -> str:

@@ -20,6 +20,7 @@ from ._descent import descend
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, Trajectory, integrate
 from ._landscape import Landscape
+from ._metric import Metric, in_metric
 
 __all__ = ["check_initial", "flow", "flow_endpoints", "gradient_descent", "kink_status"]
 
@@ -54,8 +55,9 @@ def flow(
     options: FlowOptions | None = None,
     *,
     critical: CriticalSets | None = None,
+    metric: str | Metric | None = None,
 ) -> Trajectory:
-    """One trajectory of the gradient flow ``dθ/dt = -∇L`` from ``theta0`` to its stop.
+    """One trajectory of the gradient flow ``dθ/dt = -G⁻¹∇L`` from ``theta0`` to its stop.
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
@@ -63,13 +65,16 @@ def flow(
         options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).
         critical: critical sets to name the attractor reached (its id in their
             :class:`~gradflow.AttractorIndex`); without them only the kind is given.
+        metric: the metric ``G`` of the flow: ``"euclidean"`` (``G = I``), ``"induced"`` (the
+            metric of the embedding into the full model) or a callable ``G(θ, args)``; default
+            the landscape's own (Euclidean unless it comes from :func:`gradflow.in_metric`).
 
     Returns:
         The whole path (every accepted step), why it stopped and what it reached.
 
     Raises:
-        GradflowError: ``theta0`` has the wrong shape or is not finite, or ``L(θ0)`` is not
-            finite (a loss that is complex or undefined there).
+        GradflowError: ``theta0`` has the wrong shape or is not finite, ``L(θ0)`` is not
+            finite (a loss that is complex or undefined there), or a bad metric.
     """
     y0 = check_initial(landscape, theta0, "the initial point")
     if y0.shape[0] != 1:
@@ -82,7 +87,8 @@ def flow(
             f"the loss is not finite at the initial point ({where}): L = {start}; "
             "start where it is real and finite"
         )
-    path = integrate(landscape.field, y0[0], landscape.args, options)
+    flows = in_metric(landscape, metric, at=y0[0])
+    path = integrate(flows.field, y0[0], landscape.args, options)
     return reached(landscape, path, critical)
 
 
@@ -138,6 +144,7 @@ def flow_endpoints(
     steps_per_round: int = 32,
     progress: bool | None = None,
     dtype: Any = np.float64,
+    metric: str | Metric | None = None,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped.
 
@@ -154,18 +161,19 @@ def flow_endpoints(
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (see :func:`gradflow._batched.integrate_batch`).
+        metric: the metric of the flow (see :func:`flow`).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
         members stuck on a kink of a non-smooth loss have status ``NON_SMOOTH``.
 
     Raises:
-        GradflowError: empty batch, wrong shape, or non-finite initial points.
+        GradflowError: empty batch, wrong shape, non-finite initial points, or a bad metric.
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
     y0 = check_initial(landscape, thetas0)
     result = integrate_batch(
-        landscape.field,
+        in_metric(landscape, metric, at=y0[0]).field,
         landscape.args,
         y0,
         stages,

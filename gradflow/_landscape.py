@@ -147,6 +147,12 @@ class Landscape(Protocol):
         return "loss"
 
     @property
+    def induced_metric(self) -> Callable[[jax.Array, Any], jax.Array] | None:
+        """``G(θ, args) = JᵀJ``, the metric the embedding into a full model induces
+        (``J = ∂ embed/∂θ``), or ``None`` for a landscape without a full model."""
+        return None
+
+    @property
     def hyperparameters(self) -> Mapping[str, float]:
         """Hyperparameter values by name (empty for a landscape without any)."""
         return {}

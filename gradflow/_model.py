@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy as sp
+from jax.flatten_util import ravel_pytree
 
 from ._compiled import CompiledLoss, compile_loss
 from ._errors import GradflowError
@@ -94,7 +96,9 @@ class ReducedModel:
       and the critical-point search; a parameter left out gets ``(-3, 3)``.
     - ``loss_unit``: the unit of ``L`` for labels (``"nats"`` for a cross-entropy in natural
       logs), default none.
-    - ``embed``: ``embed(θ, h) -> full-model parameters`` for the reduced-vs-full checks.
+    - ``embed``: ``embed(θ, h) -> full-model parameters`` for the reduced-vs-full checks; an
+      ``embed.metric(θ, h)`` method, if present, gives the induced metric ``JᵀJ`` in closed
+      form (flows in the ``"induced"`` metric use it; else it comes from ``jax.jacfwd``).
     - ``source``: the paper and equation the loss comes from.
     - ``notes``: remarks for reports, each shown where its condition on ``h`` holds, e.g.
       ``{"p + q = 1: the chain is i.i.d. …": Eq(p + q, 1)}``.
@@ -382,6 +386,16 @@ class BoundModel(Landscape):
     def args(self) -> jnp.ndarray:
         return self.h
 
+    @property
+    def induced_metric(self) -> Callable[[jax.Array, Any], jax.Array] | None:
+        """``G(θ, h) = JᵀJ`` with ``J = ∂ ravel(embed(θ, h))/∂θ`` (the embedding's default full
+        model): the embedding's own ``metric(θ, h)`` where it has one (a closed form), else by
+        automatic differentiation; ``None`` for a model without ``embed``."""
+        embed = self.model.embed
+        if embed is None:
+            return None
+        return getattr(embed, "metric", None) or induced_metric(embed)
+
     @functools.cached_property
     def _subs(self) -> dict[sp.Symbol, float]:
         return {s: self.values[s.name] for s in self.model.hyperparams}
@@ -510,3 +524,16 @@ def _kink_functions(model: ReducedModel) -> tuple[tuple[str, Callable[..., Any]]
         for atom in nonsmooth_atoms(model.loss)
         if str(atom) in jumping
     )
+
+
+@functools.cache
+def induced_metric(embed: Callable[..., Any]) -> Callable[[jax.Array, Any], jax.Array]:
+    """``G(θ, h) = JᵀJ``, ``J`` the Jacobian of ``θ ↦ ravel(embed(θ, h))`` (every full weight a
+    row): the metric in which the reduced flow is the full flow restricted to the embedding.
+    Built once per embedding, so flows in it compile once."""
+
+    def metric(theta: jax.Array, h: Any) -> jax.Array:
+        jac = jax.jacfwd(lambda t: ravel_pytree(embed(t, h))[0])(theta)
+        return jac.T @ jac
+
+    return metric

@@ -31,6 +31,7 @@ from ._errors import GradflowError
 from ._integrate import FlowOptions
 from ._io import FORMATS, check_output, save_with_data
 from ._landscape import Landscape
+from ._metric import Metric, in_metric, velocity
 from ._separatrix import separatrices
 from ._text import format_point
 
@@ -73,6 +74,8 @@ class Portrait:
         stream: ``(xs, ys, U, V)``: ``-∇L`` projected on the plane, ``U, V`` of shape ``(ny, nx)``.
         invariant: ``(name, values)`` of a conserved quantity on the stream grid, or ``None``.
         overlays: extra paths (e.g. full-model training projected to the plane).
+        euclidean_separatrix: for a portrait in another metric, the separatrices of the
+            Euclidean flow (drawn dotted beside the metric flow's), else empty.
     """
 
     landscape: Landscape
@@ -85,6 +88,7 @@ class Portrait:
     stream: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     invariant: tuple[str, np.ndarray] | None
     overlays: list[Overlay] = field(default_factory=list)
+    euclidean_separatrix: list[np.ndarray] = field(default_factory=list)
 
     @property
     def plane_order(self) -> tuple[int, int]:
@@ -136,7 +140,8 @@ class Portrait:
         if "streamlines" in layers:
             handles += draw_streamlines(ax, xs, ys, u, v)
         if "separatrix" in layers:
-            handles += draw_separatrices(ax, self.separatrix)
+            handles += draw_separatrices(ax, self.separatrix, self._metric_name)
+            handles += draw_separatrices(ax, self.euclidean_separatrix, "euclidean", dotted=True)
         if "critical" in layers:
             handles += draw_critical(ax, self.critical, self.plane_order, self.landscape.loss_unit)
         handles += draw_overlays(ax, self.overlays)
@@ -162,6 +167,11 @@ class Portrait:
 
     def _repr_png_(self) -> bytes:
         return figure_png(self.figure())
+
+    @property
+    def _metric_name(self) -> str | None:
+        """The flow's metric for the legend, ``None`` for the Euclidean one."""
+        return getattr(self.landscape, "metric_name", None)
 
     def shown(self) -> CriticalSets:
         """The critical sets with a point inside the drawn box (the portrait computes them in a
@@ -207,6 +217,8 @@ class Portrait:
         if self.invariant is not None:
             out[f"invariant_{self.invariant[0]}"] = self.invariant[1]
         out["separatrix"] = _join(self.separatrix)
+        if self.euclidean_separatrix:
+            out["euclidean_separatrix"] = _join(self.euclidean_separatrix)
         for i, s in enumerate(self.critical):
             out[f"critical_{i}_{s.kind}"] = s.points
         return out
@@ -274,6 +286,7 @@ def portrait(
     options: FlowOptions | Sequence[FlowOptions] | None = None,
     overlays: Sequence[Overlay] = (),
     progress: bool | None = None,
+    metric: str | Metric | None = None,
 ) -> Portrait:
     """Compute the phase portrait of ``landscape`` on a plane.
 
@@ -287,6 +300,9 @@ def portrait(
         options: integration stages for the basin map.
         overlays: paths to draw on top, in plane coordinates.
         progress: progress bar for the basin map.
+        metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`):
+            streamlines, basins and separatrices follow it; in a metric other than the
+            Euclidean one the Euclidean separatrices are drawn too.
 
     Returns:
         The computed :class:`Portrait`.
@@ -313,24 +329,28 @@ def portrait(
             options=options,
             critical=critical,
             progress=progress,
+            metric=metric,
         )
     _, sx, sy, _, stream_points = plane_grid(landscape, STREAM_GRID, the_box, fixed, plane)
-    velocity = -landscape.grad(stream_points)
+    flows = in_metric(landscape, metric, at=stream_points.reshape(-1, landscape.dim)[0])
+    moving = velocity(flows, stream_points)
     ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
     invariant = None
-    if landscape.invariant_names and landscape.dim == 2:
-        name = landscape.invariant_names[0]
+    if flows.invariant_names and landscape.dim == 2:
+        name = flows.invariant_names[0]
         with np.errstate(all="ignore"):
-            invariant = (name, landscape.invariant(name, stream_points))
+            invariant = (name, flows.invariant(name, stream_points))
+    base = getattr(flows, "base", None)
     return Portrait(
-        landscape=landscape,
+        landscape=flows,
         basin_map=basin_map,
         critical=on_slice,
-        separatrix=separatrices(landscape, on_slice, the_box, plane),
+        separatrix=separatrices(flows, on_slice, the_box, plane),
+        euclidean_separatrix=[] if base is None else separatrices(base, on_slice, the_box, plane),
         box=the_box,
         plane=plane,
         fixed=fixed,
-        stream=(sx, sy, velocity[..., ix], velocity[..., iy]),
+        stream=(sx, sy, moving[..., ix], moving[..., iy]),
         invariant=invariant,
         overlays=list(overlays),
     )

@@ -1,14 +1,20 @@
 """Separatrices: the stable manifolds of saddles in a two-parameter flow.
 
-Two constructions, each exact where it applies:
+Three constructions, each exact where it applies (the flow is ``dθ/dt = -G⁻¹∇L``, ``G = I`` unless
+the landscape comes from :func:`gradflow.in_metric`):
 
-- a non-degenerate saddle of Morse index 1: integrate the *ascent* flow ``dθ/dt = +∇L`` from the
-  saddle displaced along its stable eigenvector (the Hessian's positive-eigenvalue direction);
+- a non-degenerate saddle of Morse index 1: integrate the *ascent* flow ``dθ/dt = +G⁻¹∇L`` from
+  the saddle displaced along its stable eigenvector (the direction of the positive eigenvalue of
+  ``G⁻¹H``, from the generalized symmetric problem ``H v = λ G v``);
 - a degenerate saddle (zero Hessian eigenvalues, where there is no eigenvector to follow) of a
   model with a conserved quantity ``E``: every trajectory stays on a level set of ``E``, so the
   stable manifold is the part of the level set ``E = E(saddle)`` that the flow runs into the
   saddle along.  That level set is traced with contourpy, split into rays at the saddle, and
-  each ray kept if the flow on it points toward the saddle.
+  each ray kept if the flow on it points toward the saddle;
+- a degenerate saddle without a conserved quantity (as in a non-Euclidean metric): on a small
+  circle around the saddle (a circle in the metric ``G`` at the saddle), the directions along
+  which the flow runs straight into the saddle are the zeros of the velocity's tangential
+  component where its radial component points inward; the ascent flow is integrated from each.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ from collections.abc import Sequence
 
 import diffrax
 import numpy as np
+import scipy.linalg
 
 from ._critical import CriticalSet
 from ._integrate import FlowOptions, integrate
 from ._landscape import GradientField, Landscape
+from ._metric import MetricLandscape, velocity
 
 __all__ = ["separatrices"]
 
@@ -64,6 +72,8 @@ def separatrices(
             lines += _ascent_branches(model, saddle, box, order)
         elif model.invariant_names:
             lines += _level_set_branches(model, saddle, box, order)
+        else:
+            lines += _approach_branches(model, saddle, box, order)
     return lines
 
 
@@ -75,8 +85,9 @@ def _ascent_branches(
     model: Landscape, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
 ) -> list[np.ndarray]:
     """Both branches of the stable manifold of a non-degenerate index-1 saddle."""
-    lam, vec = np.linalg.eigh(model.hessian(saddle))
+    lam, vec = scipy.linalg.eigh(model.hessian(saddle), _metric_at(model, saddle))
     stable = vec[:, int(np.argmax(lam))]
+    stable = stable / np.linalg.norm(stable)
     branches = []
     for sign in (1.0, -1.0):
         path = _ascend(model, saddle + sign * DISPLACEMENT * stable, box, order)
@@ -92,7 +103,7 @@ def _ascend(
     Run backward in time, the flow follows a stable manifold away from its saddle.
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
-    options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e3, divergence_radius=10 * scale)
+    options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e6, divergence_radius=10 * scale)
     return integrate(_ascent_field(model.field), start, model.args, options).thetas[:, order]
 
 
@@ -100,6 +111,50 @@ def _ascend(
 def _ascent_field(field: GradientField) -> GradientField:
     """The field of ``-L``, one per field so that its integrator compiles once."""
     return GradientField(loss=lambda t, a: -field.loss(t, a), grad=lambda t, a: -field.grad(t, a))
+
+
+def _metric_at(model: Landscape, theta: np.ndarray) -> np.ndarray:
+    """``G`` at ``θ``: the identity unless ``model`` flows in a metric."""
+    if isinstance(model, MetricLandscape):
+        return model.metric_at(theta)
+    return np.eye(model.dim)
+
+
+APPROACH_RADIUS = 1e-3
+"""Radius (in the metric at the saddle) of the circle on which approach directions are sought."""
+APPROACH_SAMPLES = 3600
+"""Directions sampled on that circle."""
+
+
+def _approach_branches(
+    model: Landscape, saddle: np.ndarray, box: tuple[float, float, float, float], order: list[int]
+) -> list[np.ndarray]:
+    """Branches of the stable manifold of a degenerate saddle, from the directions along which
+    the flow enters it (module docstring); in plane coordinates, each starting at the saddle."""
+    g = _metric_at(model, saddle)[np.ix_(order, order)]
+    root = scipy.linalg.sqrtm(g).real
+    phi = np.linspace(0.0, 2 * np.pi, APPROACH_SAMPLES, endpoint=False)
+    circle = np.stack([np.cos(phi), np.sin(phi)], axis=1)
+    offsets = APPROACH_RADIUS * np.linalg.solve(root, circle.T).T
+    points = np.repeat(saddle[None], len(phi), axis=0)
+    points[:, order] += offsets
+    moving = velocity(model, points)[:, order] @ root.T
+    radial = np.sum(moving * circle, axis=1)
+    tangential = moving[:, 1] * circle[:, 0] - moving[:, 0] * circle[:, 1]
+    speed = np.linalg.norm(moving, axis=1)
+    nxt = np.roll(np.arange(len(phi)), -1)
+    crossing = np.flatnonzero(
+        (np.sign(tangential) != np.sign(tangential[nxt]))
+        & (radial < -0.9 * speed)
+        & (radial[nxt] < -0.9 * speed[nxt])
+    )
+    branches = []
+    for i in crossing:
+        start = saddle.copy()
+        start[order] = points[i, order]
+        path = _ascend(model, start, box, order)
+        branches.append(_clip(np.vstack([saddle[order], path]), box))
+    return branches
 
 
 def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:

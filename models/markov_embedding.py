@@ -167,6 +167,21 @@ class ReducedEmbedding:
         )
         return f0 - _SHIFT(c["e"], c["w"], c["a"])
 
+    def metric(self, theta: Array, h: Array, *, length: int = 8, tied: bool = True) -> Array:
+        """``G = JᵀJ`` of the embedding at ``θ`` (shape ``(dim,)``), shape ``(dim, dim)``.
+
+        Every weight of the embedding is linear in one coordinate except the bias: ``e`` moves
+        ``e = eα`` and the ``N`` positions ``-(e/2)α`` (``‖∂/∂e‖² = 1 + N/4``, plus 1 for an
+        untied unembedding), ``w`` moves ``W_1 = |w|κ 1αᵀ`` and ``W_2 = wκ α1ᵀ`` (``4dκ² = 4``
+        each: 8, the same on both sides of ``w = 0``), ``a`` moves ``W_O = a ααᵀ`` (1), and
+        ``b_full(θ)`` moves with every coordinate.  So ``G = D + u uᵀ`` with ``D`` that diagonal
+        (0 for ``b``) and ``u = ∇_θ b_full``; independent of ``d`` and of ``α``.
+        """
+        weight = {"e": 1 + length / 4 + (0 if tied else 1), "w": 8.0, "a": 1.0, "b": 0.0}
+        diag = jnp.asarray([weight[s.name] for s in self.params], jnp.result_type(theta, float))
+        u = jax.grad(lambda t: self.full_bias(t, h))(theta)
+        return jnp.diag(diag) + jnp.outer(u, u)
+
     def __call__(
         self,
         theta: Array,

@@ -53,6 +53,10 @@ COMMANDS = {
         "gradflow.cli.train",
         "train the full single-layer transformer on a Markov chain: loss curve, canonical trajectory",
     ),
+    "fate": Command(
+        "gradflow.cli.fate",
+        "where full transformer training ends from a grid of reduced inits, vs the reduced basins",
+    ),
     "compare": Command(
         "gradflow.cli.compare",
         "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics",

@@ -1,0 +1,478 @@
+"""Fate over a grid: where full transformer training ends, against the reduced basin map.
+
+From each point ``θ0 = (e0, w0)`` of a grid (``a0 = 0`` for the model with attention), the full
+single-layer transformer starts at ``embed(θ0)`` plus Gaussian noise of standard deviation ``σ``
+on every weight, and follows the gradient flow of its exact population loss (all ``2^N`` input
+sequences enumerated, float64; adaptive Tsit5, batched over the grid).  Each run stops when its
+fate is decided:
+
+- ``global``: the loss fell below ``H_rate + ½ (H(π) - H_rate)``.  The loss never increases
+  along a gradient flow and every point of the reduced local set (``e = 0``) has loss ``H(π)``,
+  so such a run can no longer end there; its loss heads for the entropy rate.
+- ``local``: a steady state (``‖∇L_full‖ ≤ gtol``) at loss ``H(π)`` (the unigram predictor).
+- ``other``: a steady state at any other loss; ``diverged``; ``undecided``: the flow-time
+  budget ran out first.
+
+Each fate is compared with the reduced model's basin label at ``θ0`` in the Euclidean metric
+(the paper's portrait) and in the metric the embedding induces, ``G = JᵀJ``
+(:mod:`gradflow.models.full_model`): agreement fractions per metric and ``σ``, and the list of
+mismatches.  Runs are checkpointed one ``(σ, seed)`` at a time and a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from gradflow import (
+    LABELS,
+    FlowOptions,
+    GradflowError,
+    GradientField,
+    Landscape,
+    Status,
+    atomic_outputs,
+    basins,
+    flow_endpoints,
+)
+from gradflow.models.full_model import MarkovFullModel, full_model
+from gradflow.models.markov_data import check_length, check_switching
+
+from .markov_training import switching_field
+
+__all__ = ["FATES", "FateConfig", "FateMap", "FullLandscape", "fate_map", "reduced_label"]
+
+FATES = ("global", "local", "other", "diverged", "undecided")
+"""Fates of a full run, in the order of their codes."""
+FATE_MODELS = ("canonical", "canonical-attention")
+DECISION_SHARE = 0.5
+"""A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
+LOCAL_TOL = 1e-6
+"""Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
+
+
+def _sigmas(value: Any) -> tuple[float, ...]:
+    return tuple(float(v) for v in value)
+
+
+@dataclass(frozen=True)
+class FateConfig:
+    """A fate map (module docstring).
+
+    Raises:
+        GradflowError: ``p`` or ``q`` outside ``(0, 1)``, an unknown model or attention kind, a
+            grid below 2, an empty box, a negative ``σ``, no seeds, a bad length or budget.
+    """
+
+    p: float = switching_field("p")
+    q: float = switching_field("q")
+    model: str = field(
+        default="canonical", metadata={"help": "the reduced model", "choices": FATE_MODELS}
+    )
+    grid: int = field(default=12, metadata={"help": "grid points per axis (grid × grid runs)"})
+    box: tuple[float, float, float, float] = field(
+        default=(-2.5, 2.0, 0.1, 1.6),
+        metadata={"nargs": 4, "metavar": ("WMIN", "WMAX", "EMIN", "EMAX"), "help": "w and e range"},
+    )
+    sigma: tuple[float, ...] = field(
+        default=(0.0, 0.01, 0.1),
+        metadata={"help": "standard deviations of the noise on every full weight, comma-separated"},
+    )
+    seeds: int = field(default=3, metadata={"help": "noise draws per σ > 0"})
+    length: int = field(default=6, metadata={"help": "positions N of the full model (N ≤ 14)"})
+    d: int = field(default=8, metadata={"help": "embedding width of the full model"})
+    attention: str = field(
+        default="linear",
+        metadata={"help": "attention of the full model", "choices": ("linear", "softmax")},
+    )
+    t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
+    gtol: float = field(default=1e-6, metadata={"help": "steady state: ‖∇L_full‖ ≤ gtol"})
+
+    def __post_init__(self) -> None:
+        check_switching(self.p, self.q)
+        if self.model not in FATE_MODELS:
+            raise GradflowError(f"model = {self.model!r} must be one of {', '.join(FATE_MODELS)}")
+        if isinstance(self.grid, bool) or int(self.grid) != self.grid or self.grid < 2:
+            raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
+        wmin, wmax, emin, emax = self.box
+        if not (wmin < wmax and emin < emax):
+            raise GradflowError(f"box = {self.box} must have WMIN < WMAX and EMIN < EMAX")
+        object.__setattr__(self, "sigma", _sigmas(self.sigma))
+        if not self.sigma or any(not (s >= 0 and math.isfinite(s)) for s in self.sigma):
+            raise GradflowError(f"sigma = {self.sigma} must be finite numbers ≥ 0")
+        if self.seeds < 1:
+            raise GradflowError(f"seeds = {self.seeds} must be ≥ 1")
+        check_length(self.length, exact=True)
+        if not (self.t_max > 0 and self.gtol > 0):
+            raise GradflowError(f"t_max = {self.t_max} and gtol = {self.gtol} must be > 0")
+        self.full()
+
+    def full(self) -> MarkovFullModel:
+        """The full model of the configuration."""
+        return full_model(self.model, length=self.length, d=self.d, attention=self.attention)
+
+    def runs(self) -> list[tuple[float, int]]:
+        """``(σ, seed)`` of every full run batch: one for ``σ = 0``, ``seeds`` for each other."""
+        return [(s, k) for s in self.sigma for k in range(1 if s == 0 else self.seeds)]
+
+
+@dataclass(frozen=True, eq=False)
+class FullLandscape(Landscape):
+    """The full model's exact loss over its flat weights (``ravel_pytree`` order), as a landscape.
+
+    The field is built once per full model, so runs at other ``(p, q)`` reuse the compiled
+    integrator (``h`` is the field's argument).
+    """
+
+    full: MarkovFullModel
+    h: jax.Array
+
+    @functools.cached_property
+    def _unravel(self) -> Callable[[jax.Array], Any]:
+        return _unravel(self.full)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(f"W{i}" for i in range(_size(self.full)))
+
+    @property
+    def field(self) -> GradientField:
+        return _full_field(self.full)
+
+    @property
+    def args(self) -> jax.Array:
+        return self.h
+
+    @property
+    def name(self) -> str:
+        return f"full model of {self.full.reduced.name}"
+
+    def loss(self, theta: Any) -> np.ndarray:
+        flat = jnp.atleast_2d(jnp.asarray(theta))
+        out = _batched_loss(self.full)(flat, self.h)
+        return np.asarray(out).reshape(np.shape(theta)[:-1])
+
+    def grad(self, theta: Any) -> np.ndarray:
+        flat = jnp.atleast_2d(jnp.asarray(theta))
+        out = jax.vmap(self.field.grad, in_axes=(0, None))(flat, self.h)
+        return np.asarray(out).reshape(np.shape(theta))
+
+    def hessian(self, theta: Any) -> np.ndarray:
+        raise GradflowError("the full landscape does not form Hessians of its weights")
+
+
+@functools.cache
+def _unravel(full: MarkovFullModel) -> Callable[[jax.Array], Any]:
+    theta = jnp.zeros(full.reduced.dim).at[0].set(1.0)
+    return ravel_pytree(full.embed(theta, jnp.asarray([0.5, 0.5])))[1]
+
+
+@functools.cache
+def _size(full: MarkovFullModel) -> int:
+    theta = jnp.zeros(full.reduced.dim).at[0].set(1.0)
+    return int(ravel_pytree(full.embed(theta, jnp.asarray([0.5, 0.5])))[0].size)
+
+
+@functools.cache
+def _full_field(full: MarkovFullModel) -> GradientField:
+    unravel = _unravel(full)
+    return GradientField.from_loss(lambda flat, h: full.loss(unravel(flat), h))
+
+
+@functools.cache
+def _batched_loss(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    return jax.jit(jax.vmap(_full_field(full).loss, in_axes=(0, None)))
+
+
+@functools.cache
+def _embed_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    return jax.jit(jax.vmap(lambda t, h: ravel_pytree(full.embed(t, h))[0], in_axes=(0, None)))
+
+
+@functools.cache
+def _project_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    unravel = _unravel(full)
+    return jax.jit(jax.vmap(lambda f: full.project(unravel(f))))
+
+
+def reduced_label(kind: str) -> str:
+    """The fate a reduced basin label predicts: ``global`` for a global minimum, ``local`` for
+    the unigram set (local minima and the saddles of ``e = 0``, all at loss ``H(π)``), else the
+    label itself."""
+    return {"global_min": "global", "local_min": "local", "saddle": "local"}.get(kind, kind)
+
+
+@dataclass(frozen=True)
+class FateMap:
+    """Full fates on the grid against the reduced basin labels.
+
+    Attributes:
+        config: what was run.
+        ws, es: grid coordinates, shapes ``(n,)`` (``w`` on x, ``e`` on y).
+        runs: ``(σ, seed)`` per run batch, in the order of the arrays' first axis.
+        fates: codes into :data:`FATES`, shape ``(R, n, n)`` (row = e).
+        times: flow time at which each run was decided, shape ``(R, n, n)``.
+        losses: final full loss, nats, shape ``(R, n, n)``.
+        projected: final weights projected to reduced coordinates, shape ``(R, n, n, dim)``.
+        reduced: per metric (``"euclidean"``, ``"induced"``) the predicted fate per grid point
+            (:func:`reduced_label`), string arrays of shape ``(n, n)``.
+        references: ``unigram_loss`` ``H(π)`` and ``entropy_rate``, nats.
+    """
+
+    config: FateConfig
+    ws: np.ndarray
+    es: np.ndarray
+    runs: tuple[tuple[float, int], ...]
+    fates: np.ndarray
+    times: np.ndarray
+    losses: np.ndarray
+    projected: np.ndarray
+    reduced: dict[str, np.ndarray]
+    references: dict[str, float]
+
+    def fate_names(self) -> np.ndarray:
+        """:attr:`fates` as strings."""
+        return np.asarray(FATES)[self.fates]
+
+    def agreement(self) -> dict[str, dict[str, float]]:
+        """Per metric, per ``σ``: the share of runs whose fate is the reduced prediction."""
+        names = self.fate_names()
+        sig = np.array([s for s, _ in self.runs])
+        return {
+            metric: {
+                f"{s:g}": float(np.mean(names[sig == s] == labels[None])) for s in self.config.sigma
+            }
+            for metric, labels in self.reduced.items()
+        }
+
+    def mismatches(self, metric: str) -> list[dict[str, Any]]:
+        """Every run whose fate differs from the reduced prediction in ``metric``."""
+        names, labels = self.fate_names(), self.reduced[metric]
+        out = []
+        for r, i, j in zip(*np.nonzero(names != labels[None])):
+            out.append(
+                {
+                    "sigma": self.runs[r][0],
+                    "seed": self.runs[r][1],
+                    "w0": float(self.ws[j]),
+                    "e0": float(self.es[i]),
+                    "reduced": str(labels[i, j]),
+                    "full": str(names[r, i, j]),
+                    "time": float(self.times[r, i, j]),
+                    "loss": float(self.losses[r, i, j]),
+                }
+            )
+        return out
+
+    def counts(self) -> dict[str, int]:
+        """How many runs ended in each fate."""
+        return {name: int(np.sum(self.fates == k)) for k, name in enumerate(FATES)}
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The NPZ's arrays."""
+        return {
+            "w": self.ws,
+            "e": self.es,
+            "sigma": np.array([s for s, _ in self.runs]),
+            "seed": np.array([k for _, k in self.runs]),
+            "fates": self.fates,
+            "fate_names": np.asarray(FATES),
+            "times": self.times,
+            "losses": self.losses,
+            "projected": self.projected,
+            **{f"reduced_{m}": v for m, v in self.reduced.items()},
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """The JSON record: settings, references, agreement, counts, mismatches (sorted)."""
+        return {
+            "config": asdict(self.config),
+            "references": self.references,
+            "parameters": list(self.config.full().reduced.param_names),
+            "agreement": self.agreement(),
+            "counts": self.counts(),
+            "undecided": sum(1 for r in self._records() if r["full"] == "undecided"),
+            "mismatches": {m: self.mismatches(m) for m in self.reduced},
+        }
+
+    def _records(self) -> list[dict[str, Any]]:
+        names = self.fate_names()
+        return [{"full": str(v)} for v in names.ravel()]
+
+    def text(self) -> str:
+        """Agreement per metric and σ, fate counts, the mismatches of the induced metric."""
+        c, ref = self.config, self.references
+        lines = [
+            f"fate map, {c.model}, p = {c.p:g}, q = {c.q:g}: {c.grid} × {c.grid} grid, "
+            f"N = {c.length}, d = {c.d}, {c.attention} attention, budget t = {c.t_max:g}",
+            f"H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
+        ]
+        for metric, by_sigma in self.agreement().items():
+            shares = ", ".join(f"σ = {s}: {100 * v:.1f} %" for s, v in by_sigma.items())
+            lines.append(f"agreement with the reduced basins, {metric} metric: {shares}")
+        lines.append("fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()))
+        for metric in self.reduced:
+            found = self.mismatches(metric)
+            lines.append(f"mismatches, {metric} metric: {len(found)}")
+            lines += [
+                f"  σ = {m['sigma']:g} seed {m['seed']}: (e0, w0) = ({m['e0']:.3f}, {m['w0']:.3f}) "
+                f"reduced {m['reduced']}, full {m['full']} at t = {m['time']:.4g}"
+                for m in found[:20]
+            ]
+            if len(found) > 20:
+                lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
+        return "\n".join(lines)
+
+
+def full_options(config: FateConfig) -> FlowOptions:
+    """Tsit5 with PID steps (stiff-safe by step rejection), steady state at ``gtol``, budget
+    ``t_max``.  ``atol`` sits far below ``gtol``/λ_max: an explicit solver at its stability
+    limit keeps a residual of about ``atol`` in the state, ``λ_max·atol`` in the gradient."""
+    return FlowOptions(
+        solver=diffrax.Tsit5(),
+        rtol=1e-7,
+        atol=1e-10,
+        gtol=config.gtol,
+        t_max=config.t_max,
+        max_steps=100_000,
+        divergence_radius=1e3,
+    )
+
+
+def _reduced_predictions(config: FateConfig, full: MarkovFullModel) -> dict[str, np.ndarray]:
+    """Predicted fates on the grid from the reduced basin maps in both metrics."""
+    bound = full.reduced.bind(p=config.p, q=config.q)
+    out = {}
+    for name, metric in (("euclidean", "euclidean"), ("induced", full.metric)):
+        bm = basins(
+            bound,
+            grid=config.grid,
+            box=config.box,
+            plane=("w", "e"),
+            fixed={"a": 0.0} if "a" in bound.param_names else None,
+            options=FlowOptions(),
+            metric=metric,
+            progress=False,
+        )
+        out[name] = np.vectorize(reduced_label)(np.asarray(LABELS)[bm.labels])
+    return out
+
+
+def _grid_thetas(config: FateConfig, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ws = np.linspace(config.box[0], config.box[1], config.grid)
+    es = np.linspace(config.box[2], config.box[3], config.grid)
+    thetas = np.zeros((config.grid, config.grid, dim))
+    thetas[..., 0] = es[:, None]
+    thetas[..., 1] = ws[None, :]
+    return ws, es, thetas.reshape(-1, dim)
+
+
+def _run(
+    config: FateConfig, full: MarkovFullModel, flat0: np.ndarray, h: jax.Array, refs: dict
+) -> dict[str, np.ndarray]:
+    """One batch of full runs: fates, times, losses, projected endpoints."""
+    land = FullLandscape(full, h)
+    gap = refs["unigram_loss"] - refs["entropy_rate"]
+    level = refs["entropy_rate"] + DECISION_SHARE * gap
+    result = flow_endpoints(land, flat0, full_options(config), decide_below=level)
+    losses = land.loss(result.endpoints)
+    fates = np.full(len(flat0), FATES.index("other"))
+    fates[result.status == Status.DECIDED] = FATES.index("global")
+    fates[losses < level] = FATES.index("global")
+    steady = result.status == Status.CONVERGED
+    at_unigram = np.abs(losses - refs["unigram_loss"]) <= LOCAL_TOL * gap
+    fates[steady & at_unigram] = FATES.index("local")
+    fates[result.status == Status.DIVERGED] = FATES.index("diverged")
+    undecided = (result.status == Status.NOT_CONVERGED) & (losses >= level)
+    fates[undecided] = FATES.index("undecided")
+    projected = np.asarray(_project_batch(full)(jnp.asarray(result.endpoints)))
+    return {"fates": fates, "times": result.times, "losses": losses, "projected": projected}
+
+
+def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMap:
+    """Run the fate map (module docstring).
+
+    Args:
+        config: what to run.
+        checkpoint: a folder to write each finished ``(σ, seed)`` batch to and resume from.
+
+    Raises:
+        GradflowError: a checkpoint folder of another configuration.
+    """
+    full = config.full()
+    bound = full.reduced.bind(p=config.p, q=config.q)
+    h = bound.h
+    refs = {k: float(bound.references[k]) for k in ("unigram_loss", "entropy_rate")}
+    ws, es, thetas = _grid_thetas(config, full.reduced.dim)
+    base = np.asarray(_embed_batch(full)(jnp.asarray(thetas), h))
+    folder = None if checkpoint is None else _open_checkpoint(Path(checkpoint), config)
+    batches = []
+    for sigma, seed in config.runs():
+        done = None if folder is None else _load(folder, sigma, seed)
+        if done is None:
+            noise = np.random.default_rng([seed, config.grid]).standard_normal(base.shape)
+            done = _run(config, full, base + sigma * noise, h, refs)
+            if folder is not None:
+                _store(folder, sigma, seed, done)
+        batches.append(done)
+    shape = (len(batches), config.grid, config.grid)
+    stack = {k: np.stack([b[k] for b in batches]) for k in batches[0]}
+    return FateMap(
+        config=config,
+        ws=ws,
+        es=es,
+        runs=tuple(config.runs()),
+        fates=stack["fates"].reshape(shape),
+        times=stack["times"].reshape(shape),
+        losses=stack["losses"].reshape(shape),
+        projected=stack["projected"].reshape(shape + (full.reduced.dim,)),
+        reduced=_reduced_predictions(config, full),
+        references=refs,
+    )
+
+
+def _open_checkpoint(folder: Path, config: FateConfig) -> Path:
+    """Create the folder, or check that it holds runs of this same configuration."""
+    record = json.dumps(asdict(config), sort_keys=True)
+    stamp = folder / "config.json"
+    if stamp.exists():
+        if stamp.read_text() != record:
+            raise GradflowError(
+                f"checkpoint folder {str(folder)!r} holds runs of a different fate map; "
+                "remove it or choose another"
+            )
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_outputs(stamp) as (tmp,):
+        Path(tmp).write_text(record)
+    return folder
+
+
+def _run_path(folder: Path, sigma: float, seed: int) -> Path:
+    return folder / f"sigma{sigma:g}_seed{seed}.npz"
+
+
+def _store(folder: Path, sigma: float, seed: int, run: dict[str, np.ndarray]) -> None:
+    path = _run_path(folder, sigma, seed)
+    with atomic_outputs(path) as (tmp,):
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **run)
+
+
+def _load(folder: Path, sigma: float, seed: int) -> dict[str, np.ndarray] | None:
+    path = _run_path(folder, sigma, seed)
+    if not path.exists():
+        return None
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}

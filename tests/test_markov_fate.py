@@ -1,0 +1,114 @@
+"""The fate map and the full flow it runs, checked against the mathematics of the embedding.
+
+- The loss is invariant under the orthogonal maps of the residual stream that fix ``α`` and under
+  permutations of the FFN's hidden units; the rank-one *family* is their fixed-point set, so at
+  ``σ = 0`` the full gradient has no part outside it, all along a run.
+- ``e0 = 0`` embeds every token and position as 0: the gradient of every weight but the bias
+  vanishes there, the bias is already optimal, so the run stays at ``e = 0`` with loss ``H(π)``
+  (fate ``local``).
+- The loss never increases along a gradient flow.
+- With the bias trained and ``e > 0`` the embedding's metric is the constant
+  ``G = diag(1 + N/4, 8, 1)``, so the flow in it is the Euclidean flow of the rescaled
+  coordinates ``√G θ``.
+- ``∇L = Jᵀg`` (``g`` the full gradient) gives ``∇Lᵀ G⁻¹ ∇L = ‖P g‖² ≤ ‖g‖²``: the full flow's
+  initial descent rate is at least the induced-metric reduced flow's.
+"""
+
+from __future__ import annotations
+
+import diffrax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow.analysis.markov_checks import family_residual
+from gradflow.analysis.markov_fate import FATES, FateConfig, fate_map
+from gradflow.models.full_model import full_model, pulled_gradient
+from gradflow.models.markov_math import entropy_rate, unigram_loss
+from gradflow.models.markov_math import p as p_sym
+from gradflow.models.markov_math import q as q_sym
+
+P, Q = 0.5, 0.8
+LENGTH = 4
+
+
+@pytest.fixture(scope="module")
+def tiny_map():
+    config = FateConfig(
+        p=P, q=Q, grid=2, box=(-1.5, 0.5, 0.0, 0.9), sigma=(0.0,), length=LENGTH, t_max=200.0
+    )
+    return fate_map(config)
+
+
+def test_e0_zero_stays_local_and_fates_are_named(tiny_map):
+    names = tiny_map.fate_names()
+    assert names.shape == (1, 2, 2)
+    assert list(names[0, 0]) == ["local", "local"]
+    np.testing.assert_allclose(tiny_map.projected[0, 0, :, 0], 0.0, atol=1e-12)
+    h_pi = float(unigram_loss.subs({p_sym: P, q_sym: Q}))
+    np.testing.assert_allclose(tiny_map.losses[0, 0], h_pi, atol=1e-9)
+    assert set(names.ravel()) <= set(FATES)
+    shares = tiny_map.agreement()
+    assert set(shares) == {"euclidean", "induced"}
+    assert all(0.0 <= v <= 1.0 for by in shares.values() for v in by.values())
+
+
+@pytest.fixture(scope="module")
+def full_run():
+    full = full_model("canonical", length=LENGTH, d=4)
+    h = jnp.asarray([P, Q])
+    params0 = full.embed(jnp.asarray([0.8, -1.2]), h)
+    options = gf.FlowOptions(solver=diffrax.Tsit5(), t_max=20.0, rtol=1e-8, atol=1e-10)
+    path, unravel = gf.gradient_flow(full.loss, params0, h, options)
+    return full, h, path, unravel
+
+
+def test_full_flow_stays_in_the_rank_one_family(full_run):
+    full, h, path, unravel = full_run
+    rows = np.linspace(0, len(path.thetas) - 1, 6).astype(int)
+    for row in rows:
+        params = unravel(jnp.asarray(path.thetas[row]))
+        grads = jax.grad(full.loss)(params, h)
+        assert float(family_residual(grads, full.direction)) <= 1e-12
+
+
+def test_loss_never_increases_along_a_full_run(full_run):
+    _, _, path, _ = full_run
+    assert np.all(np.diff(path.losses) <= 1e-13)
+    rate = float(entropy_rate.subs({p_sym: P, q_sym: Q}))
+    assert path.losses[-1] < path.losses[0] and path.losses[-1] >= rate - 1e-12
+
+
+def test_initial_full_rate_is_at_least_the_induced_reduced_rate():
+    full = full_model("canonical-attention", length=LENGTH, d=4)
+    h = jnp.asarray([0.2, 0.3])
+    rng = np.random.default_rng(3)
+    for theta in rng.uniform([0.2, -1.5, -0.5], [1.5, 1.5, 0.5], size=(4, 3)):
+        t = jnp.asarray(theta)
+        g = jax.grad(full.loss)(full.embed(t, h), h)
+        full_rate = sum(float(jnp.sum(x**2)) for x in jax.tree.leaves(g))
+        grad = pulled_gradient(full, t, h)
+        reduced_rate = float(grad @ jnp.linalg.solve(full.metric(t, h), grad))
+        assert full_rate >= reduced_rate * (1 - 1e-12) and reduced_rate > 0
+
+
+def test_constant_induced_metric_is_the_euclidean_flow_of_rescaled_coordinates():
+    full = full_model("canonical-bias", length=LENGTH, d=4)
+    bound = full.reduced.bind(p=P, q=Q)
+    scale = np.array([1 + LENGTH / 4, 8.0, 1.0])
+    rng = np.random.default_rng(5)
+    starts = rng.uniform([0.3, -2.0, -1.0], [1.5, 1.0, 1.0], size=(6, 3))
+    for theta in starts:
+        np.testing.assert_allclose(full.metric(jnp.asarray(theta), bound.h), np.diag(scale))
+
+    def rescaled(u, h):
+        return bound.field.loss(u / jnp.sqrt(jnp.asarray(scale)), h)
+
+    land = gf.JaxLandscape(rescaled, ("u_e", "u_w", "u_b"), fn_args=bound.h)
+    options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12, t_max=2e3)
+    induced = gf.flow_endpoints(bound, starts, options, metric=full.metric)
+    euclid = gf.flow_endpoints(land, starts * np.sqrt(scale), options)
+    np.testing.assert_array_equal(induced.status, euclid.status)
+    np.testing.assert_allclose(induced.endpoints, euclid.endpoints / np.sqrt(scale), atol=1e-5)

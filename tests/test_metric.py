@@ -1,0 +1,124 @@
+"""Flows in a metric, ``dθ/dt = -G⁻¹∇L``, checked against solutions worked out by hand.
+
+- A quadratic ``L = ½θᵀAθ`` in a constant metric flows as ``θ(t) = exp(-G⁻¹A t) θ0``.
+- In a constant diagonal metric ``G = diag(g)``, the flow is the Euclidean flow of
+  ``L̃(u) = L(u/√g)`` in the coordinates ``u = √g θ``: endpoints must agree point by point, and
+  for the double well ``(x² - 1)² + (y - x)²`` (saddle at the origin, stable direction depending on
+  ``G``) the basins must differ from the Euclidean ones.
+- The canonical model in a constant diagonal metric ``diag(g_e, g_w)`` conserves
+  ``E_G = g_e e² - g_w (w² + sgn(w) ln|w|)`` (differentiate along the flow), so its separatrix is
+  the level set of ``E_G`` through the saddle ``(0, -1/√2)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import diffrax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+import gradflow as gf
+from gradflow.models import markov
+
+A = np.diag([1.0, 3.0])
+G_QUAD = np.array([[2.0, 0.5], [0.5, 1.0]])
+SCALE = np.array([4.0, 0.25])
+"""The constant diagonal metric of the rescaling checks."""
+
+
+def quadratic(theta, _):
+    return 0.5 * theta @ jnp.asarray(A) @ theta
+
+
+def constant_quadratic_metric(theta, _):
+    return jnp.asarray(G_QUAD, theta.dtype)
+
+
+def double_well(theta, _):
+    x, y = theta[0], theta[1]
+    return (x**2 - 1) ** 2 + (y - x) ** 2
+
+
+def rescaled_double_well(u, _):
+    return double_well(u / jnp.sqrt(jnp.asarray(SCALE)), None)
+
+
+def diagonal_metric(theta, _):
+    return jnp.diag(jnp.asarray(SCALE, theta.dtype))
+
+
+def test_quadratic_flow_in_a_constant_metric_is_the_matrix_exponential():
+    land = gf.JaxLandscape(quadratic, ("x", "y"))
+    theta0 = np.array([1.0, -0.5])
+    options = gf.FlowOptions(rtol=1e-10, atol=1e-12)
+    path = gf.flow(land, theta0, options, metric=constant_quadratic_metric)
+    rate = np.linalg.solve(G_QUAD, A)
+    exact = np.stack([scipy.linalg.expm(-rate * t) @ theta0 for t in path.ts])
+    assert path.converged
+    np.testing.assert_allclose(path.thetas, exact, atol=1e-7)
+
+
+@pytest.fixture(scope="module")
+def double_well_grid() -> np.ndarray:
+    xs = np.linspace(-1.5, 1.5, 16)
+    ys = np.linspace(-1.5, 1.5, 16)
+    return np.stack(np.meshgrid(xs, ys), axis=-1).reshape(-1, 2)
+
+
+def test_constant_diagonal_metric_is_euclidean_flow_of_rescaled_coordinates(double_well_grid):
+    options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12, gtol=1e-8)
+    land = gf.JaxLandscape(double_well, ("x", "y"))
+    rescaled = gf.JaxLandscape(rescaled_double_well, ("u", "v"))
+    in_metric = gf.flow_endpoints(land, double_well_grid, options, metric=diagonal_metric)
+    euclid_u = gf.flow_endpoints(rescaled, double_well_grid * np.sqrt(SCALE), options)
+    assert np.all(in_metric.status == gf.Status.CONVERGED)
+    np.testing.assert_allclose(in_metric.endpoints, euclid_u.endpoints / np.sqrt(SCALE), atol=1e-7)
+    euclid = gf.flow_endpoints(land, double_well_grid, options)
+    moved = np.sign(euclid.endpoints[:, 0]) != np.sign(in_metric.endpoints[:, 0])
+    assert moved.any(), "the metric must move the basin boundary of this double well"
+
+
+def test_basins_in_a_metric_keep_the_attractors_and_name_the_metric():
+    land = gf.JaxLandscape(double_well, ("x", "y"))
+    options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12)
+    kwargs = {"grid": 7, "box": (-1.5, 1.5, -1.5, 1.5), "options": options, "progress": False}
+    plain = gf.basins(land, **kwargs)
+    bent = gf.basins(land, metric=diagonal_metric, critical=plain.critical, **kwargs)
+    assert bent.metric == "diagonal_metric" and plain.metric == "euclidean"
+    assert sorted(a.kind for a in bent.reached()) == sorted(a.kind for a in plain.reached())
+    assert (bent.attractor_ids != plain.attractor_ids).any()
+
+
+def test_canonical_separatrix_in_a_diagonal_metric_is_a_level_set_of_the_rescaled_energy():
+    g_e, g_w = 3.0, 8.0
+
+    def metric(theta, _):
+        return jnp.diag(jnp.asarray([g_e, g_w], theta.dtype))
+
+    def energy(e, w):
+        return g_e * e**2 - g_w * (w**2 + np.sign(w) * np.log(np.abs(w)))
+
+    model = markov.canonical(p=0.5, q=0.8)
+    portrait = gf.portrait(model, show_basins=False, metric=metric, box=(-2.5, 0.0, -1.6, 1.6))
+    level = energy(0.0, -1 / math.sqrt(2))
+    assert len(portrait.separatrix) >= 2 and portrait.euclidean_separatrix
+    for line in portrait.separatrix:
+        w, e = line[:, 0], line[:, 1]
+        assert len(line) > 5
+        np.testing.assert_allclose(energy(e, w), level, atol=2e-3 * abs(level))
+    assert portrait.invariant is None
+
+
+def test_metric_arguments_are_checked():
+    land = gf.JaxLandscape(double_well, ("x", "y"))
+    with pytest.raises(gf.GradflowError, match="metric = 'riemann' must be one of"):
+        gf.in_metric(land, "riemann")
+    with pytest.raises(gf.GradflowError, match="no embedding into a full model"):
+        gf.in_metric(land, "induced")
+    with pytest.raises(gf.GradflowError, match="positive definite"):
+        gf.in_metric(land, lambda t, a: -jnp.eye(2), at=np.zeros(2))
+    with pytest.raises(gf.GradflowError, match=r"\(2, 2\) matrix"):
+        gf.in_metric(land, lambda t, a: jnp.eye(3), at=np.zeros(2))
