@@ -171,6 +171,11 @@ class Certificate:
         stacked = np.concatenate([b.reshape(-1, self.box.shape[0], 2) for b in boxes])
         return _inside_any(points, stacked)
 
+    def holds(self, point: CertifiedPoint, points: np.ndarray) -> bool:
+        """Whether all ``points`` (``(n, dim)``, ``n ≥ 1``) lie in the certified point's
+        ``unique_in`` box (within :data:`POINT_TOL`): they approximate that one zero."""
+        return len(points) > 0 and bool(np.all(_inside_any(points, point.unique_in[None])))
+
     def missing(self, points: np.ndarray) -> tuple[CertifiedPoint, ...]:
         """The certified points whose ``unique_in`` box holds none of ``points`` (``(n, dim)``)."""
         return tuple(c for c in self.isolated if not np.any(_inside_any(points, c.unique_in[None])))

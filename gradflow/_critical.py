@@ -342,7 +342,7 @@ def critical_sets(
     result += _numerical_sets(landscape, found[~on_closed_form], global_loss, box)
     certificate = certify_box(landscape, box) if certify else None
     if certificate is not None:
-        result += _certified_sets(landscape, result, certificate, box)
+        result = _with_certificate(landscape, result, certificate, box)
     return CriticalSets(
         sets=tuple(_merge(result, box.mean(axis=1))),
         box=box,
@@ -356,10 +356,13 @@ def critical_sets(
     )
 
 
-def _certified_sets(
+def _with_certificate(
     landscape: Landscape, sets: list[CriticalSet], certificate: Certificate, box: np.ndarray
 ) -> list[CriticalSet]:
-    """The certified points no set holds, as sets named ``"certified"`` (classified).
+    """The sets with the certificate's word: an isolated set inside a certified point's box
+    takes its kind where the certificate proves the Morse index (a saddle whose loss is within
+    the global tolerance of the lower bound is no minimum), and the certified points no set
+    holds are added as sets named ``"certified"`` (classified).
 
     Raises:
         GradflowError: a numerical point, or a set's sample, where the certificate proves that
@@ -373,6 +376,11 @@ def _certified_sets(
             f"the search reports a critical point at {format_point(points[wrong][0], 10)} "
             "where interval arithmetic proves ∇L ≠ 0"
         )
+    proven = [c for c in certificate.isolated if c.morse_index is not None]
+    checked = []
+    for s in sets:
+        holders = [c for c in proven if certificate.holds(c, s.points)] if not s.dimension else []
+        checked.append(dataclasses.replace(s, kind=holders[0].kind) if holders else s)
     added = []
     for point in certificate.missing(np.concatenate([s.points for s in sets] or [points])):
         classes = classify_points(landscape, point.point[None], landscape.global_min_loss)
@@ -388,7 +396,7 @@ def _certified_sets(
             box,
         )
         added.append(dataclasses.replace(made, kind=point.kind, loss=point.loss))
-    return added
+    return checked + added
 
 
 def global_min_level(sets: Sequence[CriticalSet]) -> float | None:

@@ -99,6 +99,15 @@ def test_three_critical_points_a_thousandth_apart_are_certified_and_separated():
         assert np.any((first[:, 1] < second[:, 0]) | (second[:, 1] < first[:, 0]))
 
 
+def test_the_proven_morse_index_corrects_a_saddle_reported_as_a_minimum():
+    """``L = 6.25·10⁻¹⁴`` at ``x = 1.0005`` is within the classifier's tolerance of ``inf L = 0``;
+    the Hessian eigenvalue ``-10⁻⁶`` there, proven negative, makes it a saddle."""
+    model = loss_model(CLOSE_WELLS).bind()
+    sets = critical_sets(model, bounds={"x": (0, 2), "y": (-1, 1)}, starts=0, certify=True)
+    kinds = sorted((round(float(s.sample[0]), 9), s.kind) for s in sets)
+    assert kinds == [(1.0, "global_min"), (1.0005, "saddle"), (1.001, "global_min")]
+
+
 def test_the_hyperbola_is_explained_and_the_saddle_certified():
     c = certified(HYPERBOLA, [[-3, 3], [-3, 3]])
     assert c.complete
