@@ -23,7 +23,6 @@ reduced by projection only and have no ``embed``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -114,7 +113,7 @@ class MarkovFullModel:
                 "attention = 'softmax' is exact only for the models without a"
             )
 
-    @functools.cached_property
+    @property
     def direction(self) -> Float[Array, " d"]:
         """The unit vector ``α`` of the embedding, ``1/√d``."""
         return default_direction(self.d)
