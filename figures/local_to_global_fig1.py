@@ -99,30 +99,25 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Flow and energy levels (top row), basins and separatrix (bottom row), one column per case."""
-    axes = fig.subplots(2, 2)
-    for col, ((p, q), result) in enumerate(zip(CASES, data.portraits)):
+    """Flow and energy levels (top row), basins and separatrix (bottom row), one column per case,
+    each column with its legend below it."""
+    for column, (p, q), result in zip(fig.subfigures(1, 2), CASES, data.portraits):
+        top, bottom = column.subplots(2, 1)
+        side = "<" if p + q < 1 else ">"
         handles = result.draw(
-            axes[0, col],
+            top,
             layers=("invariant", "streamlines", "critical"),
-            title=f"p = q = {p:g} (p + q {'<' if p + q < 1 else '>'} 1): flow and energy levels",
+            title=f"p = q = {p:g} (p + q {side} 1): flow and energy levels",
             legend=False,
         )
         handles += result.draw(
-            axes[1, col],
+            bottom,
             layers=("basins", "separatrix", "critical"),
             title=f"p = q = {p:g}: basins of attraction and separatrix",
             legend=False,
         )
         unique = {h.get_label(): h for h in handles}
-        axes[1, col].legend(
-            handles=list(unique.values()),
-            loc="upper center",
-            bbox_to_anchor=(0.5, -0.08),
-            ncol=2,
-            fontsize=8,
-            frameon=False,
-        )
+        column.legend(handles=list(unique.values()), loc="outside lower center", fontsize=7.5)
     fig.suptitle(
         "Canonical model L(e, w) = Φ(e²(1 + 2w|w|)) (Local to Global, Fig. 1)", fontsize=12
     )

@@ -6,11 +6,17 @@ solution), with the line ``p + q = 1`` where the chain is i.i.d. and the bifurca
 between cells along every row and column (the halves of ``e = 0`` trade kinds there); (b) the
 loss gap between the local and the global minimum, ``H(π) - H`` (the entropy rate ``H``), in
 nats; (c) the share that reaches the local minimum on ``e = 0`` (the unigram solution).
+
+The sweep is the expensive part; ``Config(sweep="sweep.npz")`` draws a sweep saved earlier
+(``gradflow sweep --model canonical --p … --q …``, or this figure's own ``.npz``) instead of
+computing one.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -20,12 +26,10 @@ from gradflow import GradflowError, basin_memory
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gradflow import Sweep
-
-__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw", "load_sweep"]
 
 NAME = "local-to-global-phase-diagram"
-SIZE = (15.0, 5.2)
+SIZE = (15.0, 6.6)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,15 @@ class Config:
     lo: float = field(default=0.05, metadata={"help": "smallest p and q"})
     hi: float = field(default=0.95, metadata={"help": "largest p and q"})
     grid: int = field(default=51, metadata={"help": "basin grid points per axis in every cell"})
+    sweep: str = field(
+        default="",
+        metadata={
+            "help": "a saved sweep of the canonical model over p and q (its .npz, the .json "
+            "beside it) to draw instead of computing one; --cells, --lo, --hi, --grid are "
+            "then the sweep's",
+            "metavar": "NPZ",
+        },
+    )
 
     SIZES: ClassVar[tuple[str, ...]] = ("grid",)
     """The field that sets the memory the figure needs (cells are computed one at a time)."""
@@ -52,52 +65,113 @@ class Config:
             raise GradflowError(f"need 0 < lo < hi < 1, got lo = {self.lo}, hi = {self.hi}")
 
     def memory_bytes(self) -> float:
-        """One cell's basin map at a time."""
-        return basin_memory(self.grid, 2)
+        """One cell's basin map at a time (nothing when a saved sweep is drawn)."""
+        return 0.0 if self.sweep else basin_memory(self.grid, 2)
 
 
 @dataclass(frozen=True)
 class Data:
-    """The sweep and the closed-form loss gap on its cells."""
+    """A sweep over ``(p, q)`` (its arrays and record, as :class:`gradflow.Sweep` writes them)
+    and the closed-form loss gap on its cells.
+
+    Attributes:
+        sweep_arrays: :meth:`gradflow.Sweep.arrays`: ``fractions`` of shape
+            ``(len(p), len(q), len(LABELS))``, ``label_names``, ``axis_p``, ``axis_q``, …
+        sweep_record: :meth:`gradflow.Sweep.to_dict`: model, axes, grid, box, cells.
+        gap: ``H(π) - H`` per cell, nats, shape ``(len(p), len(q))``.
+    """
 
     config: Config
-    sweep: Sweep
+    sweep_arrays: dict[str, np.ndarray]
+    sweep_record: dict[str, Any]
     gap: np.ndarray
 
     @property
-    def values(self) -> np.ndarray:
-        """The values of p (and of q), shape ``(cells,)``."""
-        return np.asarray(self.sweep.axes["p"])
+    def p(self) -> np.ndarray:
+        """The values of p, shape ``(len(p),)``."""
+        return np.asarray(self.sweep_arrays["axis_p"])
+
+    @property
+    def q(self) -> np.ndarray:
+        """The values of q, shape ``(len(q),)``."""
+        return np.asarray(self.sweep_arrays["axis_q"])
+
+    def share(self, kind: str) -> np.ndarray:
+        """The share of each cell's grid reaching ``kind``, shape ``(len(p), len(q))``."""
+        names = [str(n) for n in self.sweep_arrays["label_names"]]
+        return self.sweep_arrays["fractions"][..., names.index(kind)]
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The sweep's arrays, the shares reaching each kind and the loss gap, over ``(p, q)``."""
         return {
-            **self.sweep.arrays(),
-            "global_share": self.sweep.fraction("global_min"),
-            "local_share": self.sweep.fraction("local_min"),
+            **self.sweep_arrays,
+            "global_share": self.share("global_min"),
+            "local_share": self.share("local_min"),
             "loss_gap": self.gap,
         }
 
     def metadata(self) -> dict[str, Any]:
         """The settings, the sweep's cells and where critical sets change kind."""
         return {
-            "model": "canonical",
             "config": vars(self.config),
-            **self.sweep.to_dict(),
+            **self.sweep_record,
             "source": "Makkuva et al., Local to Global (NeurIPS 2024): how the basins depend on p, q",
         }
 
 
+def load_sweep(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and record of a sweep saved by ``gradflow sweep`` (or by this figure).
+
+    Raises:
+        GradflowError: the ``.npz`` or the ``.json`` beside it is missing or unreadable, or the
+            sweep is not of the canonical model over exactly ``p`` and ``q`` on the plane.
+    """
+    npz = Path(path)
+    meta = npz.with_suffix(".json")
+    try:
+        with np.load(npz, allow_pickle=False) as stored:
+            arrays = {k: stored[k] for k in stored.files}
+        record = json.loads(meta.read_text())
+    except (OSError, ValueError) as error:
+        raise GradflowError(
+            f"--sweep {str(npz)!r}: cannot read it and {meta.name}: {error}"
+        ) from None
+    axes = list(record.get("axes", {}))
+    if record.get("model") != "canonical" or axes != ["p", "q"] or record.get("fixed"):
+        raise GradflowError(
+            f"--sweep {str(npz)!r} is a sweep of {record.get('model')!r} over {axes}; "
+            "the phase diagram needs the canonical model swept over p and q"
+        )
+    missing = {"fractions", "label_names", "axis_p", "axis_q"} - set(arrays)
+    if missing:
+        raise GradflowError(f"--sweep {str(npz)!r} lacks the arrays {sorted(missing)}")
+    keep = (
+        *("model", "axes", "grid", "box", "plane", "fixed", "cells", "transitions"),
+        *("branches", "bifurcations", "attractor_tracks"),
+    )
+    return arrays, {k: record[k] for k in keep if k in record}
+
+
 def compute(config: Config = Config()) -> Data:
-    """Sweep the canonical model over ``config.cells²`` values of ``(p, q)``."""
+    """Sweep the canonical model over ``config.cells²`` values of ``(p, q)``, or read the sweep
+    ``config.sweep``; the loss gap in closed form on its cells."""
     from gradflow import sweep
     from gradflow.models.markov import canonical_model
 
-    values = np.linspace(config.lo, config.hi, config.cells)
     model = canonical_model()
-    result = sweep(model, {"p": values, "q": values}, grid=config.grid)
-    gap = np.array([[_loss_gap(model.bind(p=p, q=q).references) for q in values] for p in values])
-    return Data(config=config, sweep=result, gap=gap)
+    if config.sweep:
+        arrays, record = load_sweep(config.sweep)
+    else:
+        values = np.linspace(config.lo, config.hi, config.cells)
+        result = sweep(model, {"p": values, "q": values}, grid=config.grid)
+        arrays, record = result.arrays(), result.to_dict()
+    gap = np.array(
+        [
+            [_loss_gap(model.bind(p=float(p), q=float(q)).references) for q in arrays["axis_q"]]
+            for p in arrays["axis_p"]
+        ]
+    )
+    return Data(config=config, sweep_arrays=arrays, sweep_record=record, gap=gap)
 
 
 def _loss_gap(references: dict[str, float]) -> float:
@@ -105,29 +179,24 @@ def _loss_gap(references: dict[str, float]) -> float:
     return references["unigram_loss"] - references["entropy_rate"]
 
 
+def _edges(values: np.ndarray) -> tuple[float, float]:
+    """The outer edges of cells centred on evenly spaced ``values``."""
+    half = (values[-1] - values[0]) / max(len(values) - 1, 1) / 2
+    return float(values[0] - half), float(values[-1] + half)
+
+
 def draw(data: Data, fig: Figure) -> None:
     """Three heat maps over ``(q, p)``, each with the line ``p + q = 1`` and the bifurcations
     the sweep located between its cells (where the halves of ``e = 0`` trade kinds)."""
     axes = fig.subplots(1, 3)
-    v = data.values
-    step = v[1] - v[0]
-    extent = (v[0] - step / 2, v[-1] + step / 2, v[0] - step / 2, v[-1] + step / 2)
+    p, q = data.p, data.q
+    extent = (*_edges(q), *_edges(p))
     panels = (
-        (
-            "(a) share reaching the global minimum Γ*",
-            data.sweep.fraction("global_min"),
-            "Greens",
-            (0, 1),
-        ),
-        (
-            "(b) loss gap H(π) − H between the local and global minimum (nats)",
-            data.gap,
-            "Purples",
-            None,
-        ),
+        ("(a) share reaching the global minimum Γ*", data.share("global_min"), "Greens", (0, 1)),
+        ("(b) loss gap H(π) − H, local − global minimum (nats)", data.gap, "Purples", None),
         (
             "(c) share reaching the local minimum (unigram)",
-            data.sweep.fraction("local_min"),
+            data.share("local_min"),
             "Blues",
             (0, 1),
         ),
@@ -142,14 +211,15 @@ def draw(data: Data, fig: Figure) -> None:
             vmax=None if limits is None else limits[1],
             aspect="equal",
         )
-        levels = (0.25, 0.5, 0.75) if limits else 6
-        lines = ax.contour(v, v, values, levels=levels, colors="black", linewidths=0.5)
-        ax.clabel(lines, fontsize=6, fmt="%.2g")
+        if min(values.shape) >= 2 and np.ptp(values) > 0:
+            levels = (0.25, 0.5, 0.75) if limits else 6
+            lines = ax.contour(q, p, values, levels=levels, colors="black", linewidths=0.5)
+            ax.clabel(lines, fontsize=6, fmt="%.2g")
         ax.plot([0, 1], [1, 0], color="#c0202a", lw=1.4, ls="--", label="p + q = 1 (i.i.d. chain)")
-        located = data.sweep.bifurcations
+        located = data.sweep_record.get("bifurcations", [])
         ax.plot(
-            [b.at["q"] for b in located],
-            [b.at["p"] for b in located],
+            [b["at"]["q"] for b in located],
+            [b["at"]["p"] for b in located],
             "x",
             color="black",
             ms=5,
@@ -161,10 +231,17 @@ def draw(data: Data, fig: Figure) -> None:
         ax.set_xlabel("$q$")
         ax.set_ylabel("$p$", rotation=0)
         ax.set_title(title, fontsize=9)
-        fig.colorbar(image, ax=ax, shrink=0.8)
+        fig.colorbar(image, ax=ax, location="bottom", shrink=0.8, fraction=0.05)
     axes[0].legend(loc="lower left", fontsize=7, frameon=False)
+    record = data.sweep_record
     fig.suptitle(
-        f"Canonical model L(e, w): basins of [-3, 3]² over the switching square "
-        f"({len(v)} × {len(v)} values, {data.config.grid}² initializations each)",
+        f"Canonical model L(e, w): basins of {_box_text(record['box'])} over the switching square "
+        f"({len(p)} × {len(q)} values of (p, q), {record['grid']}² initializations each)",
         fontsize=11,
     )
+
+
+def _box_text(box: list[float]) -> str:
+    """``[-3, 3]²`` for a square box, else ``[-3, 3] × [-2, 2]``."""
+    x, y = f"[{box[0]:g}, {box[1]:g}]", f"[{box[2]:g}, {box[3]:g}]"
+    return f"{x}²" if x == y else f"{x} × {y}"

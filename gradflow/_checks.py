@@ -7,6 +7,7 @@ the engine's own grid functions use the same checks.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 
 from ._errors import GradflowError
@@ -32,7 +33,7 @@ def check_plane_grid(
 
     Raises:
         GradflowError: an unknown name, the same parameter on both axes, a grid below 2, a box
-            with min ≥ max or a non-finite bound, a fixed value for an axis or a non-finite one.
+            with min ≥ max, a non-finite bound or a width beyond the largest float, a fixed value for an axis or a non-finite one.
     """
     for name in [*plane, *(fixed or {})]:
         if name not in names:
@@ -51,6 +52,11 @@ def check_plane_grid(
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
                 raise GradflowError(
                     f"box: {name} min {lo:g} must be below {name} max {hi:g}, both finite"
+                )
+            if not math.isfinite(hi - lo):
+                raise GradflowError(
+                    f"box: {name} from {lo:g} to {hi:g} is wider than the largest float "
+                    f"({sys.float_info.max:.3g}); give a narrower box"
                 )
     off_plane = [n for n in names if n not in plane]
     for name, value in (fixed or {}).items():

@@ -7,14 +7,18 @@ symbols.
 
 from __future__ import annotations
 
+import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import sympy as sp
 
+from ._errors import GradflowError
 from ._grammar import check_names, read
 from ._lowering import LogAddExp, LogSigmoid, Sigmoid, Softplus
 from ._model import ReducedModel
+from ._text import shorten
 
 __all__ = ["FUNCTIONS", "loss_model", "parse_loss"]
 
@@ -88,6 +92,21 @@ def parse_loss(text: str) -> sp.Expr:
     return sp.sympify(read(text, _SymPy()))
 
 
+def _check_numbers(text: str, loss: sp.Expr) -> None:
+    """Refuse a loss holding a number no float can hold (``10**400``: exact in SymPy, infinite
+    or an ``OverflowError`` once evaluated)."""
+    for number in loss.atoms(sp.Number):
+        try:
+            finite = math.isfinite(float(number))
+        except OverflowError:
+            finite = False
+        if not finite:
+            raise GradflowError(
+                f"the loss {text.strip()!r} holds the number {shorten(str(number), 24)}, "
+                f"beyond the largest float ({sys.float_info.max:.4g})"
+            )
+
+
 def loss_model(
     text: str,
     params: Sequence[str] | None = None,
@@ -105,10 +124,12 @@ def loss_model(
 
     Raises:
         GradflowError: the text does not parse; a parameter or hyperparameter that is not in
-            the loss; a symbol that is neither; no parameter left.
+            the loss; a symbol that is neither; no parameter left; a number beyond the largest
+            float (``10**400``).
     """
     builder = _SymPy()
     loss = sp.sympify(read(text, builder))
+    _check_numbers(text, loss)
     symbols = builder.symbols
     order = check_names(text, set(symbols), params, hyperparams)
     return ReducedModel(

@@ -3,7 +3,8 @@
 Allowed: numbers, names (real symbols, or the constants ``pi`` and ``E``), ``+ - * / **``,
 unary ``-``/``+``, calls of the functions in :data:`FUNCTION_NAMES`, and inside ``Piecewise``,
 ``(expression, condition)`` pairs whose condition is one comparison or ``True``.  Anything else
-(attributes, keywords, strings, ``^``, lambdas, …) is refused with its column.
+(attributes, keywords, strings, ``^``, lambdas, …) is refused with its column, and so is a
+number beyond the largest float (``1e400``).
 
 :func:`read` walks a checked tree and hands each node to a *semantics* object, which builds the
 result: the engine's SymPy semantics builds the expression (:mod:`gradflow._expression`);
@@ -14,6 +15,7 @@ parameters without importing SymPy.
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -79,6 +81,12 @@ class _Walker:
 
     def walk(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            if not abs(node.value) <= sys.float_info.max:
+                raise self.fail(
+                    node,
+                    f"number {self.source(node)} is beyond the largest float "
+                    f"({sys.float_info.max:.4g})",
+                )
             return self.build.number(self.source(node))
         if isinstance(node, ast.Name):
             return self.name(node)

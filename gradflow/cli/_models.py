@@ -17,6 +17,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import math
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "available",
     "bound_model",
     "load_model",
+    "note_loss_parameters",
     "precheck",
 ]
 
@@ -70,7 +72,9 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     for name in MODEL_HYPERPARAMETERS:
         users = ", ".join(n for n, e in MODELS.items() if name in e.hyperparams)
         group.add_argument(
-            f"--{name}", metavar=name.upper(), help=f"hyperparameter {name} (models: {users})"
+            f"--{name}",
+            metavar=name.upper(),
+            help=f"hyperparameter {name}; required with the models {users}",
         )
 
 
@@ -176,7 +180,7 @@ def precheck(args: argparse.Namespace) -> ModelEntry | None:
     is imported; return its registry entry (``None`` for other models, checked on loading).
 
     Raises:
-        GradflowError: a hyperparameter that is not a number or outside its open range.
+        GradflowError: a hyperparameter that is missing, not a number or outside its open range.
     """
     from gradflow import GradflowError
 
@@ -193,7 +197,10 @@ def precheck(args: argparse.Namespace) -> ModelEntry | None:
             getattr(args, name, None) if getattr(args, name, None) is not None else given.get(name)
         )
         if raw is None:
-            continue
+            raise GradflowError(
+                f"model {args.model or DEFAULT!r} needs a value for {name} "
+                f"(--{name} VALUE, in ({lo:g}, {hi:g}))"
+            )
         try:
             value = float(raw)
         except ValueError:
@@ -226,6 +233,21 @@ def _precheck_loss(args: argparse.Namespace) -> None:
         check_names(args.loss, names.found, params, hyper)
     except GradflowError as error:
         raise GradflowError(f"--loss: {error}") from None
+
+
+def note_loss_parameters(args: argparse.Namespace, model: ReducedModel | BoundModel) -> None:
+    """Say on stderr, in one line, which symbols a ``--loss`` given without ``--params`` made
+    parameters, when they are more than the two of a plane (a symbol meant as a hyperparameter
+    becomes a parameter otherwise without a word).  Commands call it after their checks, so a
+    refused run stays one line."""
+    if args.loss is None or args.params is not None or len(model.param_names) <= 2:
+        return
+    names = ", ".join(model.param_names)
+    print(
+        f"note: --loss without --params: its parameters are {names} (the symbols given no "
+        "value, sorted; --params X,Y,… sets them, --hyper NAME=VALUE fixes one)",
+        file=sys.stderr,
+    )
 
 
 def bound_model(args: argparse.Namespace) -> BoundModel:

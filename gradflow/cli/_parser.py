@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ._registry import Command
 
@@ -17,11 +18,54 @@ EXIT_USAGE = 2
 """Exit status for bad input, as argparse uses."""
 
 
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-(inf|infinity|nan)$", re.I)
+"""A word that is a negative number (``-1``, ``-.5``, ``-1e-3``, ``-inf``), not an option."""
+
+
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line on stderr, exit status 2."""
+    """An ``ArgumentParser`` whose errors are one line on stderr, exit status 2.
+
+    Unlike argparse's own, it reads ``-1e-3`` as a negative number rather than an option, and
+    it refuses an option that takes a value given twice (argparse keeps the last silently).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        words = list(sys.argv[1:] if args is None else args)
+        repeated = self._repeated(words)
+        if repeated:
+            self.error(f"{repeated} is given twice; give it once")
+        return super().parse_known_args(words, namespace)
+
+    def _repeated(self, words: Sequence[str]) -> str | None:
+        """The first option that takes a value and occurs twice in ``words`` (up to the first
+        word that is a subcommand, which its own parser checks), or ``None``."""
+        seen: set[str] = set()
+        options = self._option_string_actions
+        choices = set()
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                choices |= set(action.choices)
+        for word in words:
+            if word == "--" or word in choices:
+                return None
+            if not word.startswith("--"):
+                continue
+            name = word.split("=", 1)[0]
+            matches = [name] if name in options else [o for o in options if o.startswith(name)]
+            if len(matches) != 1 or type(options[matches[0]]) is not argparse._StoreAction:
+                continue
+            action = options[matches[0]]
+            if action.dest in seen:
+                return "/".join(action.option_strings)
+            seen.add(action.dest)
+        return None
 
 
 def add_subcommands(

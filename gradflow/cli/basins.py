@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._models import note_loss_parameters
 from ._options import (
     add_box_arguments,
     add_json_argument,
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
+    note_loss_parameters(args, model)
     bm = basins(model, grid=args.grid, **plane_options(args))
     record = {
         **model.describe(),

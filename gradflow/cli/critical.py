@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._models import note_loss_parameters
 from ._options import (
     add_box_arguments,
     add_json_argument,
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
                 )
     if args.certify and fixed:
         raise GradflowError("--certify works on the whole parameter space: drop --fixed")
+    note_loss_parameters(args, model)
     sets = critical_sets(model, bounds=bounds, fixed=fixed or None, certify=args.certify)
     notes = model.notes
     if args.json:

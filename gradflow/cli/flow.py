@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ._models import note_loss_parameters
 from ._options import (
     add_json_argument,
     add_model_arguments,
@@ -35,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     model = bound_model(args)
     names = model.param_names
     check_init(args.init, names)
+    note_loss_parameters(args, model)
     critical = critical_sets(model, bounds=widened_bounds(model, {}))
     trajectory = flow(model, args.init, critical=critical)
     attractor = None if trajectory.attractor is None else _attractor(model, critical, trajectory)

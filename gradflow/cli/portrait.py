@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._models import note_loss_parameters
 from ._options import (
     add_box_arguments,
     add_model_arguments,
@@ -42,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
+    note_loss_parameters(args, model)
     result = portrait(model, grid=args.grid, **plane_options(args), show_basins=not args.no_basins)
     written = result.save(args.out, notes=model.notes)
     print(f"{model.title}: critical sets")

@@ -11,6 +11,7 @@ same files as an uninterrupted run.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ._options import (
@@ -21,6 +22,32 @@ from ._options import (
     print_json,
     wrote,
 )
+
+SECONDS_PER_CELL = 0.4
+"""The fixed work of one cell (critical sets, attractor index), seconds: 0.3–0.6 s measured for
+the canonical model on a 2-core machine (docs/performance.md)."""
+SECONDS_PER_FLOW = 1e-5
+"""One trajectory of a basin map, seconds: 7–12 µs measured for the canonical model's
+1000 × 1000 map on a 2-core machine (docs/performance.md)."""
+
+
+def estimate(cells: int, grid: int) -> str:
+    """One line announcing a sweep's size and its rough duration, before it starts."""
+    flows = cells * grid * grid
+    seconds = cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW)
+    return (
+        f"{cells} cells × {grid}² = {flows:.3g} flows: about {duration(seconds)} on 2 CPU cores "
+        f"({SECONDS_PER_CELL:g} s + {SECONDS_PER_FLOW * 1e6:g} µs per flow per cell, canonical "
+        "model); Ctrl-C keeps the finished cells, the same command resumes"
+    )
+
+
+def duration(seconds: float) -> str:
+    """``40 s``, ``3.2 min``, ``4.5 h``, ``2.1 days``."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.2g} {unit}"
+    return f"{seconds:.2g} s"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,7 +95,7 @@ def axis(option: str, text: str) -> tuple[float, ...]:
 def run(args: argparse.Namespace) -> int:
     from gradflow import GradflowError, check_output
 
-    from ._models import MODEL_HYPERPARAMETERS, _pairs_text, load_model
+    from ._models import MODEL_HYPERPARAMETERS, _pairs_text, load_model, note_loss_parameters
     from ._sizes import check_grid
 
     check_output(args.out, (".npz",), "the sweep")
@@ -91,9 +118,11 @@ def run(args: argparse.Namespace) -> int:
     for values in axes.values():
         cells *= len(values)
     check_grid(args.grid, model.dim, "--grid")
+    note_loss_parameters(args, model)
     from gradflow import remove_checkpoint, save_with_data, sweep
 
     checkpoint = args.out.with_suffix(".cells")
+    print(f"gradflow sweep: {estimate(cells, args.grid)}", file=sys.stderr, flush=True)
     result = sweep(
         model,
         {k: v for k, v in axes.items() if len(v) > 1},

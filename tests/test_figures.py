@@ -1,0 +1,178 @@
+"""Every registered figure computes and draws at a small size without a warning, and its layout
+holds: no panel squeezed (each axes at least a quarter of the figure wide), no legend off the
+canvas or over another panel, no two tick labels on top of each other, every title on the canvas.
+
+The figures that train a network are marked ``slow`` (compiling their training step dominates);
+the basin-map figures run in the default suite.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import json
+import pkgutil
+import types
+import warnings
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.legend import Legend
+
+import gradflow.figures
+from gradflow import GradflowError
+from gradflow.figures import local_to_global_phase_diagram as phase
+from gradflow.figures import render, save
+
+FIGURES: dict[str, types.ModuleType] = {
+    module.NAME: module
+    for module in (
+        importlib.import_module(f"gradflow.figures.{info.name}")
+        for info in pkgutil.iter_modules(gradflow.figures.__path__)
+    )
+}
+"""Every figure module of :mod:`gradflow.figures`, by name."""
+SMALL = {
+    "local-to-global-fig1": {"grid": 9},
+    "local-to-global-phase-diagram": {"cells": 2, "grid": 5},
+    "canonical-attention": {"grid": 5, "directions": 4},
+    "local-to-global-training": {"steps": 20, "seeds": 3, "length": 16},
+    "local-to-global-overlay": {"steps": 20, "seeds": 1, "grid": 9},
+    "induction-heads": {
+        "T": 20,
+        "transformer_steps": 10,
+        "minimal_steps": 10,
+        "shares": (0.0, 1.0),
+        "seeds": 1,
+        "grid": 5,
+    },
+    "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
+    "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
+}
+"""A small configuration of every registered figure."""
+DEFAULT_SUITE = {"local-to-global-fig1", "local-to-global-phase-diagram", "canonical-attention"}
+"""The figures cheap enough for the default suite (no network to train)."""
+
+
+def _canvas_bounds(fig):
+    return fig.bbox.x0 - 1, fig.bbox.y0 - 1, fig.bbox.x1 + 1, fig.bbox.y1 + 1
+
+
+def _inside(box, bounds) -> bool:
+    x0, y0, x1, y1 = bounds
+    return box.x0 >= x0 and box.y0 >= y0 and box.x1 <= x1 and box.y1 <= y1
+
+
+def _overlap(a, b) -> bool:
+    """Boxes that share more than a pixel each way."""
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > 1 and min(a.y1, b.y1) - max(a.y0, b.y0) > 1
+
+
+def _shown_labels(ax, axis: str) -> list:
+    """The tick labels inside the view limits, with text."""
+    locations = ax.get_xticks() if axis == "x" else ax.get_yticks()
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    lo, hi = sorted(ax.get_xlim() if axis == "x" else ax.get_ylim())
+    return [t for loc, t in zip(locations, labels) if lo <= loc <= hi and t.get_text()]
+
+
+def layout_problems(fig) -> list[str]:
+    """What is wrong with a drawn figure's layout, one sentence per problem."""
+    renderer = fig.canvas.get_renderer()  # the Agg canvas the figure was drawn on
+    bounds = _canvas_bounds(fig)
+    panels = [ax for ax in fig.get_axes() if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    problems = []
+    for ax in panels:
+        share = ax.bbox.width / fig.bbox.width
+        if share < 0.25:
+            problems.append(f"axes {ax.get_title()!r} is {share:.0%} of the figure wide")
+        if ax.name != "3d":
+            for axis in "xy":
+                boxes = [t.get_window_extent(renderer) for t in _shown_labels(ax, axis)]
+                if any(_overlap(a, b) for a, b in itertools.combinations(boxes, 2)):
+                    problems.append(f"{axis} tick labels of {ax.get_title()!r} overlap")
+        if ax.title.get_text() and not _inside(ax.title.get_window_extent(renderer), bounds):
+            problems.append(f"title {ax.title.get_text()!r} is cut off")
+    for legend in fig.findobj(Legend):
+        box = legend.get_window_extent(renderer)
+        first = legend.get_texts()[0].get_text() if legend.get_texts() else ""
+        if not _inside(box, bounds):
+            problems.append(f"legend starting {first!r} runs off the canvas")
+        for ax in panels:
+            if ax is not legend.axes and _overlap(box, ax.bbox):
+                problems.append(f"legend starting {first!r} lies over {ax.get_title()!r}")
+    for text in fig.findobj(lambda a: a is getattr(fig, "_suptitle", None)):
+        if not _inside(text.get_window_extent(renderer), bounds):
+            problems.append(f"suptitle {text.get_text()!r} is cut off")
+    return problems
+
+
+def test_every_figure_is_offered_by_the_command_line_and_has_a_small_configuration(cli):
+    code, out, _ = cli("figures", "--help")
+    assert code == 0 and all(name in out for name in FIGURES)
+    assert set(SMALL) == set(FIGURES)
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    """Compute and draw one figure at its small size, once per test module: ``(data, fig,
+    warnings)``."""
+    done = {}
+
+    def make(name: str):
+        if name not in done:
+            module = FIGURES[name]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                data = module.compute(module.Config(**SMALL[name]))
+                fig = render(module, data)
+                FigureCanvasAgg(fig).draw()  # constrained layout runs, and warns, when drawn
+            done[name] = (data, fig, [str(w.message) for w in caught])
+        return done[name]
+
+    return make
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=() if n in DEFAULT_SUITE else pytest.mark.slow) for n in FIGURES],
+)
+def test_figure_draws_without_warning_and_its_panels_and_legends_stay_apart(name, drawn):
+    _, fig, caught = drawn(name)
+    assert caught == []
+    assert layout_problems(fig) == []
+
+
+def test_layout_check_finds_a_squeezed_panel_and_a_legend_off_the_canvas():
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8, 3))  # no layout engine: the legends stay where they are put
+    axes = fig.subplots(1, 5)
+    for ax in axes[:2]:
+        ax.plot([0, 1], [0, 1], label="a line")
+    axes[0].legend(loc="center left", bbox_to_anchor=(0.9, 0.5))  # over axes[1]
+    axes[1].legend(loc="lower left", bbox_to_anchor=(0.0, 1.5))  # above the canvas
+    FigureCanvasAgg(fig).draw()
+    problems = layout_problems(fig)
+    assert any("of the figure wide" in p for p in problems)
+    assert any("runs off the canvas" in p for p in problems)
+    assert any("lies over" in p for p in problems)
+
+
+def test_phase_diagram_draws_a_saved_sweep_without_recomputing(drawn, tmp_path):
+    data, _, _ = drawn("local-to-global-phase-diagram")
+    save(phase, data, tmp_path)
+    npz = tmp_path / f"{phase.NAME}.npz"
+    again = phase.compute(phase.Config(sweep=str(npz), grid=2))
+    for kind in ("global_min", "local_min"):
+        np.testing.assert_array_equal(again.share(kind), data.share(kind))
+    assert again.sweep_record["grid"] == SMALL[phase.NAME]["grid"]
+    # p + q = 1 is the i.i.d. chain: the unigram solution is optimal, H(π) - H = 0
+    np.testing.assert_allclose([again.gap[0, 1], again.gap[1, 0]], 0.0, atol=1e-12)
+    assert again.gap[0, 0] > 0 and again.gap[1, 1] > 0
+    record = json.loads(npz.with_suffix(".json").read_text())
+    record["axes"] = {"p": record["axes"]["p"]}
+    npz.with_suffix(".json").write_text(json.dumps(record))
+    with pytest.raises(GradflowError, match="over p and q"):
+        phase.compute(phase.Config(sweep=str(npz)))
