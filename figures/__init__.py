@@ -13,9 +13,12 @@ Every figure module provides:
 
 From Python::
 
+    from pathlib import Path
+
     from gradflow.figures import local_to_global_fig1 as fig1, save
 
     data = fig1.compute(fig1.Config(grid=101))
+    Path("out").mkdir(exist_ok=True)  # save writes into an existing folder
     save(fig1, data, "out")  # out/local-to-global-fig1.png, .npz, .json
 """
 

@@ -260,10 +260,11 @@ def _share_panel(ax: Any, data: Data) -> None:
         (data.transitions, "transition step", "o"),
         (data.plateaus, "plateau length (unigram phase)", "s"),
     ):
+        mean, std = _settled_mean_std(values)
         ax.errorbar(
             shares,
-            np.nanmean(values, 1),
-            yerr=np.nanstd(values, 1),
+            mean,
+            yerr=std,
             marker=marker,
             capsize=4,
             label=label,
@@ -276,7 +277,28 @@ def _share_panel(ax: Any, data: Data) -> None:
     ax.set_xlabel("share ρ of doubly-stochastic sequences")
     ax.set_ylabel("training steps")
     ax.set_ylim(bottom=0)
+    if not np.isfinite(data.transitions).any():
+        ax.text(
+            0.5,
+            0.5,
+            f"no run settled on bigram within {c.transformer_steps} steps",
+            transform=ax.transAxes,
+            ha="center",
+        )
     ax.legend(fontsize=8)
+
+
+def _settled_mean_std(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation of each row over its finite entries (the runs that settled),
+    NaN for a row with none; shapes ``(rows,)``."""
+    settled = np.isfinite(values)
+    counts = settled.sum(1)
+    mean = np.full(len(values), np.nan)
+    std = np.full(len(values), np.nan)
+    for i in np.flatnonzero(counts):
+        mean[i] = values[i, settled[i]].mean()
+        std[i] = values[i, settled[i]].std()
+    return mean, std
 
 
 def _field_panel(fig: Figure, ax: Any, data: Data) -> None:

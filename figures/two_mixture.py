@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "two-mixture"
-SIZE = (18.0, 8.5)
+SIZE = (16.0, 13.0)
 OMEGAS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 STAGE_STYLE = {
     "t_align": (":", "neurons aligned"),
@@ -104,15 +104,16 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Alignment and loss (left), scores per head and query (middle), the ω law (right)."""
+    """Alignment and loss (left), scores per head and query (middle and right), the ω law
+    (bottom)."""
     run, stages = data.report.run, data.report.stages
-    grid = fig.add_gridspec(2, 4)
+    grid = fig.add_gridspec(3, 3, height_ratios=(1.0, 1.0, 0.8))
     _alignment_panel(fig.add_subplot(grid[0, 0]), run, stages)
     _loss_panel(fig.add_subplot(grid[1, 0]), run, stages)
     for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
         ax = fig.add_subplot(grid[head, 1 + (queries == "v")])
         _score_panel(ax, run, stages, head, queries, letter)
-    _law_panel(fig.add_subplot(grid[:, 3]), np.asarray(data.config.omegas), data.sweep, data.law)
+    _law_panel(fig.add_subplot(grid[2, :]), np.asarray(data.config.omegas), data.sweep, data.law)
     config, options = run.config, run.options
     fig.suptitle(
         f"Two-mixture linear classification (reconstruction): K = {config.K}, d = {config.d}, m = {config.m}, "

@@ -15,11 +15,13 @@ parameters without importing SymPy.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ._errors import GradflowError
+from ._text import shorten
 
 __all__ = ["CONSTANT_NAMES", "FUNCTION_NAMES", "Names", "Semantics", "check_names", "read"]
 
@@ -39,6 +41,15 @@ CONSTANT_NAMES = ("pi", "E")
 """Names that stand for constants, not symbols."""
 OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 COMPARISONS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+MAX_LENGTH = 100_000
+"""The longest loss text read, in characters."""
+MAX_DEPTH = 32
+"""The deepest nesting of operations read (a sum or product of many terms counts once): SymPy's
+derivatives of deeper nests exceed Python's recursion limit."""
+MAX_NESTING = 200
+"""Python's parser reads at most 200 nested brackets; deeper nesting is refused."""
+CHAINS = {ast.Add: "sum", ast.Sub: "sum", ast.Mult: "product", ast.Div: "product"}
+"""Operators read as one n-ary sum or product (:meth:`Semantics.chain`)."""
 
 
 class Semantics(Protocol):
@@ -48,6 +59,10 @@ class Semantics(Protocol):
     def symbol(self, name: str) -> Any: ...
     def constant(self, name: str) -> Any: ...
     def operator(self, op: str, left: Any, right: Any) -> Any: ...
+    def chain(self, first: Any, rest: list[tuple[str, Any]]) -> Any:
+        """``first`` followed by ``(op, value)`` pairs, all ``+ -`` or all ``* /``."""
+        ...
+
     def negate(self, value: Any) -> Any: ...
     def call(self, name: str, args: list[Any]) -> Any: ...
     def piecewise(self, pairs: list[tuple[Any, Any]]) -> Any: ...
@@ -62,24 +77,56 @@ def read(text: str, semantics: Semantics) -> Any:
         GradflowError: a syntax error or a construct outside the grammar, with its column.
     """
     source = text.strip()
+    if len(source) > MAX_LENGTH:
+        raise GradflowError(
+            f"the loss is {len(source)} characters long; at most {MAX_LENGTH} are read"
+        )
     try:
         tree = ast.parse(source, mode="eval")
+        return _Walker(source, semantics).walk(tree.body)
     except SyntaxError as error:
-        raise GradflowError(f"invalid syntax at column {error.offset or 1} of {source!r}") from None
-    return _Walker(source, semantics).walk(tree.body)
+        what = (
+            f"more than {MAX_NESTING} nested brackets"
+            if "nested" in str(error.msg)
+            else "invalid syntax"
+        )
+        raise GradflowError(
+            f"{what} at column {error.offset or 1} of {shorten(source, 60)!r}"
+        ) from None
+    except RecursionError:
+        raise GradflowError(
+            f"the loss {shorten(source, 60)!r} is nested too deeply to read "
+            f"(at most {MAX_NESTING} levels of brackets, calls and unary signs)"
+        ) from None
 
 
 class _Walker:
     def __init__(self, text: str, semantics: Semantics) -> None:
         self.text, self.build = text, semantics
+        self.depth = 0
+        self.lines = [line.encode() for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n|$)", text)]
 
     def fail(self, node: ast.AST, what: str) -> GradflowError:
-        return GradflowError(f"{what} at column {node.col_offset + 1} of {self.text!r}")
+        return GradflowError(f"{what} at column {node.col_offset + 1} of {shorten(self.text, 80)!r}")
 
     def source(self, node: ast.AST) -> str:
+        """The text of ``node`` (a one-line node is cut from its line's UTF-8 bytes directly:
+        ``ast.get_source_segment`` splits the whole text anew on every call)."""
+        line = getattr(node, "lineno", None)
+        if line is not None and line == node.end_lineno:
+            return self.lines[line - 1][node.col_offset : node.end_col_offset].decode()
         return ast.get_source_segment(self.text, node) or type(node).__name__
 
     def walk(self, node: ast.AST) -> Any:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.fail(node, f"more than {MAX_DEPTH} nested operations (calls, powers, signs)")
+        try:
+            return self.node(node)
+        finally:
+            self.depth -= 1
+
+    def node(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Constant) and type(node.value) in (int, float):
             if not abs(node.value) <= sys.float_info.max:
                 raise self.fail(
@@ -92,6 +139,8 @@ class _Walker:
             return self.name(node)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
             raise self.fail(node, "'^' is not a power here: write ** (x**2)")
+        if isinstance(node, ast.BinOp) and type(node.op) in CHAINS:
+            return self.chain(node)
         if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
             op = OPERATORS[type(node.op)]
             return self.build.operator(op, self.walk(node.left), self.walk(node.right))
@@ -101,6 +150,17 @@ class _Walker:
         if isinstance(node, ast.Call):
             return self.call(node)
         raise self.fail(node, f"{type(node).__name__.lower()} {self.source(node)!r} is not allowed")
+
+    def chain(self, node: ast.BinOp) -> Any:
+        """``a + b - c + …`` or ``a * b / c * …`` (left-nested in the tree, one level per
+        term) built in one step: a sum of 1000 terms costs no recursion and no quadratic work."""
+        family = CHAINS[type(node.op)]
+        pairs = []
+        while isinstance(node, ast.BinOp) and CHAINS.get(type(node.op)) == family:
+            pairs.append((OPERATORS[type(node.op)], node.right))
+            node = node.left
+        first = self.walk(node)
+        return self.build.chain(first, [(op, self.walk(term)) for op, term in reversed(pairs)])
 
     def name(self, node: ast.Name) -> Any:
         if node.id in CONSTANT_NAMES:
@@ -155,6 +215,7 @@ class Names:
     def number(self, text: str) -> None: ...
     def constant(self, name: str) -> None: ...
     def operator(self, op: str, left: Any, right: Any) -> None: ...
+    def chain(self, first: Any, rest: list[tuple[str, Any]]) -> None: ...
     def negate(self, value: Any) -> None: ...
     def call(self, name: str, args: list[Any]) -> None: ...
     def piecewise(self, pairs: list[tuple[Any, Any]]) -> None: ...

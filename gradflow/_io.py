@@ -30,6 +30,7 @@ __all__ = [
     "to_jsonable",
     "write_json",
     "write_npz",
+    "writing",
 ]
 
 FORMATS = (".png", ".pdf", ".svg")
@@ -107,6 +108,16 @@ def check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
         ) from None
 
 
+_WRITING = [0]
+"""How many :func:`atomic_outputs` are open (see :func:`writing`)."""
+
+
+def writing() -> bool:
+    """Whether outputs are being written now (an :func:`atomic_outputs` is open): an interrupt
+    must then unwind through it, so that its temporary files are removed."""
+    return _WRITING[0] > 0
+
+
 @contextlib.contextmanager
 def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
     """Yield temporary paths to write; on success rename each onto its target, else delete all.
@@ -119,6 +130,7 @@ def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
         if not target.parent.is_dir():
             raise GradflowError(f"output folder {str(target.parent)!r} does not exist")
     temps = []
+    _WRITING[0] += 1
     try:
         for target in targets:
             fd, name = tempfile.mkstemp(
@@ -135,6 +147,7 @@ def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
     finally:
         for temp in temps:
             temp.unlink(missing_ok=True)
+        _WRITING[0] -= 1
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:

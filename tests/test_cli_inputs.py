@@ -19,6 +19,12 @@ LOSS = ["--loss", "(x**2 - 1)**2 + y**2"]
 PAPER = ["--p", "0.7", "--q", "0.6"]
 HUGE = "100000"
 
+
+def squares(n: int) -> str:
+    """``(x - 1/n)**2 + … + (x - n/n)**2 + y**2``: n + 1 terms."""
+    return " + ".join(f"(x - {k}/{n})**2" for k in range(1, n + 1)) + " + y**2"
+
+
 BAD = [
     # the loss as text
     (["critical", "--loss", "(x**2 - 1"], "--loss: invalid syntax"),
@@ -31,6 +37,16 @@ BAD = [
     (["critical", "--loss", "x^2 + y^2"], "write **"),
     (["critical", "--loss", "x**2 + y**2 + 1e400*x"], "number 1e400 is beyond the largest float"),
     (["basins", "--loss", "x**2 + y**2 + 10**400*x"], "10000000000000000000000…, beyond"),
+    # the size of a loss
+    (["critical", "--loss", squares(1000)], "has 5004 nodes in its expression tree; at most 2000"),
+    (["critical", "--loss", squares(500)], "has 2504 nodes in its expression tree; at most 2000"),
+    (["critical", "--loss", "(" * 300 + "x" + ")" * 300 + " + y"], "more than 200 nested brackets"),
+    (
+        ["critical", "--loss", "sin(" * 40 + "x" + ")" * 40 + " + y"],
+        "more than 32 nested operations",
+    ),
+    (["critical", "--loss", "-" * 5000 + "x + y"], "nested too deeply to read"),
+    (["critical", "--loss", "x + " * 30000 + "y"], "at most 100000 are read"),
     (["critical", "--loss", "k*x**2 + y**2", "--params", "x,y"], "symbol k of the loss is neither"),
     (["flow", "--loss", "k*x**2 + y**2", "--init", "1", "2"], "--init needs 3 numbers (k x y)"),
     (["critical", *LOSS, "--params", "x,z"], "parameter z is not in the loss"),
@@ -291,6 +307,19 @@ def test_help_marks_the_hyperparameters_the_paper_models_require(cli) -> None:
             f"--{name} {name.upper()} hyperparameter {name}; required with the models canonical"
             in text
         )
+
+
+@pytest.mark.slow
+def test_a_sum_of_400_squares_has_one_minimum_at_the_mean(cli) -> None:
+    """Σ_k (x - k/400)² + y² has ∇L = (2 Σ_k (x - k/400), 2y) = 0 only at x = mean(k/400) =
+    401/800, y = 0, a minimum (Hessian diag(800, 2)); L there = Σ_k (k/400)² - 400 x² =
+    (400 · 401 · 801 / 6) / 400² - 401² / 1600."""
+    run = cli("critical", "--loss", squares(400), "--params", "x,y", "--json")
+    assert run.code == 0, run.err
+    (only,) = json.loads(run.out)["critical_sets"]
+    assert only["points"] == [[401 / 800, 0.0]] and only["morse_index"] == 0
+    np.testing.assert_allclose(only["hessian_eigenvalues"], [2.0, 800.0])
+    np.testing.assert_allclose(only["loss"], 401 * 801 / 2400 - 401**2 / 1600, rtol=1e-12)
 
 
 def test_bare_gradflow_prints_the_help_and_version_is_known(cli) -> None:

@@ -37,6 +37,7 @@ SMALL = {
     "local-to-global-fig1": {"grid": 9},
     "local-to-global-phase-diagram": {"cells": 2, "grid": 5},
     "canonical-attention": {"grid": 5, "directions": 4},
+    "bifurcation-diagram": {"cells": 5, "grid": 5},
     "local-to-global-training": {"steps": 20, "seeds": 3, "length": 16},
     "local-to-global-overlay": {"steps": 20, "seeds": 1, "grid": 9},
     "induction-heads": {
@@ -51,7 +52,10 @@ SMALL = {
     "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
 }
 """A small configuration of every registered figure."""
-DEFAULT_SUITE = {"local-to-global-fig1", "local-to-global-phase-diagram", "canonical-attention"}
+DEFAULT_SUITE = {
+    *("local-to-global-fig1", "local-to-global-phase-diagram"),
+    *("canonical-attention", "bifurcation-diagram"),
+}
 """The figures cheap enough for the default suite (no network to train)."""
 
 

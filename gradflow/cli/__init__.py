@@ -7,24 +7,29 @@ exits with status 130 and leaves no partial file.
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import sys
 from collections.abc import Sequence
 
+from ._interrupt import EXIT_INTERRUPTED, interruptible
 from ._registry import COMMANDS
 
 __all__ = ["COMMANDS", "main"]
 
 DESCRIPTION = "gradflow: gradient flows, critical sets and basins of the reduced models of transformer training dynamics"
-EXIT_INTERRUPTED = 130
-"""Exit status after Ctrl-C (128 + SIGINT), as shells use."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    held: list[argparse.Namespace] = []
+    with interruptible(lambda: _interrupted(held)):
+        return _main(list(sys.argv[1:] if argv is None else argv), held)
+
+
+def _main(argv: list[str], held: list[argparse.Namespace]) -> int:
     from ._parser import Parser, add_subcommands, fail
 
-    argv = list(sys.argv[1:] if argv is None else argv)
     parser = Parser(prog="gradflow", description=DESCRIPTION)
     parser.add_argument(
         "--version", action="version", version=f"gradflow {importlib.metadata.version('gradflow')}"
@@ -34,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     args = parser.parse_args(argv)
+    held.append(args)
     try:
         from gradflow import GradflowError
 
@@ -46,5 +52,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:
-        print(f"\ngradflow {args.command}: interrupted; no output written", file=sys.stderr)
+        print(f"\n{_interrupted(held)}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _interrupted(held: list[argparse.Namespace]) -> str:
+    """The line printed after Ctrl-C: the command, and what it leaves (a command may say more
+    through its ``_interrupted(args)`` default, as ``sweep`` does about its finished cells)."""
+    if not held:
+        return "gradflow: interrupted; no output written"
+    args = held[0]
+    more = getattr(args, "_interrupted", None)
+    return f"gradflow {args.command}: interrupted; " + (
+        more(args) if more is not None else "no output written"
+    )

@@ -66,6 +66,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="data path (default sweep.npz); the .json goes beside it, finished cells in sweep.cells/",
     )
     add_json_argument(parser, "model, grid, box and every cell as one JSON object on stdout")
+    parser.set_defaults(_interrupted=interrupted)
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What an interrupted sweep leaves: its finished cells, and how to resume."""
+    cells = args.out.with_suffix(".cells")
+    return (
+        f"no output written; the finished cells are kept in {cells}/: "
+        "run the same command again to resume"
+    )
 
 
 def axis(option: str, text: str) -> tuple[float, ...]:
