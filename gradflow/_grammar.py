@@ -107,7 +107,9 @@ class _Walker:
         self.lines = [line.encode() for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n|$)", text)]
 
     def fail(self, node: ast.AST, what: str) -> GradflowError:
-        return GradflowError(f"{what} at column {node.col_offset + 1} of {shorten(self.text, 80)!r}")
+        return GradflowError(
+            f"{what} at column {node.col_offset + 1} of {shorten(self.text, 80)!r}"
+        )
 
     def source(self, node: ast.AST) -> str:
         """The text of ``node`` (a one-line node is cut from its line's UTF-8 bytes directly:
