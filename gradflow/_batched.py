@@ -26,6 +26,7 @@ from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, solve, status_code
 from ._landscape import GradientField
 from ._progress import progress_bar
+from ._rk import BatchedRK, StepControl, tableau_of
 
 __all__ = ["FlowEndpoints", "integrate_batch"]
 
@@ -200,8 +201,22 @@ def _round_function(
 
     Returns ``(y, t, steps, status)`` per member (``steps`` counts rejected steps too: a member
     whose steps are all rejected, as at a blow-up, must still spend its budget), with status
-    ``-1`` for members that are still running.
+    ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) runs
+    as one batched program (:class:`BatchedRK`); any other solver through diffrax, vectorized.
     """
+    tableau = tableau_of(options.solver)
+    if tableau is not None:
+        rk = BatchedRK(tableau, StepControl(options.rtol, options.atol), options.t_max)
+
+        def vector_field(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
+            return -field.grad(y, a[0])
+
+        def stop(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
+            return status_code(field, options, y, a[0], a[1])
+
+        advance = rk.advance(vector_field, stop, steps)
+        return lambda y0, t0, args, level: advance(y0, t0, (args, level))
+
     saveat = diffrax.SaveAt(t1=True)
 
     def one(y0: jax.Array, t0: jax.Array, args: Any, level: jax.Array):

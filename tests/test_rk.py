@@ -1,0 +1,111 @@
+"""The batched Runge–Kutta integrator against diffrax and against answers worked out by hand.
+
+Batches of explicit stages (``Tsit5``) run through :class:`gradflow._rk.BatchedRK`; single
+trajectories (:func:`gradflow.integrate`) and, with the batched path switched off, the basin
+maps run through diffrax, the reference.  Losses not written for this package:
+
+- the double well ``(x² − 1)² + y²``: minima ``(±1, 0)``, a start with ``x0 > 0`` ends at
+  ``(1, 0)``;
+- ``(1 − xy)²``: the flow ``ẋ = 2(1 − xy)y``, ``ẏ = 2(1 − xy)x`` conserves ``x² − y² = c``
+  and the sign of ``x + y`` (``d(x + y)/dt = 2(1 − xy)(x + y)``), so it ends on ``xy = 1`` at
+  ``x = s √((c + √(c² + 4))/2)``, ``y = 1/x``, ``s = sign(x0 + y0)``;
+- ``x³/3 − x + y²``, unbounded below: ``(1, 0)`` is the minimum and ``(−1, 0)`` a saddle; a
+  start with ``x0 > −1`` ends at ``(1, 0)``, one with ``x0 < −1`` blows up in finite time.
+"""
+
+from __future__ import annotations
+
+import diffrax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradflow._batched as batched
+from gradflow import FlowOptions, JaxLandscape, Status, basins, flow_endpoints, integrate
+from gradflow._rk import DOPRI5, TSIT5, tableau_of
+from gradflow.models import markov
+
+OPTIONS = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10, gtol=1e-7, max_steps=4000)
+"""Tight tolerances; a trajectory stops within about 1e-7 of a minimum with gradient-norm
+curvature above 1 (each loss here)."""
+
+DOUBLE_WELL = JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
+HYPERBOLA = JaxLandscape(lambda t, _: (1 - t[0] * t[1]) ** 2, ("x", "y"))
+CUBIC = JaxLandscape(lambda t, _: t[0] ** 3 / 3 - t[0] + t[1] ** 2, ("x", "y"))
+
+STARTS = np.array(
+    [[0.3, 0.2], [-0.4, 0.9], [1.7, -1.1], [-2.2, -0.5], [0.05, 1.5], [2.5, 2.0], [-0.7, 0.1]]
+)
+
+
+def _hyperbola_end(start: np.ndarray) -> np.ndarray:
+    x0, y0 = start
+    c = x0**2 - y0**2
+    x = np.sign(x0 + y0) * np.sqrt((c + np.sqrt(c**2 + 4)) / 2)
+    return np.array([x, 1 / x])
+
+
+def _expected(landscape: JaxLandscape, start: np.ndarray) -> tuple[Status, np.ndarray | None]:
+    if landscape is DOUBLE_WELL:
+        return Status.CONVERGED, np.array([np.sign(start[0]), 0.0])
+    if landscape is HYPERBOLA:
+        return Status.CONVERGED, _hyperbola_end(start)
+    if start[0] > -1:
+        return Status.CONVERGED, np.array([1.0, 0.0])
+    return Status.DIVERGED, None
+
+
+def test_the_pairs_are_consistent() -> None:
+    """Row sums of ``a`` equal the nodes ``c``; the weights and the error weights sum to 1 and
+    0; the last row of ``a`` is ``b`` (first same as last)."""
+    for tab in (TSIT5, DOPRI5):
+        assert np.allclose([sum(row) for row in tab.a], tab.c, atol=1e-15)
+        assert sum(tab.b) == pytest.approx(1.0, abs=1e-15)
+        assert sum(tab.b_error) == pytest.approx(0.0, abs=1e-15)
+        assert tab.a[-1] == tab.b[:-1]
+    assert tableau_of(diffrax.Tsit5()) is TSIT5 and tableau_of(diffrax.Kvaerno5()) is None
+
+
+@pytest.mark.parametrize("name", ["double well", "(1 - xy)^2", "cubic"])
+def test_endpoints_match_the_closed_form_and_diffrax(name: str) -> None:
+    landscape = {"double well": DOUBLE_WELL, "(1 - xy)^2": HYPERBOLA, "cubic": CUBIC}[name]
+    ours = flow_endpoints(landscape, STARTS, OPTIONS, progress=False)
+    for i, start in enumerate(STARTS):
+        status, end = _expected(landscape, start)
+        reference = integrate(landscape.field, start, None, OPTIONS)
+        assert ours.status[i] == status == reference.status, (start, ours.status[i])
+        if end is not None:
+            np.testing.assert_allclose(ours.endpoints[i], end, atol=1e-6)
+            np.testing.assert_allclose(ours.endpoints[i], reference.endpoint, atol=1e-7)
+
+
+def test_float32_steps_are_the_steps_diffrax_takes(monkeypatch) -> None:
+    """Same tableau, controller and stop rule: the same steps, to float32 rounding (on the
+    double well both stall near ``(±1, 0)`` at the loose float32 tolerances, where the step
+    size sits at the stability limit; the basin maps send such members to float64)."""
+    options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=300)
+    ours = flow_endpoints(DOUBLE_WELL, STARTS, options, progress=False, dtype=np.float32)
+    monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
+    reference = flow_endpoints(DOUBLE_WELL, STARTS, options, progress=False, dtype=np.float32)
+    np.testing.assert_array_equal(ours.steps, reference.steps)
+    np.testing.assert_array_equal(ours.status, reference.status)
+    np.testing.assert_allclose(ours.endpoints, reference.endpoints, atol=1e-5)
+    np.testing.assert_allclose(np.abs(ours.endpoints[:, 0]), 1.0, atol=2e-4)
+
+
+def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> None:
+    model = markov.canonical(0.7, 0.6)
+    ours = basins(model, grid=31, box=(-3, 3, -3, 3), progress=False)
+    monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
+    reference = basins(model, grid=31, box=(-3, 3, -3, 3), progress=False)
+    np.testing.assert_array_equal(ours.labels, reference.labels)
+    np.testing.assert_array_equal(ours.attractor_ids, reference.attractor_ids)
+    converged = ours.mask("local_min")
+    np.testing.assert_allclose(ours.endpoints[converged], reference.endpoints[converged], atol=1e-5)
+
+
+def test_a_member_already_at_a_critical_point_takes_no_step() -> None:
+    result = flow_endpoints(DOUBLE_WELL, np.array([[1.0, 0.0], [0.5, 0.5]]), OPTIONS)
+    assert result.steps[0] == 0 and result.status[0] == Status.CONVERGED
+    assert result.steps[1] > 0
+    assert jnp.allclose(result.endpoints[1], jnp.array([1.0, 0.0]), atol=1e-7)
