@@ -178,7 +178,8 @@ StopRule = Callable[[jax.Array, Any], jax.Array]
 
 
 def _rms(x: jax.Array) -> jax.Array:
-    return jnp.sqrt(jnp.mean(x * x, axis=-1))
+    """Root mean square over the coordinates (axis 0 of the ``(dim, B)`` layout)."""
+    return jnp.sqrt(jnp.mean(x * x, axis=0))
 
 
 @dataclass(frozen=True)
@@ -215,15 +216,15 @@ class BatchedRK:
     ) -> tuple[jax.Array, jax.Array]:
         """Hairer's starting step of each member (as ``diffrax`` picks ``dt0=None``), shape
         ``(B,)``: ``h0 = 0.01 ‖y0‖/‖f0‖`` then ``(0.01 / max(‖f0‖, ‖f1 - f0‖/h0))^(1/p)``, at
-        most ``100 h0``, norms scaled by ``atol + rtol |y0|``; and ``f0 = f(y0)``, shape
-        ``(B, dim)``."""
+        most ``100 h0``, norms scaled by ``atol + rtol |y0|``; and ``f0 = f(y0)``.  States are
+        laid out as ``(dim, B)``, members along the last axis."""
         rtol, atol = self.control.rtol, self.control.atol
         scale = atol + jnp.abs(y0) * rtol
         f0 = f(y0)
         d0, d1 = _rms(y0 / scale), _rms(f0 / scale)
         small = (d0 < 1e-5) | (d1 < 1e-5)
         h0 = jnp.where(small, 1e-6, 0.01 * d0 / jnp.where(small, 1.0, d1))
-        d2 = _rms((f(y0 + h0[:, None] * f0) - f0) / scale) / h0
+        d2 = _rms((f(y0 + h0[None, :] * f0) - f0) / scale) / h0
         top = jnp.maximum(d1, d2)
         h1 = jnp.where(
             top <= 1e-15,
@@ -242,12 +243,13 @@ def _advance(
 
     def run(y0: jax.Array, t0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
         dtype = y0.dtype
+        y0 = y0.T
 
         def f(y: jax.Array) -> jax.Array:
-            return jax.vmap(field, in_axes=(0, None))(y, args)
+            return jax.vmap(field, in_axes=(1, None), out_axes=1)(y, args)
 
         def status(y: jax.Array) -> jax.Array:
-            return jax.vmap(stop, in_axes=(0, None))(y, args).astype(jnp.int32)
+            return jax.vmap(stop, in_axes=(1, None))(y, args).astype(jnp.int32)
 
         t_max = jnp.asarray(rk.t_max, dtype)
         code = status(y0)
@@ -258,13 +260,13 @@ def _advance(
             i, y, t, dt, k1, n, code = state
             running = code == RUNNING
             h = jnp.minimum(dt, t_max - t)
-            hh = h[:, None]
+            hh = h[None, :]
             ks = [k1]
             for row in tab.a:
                 ks.append(f(y + hh * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
             y1 = y + hh * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
             err = hh * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
-            y1_scale = jnp.where(jnp.isnan(y1).any(axis=-1, keepdims=True), y, y1)
+            y1_scale = jnp.where(jnp.isnan(y1).any(axis=0, keepdims=True), y, y1)
             scale = ctl.atol + ctl.rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1_scale))
             scaled = _rms(err / scale)
             finite = jnp.isfinite(scaled)
@@ -276,9 +278,9 @@ def _advance(
                 jnp.clip(grow, 1.0, ctl.factor_max),
                 jnp.where(finite, jnp.clip(grow, ctl.factor_min, ctl.safety), ctl.factor_min),
             )
-            y = jnp.where(accept[:, None], y1, y)
+            y = jnp.where(accept[None, :], y1, y)
             t = jnp.where(accept, t + h, t)
-            k1 = jnp.where(accept[:, None], ks[-1], k1)
+            k1 = jnp.where(accept[None, :], ks[-1], k1)
             dt = jnp.where(running, (h * factor).astype(dtype), dt)
             new = status(y1)
             done = accept & ((new != int(Status.NOT_CONVERGED)) | (t >= t_max))
@@ -288,10 +290,10 @@ def _advance(
         def going(state: tuple[jax.Array, ...]) -> jax.Array:
             return (state[0] < steps) & jnp.any(state[-1] == RUNNING)
 
-        n0 = jnp.zeros(y0.shape[0], dtype=jnp.int32)
+        n0 = jnp.zeros(y0.shape[1], dtype=jnp.int32)
         state = (jnp.int32(0), y0, t0, dt, k1, n0, code)
         _, y, t, _, _, n, code = jax.lax.while_loop(going, step, state)
-        return y, t, n, code
+        return y.T, t, n, code
 
     return jax.jit(run)
 

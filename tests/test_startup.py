@@ -13,6 +13,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from gradflow.cli import COMMANDS, bench, figures
 
 HEAVY = ("jax", "jaxlib", "equinox", "diffrax", "optax", "optimistix", "matplotlib", "torch")
@@ -79,3 +81,14 @@ def test_help_and_rejected_arguments_import_no_jax(tmp_path) -> None:
         assert code == (0 if help_asked else 2), (argv, code)
     assert len(report) == len(argvs)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_bench_startup_times_every_help_and_the_main_job(cli) -> None:
+    code, out, _ = cli("bench", "startup", "--repeats", "1", "--json")
+    report = json.loads(out)
+    assert code == 0
+    helps = report["help_seconds"]
+    expected = {f"gradflow {' '.join(argv)}" for argv in _argv_lists() if argv[-1:] == ["--help"]}
+    assert set(helps) == expected | {"gradflow --help"}
+    assert 0 < report["warm_seconds"] and 0 < report["cold_seconds"]

@@ -134,6 +134,10 @@ BENCHES = {
         "gradflow.analysis.bench_ntk",
         "empirical NTK Gram matrix (N = 64, d_m = 1024): jacobian vs per-sample vs NTK-vector products",
     ),
+    "startup": Command(
+        "gradflow.analysis.bench_startup",
+        "command-line start-up: every --help, a rejected argument, the main job cold and warm",
+    ),
     "icl": Command(
         "gradflow.analysis.bench_icl",
         "ICL-MC transformer training steps/s (k = 3, T = 100, d = 16, batch 64) vs per-call loop and the minimal model",
