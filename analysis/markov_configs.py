@@ -1,15 +1,15 @@
-"""The settings of the Markov transformer's training runs and reduced-vs-full checks.
+"""The settings of the Markov transformer's training runs, reduced-vs-full checks and fate maps.
 
 Plain dataclasses whose checks import no JAX, so that the command line answers ``--help`` and
-rejects a bad argument before any model is loaded; :mod:`.markov_training` and
-:mod:`.markov_compare` re-export them.
+rejects a bad argument before any model is loaded; :mod:`.markov_training`, :mod:`.markov_compare`
+and :mod:`.markov_fate` re-export them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gradflow import GradflowError
 from gradflow.models.markov_ranges import (
@@ -19,7 +19,19 @@ from gradflow.models.markov_ranges import (
     check_width,
 )
 
-__all__ = ["INITS", "MAX_SEEDS", "MAX_STEPS", "CompareConfig", "TrainConfig", "switching_field"]
+if TYPE_CHECKING:
+    from gradflow.models.full_model import MarkovFullModel
+
+__all__ = [
+    "FATE_MODELS",
+    "FateConfig",
+    "INITS",
+    "MAX_SEEDS",
+    "MAX_STEPS",
+    "CompareConfig",
+    "TrainConfig",
+    "switching_field",
+]
 
 INITS = ("standard", "canonical", "paper")
 MAX_STEPS = 10_000_000
@@ -183,3 +195,75 @@ class CompareConfig:
         check_length(self.length, exact=True)
         check_length(self.dynamics_length, exact=True)
         check_width(self.d)
+
+
+FATE_MODELS = ("canonical", "canonical-attention")
+
+
+def _sigmas(value: Any) -> tuple[float, ...]:
+    return tuple(float(v) for v in value)
+
+
+@dataclass(frozen=True)
+class FateConfig:
+    """A fate map (module docstring).
+
+    Raises:
+        GradflowError: ``p`` or ``q`` outside ``(0, 1)``, an unknown model or attention kind, a
+            grid below 2, an empty box, a negative ``σ``, no seeds, a bad length or budget.
+    """
+
+    p: float = switching_field("p")
+    q: float = switching_field("q")
+    model: str = field(
+        default="canonical", metadata={"help": "the reduced model", "choices": FATE_MODELS}
+    )
+    grid: int = field(default=12, metadata={"help": "grid points per axis (grid × grid runs)"})
+    box: tuple[float, float, float, float] = field(
+        default=(-2.5, 2.0, 0.1, 1.6),
+        metadata={"nargs": 4, "metavar": ("WMIN", "WMAX", "EMIN", "EMAX"), "help": "w and e range"},
+    )
+    sigma: tuple[float, ...] = field(
+        default=(0.0, 0.01, 0.1),
+        metadata={"help": "standard deviations of the noise on every full weight, comma-separated"},
+    )
+    seeds: int = field(default=3, metadata={"help": "noise draws per σ > 0"})
+    length: int = field(default=6, metadata={"help": "positions N of the full model (N ≤ 14)"})
+    d: int = field(default=8, metadata={"help": "embedding width of the full model"})
+    attention: str = field(
+        default="linear",
+        metadata={"help": "attention of the full model", "choices": ("linear", "softmax")},
+    )
+    t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
+    gtol: float = field(default=1e-6, metadata={"help": "steady state: ‖∇L_full‖ ≤ gtol"})
+
+    def __post_init__(self) -> None:
+        check_switching(self.p, self.q)
+        if self.model not in FATE_MODELS:
+            raise GradflowError(f"model = {self.model!r} must be one of {', '.join(FATE_MODELS)}")
+        if isinstance(self.grid, bool) or int(self.grid) != self.grid or self.grid < 2:
+            raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
+        wmin, wmax, emin, emax = self.box
+        if not (wmin < wmax and emin < emax):
+            raise GradflowError(f"box = {self.box} must have WMIN < WMAX and EMIN < EMAX")
+        object.__setattr__(self, "sigma", _sigmas(self.sigma))
+        if not self.sigma or any(not (s >= 0 and math.isfinite(s)) for s in self.sigma):
+            raise GradflowError(f"sigma = {self.sigma} must be finite numbers ≥ 0")
+        if self.seeds < 1:
+            raise GradflowError(f"seeds = {self.seeds} must be ≥ 1")
+        check_length(self.length, exact=True)
+        check_width(self.d)
+        check_attention(self.attention)
+        if not (self.t_max > 0 and self.gtol > 0):
+            raise GradflowError(f"t_max = {self.t_max} and gtol = {self.gtol} must be > 0")
+        self.full()
+
+    def full(self) -> MarkovFullModel:
+        """The full model of the configuration."""
+        from gradflow.models.full_model import full_model
+
+        return full_model(self.model, length=self.length, d=self.d, attention=self.attention)
+
+    def runs(self) -> list[tuple[float, int]]:
+        """``(σ, seed)`` of every full run batch: one for ``σ = 0``, ``seeds`` for each other."""
+        return [(s, k) for s in self.sigma for k in range(1 if s == 0 else self.seeds)]

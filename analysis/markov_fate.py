@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,85 +45,18 @@ from gradflow import (
     basins,
     flow_endpoints,
 )
-from gradflow.models.full_model import MarkovFullModel, full_model
-from gradflow.models.markov_data import check_length, check_switching
+from gradflow.models.full_model import MarkovFullModel
 
-from .markov_training import switching_field
+from .markov_configs import FateConfig
 
 __all__ = ["FATES", "FateConfig", "FateMap", "FullLandscape", "fate_map", "reduced_label"]
 
 FATES = ("global", "local", "other", "diverged", "undecided")
 """Fates of a full run, in the order of their codes."""
-FATE_MODELS = ("canonical", "canonical-attention")
 DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
-
-
-def _sigmas(value: Any) -> tuple[float, ...]:
-    return tuple(float(v) for v in value)
-
-
-@dataclass(frozen=True)
-class FateConfig:
-    """A fate map (module docstring).
-
-    Raises:
-        GradflowError: ``p`` or ``q`` outside ``(0, 1)``, an unknown model or attention kind, a
-            grid below 2, an empty box, a negative ``σ``, no seeds, a bad length or budget.
-    """
-
-    p: float = switching_field("p")
-    q: float = switching_field("q")
-    model: str = field(
-        default="canonical", metadata={"help": "the reduced model", "choices": FATE_MODELS}
-    )
-    grid: int = field(default=12, metadata={"help": "grid points per axis (grid × grid runs)"})
-    box: tuple[float, float, float, float] = field(
-        default=(-2.5, 2.0, 0.1, 1.6),
-        metadata={"nargs": 4, "metavar": ("WMIN", "WMAX", "EMIN", "EMAX"), "help": "w and e range"},
-    )
-    sigma: tuple[float, ...] = field(
-        default=(0.0, 0.01, 0.1),
-        metadata={"help": "standard deviations of the noise on every full weight, comma-separated"},
-    )
-    seeds: int = field(default=3, metadata={"help": "noise draws per σ > 0"})
-    length: int = field(default=6, metadata={"help": "positions N of the full model (N ≤ 14)"})
-    d: int = field(default=8, metadata={"help": "embedding width of the full model"})
-    attention: str = field(
-        default="linear",
-        metadata={"help": "attention of the full model", "choices": ("linear", "softmax")},
-    )
-    t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
-    gtol: float = field(default=1e-6, metadata={"help": "steady state: ‖∇L_full‖ ≤ gtol"})
-
-    def __post_init__(self) -> None:
-        check_switching(self.p, self.q)
-        if self.model not in FATE_MODELS:
-            raise GradflowError(f"model = {self.model!r} must be one of {', '.join(FATE_MODELS)}")
-        if isinstance(self.grid, bool) or int(self.grid) != self.grid or self.grid < 2:
-            raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
-        wmin, wmax, emin, emax = self.box
-        if not (wmin < wmax and emin < emax):
-            raise GradflowError(f"box = {self.box} must have WMIN < WMAX and EMIN < EMAX")
-        object.__setattr__(self, "sigma", _sigmas(self.sigma))
-        if not self.sigma or any(not (s >= 0 and math.isfinite(s)) for s in self.sigma):
-            raise GradflowError(f"sigma = {self.sigma} must be finite numbers ≥ 0")
-        if self.seeds < 1:
-            raise GradflowError(f"seeds = {self.seeds} must be ≥ 1")
-        check_length(self.length, exact=True)
-        if not (self.t_max > 0 and self.gtol > 0):
-            raise GradflowError(f"t_max = {self.t_max} and gtol = {self.gtol} must be > 0")
-        self.full()
-
-    def full(self) -> MarkovFullModel:
-        """The full model of the configuration."""
-        return full_model(self.model, length=self.length, d=self.d, attention=self.attention)
-
-    def runs(self) -> list[tuple[float, int]]:
-        """``(σ, seed)`` of every full run batch: one for ``σ = 0``, ``seeds`` for each other."""
-        return [(s, k) for s in self.sigma for k in range(1 if s == 0 else self.seeds)]
 
 
 @dataclass(frozen=True, eq=False)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
-from gradflow.analysis.markov_fate import FateConfig, fate_map
+from gradflow.analysis.markov_configs import FateConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -28,6 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the fate map")
     config = config_from_args(FateConfig, args)
+    from gradflow.analysis.markov_fate import fate_map
+
     runs = args.out.with_suffix(".runs")
     result = fate_map(config, checkpoint=runs)
     metadata = result.metadata()
