@@ -31,6 +31,7 @@ _EXPORTS = {
     "basin_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
+    "grid_axis": "._basins",
     "plane_grid": "._basins",
     "widened_bounds": "._basins",
     "FlowEndpoints": "._batched",
@@ -125,6 +126,7 @@ if TYPE_CHECKING:
         BasinMap,
         basins,
         default_basin_options,
+        grid_axis,
         plane_grid,
         widened_bounds,
     )
@@ -231,6 +233,7 @@ __all__ = [
     "gradient_descent",
     "gradient_flow",
     "in_metric",
+    "grid_axis",
     "integrate",
     "lambdify_jax",
     "lambdify_numpy",

@@ -22,7 +22,8 @@ from scipy.spatial import cKDTree
 from ._classify import classify_points
 from ._critical import CriticalSet, local_dimension
 from ._landscape import Landscape
-from ._pieces import GRADIENT_TOL
+from ._pieces import gradient_tol
+from ._scales import loss_scales
 from ._text import format_point
 
 __all__ = ["Attractor", "AttractorIndex", "MATCH_RADIUS"]
@@ -225,9 +226,10 @@ def _linked(
         return i
 
     trees = [cKDTree(part) for _, part in parts]
+    scale = loss_scales(landscape).loss
     for i, j in itertools.combinations(range(len(parts)), 2):
         (si, pi), (sj, pj) = parts[i], parts[j]
-        if si.kind != sj.kind or not _same_loss(si.loss, sj.loss):
+        if si.kind != sj.kind or not _same_loss(si.loss, sj.loss, scale):
             continue
         distance, nearest = trees[i].query(pj)
         k = int(np.argmin(distance))
@@ -243,8 +245,13 @@ def _linked(
     return list(groups.values())
 
 
-def _same_loss(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+SAME_LOSS = 1e-9
+"""Two losses are equal when they differ by at most this times the larger of the loss scale and
+their sizes."""
+
+
+def _same_loss(a: float, b: float, scale: float) -> bool:
+    return abs(a - b) <= SAME_LOSS * max(scale, abs(a), abs(b))
 
 
 def _runs_between(
@@ -262,9 +269,10 @@ def _runs_between(
         ).x
         if not np.all(np.isfinite(found)):
             return False
-        critical = np.linalg.norm(landscape.grad(found)) <= GRADIENT_TOL
+        critical = np.linalg.norm(landscape.grad(found)) <= gradient_tol(landscape)
         near = max(np.linalg.norm(found - a), np.linalg.norm(found - b)) <= gap
-        return bool(critical and near and _same_loss(float(landscape.loss(found)), loss))
+        same = _same_loss(float(landscape.loss(found)), loss, loss_scales(landscape).loss)
+        return bool(critical and near and same)
 
 
 def _sample_if_on(s: CriticalSet, part: np.ndarray) -> np.ndarray | None:

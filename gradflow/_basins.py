@@ -32,6 +32,7 @@ from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
 from ._metric import Metric, in_metric
+from ._scales import loss_scales
 from ._text import format_point, format_table
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "basins",
     "default_basin_options",
     "fast_basin_options",
+    "grid_axis",
     "plane_grid",
     "widened_bounds",
 ]
@@ -181,7 +183,7 @@ def plane_grid(
     Args:
         landscape: the loss.
         grid: points per axis (``N`` for ``N × N``, or ``(nx, ny)``), at least 2, endpoints
-            included like ``numpy.linspace``.
+            included (:func:`grid_axis`: exactly symmetric on an axis symmetric about 0).
         box: ``(xmin, xmax, ymin, ymax)``; default: the landscape's bounds of the plane
             coordinates.
         fixed: values of the other parameters (default 0).
@@ -204,13 +206,30 @@ def plane_grid(
     ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
     off_plane = [n for n in landscape.param_names if n not in plane]
     fixed = {n: float((fixed or {}).get(n, 0.0)) for n in off_plane}
-    xs, ys = np.linspace(xmin, xmax, int(nx)), np.linspace(ymin, ymax, int(ny))
+    xs, ys = grid_axis(xmin, xmax, int(nx)), grid_axis(ymin, ymax, int(ny))
     thetas = np.zeros((len(ys), len(xs), landscape.dim))
     for name, value in fixed.items():
         thetas[..., landscape.index(name)] = value
     thetas[..., ix] = xs[None, :]
     thetas[..., iy] = ys[:, None]
     return plane, xs, ys, fixed, thetas
+
+
+def grid_axis(lo: float, hi: float, n: int) -> np.ndarray:
+    """``n ≥ 2`` evenly spaced values from ``lo`` to ``hi`` (both included), shape ``(n,)``.
+
+    The ``i``-th value is ``m + h·u_i`` with ``m = (lo + hi)/2``, ``h = (hi - lo)/2`` and
+    ``u_i = (2i - (n - 1))/(n - 1)``, each ``u_i`` the correctly rounded quotient of two integers.
+    So an axis symmetric about 0 is exactly symmetric in floating point (``x_{n-1-i} = -x_i``,
+    which ``numpy.linspace`` does not promise), and the axis of ``2n - 1`` values holds exactly
+    the values of the axis of ``n`` at its even positions: a point's coordinates, and so its
+    trajectory, do not depend on the grid that contains it.
+    """
+    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    u = (2.0 * np.arange(n) - (n - 1)) / (n - 1)
+    axis = mid + half * u
+    axis[0], axis[-1] = lo, hi
+    return axis
 
 
 def basins(
@@ -267,7 +286,8 @@ def basins(
         bounds = {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])}
         critical = critical_sets(landscape, bounds=widened_bounds(landscape, bounds))
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
-    level = _decision(critical) if landscape.sublevel_shortcut else None
+    scale = loss_scales(landscape).loss
+    level = _decision(critical, scale) if landscape.sublevel_shortcut else None
     flat = thetas.reshape(-1, landscape.dim)
     index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
     ids, status = np.full(len(flat), -1), np.full(len(flat), int(Status.NOT_CONVERGED))
@@ -278,7 +298,7 @@ def basins(
             landscape,
             flat,
             fast_basin_options(),
-            decide_below=None if level is None else level - FAST_MARGIN * max(1.0, abs(level)),
+            decide_below=None if level is None else level - FAST_MARGIN * max(scale, abs(level)),
             progress=progress,
             dtype=np.float32,
             steps_per_round=FAST_ROUND,
@@ -330,8 +350,8 @@ def basins(
 
 
 FAST_MARGIN = 1e-4
-"""In the float32 pass, trajectories are decided this far (relative) below the decision level,
-clear of float32 rounding."""
+"""In the float32 pass, trajectories are decided this far below the decision level (relative to
+the larger of the loss scale and the level), clear of float32 rounding."""
 
 
 FAST_ROUND = 8
@@ -461,18 +481,19 @@ def _segments_below(
     return below
 
 
-def _decision(critical: CriticalSets) -> float | None:
+def _decision(critical: CriticalSets, scale: float) -> float | None:
     """The loss below which a trajectory is labelled ``global_min`` without integrating further.
 
-    Just below the lowest non-global critical value.  When every critical set found is global
+    Just below the lowest non-global critical value (margins relative to the larger of the loss
+    scale ``scale`` and the level).  When every critical set found is global
     (e.g. the canonical model at p + q = 1, where the chain is i.i.d.), just above the global
     minimum loss: convergence there can be algebraic, not exponential, and a steady-state test
     alone would run out of budget.
     """
     level, best = decision_level(critical), global_min_level(critical)
     if level is not None:
-        return level - 1e-9 * max(1.0, abs(level))
-    return None if best is None else best + 1e-6 * max(1.0, abs(best))
+        return level - 1e-9 * max(scale, abs(level))
+    return None if best is None else best + 1e-6 * max(scale, abs(best))
 
 
 def widened_bounds(

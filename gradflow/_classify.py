@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._landscape import Landscape
+from ._scales import loss_scales
 
 __all__ = ["KINDS", "Classification", "classify_points", "hessians"]
 
@@ -28,13 +29,16 @@ KINDS = ("global_min", "local_min", "saddle", "local_max", "degenerate")
 """The kinds of critical points and sets, in reporting order."""
 
 ZERO_EIGENVALUE = 1e-7
-"""An eigenvalue is zero when ``|λ| ≤ ZERO_EIGENVALUE · max(1, max|λ|)``."""
+"""An eigenvalue is zero when ``|λ| ≤ ZERO_EIGENVALUE · max(h, max|λ|)``, ``h`` the loss's
+Hessian scale (:func:`gradflow._scales.loss_scales`)."""
 PROBE_RADIUS = 1e-2
 """Step along the Hessian's null space at which the loss is probed (parameter units)."""
 PROBE_LOSS = 1e-12
-"""A probed loss differs from the critical value when ``|ΔL| > PROBE_LOSS · max(1, |L|)``."""
+"""A probed loss differs from the critical value when ``|ΔL| > PROBE_LOSS · max(s, |L|)``, ``s``
+the loss scale."""
 GLOBAL_LOSS = 1e-9
-"""A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · max(1, |L|)``."""
+"""A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · max(s, |L|)``, ``s`` the loss
+scale."""
 FD_STEP = 1e-6
 """Step of the central differences of ``∇L`` that replace a non-finite Hessian (relative to
 ``max(1, |θ|)``)."""
@@ -127,8 +131,10 @@ def classify_points(
     lam[probed] = np.nan
     vec[probed] = np.eye(dim)
     losses = landscape.loss(thetas)
+    scales = loss_scales(landscape)
     with np.errstate(invalid="ignore"):
-        zero = ZERO_EIGENVALUE * np.maximum(1.0, np.abs(lam).max(axis=1, initial=0.0))[:, None]
+        largest = np.abs(lam).max(axis=1, initial=0.0)
+        zero = ZERO_EIGENVALUE * np.maximum(scales.hessian, largest)[:, None]
         null = (np.abs(lam) <= zero) | probed[:, None]
         neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
     nullity = null.sum(axis=1)
@@ -160,7 +166,7 @@ def classify_points(
     ).astype(object)
     if global_min_loss is not None:
         is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * np.maximum(
-            1.0, np.abs(losses)
+            scales.loss, np.abs(losses)
         )
         kinds[is_global] = "global_min"
     return Classification(
@@ -192,7 +198,7 @@ def _probe(
     directions = np.einsum("pkj,pij->pki", coef, vec[idx])
     probes = thetas[idx, None, :] + PROBE_RADIUS * directions
     delta = landscape.loss(probes) - losses[idx, None]
-    tol = PROBE_LOSS * np.maximum(1.0, np.abs(losses[idx]))[:, None]
+    tol = PROBE_LOSS * np.maximum(loss_scales(landscape).loss, np.abs(losses[idx]))[:, None]
     decreases[idx] = (delta < -tol).any(axis=1)
     increases[idx] = (delta > tol).any(axis=1)
     return decreases, increases

@@ -40,13 +40,14 @@ from ._classify import KINDS, Classification, classify_points
 from ._errors import GradflowError
 from ._landscape import ClosedForm, GradientField, Landscape
 from ._pieces import (
-    GRADIENT_TOL,
     ON_SET_TOL,
     SampledPiece,
     components,
+    gradient_tol,
     on_piece,
     sample_piece,
 )
+from ._scales import loss_scales
 from ._text import format_point, format_table
 
 __all__ = [
@@ -69,7 +70,8 @@ POINT_CLUSTER = 1e-3
 CLUSTER_LINK = 0.05
 """Numerical solutions of one kind closer than this fraction of the box diagonal are linked."""
 UNBOUNDED_LOSS = -1e6
-"""``L`` below this far out along a ray, and still falling, is read as ``L → -∞``."""
+"""``L`` below this times the loss scale far out along a ray, and still falling, is read as
+``L → -∞``."""
 SAMPLE_GRID = 41
 """About this many lattice values across a parameter's default range start a set's sample."""
 MAX_LATTICE = 400
@@ -469,7 +471,9 @@ def bounded_below(landscape: Landscape, box: np.ndarray) -> bool | None:
     points = center + radii[None, :, None] * directions[:, None, :]
     with np.errstate(all="ignore"):
         tail = landscape.loss(points)[:, -6:]
-        falling = np.all(np.diff(tail, axis=1) < 0, axis=1) & (tail[:, -1] < UNBOUNDED_LOSS)
+        falling = np.all(np.diff(tail, axis=1) < 0, axis=1) & (
+            tail[:, -1] < UNBOUNDED_LOSS * loss_scales(landscape).loss
+        )
     return False if bool(np.any(falling)) else None
 
 
@@ -480,34 +484,40 @@ def _numerical_solutions(
     once.
 
     The ``starts`` initial points are uniform in ``box`` (seeded).  Returns the solutions inside
-    ``box`` with ``‖∇L‖₂ ≤ GRADIENT_TOL``, shape ``(n, dim)``.
+    ``box`` with ``‖∇L‖₂ ≤`` :func:`~gradflow._pieces.gradient_tol`, shape ``(n, dim)``.  The
+    residual is ``∇L / g`` (``g`` the gradient scale), so the search does not depend on the
+    loss's scale.
     """
     if starts <= 0:
         return np.zeros((0, landscape.dim))
     rng = np.random.default_rng(seed)
     y0 = rng.uniform(box[:, 0], box[:, 1], size=(starts, landscape.dim))
-    ys = np.asarray(_batched_root(landscape.field)(jnp.asarray(y0), landscape.args))
+    scale = jnp.asarray(loss_scales(landscape).gradient)
+    ys = np.asarray(_batched_root(landscape.field)(jnp.asarray(y0), landscape.args, scale))
     with np.errstate(all="ignore"):
         ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
         ys = ys[ok]
         if not len(ys):
             return ys
-        return ys[np.linalg.norm(landscape.grad(ys), axis=1) <= GRADIENT_TOL]
+        return ys[np.linalg.norm(landscape.grad(ys), axis=1) <= gradient_tol(landscape)]
 
 
 @functools.cache
-def _batched_root(field: GradientField) -> Callable[[jax.Array, Any], jax.Array]:
-    """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args)`` from many starts;
-    compiled once per field (hyperparameters are arguments, so a sweep compiles once)."""
+def _batched_root(field: GradientField) -> Callable[[jax.Array, Any, jax.Array], jax.Array]:
+    """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args) / scale`` from many
+    starts; compiled once per field (hyperparameters are arguments, so a sweep compiles once)."""
     solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
 
-    def one(y0: jax.Array, args: Any) -> jax.Array:
+    def residual(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
+        return field.grad(y, a[0]) / a[1]
+
+    def one(y0: jax.Array, args: Any, scale: jax.Array) -> jax.Array:
         solution = optx.least_squares(
-            field.grad, solver, y0, args=args, max_steps=ROOT_STEPS, throw=False
+            residual, solver, y0, args=(args, scale), max_steps=ROOT_STEPS, throw=False
         )
         return solution.value
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None)))
+    return jax.jit(jax.vmap(one, in_axes=(0, None, None)))
 
 
 def _group(
@@ -729,11 +739,12 @@ def _joined_through_critical_points(
     """Merge clusters whose nearest two points are joined by a segment of critical points.
 
     Distance alone splits a set sampled unevenly (a disk of critical points that a root finder
-    fills mostly on its rim); a straight segment with ``‖∇L‖ ≤ GRADIENT_TOL`` all along shows
-    that two clusters belong to one connected set.
+    fills mostly on its rim); a straight segment with ``‖∇L‖ ≤`` :func:`gradient_tol` all along
+    shows that two clusters belong to one connected set.
     """
     labels = np.asarray(labels).copy()
     clusters = list(np.unique(labels))
+    tol = gradient_tol(landscape)
     s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[:, None]
     for a, b in itertools.combinations(clusters, 2):
         pa, pb = points[labels == a], points[labels == b]
@@ -743,7 +754,7 @@ def _joined_through_critical_points(
         i = int(np.argmin(distance))
         segment = pa[i] + s * (pb[nearest[i]] - pa[i])
         with np.errstate(all="ignore"):
-            if np.all(np.linalg.norm(landscape.grad(segment), axis=1) <= GRADIENT_TOL):
+            if np.all(np.linalg.norm(landscape.grad(segment), axis=1) <= tol):
                 labels[labels == b] = a
     return labels
 

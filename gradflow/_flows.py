@@ -21,6 +21,7 @@ from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, Trajectory, integrate
 from ._landscape import Landscape
 from ._metric import Metric, in_metric
+from ._scales import unit_flow
 
 __all__ = ["check_initial", "flow", "flow_endpoints", "gradient_descent", "kink_status"]
 
@@ -62,7 +63,9 @@ def flow(
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
         theta0: initial point, shape ``(dim,)``, in the order of ``landscape.param_names``.
-        options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).
+        options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).  Its
+            ``gtol`` is in units of the loss's gradient scale and ``t_max`` in units of its time
+            scale (:func:`gradflow._scales.unit_flow`), so ``c·L`` stops where ``L`` does.
         critical: critical sets to name the attractor reached (its id in their
             :class:`~gradflow.AttractorIndex`); without them only the kind is given.
         metric: the metric ``G`` of the flow: ``"euclidean"`` (``G = I``), ``"induced"`` (the
@@ -88,7 +91,9 @@ def flow(
             "start where it is real and finite"
         )
     flows = in_metric(landscape, metric, at=y0[0])
-    path = integrate(flows.field, y0[0], landscape.args, options)
+    field, args, scaled = unit_flow(flows, options or FlowOptions())
+    path = integrate(field, y0[0], args, scaled)
+    path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
     return reached(landscape, path, critical)
 
 
@@ -153,7 +158,8 @@ def flow_endpoints(
         thetas0: initial points, shape ``(B, dim)``.
         options: solver and stopping rule, or a sequence of them tried in turn: members whose
             step budget runs out in one stage continue from where they stopped in the next (e.g.
-            an explicit solver first, an implicit one for the stiff remainder).
+            an explicit solver first, an implicit one for the stiff remainder).  ``gtol`` and
+            ``t_max`` are in units of the loss's scales, as in :func:`flow`.
         decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
             level.  Sound only where the landscape proves it
             (:attr:`~gradflow.Landscape.sublevel_shortcut`).
@@ -172,19 +178,21 @@ def flow_endpoints(
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
     y0 = check_initial(landscape, thetas0)
+    field, args, _ = unit_flow(in_metric(landscape, metric, at=y0[0]), stages[0])
+    scale = args[1]
     result = integrate_batch(
-        in_metric(landscape, metric, at=y0[0]).field,
-        landscape.args,
+        field,
+        args,
         y0,
-        stages,
-        decide_below=decide_below,
+        [unit_flow(landscape, stage)[2] for stage in stages],
+        decide_below=None if decide_below is None else decide_below / scale,
         chunk_size=chunk_size,
         steps_per_round=steps_per_round,
         progress=progress,
         dtype=dtype,
     )
     status, _ = kink_status(landscape, result.endpoints, result.status)
-    return dataclasses.replace(result, status=status)
+    return dataclasses.replace(result, status=status, times=result.times / scale)
 
 
 def gradient_descent(

@@ -19,6 +19,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ._errors import GradflowError
 from ._landscape import ClosedForm, Landscape
+from ._scales import loss_scales
 
 __all__ = [
     "GRADIENT_TOL",
@@ -26,12 +27,14 @@ __all__ = [
     "ON_SET_TOL",
     "SampledPiece",
     "components",
+    "gradient_tol",
     "on_piece",
     "sample_piece",
 ]
 
 GRADIENT_TOL = 1e-7
-"""``‖∇L‖₂`` below which a point counts as critical (declared sets are checked against it)."""
+"""``‖∇L‖₂ / g`` below which a point counts as critical, ``g`` the loss's gradient scale
+(:func:`gradflow._scales.loss_scales`); declared sets are checked against it."""
 MAX_SAMPLES = 40_000
 """At most this many sample points on one closed-form set of dimension 2 or more."""
 ON_SET_TOL = 1e-6
@@ -63,6 +66,12 @@ class SampledPiece:
     def order(self) -> np.ndarray:
         """Position along the polyline, shape ``(n,)`` (curves)."""
         return self.index[:, 0] if self.index.shape[1] else np.zeros(len(self.points), int)
+
+
+def gradient_tol(landscape: Landscape) -> float:
+    """``‖∇L‖₂`` below which a point of ``landscape`` counts as critical: :data:`GRADIENT_TOL`
+    times its gradient scale."""
+    return GRADIENT_TOL * loss_scales(landscape).gradient
 
 
 def components(index: np.ndarray) -> np.ndarray:
@@ -210,7 +219,8 @@ def _check_critical(landscape: Landscape, piece: ClosedForm, points: np.ndarray)
         return
     norms = np.linalg.norm(landscape.grad(points), axis=1)
     worst = int(np.argmax(norms))
-    if not norms[worst] <= GRADIENT_TOL * max(1.0, float(np.abs(points[worst]).max())):
+    far = float(np.abs(points[worst]).max()) / loss_scales(landscape).length
+    if not norms[worst] <= gradient_tol(landscape) * max(1.0, far):
         raise GradflowError(
             f"declared critical set {piece.name!r} of {landscape.name} is not critical: "
             f"|∇L| = {norms[worst]:.3g} at {points[worst].tolist()}"
@@ -222,9 +232,9 @@ def on_piece(landscape: Landscape, piece: ClosedForm, points: np.ndarray) -> np.
 
     A point lies on it when it is within :data:`ON_SET_TOL` of the piece (moving only the
     dependent coordinates), or when the straight segment that does that move has
-    ``‖∇L‖₂ ≤ GRADIENT_TOL`` all along: near a degenerate set, where ``∇L`` vanishes to higher
+    ``‖∇L‖₂ ≤`` :func:`gradient_tol` all along: near a degenerate set, where ``∇L`` vanishes to higher
     order (at p + q = 1 the canonical loss is ``H + O(c²)``, so ``‖∇L‖ ∝ e³`` near ``e = 0``), a
-    root finder stops at ``‖∇L‖ ≤ GRADIENT_TOL`` well before it reaches the set.
+    root finder stops at ``‖∇L‖ ≤`` :func:`gradient_tol` well before it reaches the set.
     """
     if not len(points):
         return np.zeros(0, dtype=bool)
@@ -239,5 +249,6 @@ def on_piece(landscape: Landscape, piece: ClosedForm, points: np.ndarray) -> np.
         s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[None, :, None]
         segments = start[:, None, :] + s * (stop - start)[:, None, :]
         gradient = np.linalg.norm(landscape.grad(segments.reshape(-1, points.shape[1])), axis=1)
-        near[joinable] = (gradient.reshape(len(start), -1) <= GRADIENT_TOL).all(axis=1)
+        tol = gradient_tol(landscape)
+        near[joinable] = (gradient.reshape(len(start), -1) <= tol).all(axis=1)
     return near

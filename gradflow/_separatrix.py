@@ -30,6 +30,7 @@ from ._critical import CriticalSet
 from ._integrate import FlowOptions, integrate
 from ._landscape import GradientField, Landscape
 from ._metric import MetricLandscape, velocity
+from ._scales import unit_flow
 
 __all__ = ["separatrices"]
 
@@ -104,7 +105,8 @@ def _ascend(
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
     options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e6, divergence_radius=10 * scale)
-    return integrate(_ascent_field(model.field), start, model.args, options).thetas[:, order]
+    field, args, scaled = unit_flow(model, options)
+    return integrate(_ascent_field(field), start, args, scaled).thetas[:, order]
 
 
 @functools.cache

@@ -1,0 +1,160 @@
+"""Answers that must not depend on what does not matter: the loss's scale, the grid or batch a
+point is integrated in.  Every expected value is worked out by hand in the docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import gradflow
+from gradflow import ReducedModel
+
+x, y, a, b = sp.symbols("x y a b", real=True)
+c = sp.Symbol("c", positive=True)
+BOX = (-2.0, 2.0, -2.0, 2.0)
+DOUBLE_WELL = (x**2 - 1) ** 2 + y**2
+
+
+@pytest.fixture(scope="module")
+def scaled_well() -> ReducedModel:
+    """c·((x² - 1)² + y²) with the scale c a hyperparameter, so every scale shares one program."""
+    return ReducedModel(
+        "scaled double well",
+        (x, y),
+        c * DOUBLE_WELL,
+        hyperparams=(c,),
+        domains={c: sp.Interval.open(0, sp.oo)},
+        bounds={"x": (-2, 2), "y": (-2, 2)},
+    )
+
+
+def _well_answer(bm: gradflow.BasinMap, n: int) -> None:
+    """dx/dt = -4c x(x² - 1) keeps the sign of x, dy/dt = -2c y: x < 0 ends at (-1, 0), x > 0 at
+    (1, 0), the invariant column x = 0 at the saddle (0, 0); on an n × n grid of [-2, 2]² that
+    is (n - 1)/2 columns per well and the middle column for the saddle."""
+    by_point = {tuple(np.round(p.point, 9)): p for p in bm.attractors}
+    left, right, saddle = by_point[(-1.0, 0.0)], by_point[(1.0, 0.0)], by_point[(0.0, 0.0)]
+    assert left.kind == right.kind == "global_min" and saddle.kind == "saddle"
+    xs = np.broadcast_to(bm.xs, bm.attractor_ids.shape)
+    assert np.all(bm.attractor_ids[xs < 0] == left.id)
+    assert np.all(bm.attractor_ids[xs > 0] == right.id)
+    assert np.all(bm.attractor_ids[xs == 0] == saddle.id)
+    assert left.fraction == right.fraction == pytest.approx((n - 1) / 2 * n / n**2)
+    assert saddle.fraction == pytest.approx(n / n**2)
+    assert {p.id for p in bm.reached()} == {left.id, right.id, saddle.id}
+    assert bm.fractions()["not_converged"] == 0.0
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1.0, 1e8])
+def test_a_scaled_loss_has_the_same_critical_sets(scaled_well, scale) -> None:
+    """c·((x² - 1)² + y²): ∇L = c(4x(x² - 1), 2y) vanishes at (0, 0) and (±1, 0) for every
+    c > 0; the Hessian c·diag(12x² - 4, 2) is c·diag(-4, 2) at the origin (a saddle of Morse
+    index 1, L = c) and c·diag(8, 2) at (±1, 0) (L = 0 ≤ L: global minima)."""
+    sets = gradflow.critical_sets(scaled_well.bind(c=scale))
+    found = sorted((s.kind, tuple(np.round(s.sample, 9)), s.morse_index) for s in sets)
+    assert found == [
+        ("global_min", (-1.0, 0.0), 0),
+        ("global_min", (1.0, 0.0), 0),
+        ("saddle", (0.0, 0.0), 1),
+    ]
+    (saddle,) = [s for s in sets if s.kind == "saddle"]
+    assert saddle.loss == pytest.approx(scale) and saddle.nullity == 0
+    np.testing.assert_allclose(saddle.hessian_eigenvalues, [-4 * scale, 2 * scale], rtol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1e8])
+def test_a_scaled_loss_has_the_same_basins(scaled_well, scale) -> None:
+    """The flow of c·L is the flow of L with time divided by c: the same basins.  21 × 21 grid:
+    210/441 to each well, 21/441 (the column x = 0) to the saddle, nothing unconverged."""
+    landscape = scaled_well.bind(c=scale)
+    bm = gradflow.basins(landscape, grid=21, box=BOX, progress=False)
+    _well_answer(bm, 21)
+    path = gradflow.flow(landscape, [0.5, 1.5], critical=bm.critical)
+    assert path.reached == "global_min"
+    np.testing.assert_allclose(path.endpoint, [1.0, 0.0], atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scale", [1e-8, 1e8])
+def test_the_double_well_times_a_constant_on_a_41_grid(scale) -> None:
+    """The example as written: the constant inside the loss, a 41 × 41 grid of [-2, 2]²: saddle
+    (0, 0) of Morse index 1, minima (±1, 0), 820/1681 to each and 41/1681 to the saddle."""
+    model = ReducedModel("well", (x, y), sp.Float(scale) * DOUBLE_WELL, bounds={"x": (-2, 2)})
+    bm = gradflow.basins(model.bind(), grid=41, box=BOX, progress=False)
+    (saddle,) = [s for s in bm.critical if s.kind == "saddle"]
+    assert saddle.morse_index == 1
+    _well_answer(bm, 41)
+
+
+@pytest.fixture(scope="module")
+def tilted() -> gradflow.BoundModel:
+    """(1 - ab)² + (a² - b²)²/10, symmetric under (a, b) → (-a, -b) and (a, b) → (-b, -a)."""
+    loss = (1 - a * b) ** 2 + (a**2 - b**2) ** 2 / 10
+    return ReducedModel("tilted", (a, b), loss, bounds={"a": (-2, 2), "b": (-2, 2)}).bind()
+
+
+@pytest.fixture(scope="module")
+def tilted_map(tilted) -> gradflow.BasinMap:
+    return gradflow.basins(tilted, grid=21, box=BOX, progress=False)
+
+
+def test_a_grid_symmetric_about_zero_is_exactly_symmetric() -> None:
+    """x_{n-1-i} = -x_i exactly, and the 41-point axis holds the 21-point axis at its even
+    positions, bit for bit."""
+    for n in (2, 3, 21, 41, 101, 1000):
+        axis = gradflow.grid_axis(-2.0, 2.0, n)
+        assert np.array_equal(axis, -axis[::-1]) and axis[0] == -2.0 and axis[-1] == 2.0
+    for lo, hi in [(-2.0, 2.0), (-3.0, 1.0), (0.1, 0.7)]:
+        coarse, fine = gradflow.grid_axis(lo, hi, 21), gradflow.grid_axis(lo, hi, 41)
+        assert np.array_equal(fine[::2], coarse)
+
+
+def test_a_symmetric_loss_has_a_symmetric_map(tilted_map) -> None:
+    """On b = -a, ∇L = (2a(1 + a²), -2a(1 + a²)) points along the line: it is invariant, the
+    stable manifold of the saddle (0, 0) (Hessian [[0, -2], [-2, 0]], eigenvalues ±2).  b > -a
+    flows to (1, 1), b < -a to (-1, -1): 210/441 each, 21/441 to the saddle, and the map is
+    symmetric under (a, b) → (-a, -b) with the two minima exchanged."""
+    bm = tilted_map
+    by_point = {tuple(np.round(p.point, 9)): p.id for p in bm.attractors}
+    low, high, saddle = by_point[(-1.0, -1.0)], by_point[(1.0, 1.0)], by_point[(0.0, 0.0)]
+    aa, bb = np.meshgrid(bm.xs, bm.ys)
+    ids = bm.attractor_ids
+    assert np.all(ids[bb > -aa] == high) and np.all(ids[bb < -aa] == low)
+    assert np.all(ids[bb == -aa] == saddle) and np.sum(bb == -aa) == 21
+    swap = {low: high, high: low, saddle: saddle}
+    assert np.array_equal(ids[::-1, ::-1], np.vectorize(swap.get)(ids))
+    fractions = {p.id: p.fraction for p in bm.attractors}
+    assert fractions[low] == fractions[high] == pytest.approx(210 / 441)
+    assert fractions[saddle] == pytest.approx(21 / 441)
+
+
+def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
+    """(1.2, -1.2) lies on the stable manifold b = -a: one flow and the map both end at the
+    saddle; (1.2, -1.0) lies above it and ends at (1, 1)."""
+    bm = tilted_map
+    i, j = int(np.argmin(np.abs(bm.xs - 1.2))), int(np.argmin(np.abs(bm.ys + 1.2)))
+    on = gradflow.flow(tilted, [bm.xs[i], bm.ys[j]], critical=bm.critical)
+    assert on.reached == "saddle" and on.attractor == bm.attractor_ids[j, i]
+    above = gradflow.flow(tilted, [1.2, -1.0], critical=bm.critical)
+    assert above.reached == "global_min"
+    np.testing.assert_allclose(above.endpoint, [1.0, 1.0], atol=1e-6)
+
+
+@pytest.mark.slow
+def test_a_points_label_does_not_depend_on_its_grid(tilted, tilted_map) -> None:
+    """The 21 × 21 grid's points are the even points of the 41 × 41 grid, bit for bit; each is
+    integrated in another batch, with other neighbours, and must get the same attractor."""
+    fine = gradflow.basins(tilted, grid=41, box=BOX, progress=False)
+    coarse = tilted_map
+    assert np.array_equal(fine.xs[::2], coarse.xs) and np.array_equal(fine.ys[::2], coarse.ys)
+    same = {
+        p.id: q.id
+        for p in coarse.attractors
+        for q in fine.attractors
+        if p.point.tolist() == q.point.tolist()
+    }
+    np.testing.assert_array_equal(
+        np.vectorize(same.get)(coarse.attractor_ids), fine.attractor_ids[::2, ::2]
+    )
