@@ -19,11 +19,18 @@ from ._critical import CriticalSets
 from ._descent import descend
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, Trajectory, integrate
-from ._landscape import Landscape
+from ._landscape import GradientField, Landscape
 from ._metric import Metric, in_metric
-from ._scales import unit_flow
+from ._scales import loss_scales, unit_field
 
-__all__ = ["check_initial", "flow", "flow_endpoints", "gradient_descent", "kink_status"]
+__all__ = [
+    "check_initial",
+    "flow",
+    "flow_endpoints",
+    "gradient_descent",
+    "kink_status",
+    "unit_flow",
+]
 
 
 def check_initial(landscape: Landscape, thetas: Any, what: str = "initial points") -> np.ndarray:
@@ -65,7 +72,7 @@ def flow(
         theta0: initial point, shape ``(dim,)``, in the order of ``landscape.param_names``.
         options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).  Its
             ``gtol`` is in units of the loss's gradient scale and ``t_max`` in units of its time
-            scale (:func:`gradflow._scales.unit_flow`), so ``c·L`` stops where ``L`` does.
+            scale (:func:`unit_flow`), so ``c·L`` stops where ``L`` does.
         critical: critical sets to name the attractor reached (its id in their
             :class:`~gradflow.AttractorIndex`); without them only the kind is given.
         metric: the metric ``G`` of the flow: ``"euclidean"`` (``G = I``), ``"induced"`` (the
@@ -208,3 +215,24 @@ def gradient_descent(
         raise GradflowError(f"gradient_descent takes one initial point, got {y0.shape[0]}")
     path = descend(landscape.field, y0[0], landscape.args, lr=lr, steps=steps, every=every)
     return dataclasses.replace(path, param_names=tuple(landscape.param_names))
+
+
+def unit_flow(
+    landscape: Landscape, options: FlowOptions
+) -> tuple[GradientField, Any, FlowOptions]:
+    """The flow of ``L`` in units of its scales, for the integrators.
+
+    The field is ``L/g`` (its arguments ``(args, g)``, so one compiled program serves every
+    scale, as over a sweep of hyperparameters), whose flow is the flow of ``L`` in the time
+    ``τ = g·t``: its gradient is ``O(1)`` whatever the scale of ``L``, so the solver takes the
+    same steps on ``c·L`` as on ``L`` and the steady-state test ``‖∇L/g‖ ≤ gtol`` is relative.
+    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``).  ``rtol``, ``atol`` and
+    ``divergence_radius`` are in parameter units, which the loss's scale does not change.
+
+    Returns:
+        ``(field, args, options)``; a loss level ``v`` of ``L`` is ``v/g`` of the field, and a
+        time ``τ`` of its flow is ``τ/g`` of the flow of ``L``.
+    """
+    scales = loss_scales(landscape)
+    scaled = dataclasses.replace(options, t_max=options.t_max * scales.length)
+    return unit_field(landscape.field), (landscape.args, scales.gradient), scaled

@@ -15,24 +15,21 @@ proportional to ``c``, and lengths are in parameter units, which ``c`` does not 
 
 The flow's options (:class:`~gradflow.FlowOptions`) given to the landscape-level functions
 (:func:`gradflow.flow`, :func:`gradflow.basins`) are read in these units: ``gtol`` in units of
-``g`` and ``t_max`` in units of ``ℓ/g`` (:func:`unit_flow`).
+``g`` and ``t_max`` in units of ``ℓ/g`` (:func:`gradflow._flows.unit_flow`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import weakref
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from ._integrate import FlowOptions
 from ._landscape import GradientField, Landscape
 
-__all__ = ["LATTICE_POINTS", "LossScales", "loss_scales", "unit_field", "unit_flow"]
+__all__ = ["LATTICE_POINTS", "LossScales", "loss_scales", "unit_field"]
 
 LATTICE_POINTS = 4096
 """At most this many points of the default ranges set the gradient scale (a lattice of ``k``
@@ -105,25 +102,6 @@ def _lattice(bounds: np.ndarray) -> np.ndarray:
         return np.array(list(itertools.product(*axes)))
     rng = np.random.default_rng(0)
     return rng.uniform(bounds[:, 0], bounds[:, 1], size=(LATTICE_POINTS, dim))
-
-
-def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField, Any, FlowOptions]:
-    """The flow of ``L`` in units of its scales, for the integrators.
-
-    The field is ``L/g`` (its arguments ``(args, g)``, so one compiled program serves every
-    scale, as over a sweep of hyperparameters), whose flow is the flow of ``L`` in the time
-    ``τ = g·t``: its gradient is ``O(1)`` whatever the scale of ``L``, so the solver takes the
-    same steps on ``c·L`` as on ``L`` and the steady-state test ``‖∇L/g‖ ≤ gtol`` is relative.
-    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``).  ``rtol``, ``atol`` and
-    ``divergence_radius`` are in parameter units, which the loss's scale does not change.
-
-    Returns:
-        ``(field, args, options)``; a loss level ``v`` of ``L`` is ``v/g`` of the field, and a
-        time ``τ`` of its flow is ``τ/g`` of the flow of ``L``.
-    """
-    scales = loss_scales(landscape)
-    scaled = dataclasses.replace(options, t_max=options.t_max * scales.length)
-    return unit_field(landscape.field), (landscape.args, scales.gradient), scaled
 
 
 @functools.cache

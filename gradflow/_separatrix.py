@@ -27,10 +27,10 @@ import numpy as np
 import scipy.linalg
 
 from ._critical import CriticalSet
+from ._flows import unit_flow
 from ._integrate import FlowOptions, integrate
 from ._landscape import GradientField, Landscape
 from ._metric import MetricLandscape, velocity
-from ._scales import unit_flow
 
 __all__ = ["separatrices"]
 
