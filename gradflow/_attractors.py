@@ -48,6 +48,9 @@ class Attractor:
         loss: ``L`` there.
         dimension: the dimension of its set.
         fraction: the share of a basin map's grid that reaches it (0 until a map is made).
+        measure_zero: whether the grid points reaching it form a set of lower dimension than the
+            grid (no 2 × 2 block of them: a line of starts on a stable manifold), whatever its
+            kind; ``False`` until a map is made.
     """
 
     id: int
@@ -58,12 +61,7 @@ class Attractor:
     loss: float
     dimension: int
     fraction: float = 0.0
-
-    @property
-    def measure_zero(self) -> bool:
-        """Whether its basin is a lower-dimensional set: a saddle's or a maximum's basin is its
-        stable manifold, reached only by grid points lying exactly on it."""
-        return self.kind in ("saddle", "local_max")
+    measure_zero: bool = False
 
     def __repr__(self) -> str:
         share = f", {self.fraction:.1%} of the grid" if self.fraction else ""

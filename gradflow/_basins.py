@@ -124,7 +124,8 @@ class BasinMap:
 
     def table(self) -> str:
         """The attractors reached and the other outcomes, largest share first, as a text table;
-        a basin that is a measure-zero set (grid points on a stable manifold) is marked."""
+        a basin that is a measure-zero set (grid points on a stable manifold, no 2 × 2 block of
+        the grid) is marked, whatever the attractor's kind."""
         names = ", ".join(self.critical.param_names)
         rows = [
             [
@@ -143,10 +144,13 @@ class BasinMap:
             if fractions[label] > 0
         ]
         text = format_table(["attractor", "kind", "set", f"point ({names})", "fraction"], rows)
-        if any(a.measure_zero for a in self.reached()):
+        starred = [a.kind for a in self.reached() if a.measure_zero]
+        if starred and set(starred) <= {"saddle", "local_max"}:
             text += (
                 "\n* measure zero: these grid points lie on a saddle's or maximum's stable manifold"
             )
+        elif starred:
+            text += "\n* measure zero: these grid points lie on a set of lower dimension"
         return text
 
     def __repr__(self) -> str:
@@ -327,11 +331,14 @@ def basins(
     for code, label in _STATUS_LABEL.items():
         labels[(ids < 0) & (status == code)] = LABELS.index(label)
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
+    shape = thetas.shape[:2]
+    full = _with_area(ids.reshape(shape))
     attractors = tuple(
-        dataclasses.replace(a, fraction=float(c) / ids.size)
+        dataclasses.replace(
+            a, fraction=float(c) / ids.size, measure_zero=c > 0 and a.id not in full
+        )
         for a, c in zip(index.attractors, counts)
     )
-    shape = thetas.shape[:2]
     return BasinMap(
         plane=plane,
         xs=xs,
@@ -424,6 +431,18 @@ def _stable_manifolds(
     ids = ids.copy()
     ids[edge[via]] = near[via]
     return ids
+
+
+def _with_area(grid: np.ndarray) -> set[int]:
+    """The attractors whose grid points (``grid`` of ids, shape ``(ny, nx)``) hold a 2 × 2
+    block: their basin has the grid's dimension.  The others are reached from a set of lower
+    dimension (a line of starts on a stable manifold): measure zero."""
+    block = (
+        (grid[:-1, :-1] == grid[1:, :-1])
+        & (grid[:-1, :-1] == grid[:-1, 1:])
+        & (grid[:-1, :-1] == grid[1:, 1:])
+    )
+    return {int(i) for i in np.unique(grid[:-1, :-1][block]) if i >= 0}
 
 
 def _uncertain(ids: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

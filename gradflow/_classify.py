@@ -6,6 +6,11 @@ on a non-isolated critical set, and at degenerate saddles such as the canonical 
 Morse–Bott set is flat along it, a degenerate saddle is not.  A critical point whose loss equals
 a proven lower bound of ``L`` is a global minimizer, whatever its Hessian; nothing else is.
 
+A point whose Hessian is positive definite is probed in every direction too: at a kink of a
+loss that is only C¹ (``x|x|``, whose Hessian ``2 sign(x)`` jumps at ``x = 0``) a point on the
+side where the Hessian is positive would otherwise be called a minimum while the loss falls on
+the other side; the loss around the point, not the Hessian of one side, decides.
+
 A Hessian is never read where it is not finite (a ``0/0`` in the symbolic second derivative,
 as in ``(x² + y²)^{3/2}`` at the origin): there it is taken by central finite differences of
 ``∇L``, and where that fails too, the loss alone is probed in every direction.  Each point
@@ -141,6 +146,8 @@ def classify_points(
     decreases, increases = _probe(
         landscape, thetas, losses, vec, null, (nullity > 0) & ~((neg > 0) & (pos > 0))
     )
+    looks_min = (pos > 0) & (neg == 0) & (nullity == 0)
+    decreases |= _probe(landscape, thetas, losses, vec, np.ones_like(null), looks_min)[0]
     kinds = np.select(
         [
             (neg > 0) & (pos > 0),

@@ -346,7 +346,7 @@ def critical_sets(
     if certificate is not None:
         result = _with_certificate(landscape, result, certificate, box)
     return CriticalSets(
-        sets=tuple(_merge(result, box.mean(axis=1))),
+        sets=tuple(_without_repeats(_merge(result, box.mean(axis=1)))),
         box=box,
         global_min_loss=global_loss,
         bounded_below=bounded_below(landscape, box),
@@ -817,3 +817,46 @@ def _merge(sets: list[CriticalSet], center: np.ndarray) -> list[CriticalSet]:
         else:
             merged[key if s.name != "numerical" else (f"numerical{len(merged)}", s.kind)] = s
     return sorted(merged.values(), key=lambda s: (KINDS.index(s.kind), s.loss))
+
+
+def _without_repeats(sets: list[CriticalSet]) -> list[CriticalSet]:
+    """The sets with every component that repeats another one left out.
+
+    ``sympy.solve`` may return one set several times (``x = 0`` and ``x = ±√a`` coincide at
+    ``a = 0``; ``x = 0`` and ``x = 0.0``): a component whose every point lies within
+    :data:`~gradflow._pieces.ON_SET_TOL` of the points of an earlier component of the same kind
+    (in this set or an earlier one) is the same set, listed once.  A set left with no component
+    is dropped.
+    """
+    kept: list[CriticalSet] = []
+    for s in sets:
+        keep = np.ones(len(s.points), dtype=bool)
+        for label in range(s.n_components):
+            mine = s.components == label
+            earlier = [k.points for k in kept if k.kind == s.kind]
+            earlier.append(s.points[~mine & keep & (s.components < label)])
+            others = np.concatenate(earlier)
+            if len(others):
+                distance, _ = cKDTree(others).query(s.points[mine])
+                keep[mine] = not np.all(distance <= ON_SET_TOL)
+        if keep.all():
+            kept.append(s)
+        elif keep.any():
+            kept.append(_restricted(s, keep))
+    return kept
+
+
+def _restricted(s: CriticalSet, keep: np.ndarray) -> CriticalSet:
+    """The set ``s`` with only the points ``keep`` (components renumbered, polylines cut)."""
+    before = np.concatenate([[0], np.cumsum(keep)])
+    starts = sorted({int(before[i]) for i in s.segments} - {int(keep.sum())})
+    points = s.points[keep]
+    sample = points[int(np.argmin(np.linalg.norm(points - s.sample, axis=1)))]
+    return dataclasses.replace(
+        s,
+        points=points,
+        components=np.unique(s.components[keep], return_inverse=True)[1].reshape(-1),
+        sample=sample,
+        segments=tuple(starts) if s.segments else (),
+        dimension=s.dimension if len(points) > 1 else 0,
+    )

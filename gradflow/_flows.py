@@ -217,9 +217,7 @@ def gradient_descent(
     return dataclasses.replace(path, param_names=tuple(landscape.param_names))
 
 
-def unit_flow(
-    landscape: Landscape, options: FlowOptions
-) -> tuple[GradientField, Any, FlowOptions]:
+def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField, Any, FlowOptions]:
     """The flow of ``L`` in units of its scales, for the integrators.
 
     The field is ``L/g`` (its arguments ``(args, g)``, so one compiled program serves every

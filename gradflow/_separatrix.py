@@ -27,7 +27,6 @@ import numpy as np
 import scipy.linalg
 
 from ._critical import CriticalSet
-from ._flows import unit_flow
 from ._integrate import FlowOptions, integrate
 from ._landscape import GradientField, Landscape
 from ._metric import MetricLandscape, velocity
@@ -105,8 +104,7 @@ def _ascend(
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
     options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e6, divergence_radius=10 * scale)
-    field, args, scaled = unit_flow(model, options)
-    return integrate(_ascent_field(field), start, args, scaled).thetas[:, order]
+    return integrate(_ascent_field(model.field), start, model.args, options).thetas[:, order]
 
 
 @functools.cache

@@ -128,6 +128,8 @@ def test_a_symmetric_loss_has_a_symmetric_map(tilted_map) -> None:
     fractions = {p.id: p.fraction for p in bm.attractors}
     assert fractions[low] == fractions[high] == pytest.approx(210 / 441)
     assert fractions[saddle] == pytest.approx(21 / 441)
+    measure_zero = {p.id: p.measure_zero for p in bm.reached()}
+    assert measure_zero == {low: False, high: False, saddle: True}
 
 
 def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
