@@ -161,13 +161,14 @@ class BasinMap:
             f"box {format_point(self.box)}\n{self.table()}"
         )
 
-    def figure(self) -> Any:
+    def figure(self, title: str | None = None) -> Any:
         """A new matplotlib figure of the map: each attractor's basin in a tint of its kind's
-        colour, the legend listing each with its share."""
+        colour, the legend listing each with its share; ``title`` (default: the plane and the
+        values fixed off it)."""
         from ._draw import basin_figure
 
         order = [self.critical.param_names.index(n) for n in self.plane]
-        return basin_figure(self, order, LABELS)
+        return basin_figure(self, order, LABELS, title)
 
     def _repr_png_(self) -> bytes:
         from ._draw import figure_png

@@ -207,11 +207,19 @@ def draw_invariant(
 
 
 def draw_streamlines(
-    ax: Axes, xs: np.ndarray, ys: np.ndarray, u: np.ndarray, v: np.ndarray
+    ax: Axes,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    projected: bool = False,
 ) -> list[Any]:
-    """Streamlines of the plane components ``(u, v)`` of ``-∇L``, shapes ``(ny, nx)``."""
+    """Streamlines of the plane components ``(u, v)`` of ``-∇L``, shapes ``(ny, nx)``;
+    ``projected``: the plane is a slice of more parameters, so they are the projection of
+    ``-∇L`` on it (not trajectories of the flow), and the legend says so."""
     ax.streamplot(xs, ys, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8)
-    return [line_handle(color="#555555", lw=0.8, label="streamlines of −∇L")]
+    label = "streamlines of −∇L projected on the slice" if projected else "streamlines of −∇L"
+    return [line_handle(color="#555555", lw=0.8, label=label)]
 
 
 def draw_separatrices(
@@ -309,8 +317,11 @@ def figure_png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def basin_figure(basin_map: Any, plane_order: Sequence[int], labels: Sequence[str]) -> Any:
-    """A figure of a basin map alone: attractor basins and the legend below."""
+def basin_figure(
+    basin_map: Any, plane_order: Sequence[int], labels: Sequence[str], title: str | None = None
+) -> Any:
+    """A figure of a basin map alone: attractor basins, the legend below, and ``title`` (default:
+    the plane and the values fixed off it)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.5, 7.0), layout="constrained")
@@ -328,6 +339,9 @@ def basin_figure(basin_map: Any, plane_order: Sequence[int], labels: Sequence[st
     )
     ax.set_xlabel(f"${basin_map.plane[0]}$")
     ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0)
+    fixed = "".join(f", {k} = {v:g}" for k, v in basin_map.fixed.items())
+    plane = f"({basin_map.plane[0]}, {basin_map.plane[1]})"
+    ax.set_title(title or f"basins of attraction in the {plane} plane{fixed}", fontsize=10)
     ax.legend(
         handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False
     )

@@ -138,7 +138,7 @@ class Portrait:
         if self.invariant is not None and "invariant" in layers:
             handles += draw_invariant(ax, xs, ys, self.invariant[1], self.invariant[0])
         if "streamlines" in layers:
-            handles += draw_streamlines(ax, xs, ys, u, v)
+            handles += draw_streamlines(ax, xs, ys, u, v, projected=bool(self.fixed))
         if "separatrix" in layers:
             handles += draw_separatrices(ax, self.separatrix, self._metric_name)
             handles += draw_separatrices(ax, self.euclidean_separatrix, "euclidean", dotted=True)

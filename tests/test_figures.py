@@ -180,3 +180,21 @@ def test_phase_diagram_draws_a_saved_sweep_without_recomputing(drawn, tmp_path):
     npz.with_suffix(".json").write_text(json.dumps(record))
     with pytest.raises(GradflowError, match="over p and q"):
         phase.compute(phase.Config(sweep=str(npz)))
+
+
+def test_a_slice_says_what_it_shows_and_a_loss_is_titled_by_itself():
+    """On the slice z = 0.5 of (x² - 1)² + y² + z², the portrait's title names the loss and
+    the fixed value, its streamlines are labelled a projection, and the basin map's picture
+    names the slice too; left out, z is fixed at 0 and the title says so."""
+    import gradflow
+
+    bound = gradflow.loss_model("(x**2 - 1)**2 + y**2 + z**2", ["x", "y", "z"]).bind()
+    picture = gradflow.portrait(bound, grid=3, fixed={"z": 0.5}, show_basins=False)
+    title = "L = (x**2 - 1)**2 + y**2 + z**2, z = 0.5: gradient flow in the (x, y) plane"
+    assert picture.title() == title
+    (legend,) = picture.figure().findobj(Legend)
+    assert "streamlines of −∇L projected on the slice" in [t.get_text() for t in legend.texts]
+    assert ", z = 0: " in gradflow.portrait(bound, grid=3, show_basins=False).title()
+    basin_map = gradflow.basins(bound, grid=3, fixed={"z": 0.5}, progress=False)
+    (ax,) = basin_map.figure().get_axes()
+    assert ax.get_title() == "basins of attraction in the (x, y) plane, z = 0.5"

@@ -75,17 +75,19 @@ def run(args: argparse.Namespace) -> int:
         "endpoints": bm.endpoints,
     }
     metadata = {**record, "solver": [o.to_dict() for o in bm.options], "notes": model.notes}
+    fixed = "".join(f", {k} = {v:g}" for k, v in bm.fixed.items())
+    title = f"{model.title}{fixed}: basins in the ({bm.plane[0]}, {bm.plane[1]}) plane"
     picture = args.out.with_suffix(".png")
-    written = save_with_data(picture, lambda path: _draw(bm, path), arrays, metadata)
+    written = save_with_data(picture, lambda path: _draw(bm, path, title), arrays, metadata)
     if args.json:
         print_json(record)
         return 0
-    print(f"{model.title}: basins on a {args.grid} × {args.grid} grid")
+    print(f"{title}, a {args.grid} × {args.grid} grid")
     print(repr(bm).split("\n", 1)[1])
     print_notes(model.notes)
     print(wrote(written))
     return 0
 
 
-def _draw(basin_map, path: Path) -> None:
-    basin_map.figure().savefig(path, dpi=130)
+def _draw(basin_map, path: Path, title: str) -> None:
+    basin_map.figure(title).savefig(path, dpi=130)

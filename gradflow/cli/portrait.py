@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     note_loss_parameters(args, model)
     result = portrait(model, grid=args.grid, **plane_options(args), show_basins=not args.no_basins)
     written = result.save(args.out, notes=model.notes)
-    print(f"{model.title}: critical sets")
+    print(f"{result.title()}: critical sets")
     print(result.shown().table())
     print_notes(model.notes)
     if result.basin_map is not None:
