@@ -105,7 +105,8 @@ def test_basins_json_and_npz(cli, tmp_path) -> None:
         "not_converged",
     }
     assert sorted(p.name for p in tmp_path.iterdir()) == ["basins.json", "basins.npz", "basins.png"]
-    saved = np.load(tmp_path / "basins.npz")
+    with np.load(tmp_path / "basins.npz") as stored:
+        saved = {k: stored[k] for k in stored.files}
     assert saved["labels"].shape == (7, 7) and saved["attractor_ids"].shape == (7, 7)
     shares = {a["id"]: a["fraction"] for a in data["attractors"]}
     assert sum(shares.values()) + data["fractions"]["diverged"] == pytest.approx(1.0)
