@@ -125,23 +125,26 @@ def draw(data: Data, fig: Figure) -> None:
 
 
 def _draw_branches(data: Data, ax: Axes) -> None:
-    """Each branch as segments between neighbouring values, styled by kind (split half-way
-    where the kind changes); each bifurcation as a marker."""
+    """Each branch as runs of one kind between neighbouring values (a run ends half-way to a
+    value of another kind), styled by kind; each bifurcation as a marker."""
     from gradflow import stability
 
     h = data.values
     j = data.params.index(data.config.coordinate)
-    colors = [f"C{i % 10}" for i in range(len(data.sweep.branches))]
-    for branch, color in zip(data.sweep.branches, colors):
+    for number, branch in enumerate(data.sweep.branches):
+        color = f"C{number % 10}"
         x, y = h[list(branch.cells)], branch.points[:, j]
         kinds = [stability(k) for k in branch.kinds]
         ax.plot(x, y, ".", color=color, ms=3)
-        for i in range(len(x) - 1):
-            if branch.cells[i + 1] != branch.cells[i] + 1:
-                continue
-            xm, ym = (x[i] + x[i + 1]) / 2, (y[i] + y[i + 1]) / 2
-            ax.plot([x[i], xm], [y[i], ym], STYLES[kinds[i]], color=color, lw=1.6)
-            ax.plot([xm, x[i + 1]], [ym, y[i + 1]], STYLES[kinds[i + 1]], color=color, lw=1.6)
+        for run in _runs(branch.cells, kinds):
+            xs, ys = list(x[run]), list(y[run])
+            if run[0] > 0 and branch.cells[run[0] - 1] == branch.cells[run[0]] - 1:
+                xs.insert(0, (x[run[0] - 1] + x[run[0]]) / 2)
+                ys.insert(0, (y[run[0] - 1] + y[run[0]]) / 2)
+            if run[-1] + 1 < len(x) and branch.cells[run[-1] + 1] == branch.cells[run[-1]] + 1:
+                xs.append((x[run[-1]] + x[run[-1] + 1]) / 2)
+                ys.append((y[run[-1]] + y[run[-1] + 1]) / 2)
+            ax.plot(xs, ys, STYLES[kinds[run[0]]], color=color, lw=1.6)
         ax.plot([], [], "-", color=color, label=branch.name)
     for kind, style in (("minima", "-"), ("saddles", "--"), ("maxima", ":")):
         ax.plot([], [], style, color="black", label=kind)
@@ -164,6 +167,17 @@ def _draw_branches(data: Data, ax: Axes) -> None:
     ax.set_title("(a) branches of critical points, bifurcations located between values", fontsize=9)
     ax.legend(fontsize=7, loc="best", frameon=False, ncol=2)
     ax.grid(alpha=0.3)
+
+
+def _runs(cells: tuple[int, ...], kinds: list[str]) -> list[list[int]]:
+    """Positions of a branch grouped into runs of neighbouring cells of one kind."""
+    runs = [[0]]
+    for i in range(1, len(cells)):
+        if cells[i] == cells[i - 1] + 1 and kinds[i] == kinds[i - 1]:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
 
 
 def _draw_fractions(data: Data, ax: Axes) -> None:
