@@ -299,16 +299,19 @@ def _exact(model: ReducedModel, found: Bifurcation, box: np.ndarray) -> dict[str
 
 
 def _cell_points(record: dict[str, Any], values: dict[str, float], dim: int) -> CellPoints:
-    """A cell's isolated critical points and closed-form curves, from its record."""
+    """A cell's isolated critical points and closed-form curves, from its record (a record
+    checkpointed before records named set families and listed points falls back on the set's
+    name and sample)."""
     points, kinds, names, curves = [], [], [], []
     for s in record["critical_sets"]:
         if s["dimension"] == 0:
-            for point in s["points"]:
+            for point in s.get("points", [s["sample"]]):
                 points.append(point)
                 kinds.append(s["kind"])
-                names.append(s["family"])
+                names.append(s.get("family", s["name"]))
         elif s["name"] != "numerical":
-            curves.append((s["family"], s["kind"], np.asarray(s["sample"], dtype=float)))
+            family = s.get("family", s["name"])
+            curves.append((family, s["kind"], np.asarray(s["sample"], dtype=float)))
     return CellPoints(
         values=values,
         points=np.asarray(points, dtype=float).reshape(-1, dim),
