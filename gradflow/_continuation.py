@@ -402,27 +402,32 @@ class _Line:
 
     def events(self, tracks: list[_Track]) -> list[_Event]:
         """Every change of kind, end and start along the line, located by bisection."""
-        out = []
+        out: list[_Event | None] = []
         last = len(self.line) - 1
         for number, t in enumerate(tracks):
+            kinds = [self.kind(t, i) for i in range(len(t.steps))]
             for i in range(len(t.steps) - 1):
-                before, after = self.kind(t, i), self.kind(t, i + 1)
-                if before != after:
-                    out.append(self._locate_change(number, t, i, before, after))
+                if kinds[i] != kinds[i + 1] and not _blip(t.steps, kinds, i):
+                    out.append(self._locate_change(number, t, i, kinds[i], kinds[i + 1]))
             if t.ended and not t.left_box and t.steps[-1] < last:
                 out.append(self._locate_existence(number, t, tracks, -1, "end"))
             if t.steps[0] > 0:
                 out.append(self._locate_existence(number, t, tracks, 0, "start"))
         out += self._curve_events()
-        return out
+        return [e for e in out if e is not None]
 
-    def _locate_change(self, number: int, t: _Track, i: int, before: str, after: str) -> _Event:
-        """Bisection on the branch's kind between its ``i``-th and ``i+1``-th points."""
+    def _locate_change(
+        self, number: int, t: _Track, i: int, before: str, after: str
+    ) -> _Event | None:
+        """Bisection on the branch's kind between its ``i``-th and ``i+1``-th points (``None``:
+        see :meth:`_side`)."""
         k0, k1 = t.steps[i], t.steps[i + 1]
         p0, p1 = self.point(t, i), self.point(t, i + 1)
         h0, h1 = self.h[k0], self.h[k1]
         best = {"point": p0}
-        side = self._side(h0, p0, h1, p1, before)
+        side = self._side(k0, p0, k1, p1, before)
+        if side is None:
+            return None
 
         def same(h: float) -> bool:
             s = (h - h0) / (h1 - h0)
@@ -437,15 +442,19 @@ class _Line:
         return _Event("change", h, best["point"], branch=number, before=before, after=after)
 
     def _side(
-        self, h0: float, p0: np.ndarray, h1: float, p1: np.ndarray, before: str
-    ) -> Callable[[Landscape, np.ndarray], bool]:
-        """Whether a point is on the ``h0`` side of a change of kind: by its Morse index where
-        the two ends' indices differ (an eigenvalue's sign, exact to the last digits), else by
-        its kind (a change that only probing the loss sees, as at a point whose whole Hessian
-        vanishes)."""
+        self, k0: int, p0: np.ndarray, k1: int, p1: np.ndarray, before: str
+    ) -> Callable[[Landscape, np.ndarray], bool] | None:
+        """Whether a point is on the side of line position ``k0`` of a change of kind: by its
+        Morse index where the two ends' indices differ (an eigenvalue's sign, exact to the last
+        digits), else by its kind (a change that only probing the loss sees, as at a point whose
+        whole Hessian vanishes).  ``None`` for the latter at an end of the line: a kind seen
+        only on the last cell cannot be told from a point degenerate exactly there."""
+        h0, h1 = self.h[k0], self.h[k1]
         start = morse_index(self.family(self.values(h0)), p0)
         if start != morse_index(self.family(self.values(h1)), p1):
             return lambda landscape, point: morse_index(landscape, point) == start
+        if {0, len(self.line) - 1} & {k0, k1}:
+            return None
         return lambda landscape, point: (
             stability(str(classify_points(landscape, point[None], None).kinds[0])) == before
         )
@@ -529,12 +538,14 @@ class _Line:
 
     def _locate_curve(
         self, k: int, name: str, sample: np.ndarray, before: str, after: str
-    ) -> _Event:
+    ) -> _Event | None:
         """Bisection on the kind at ``sample`` moved along the set ``name``."""
         h0, h1 = self.h[k], self.h[k + 1]
         p0 = _on_set(self.family(self.values(h0)), name, sample)
         p1 = _on_set(self.family(self.values(h1)), name, sample)
-        side = self._side(h0, p0, h1, p1, before)
+        side = self._side(k, p0, k + 1, p1, before)
+        if side is None:
+            return None
         best = {"point": sample}
 
         def same(h: float) -> bool:
@@ -563,6 +574,16 @@ def morse_index(landscape: Landscape, point: np.ndarray) -> int:
         return -1
     lam = np.linalg.eigvalsh(h)
     return int(np.sum(lam < -MORSE_ZERO * max(1.0, float(np.abs(lam).max()))))
+
+
+def _blip(steps: list[int], kinds: list[str], i: int) -> bool:
+    """Whether the change between positions ``i`` and ``i + 1`` is half of a kind seen at one
+    cell only, between neighbours of one kind (a point degenerate exactly on a grid value): no
+    bifurcation, so not located."""
+    one = [j for j in (i, i + 1) if 0 < j < len(kinds) - 1]
+    return any(
+        kinds[j - 1] == kinds[j + 1] != kinds[j] and steps[j + 1] - steps[j - 1] == 2 for j in one
+    )
 
 
 def _on_set(landscape: Landscape, name: str, sample: np.ndarray) -> np.ndarray | None:

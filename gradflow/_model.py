@@ -330,6 +330,18 @@ def _solved_specs(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
     )
 
 
+@functools.cache
+def _family_names(model: ReducedModel) -> tuple[str, ...]:
+    """The name of each closed-form spec (declared, then solved) with the hyperparameters left
+    as symbols."""
+    return tuple(
+        spec.name
+        if spec.name != "sympy.solve"
+        else ", ".join(f"{k} = {v}" for k, v in spec.solution.items())
+        for spec in (*model.critical_sets, *_solved_specs(model))
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class BoundModel(Landscape):
     """A :class:`ReducedModel` at validated hyperparameter values: a :class:`~gradflow.Landscape`.
@@ -464,11 +476,9 @@ class BoundModel(Landscape):
         the same at every value (``sympy.solve: x = 0.5, y = 0`` → ``x = sqrt(a), y = 0``): what
         follows a set across a sweep.  Where pieces meet at one value and share a report name
         there, the first piece names them."""
-        specs = (*self.model.critical_sets, *_solved_specs(self.model))
         families: dict[str, str] = {}
-        for piece, spec in zip(self.closed_forms, specs):
-            symbolic = ", ".join(f"{k} = {v}" for k, v in spec.solution.items())
-            families.setdefault(piece.name, spec.name if spec.name != "sympy.solve" else symbolic)
+        for piece, family in zip(self.closed_forms, _family_names(self.model)):
+            families.setdefault(piece.name, family)
         return families
 
     def _piece(self, spec: CriticalSetSpec) -> _ClosedFormPiece:

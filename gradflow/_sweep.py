@@ -29,7 +29,7 @@ from ._errors import GradflowError
 from ._io import atomic_outputs, package_versions, to_jsonable, write_npz
 from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
-from ._model import ReducedModel
+from ._model import BoundModel, ReducedModel
 from ._progress import progress_bar
 from ._symbolic import singular_critical_points
 
@@ -257,7 +257,7 @@ def follow(model: ReducedModel, result: Sweep) -> Sweep:
     box = search_box(first, bounds)
     points = [_cell_points(cell.record, cell.values, first.dim) for cell in result.cells]
     found = follow_branches(
-        lambda values: model.bind(**values), points, result.shape, list(result.axes), box
+        lambda values: _between(model, values), points, result.shape, list(result.axes), box
     )
     bifurcations = tuple(
         dataclasses.replace(b, exact=_exact(model, b, box)) if b.branches else b
@@ -296,6 +296,12 @@ def _exact(model: ReducedModel, found: Bifurcation, box: np.ndarray) -> dict[str
         ):
             return {str(s): str(solution[s]) for s in (swept, *model.params)}
     return None
+
+
+def _between(model: ReducedModel, values: Mapping[str, float]) -> BoundModel:
+    """The model at values between validated cells (a domain is an interval, so they lie in it):
+    bound without checking them again, which SymPy makes the slow part of a bisection step."""
+    return BoundModel(model, {name: float(values[name]) for name in model.hyperparam_names})
 
 
 def _cell_points(record: dict[str, Any], values: dict[str, float], dim: int) -> CellPoints:

@@ -173,12 +173,12 @@ def singular_critical_points(
         One ``{symbol: value}`` per isolated real solution, parameters and ``swept`` included;
         empty when the gradient is not rational in ``θ`` and ``h`` or SymPy finds none.
     """
+    unknowns = [*params, swept]
+    if not _rational_gradient(params, loss, (swept, *(symbol for symbol, _ in held))):
+        return ()
     subs = {symbol: sp.nsimplify(value, rational=True) for symbol, value in held}
     expr = loss.subs(subs)
     grad = [sp.diff(expr, s) for s in params]
-    unknowns = [*params, swept]
-    if not all(g.is_rational_function(*unknowns) for g in grad):
-        return ()
     det = sp.Matrix([[sp.diff(g, s) for s in params] for g in grad]).det()
     try:
         solutions = sp.solve([*grad, sp.numer(sp.together(det))], unknowns, dict=True)
@@ -187,3 +187,11 @@ def singular_critical_points(
     return tuple(
         s for s in solutions if set(s) == set(unknowns) and all(v.is_real for v in s.values())
     )
+
+
+@functools.cache
+def _rational_gradient(
+    params: tuple[sp.Symbol, ...], loss: sp.Expr, hyper: tuple[sp.Symbol, ...]
+) -> bool:
+    """Whether ``∇L`` is rational in the parameters and hyperparameters (checked once a loss)."""
+    return all(sp.diff(loss, s).is_rational_function(*params, *hyper) for s in params)
