@@ -55,11 +55,6 @@ def test_a_kink_is_classified_from_both_sides(kinked) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the solver steps across the kink x = 0 from (0.1, 0), where the exact flow "
-    "x0·exp(-2t) never crosses it, and the point escapes",
-)
 def test_the_basin_of_a_kinked_saddle(kinked) -> None:
     """dx/dt = -2|x|: x0 ≥ 0 ends at 0 (x = x0 e^{-2t}), x0 < 0 escapes (x = x0 e^{2t}).  On a
     21 × 21 grid of [-1, 1]²: 231/441 reach the origin (not measure zero), 210/441 diverge."""
