@@ -55,6 +55,9 @@ FATES = ("global", "local", "other", "diverged", "undecided")
 """Fates of a full run, in the order of their codes."""
 DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
+FULL_CHUNK = 64
+"""Full runs integrated together: a batch is padded to a multiple of it (the engine's default
+chunk would pad a 12 × 12 grid to 2,048 members)."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
 
@@ -317,7 +320,9 @@ def _run(
     land = FullLandscape(full, h)
     gap = refs["unigram_loss"] - refs["entropy_rate"]
     level = refs["entropy_rate"] + DECISION_SHARE * gap
-    result = flow_endpoints(land, flat0, full_options(config), decide_below=level)
+    result = flow_endpoints(
+        land, flat0, full_options(config), decide_below=level, chunk_size=FULL_CHUNK
+    )
     losses = land.loss(result.endpoints)
     fates = np.full(len(flat0), FATES.index("other"))
     fates[result.status == Status.DECIDED] = FATES.index("global")

@@ -23,6 +23,7 @@ reduced by projection only and have no ``embed``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -148,9 +149,11 @@ FULL_MODELS: dict[str, Callable[[], ReducedModel]] = {
 """Every reduced model with a full model: name → the reduced model's factory."""
 
 
+@functools.cache
 def full_model(name: str, **settings: Any) -> MarkovFullModel:
     """The full model of reduced model ``name`` with ``settings`` (``length``, ``d``,
-    ``attention``; see :class:`MarkovFullModel`).
+    ``attention``; see :class:`MarkovFullModel`).  One object per arguments, so the programs
+    compiled for it (flows of its weights, flows in its metric) are reused.
 
     Raises:
         GradflowError: a model without a full model, or bad settings.

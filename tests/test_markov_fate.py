@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import json
+
 import diffrax
 import jax
 import jax.numpy as jnp
@@ -114,3 +116,37 @@ def test_constant_induced_metric_is_the_euclidean_flow_of_rescaled_coordinates()
     euclid = gf.flow_endpoints(land, starts * np.sqrt(scale), options)
     np.testing.assert_array_equal(induced.status, euclid.status)
     np.testing.assert_allclose(induced.endpoints, euclid.endpoints / np.sqrt(scale), atol=1e-5)
+
+
+TINY = ["--p", "0.5", "--q", "0.8", "--grid", "2", "--box", "-1.5", "0.5", "0", "0.9"]
+TINY += ["--sigma", "0", "--length", "4", "--t-max", "200"]
+"""The settings of the ``tiny_map`` fixture, so the command reuses its compiled flows."""
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fate", "--p", "0.5", "--q", "0.8", "--grid", "1"], "grid = 1 must be an integer ≥ 2"),
+        (["fate", "--p", "0.5", "--q", "0.8", "--sigma", "-0.1"], "must be finite numbers ≥ 0"),
+        (["fate", "--p", "0", "--q", "0.8"], "p = 0 is outside the valid range (0, 1)"),
+        (["fate", "--p", "0.5", "--q", "0.8", "--length", "15"], "too long for exact"),
+    ],
+)
+def test_fate_bad_input_is_one_line_exit_2(argv, message, cli):
+    cli.assert_rejected(argv, message)
+
+
+def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
+    code, out, _ = cli("fate", *TINY, "--json")
+    assert code == 0
+    record = json.loads(out)
+    assert record["counts"]["local"] >= 2 and sum(record["counts"].values()) == 4
+    assert set(record["agreement"]) == {"euclidean", "induced"}
+    assert (tmp_path / "fate.npz").exists() and not (tmp_path / "fate.runs").exists()
+    with np.load(tmp_path / "fate.npz") as data:
+        np.testing.assert_array_equal(data["fates"], tiny_map.fates)
+    folder = tmp_path / "resume"
+    first = fate_map(tiny_map.config, checkpoint=folder)
+    again = fate_map(tiny_map.config, checkpoint=folder)
+    np.testing.assert_array_equal(first.fates, again.fates)
+    np.testing.assert_array_equal(first.losses, again.losses)

@@ -159,6 +159,17 @@ def print_report(args: argparse.Namespace, report: Any) -> None:
         print(report.text())
 
 
+def add_metric_argument(parser: argparse.ArgumentParser) -> None:
+    """``--metric euclidean|induced``: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L``."""
+    parser.add_argument(
+        "--metric",
+        choices=("euclidean", "induced"),
+        default="euclidean",
+        help="metric of the flow: euclidean (the paper's), or induced by the embedding into the "
+        "full model, G = JᵀJ (models with a full model; default euclidean)",
+    )
+
+
 def add_json_argument(
     parser: argparse.ArgumentParser, text: str = "one JSON object on stdout"
 ) -> None:

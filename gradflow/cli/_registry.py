@@ -83,6 +83,10 @@ FIGURES = {
         "gradflow.figures.bifurcation_diagram",
         "critical points of a loss along one hyperparameter (pitchfork normal form by default): branches by kind, located bifurcations, attractors' shares",
     ),
+    "local-to-global-fate-map": Command(
+        "gradflow.figures.local_to_global_fate_map",
+        "where full transformer training ends vs the reduced basins (induced metric), p + q > 1 and < 1",
+    ),
     "local-to-global-phase-diagram": Command(
         "gradflow.figures.local_to_global_phase_diagram",
         "Local to Global: share of initializations reaching the global and the local minimum over (p, q), loss gap",

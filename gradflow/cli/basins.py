@@ -13,6 +13,7 @@ from ._models import note_loss_parameters
 from ._options import (
     add_box_arguments,
     add_json_argument,
+    add_metric_argument,
     add_model_arguments,
     bound_model,
     plane_options,
@@ -25,6 +26,7 @@ from ._options import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
+    add_metric_argument(parser)
     add_box_arguments(parser)
     parser.add_argument(
         "--grid",
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
     note_loss_parameters(args, model)
-    bm = basins(model, grid=args.grid, **plane_options(args))
+    bm = basins(model, grid=args.grid, **plane_options(args), metric=args.metric)
     record = {
         **model.describe(),
         "plane": list(bm.plane),
@@ -63,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         "fractions": bm.fractions(),
         "attractors": [a.to_dict() for a in bm.attractors],
         "shortcut": bm.shortcut,
+        "metric": bm.metric,
     }
     arrays = {
         "x": bm.xs,

@@ -7,6 +7,7 @@ import argparse
 from ._models import note_loss_parameters
 from ._options import (
     add_json_argument,
+    add_metric_argument,
     add_model_arguments,
     bound_model,
     check_init,
@@ -17,6 +18,7 @@ from ._options import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
+    add_metric_argument(parser)
     parser.add_argument(
         "--init",
         nargs="+",
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     check_init(args.init, names)
     note_loss_parameters(args, model)
     critical = critical_sets(model, bounds=widened_bounds(model, {}))
-    trajectory = flow(model, args.init, critical=critical)
+    trajectory = flow(model, args.init, critical=critical, metric=args.metric)
     attractor = None if trajectory.attractor is None else _attractor(model, critical, trajectory)
     record = {
         **model.describe(),
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         "reached": trajectory.reached,
         "attractor": attractor,
         "kink": trajectory.kink,
+        "metric": args.metric,
     }
     if args.json:
         print_json(record)

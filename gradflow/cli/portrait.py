@@ -8,6 +8,7 @@ from pathlib import Path
 from ._models import note_loss_parameters
 from ._options import (
     add_box_arguments,
+    add_metric_argument,
     add_model_arguments,
     bound_model,
     plane_options,
@@ -19,6 +20,7 @@ from ._options import (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_arguments(parser)
+    add_metric_argument(parser)
     add_box_arguments(parser)
     parser.add_argument(
         "--grid", type=int, default=201, help="basin grid points per axis (default 201)"
@@ -44,7 +46,13 @@ def run(args: argparse.Namespace) -> int:
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
     note_loss_parameters(args, model)
-    result = portrait(model, grid=args.grid, **plane_options(args), show_basins=not args.no_basins)
+    result = portrait(
+        model,
+        grid=args.grid,
+        **plane_options(args),
+        show_basins=not args.no_basins,
+        metric=args.metric,
+    )
     written = result.save(args.out, notes=model.notes)
     print(f"{result.title()}: critical sets")
     print(result.shown().table())

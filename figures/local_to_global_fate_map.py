@@ -1,0 +1,159 @@
+"""Where full training ends against the reduced basins: the fate map of the canonical model.
+
+Two panels in the (w, e) plane, p = 0.5, q = 0.8 (p + q > 1) and p = 0.2, q = 0.3 (p + q < 1):
+the reduced model's basins in the metric the embedding induces (shaded), its separatrix in that
+metric (dashed) and in the Euclidean one of the paper's portrait (dotted), and at every grid
+point the fate of the full transformer trained by gradient flow on its exact loss from
+``embed(e0, w0)`` (:mod:`gradflow.analysis.markov_fate`): a marker per fate, circled in red where
+it disagrees with the reduced prediction of the induced metric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gradflow import GradflowError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from gradflow import Portrait
+    from gradflow.analysis.markov_fate import FateMap
+
+__all__ = ["CASES", "NAME", "SIZE", "Config", "Data", "compute", "draw"]
+
+NAME = "local-to-global-fate-map"
+SIZE = (13.0, 7.5)
+CASES = ((0.5, 0.8), (0.2, 0.3))
+"""The switching probabilities ``(p, q)`` of the two panels."""
+BOX = (-2.5, 2.0, 0.1, 1.6)
+MARKERS = {
+    "global": ("o", "tab:green"),
+    "local": ("s", "tab:blue"),
+    "other": ("D", "tab:purple"),
+    "diverged": ("^", "black"),
+    "undecided": ("x", "tab:orange"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of the figure.
+
+    Raises:
+        GradflowError: a grid below 2 or a bad length.
+    """
+
+    grid: int = field(default=12, metadata={"help": "fate grid points per axis"})
+    basin_grid: int = field(default=61, metadata={"help": "reduced basin grid points per axis"})
+    length: int = field(default=6, metadata={"help": "positions N of the full model"})
+
+    def __post_init__(self) -> None:
+        for name in ("grid", "basin_grid"):
+            if getattr(self, name) < 2:
+                raise GradflowError(f"{name} = {getattr(self, name)!r} must be an integer ≥ 2")
+
+
+@dataclass(frozen=True)
+class Data:
+    """Per case, the fate map and the reduced portrait in the induced metric."""
+
+    config: Config
+    fates: tuple[FateMap, ...]
+    portraits: tuple[Portrait, ...]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each case's fate arrays and portrait arrays, prefixed ``p0.5_q0.8_``."""
+        out = {}
+        for (p, q), fate, portrait in zip(CASES, self.fates, self.portraits):
+            out |= {f"{_tag(p, q)}_fate_{k}": v for k, v in fate.arrays().items()}
+            out |= {f"{_tag(p, q)}_{k}": v for k, v in portrait.data().items()}
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        """Per case: agreement per metric, fate counts, mismatches."""
+        return {
+            "model": "canonical",
+            "box": list(BOX),
+            "cases": {
+                _tag(p, q): {k: v for k, v in f.metadata().items() if k != "config"}
+                for (p, q), f in zip(CASES, self.fates)
+            },
+            "grid": self.config.grid,
+            "basin_grid": self.config.basin_grid,
+            "length": self.config.length,
+        }
+
+
+def _tag(p: float, q: float) -> str:
+    return f"p{p:g}_q{q:g}"
+
+
+def compute(config: Config) -> Data:
+    """The fate map (σ = 0) and the induced-metric portrait of each case."""
+    from gradflow import portrait
+    from gradflow.analysis.markov_fate import FateConfig, fate_map
+
+    fates, portraits = [], []
+    for p, q in CASES:
+        fate_config = FateConfig(
+            p=p, q=q, grid=config.grid, box=BOX, sigma=(0.0,), length=config.length
+        )
+        fates.append(fate_map(fate_config))
+        full = fate_config.full()
+        portraits.append(
+            portrait(
+                full.reduced.bind(p=p, q=q),
+                grid=config.basin_grid,
+                box=BOX,
+                metric=full.metric,
+            )
+        )
+    return Data(config=config, fates=tuple(fates), portraits=tuple(portraits))
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """One panel per case: induced-metric basins, both separatrices, full fates as markers."""
+    from matplotlib.lines import Line2D
+
+    axes = fig.subplots(1, 2)
+    for ax, (p, q), fate, result in zip(axes, CASES, data.fates, data.portraits):
+        side = ">" if p + q > 1 else "<"
+        share = fate.agreement()
+        title = (
+            f"p = {p:g}, q = {q:g} (p + q {side} 1): agreement "
+            f"{100 * share['induced']['0']:.0f} % induced, "
+            f"{100 * share['euclidean']['0']:.0f} % Euclidean"
+        )
+        handles = result.draw(
+            ax, layers=("basins", "separatrix", "critical"), title=title, legend=False
+        )
+        names = fate.fate_names()[0]
+        ww, ee = np.meshgrid(fate.ws, fate.es)
+        for name, (marker, color) in MARKERS.items():
+            at = names == name
+            if at.any():
+                ax.scatter(ww[at], ee[at], marker=marker, color=color, s=28, zorder=5)
+                handles.append(
+                    Line2D([], [], ls="", marker=marker, color=color, label=f"full model: {name}")
+                )
+        wrong = names != fate.reduced["induced"]
+        ax.scatter(
+            ww[wrong], ee[wrong], s=140, facecolors="none", edgecolors="red", lw=1.6, zorder=6
+        )
+        handles.append(
+            Line2D(
+                [], [], ls="", marker="o", mfc="none", mec="red", label="disagrees (induced metric)"
+            )
+        )
+        unique = {h.get_label(): h for h in handles}
+        ax.legend(
+            handles=list(unique.values()),
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.12),
+            fontsize=7,
+            ncol=2,
+        )
