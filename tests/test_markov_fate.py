@@ -44,6 +44,7 @@ def tiny_map():
     return fate_map(config)
 
 
+@pytest.mark.slow
 def test_e0_zero_stays_local_and_fates_are_named(tiny_map):
     names = tiny_map.fate_names()
     assert names.shape == (1, 2, 2)
@@ -96,6 +97,7 @@ def test_initial_full_rate_is_at_least_the_induced_reduced_rate():
         assert full_rate >= reduced_rate * (1 - 1e-12) and reduced_rate > 0
 
 
+@pytest.mark.slow
 def test_constant_induced_metric_is_the_euclidean_flow_of_rescaled_coordinates():
     full = full_model("canonical-bias", length=LENGTH, d=4)
     bound = full.reduced.bind(p=P, q=Q)
@@ -136,6 +138,7 @@ def test_fate_bad_input_is_one_line_exit_2(argv, message, cli):
     cli.assert_rejected(argv, message)
 
 
+@pytest.mark.slow
 def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
     code, out, _ = cli("fate", *TINY, "--json")
     assert code == 0
