@@ -36,6 +36,7 @@ FIGURES: dict[str, types.ModuleType] = {
 SMALL = {
     "local-to-global-fig1": {"grid": 9},
     "local-to-global-phase-diagram": {"cells": 2, "grid": 5},
+    "local-to-global-fate-map": {"grid": 3, "basin_grid": 9, "length": 3},
     "canonical-attention": {"grid": 5, "directions": 4},
     "bifurcation-diagram": {"cells": 5, "grid": 5},
     "local-to-global-training": {"steps": 20, "seeds": 3, "length": 16},
