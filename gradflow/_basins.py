@@ -167,8 +167,7 @@ class BasinMap:
         values fixed off it)."""
         from ._draw import basin_figure
 
-        order = [self.critical.param_names.index(n) for n in self.plane]
-        return basin_figure(self, order, LABELS, title)
+        return basin_figure(self, LABELS, title)
 
     def _repr_png_(self) -> bytes:
         from ._draw import figure_png

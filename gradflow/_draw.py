@@ -73,28 +73,39 @@ def line_handle(**kwargs: Any) -> Any:
     return Line2D([], [], **kwargs)
 
 
-def _tint(color: str, lightness: float) -> tuple[float, float, float]:
-    """``color`` with its HLS lightness set to ``lightness`` (0 black … 1 white)."""
+def _tint(color: str, lightness: float, hue_shift: float = 0.0) -> tuple[float, float, float]:
+    """``color`` with its HLS lightness set to ``lightness`` (0 black … 1 white), its hue
+    turned by ``hue_shift`` (in turns) and its saturation reduced to 0.6 of its own."""
     from matplotlib.colors import to_rgb
 
     h, _, s = colorsys.rgb_to_hls(*to_rgb(color))
-    return colorsys.hls_to_rgb(h, lightness, 0.6 * s)
+    return colorsys.hls_to_rgb((h + hue_shift) % 1.0, lightness, 0.6 * s)
 
 
 def attractor_colors(attractors: Sequence[Attractor]) -> list[tuple[float, float, float]]:
-    """A light tint of its kind's colour per attractor; attractors of one kind get distinct
-    lightnesses (0.88, 0.78, 0.68, … cycling)."""
+    """A light tint of its kind's colour per attractor, no two alike.
+
+    The ``n`` attractors of one kind get lightnesses evenly spaced from 0.9 down to 0.62 (one
+    kind alone: 0.88) and hues cycling 0.04 below, at and above the kind's hue, so neighbours in
+    the list differ in hue too; the kinds' hues are far enough apart that tints of two kinds
+    never meet.
+    """
+    counts: dict[str, int] = {}
+    for a in attractors:
+        counts[a.kind] = counts.get(a.kind, 0) + 1
     seen: dict[str, int] = {}
     colors = []
     for a in attractors:
-        k = seen.get(a.kind, 0)
+        k, n = seen.get(a.kind, 0), counts[a.kind]
         seen[a.kind] = k + 1
-        colors.append(_tint(KIND_COLORS[a.kind], 0.88 - 0.1 * (k % 4)))
+        lightness = 0.88 if n == 1 else 0.9 - 0.28 * k / (n - 1)
+        colors.append(_tint(KIND_COLORS[a.kind], lightness, 0.04 * ((k + 1) % 3 - 1)))
     return colors
 
 
-def _point_text(point: np.ndarray, order: Sequence[int], names: Sequence[str]) -> str:
-    return f"({', '.join(names)}) = ({', '.join(f'{point[i]:.3g}' for i in order)})"
+def _point_text(point: np.ndarray, names: Sequence[str]) -> str:
+    """``(x, y, z) = (1, -1, 0.5)``: the whole point, every coordinate named."""
+    return f"({', '.join(names)}) = ({', '.join(f'{v:.3g}' for v in point)})"
 
 
 def draw_basins(
@@ -105,10 +116,11 @@ def draw_basins(
     labels: np.ndarray,
     label_names: Sequence[str],
     attractors: Sequence[Attractor],
-    plane_order: Sequence[int],
-    plane_names: Sequence[str],
+    param_names: Sequence[str],
 ) -> list[Any]:
-    """Shade each attractor's basin in a tint of its kind's colour; grey for the rest.
+    """Shade each attractor's basin in a tint of its kind's colour that no other attractor
+    shares (:func:`attractor_colors`); grey for the rest.  The legend gives each attractor's
+    whole point, its coordinates off the plane included.
 
     Args:
         ax: the axes.
@@ -117,8 +129,7 @@ def draw_basins(
         labels: label index per grid point into ``label_names``, shape ``(ny, nx)``.
         label_names: the labels (kinds, then ``diverged``, ``not_converged``, ``non_smooth``).
         attractors: all attractors (``fraction`` set).
-        plane_order: indices of the plane's coordinates in a point.
-        plane_names: their names.
+        param_names: the names of a point's coordinates, all of them.
 
     Returns:
         One legend handle per attractor reached and per other outcome that occurs.
@@ -144,7 +155,7 @@ def draw_basins(
     handles = []
     for a, color in zip(attractors, colors):
         if a.fraction > 0:
-            where = _point_text(a.point, plane_order, plane_names)
+            where = _point_text(a.point, param_names)
             kind = a.kind.replace("_", " ")
             name = shorten(a.equation or a.set, 24)
             text = f"#{a.id} {kind} {name} at {where} ({share_text(a.fraction)})"
@@ -317,9 +328,7 @@ def figure_png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def basin_figure(
-    basin_map: Any, plane_order: Sequence[int], labels: Sequence[str], title: str | None = None
-) -> Any:
+def basin_figure(basin_map: Any, labels: Sequence[str], title: str | None = None) -> Any:
     """A figure of a basin map alone: attractor basins, the legend below, and ``title`` (default:
     the plane and the values fixed off it)."""
     from matplotlib.figure import Figure
@@ -334,8 +343,7 @@ def basin_figure(
         basin_map.labels,
         labels,
         basin_map.attractors,
-        plane_order,
-        basin_map.plane,
+        basin_map.critical.param_names,
     )
     ax.set_xlabel(f"${basin_map.plane[0]}$")
     ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0)

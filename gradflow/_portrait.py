@@ -132,8 +132,7 @@ class Portrait:
                 bm.labels,
                 LABELS,
                 bm.attractors,
-                self.plane_order,
-                self.plane,
+                self.landscape.param_names,
             )
         if self.invariant is not None and "invariant" in layers:
             handles += draw_invariant(ax, xs, ys, self.invariant[1], self.invariant[0])

@@ -199,3 +199,45 @@ def test_a_slice_says_what_it_shows_and_a_loss_is_titled_by_itself():
     basin_map = gradflow.basins(bound, grid=3, fixed={"z": 0.5}, progress=False)
     (ax,) = basin_map.figure().get_axes()
     assert ax.get_title() == "basins of attraction in the (x, y) plane, z = 0.5"
+
+
+def test_tints_stay_apart_for_many_attractors_of_every_kind():
+    """Twelve attractors of each kind: the 60 tints are pairwise distinct (no two within 0.01 in
+    RGB), and none is the grey or khaki of a grid point that reached no attractor."""
+    from matplotlib.colors import to_rgb
+
+    from gradflow._attractors import Attractor
+    from gradflow._draw import KIND_COLORS, OUTCOME_COLORS, attractor_colors
+
+    attractors = [
+        Attractor(i, kind, "s", None, np.zeros(2), 0.0, 0)
+        for i, kind in enumerate(k for k in KIND_COLORS for _ in range(12))
+    ]
+    colors = np.array(attractor_colors(attractors) + [to_rgb(c) for c in OUTCOME_COLORS.values()])
+    gaps = [np.abs(a - b).max() for a, b in itertools.combinations(colors, 2)]
+    assert min(gaps) > 0.01
+
+
+@pytest.mark.slow
+def test_every_attractor_has_a_tint_of_its_own_and_its_whole_point_in_the_legend():
+    """``(x² - 1)² + (y³ - y)² + (z - 1)²`` has six global minima (±1, {-1, 0, 1}, 1) and the
+    saddles (0, {-1, 0, 1}, 1) between them; on the slice z = 0.5 every start flows (in all
+    three coordinates) to one with z = 1.  Each reached attractor's patch in the legend has a
+    colour of its own (no two within 0.03 in RGB), and the legend names the whole point, z = 1
+    included."""
+    import gradflow
+
+    loss = "(x**2 - 1)**2 + (y**3 - y)**2 + (z - 1)**2"
+    bound = gradflow.loss_model(loss, ["x", "y", "z"]).bind()
+    basin_map = gradflow.basins(
+        bound, grid=7, box=(-1.6, 1.6, -1.6, 1.6), fixed={"z": 0.5}, progress=False
+    )
+    (legend,) = basin_map.figure().findobj(Legend)
+    texts = [t.get_text() for t in legend.texts]
+    minima = [t for t in texts if "global min" in t]
+    assert len(minima) == 6
+    for x, y in itertools.product((-1, 1), (-1, 0, 1)):
+        assert sum(f"at (x, y, z) = ({x}, {y}, 1)" in t for t in minima) == 1, (x, y)
+    colors = np.array([h.get_facecolor()[:3] for h in legend.legend_handles])
+    gaps = [np.abs(a - b).max() for a, b in itertools.combinations(colors, 2)]
+    assert len(colors) == len(texts) and min(gaps) > 0.03
