@@ -201,23 +201,6 @@ def test_a_slice_says_what_it_shows_and_a_loss_is_titled_by_itself():
     assert ax.get_title() == "basins of attraction in the (x, y) plane, z = 0.5"
 
 
-def test_tints_stay_apart_for_many_attractors_of_every_kind():
-    """Twelve attractors of each kind: the 60 tints are pairwise distinct (no two within 0.01 in
-    RGB), and none is the grey or khaki of a grid point that reached no attractor."""
-    from matplotlib.colors import to_rgb
-
-    from gradflow._attractors import Attractor
-    from gradflow._draw import KIND_COLORS, OUTCOME_COLORS, attractor_colors
-
-    attractors = [
-        Attractor(i, kind, "s", None, np.zeros(2), 0.0, 0)
-        for i, kind in enumerate(k for k in KIND_COLORS for _ in range(12))
-    ]
-    colors = np.array(attractor_colors(attractors) + [to_rgb(c) for c in OUTCOME_COLORS.values()])
-    gaps = [np.abs(a - b).max() for a, b in itertools.combinations(colors, 2)]
-    assert min(gaps) > 0.01
-
-
 @pytest.mark.slow
 def test_every_attractor_has_a_tint_of_its_own_and_its_whole_point_in_the_legend():
     """``(x² - 1)² + (y³ - y)² + (z - 1)²`` has six global minima (±1, {-1, 0, 1}, 1) and the

@@ -4,6 +4,9 @@ point is integrated in.  Every expected value is worked out by hand in the docst
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -160,3 +163,23 @@ def test_a_points_label_does_not_depend_on_its_grid(tilted, tilted_map) -> None:
     np.testing.assert_array_equal(
         np.vectorize(same.get)(coarse.attractor_ids), fine.attractor_ids[::2, ::2]
     )
+
+
+def test_tints_stay_apart_for_many_attractors_of_every_kind(tilted_map) -> None:
+    """The map redrawn with twelve attractors of each of the five kinds, each reached by part of
+    the grid: the 60 patches in the legend (and the two of the outcomes reaching none) have
+    pairwise distinct colours, no two within 0.01 in RGB."""
+    from matplotlib.legend import Legend
+
+    kinds = ("global_min", "local_min", "saddle", "local_max", "degenerate")
+    attractors = tuple(
+        gradflow.Attractor(i, kind, "s", None, np.zeros(2), 0.0, 0, fraction=0.01)
+        for i, kind in enumerate(k for k in kinds for _ in range(12))
+    )
+    ids = np.arange(tilted_map.labels.size).reshape(tilted_map.labels.shape) % 62 - 2
+    many = dataclasses.replace(tilted_map, attractors=attractors, attractor_ids=ids)
+    (legend,) = many.figure().findobj(Legend)
+    colors = np.array([h.get_facecolor()[:3] for h in legend.legend_handles])
+    assert len(colors) >= 60
+    gaps = [np.abs(p - q).max() for p, q in itertools.combinations(colors, 2)]
+    assert min(gaps) > 0.01
