@@ -76,26 +76,31 @@ class ICLReport:
         }
 
     def text(self) -> str:
-        """A heading, one table row per seed, the mean transition step and plateau length."""
+        """A heading, one table row per seed, each seed's phases in full (a line each, never cut to
+        a table cell), the mean transition step and plateau length."""
         spec, record = self.specs[0], self.metadata()
-        rows = []
+        rows, phase_lines = [], []
         for r in record["runs"]:
             ph = r["phases"]
+            phase_lines.append(
+                f"seed {r['seed']} phases (steps): "
+                + " → ".join(f"{m} [{a:g}, {b:g}]" for m, a, b in ph["intervals"])
+            )
             rows.append(
                 [
                     r["seed"],
-                    " → ".join(f"{m} [{a:g}, {b:g}]" for m, a, b in ph["intervals"]),
                     "—" if ph["transition_step"] is None else f"{ph['transition_step']:g}",
                     "censored" if ph["plateau_length"] is None else f"{ph['plateau_length']:g}",
                     f"{r['final_test_loss']['mean']:.4f}",
                     *(f"{r['final_distance'][m]['mean']:.4f}" for m in STRATEGY_NAMES),
                 ]
             )
-        header = ["seed", "phases", "transition", "plateau", "test loss", *STRATEGY_NAMES]
+        header = ["seed", "transition", "plateau", "test loss", *STRATEGY_NAMES]
         lines = [
             f"gradflow icl: {spec.model}, k = {spec.k}, T = {spec.T}, {spec.steps} steps, prior {self.config.prior}, "
             f"{len(self.specs)} seed(s); distances E KL(strategy ‖ model) averaged over positions, nats",
             format_table(header, rows),
+            *phase_lines,
         ]
         for name in ("transition_step", "plateau_length"):
             s = record[name]

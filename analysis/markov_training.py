@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -38,6 +38,9 @@ from gradflow.models.markov_transformer import (
 )
 
 from .markov_configs import INITS, TrainConfig, switching_field
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "INITS",
@@ -107,6 +110,68 @@ class TrainResult:
         }
         out.update({f"diagnostic_{k}": v for k, v in self.diagnostics.items()})
         return out
+
+    def figure(self) -> Figure:
+        """The run drawn: (a) the loss against the step — each seed's minibatch training loss
+        thin, its test loss with ± one standard error, ``H(π)`` and the entropy rate (nats);
+        (b) each seed's trajectory projected onto the canonical ``(w, e)`` plane, from its
+        start (dot) to its last evaluation (cross)."""
+        from matplotlib.figure import Figure
+
+        c, ref = self.config, self.references
+        fig = Figure(figsize=(10.0, 4.2), layout="constrained")
+        loss_ax, path_ax = fig.subplots(1, 2, width_ratios=(1.4, 1.0))
+        colors = [f"C{i % 10}" for i in range(c.seeds)]
+        steps = np.arange(1, self.steps_done + 1)
+        for i, color in enumerate(colors):
+            seed = f"seed {c.seed0 + i}"
+            loss_ax.plot(steps, self.train_loss[i], color=color, lw=0.5, alpha=0.35)
+            loss_ax.errorbar(
+                self.eval_steps,
+                self.test_loss[i],
+                yerr=self.test_se[i],
+                color=color,
+                lw=1.4,
+                marker="o",
+                ms=2.5,
+                label=f"{seed}: test loss ± s.e. (thin: minibatch loss)",
+            )
+            w, e = self.coords[i, :, 1], self.coords[i, :, 0]
+            path_ax.plot(w, e, color=color, lw=1.2, label=seed)
+            path_ax.plot(w[0], e[0], "o", color=color, ms=4)
+            path_ax.plot(w[-1], e[-1], "X", color=color, ms=7)
+        loss_ax.axhline(
+            ref["unigram_loss"],
+            color="#555555",
+            ls="--",
+            lw=1.1,
+            label=f"unigram loss H(π) = {ref['unigram_loss']:.4f}",
+        )
+        loss_ax.axhline(
+            ref["entropy_rate"],
+            color="black",
+            ls=":",
+            lw=1.3,
+            label=f"bigram loss (entropy rate) = {ref['entropy_rate']:.4f}",
+        )
+        loss_ax.set_xlabel("step")
+        loss_ax.set_ylabel("loss (nats)")
+        loss_ax.legend(fontsize=7, loc="best")
+        loss_ax.set_title("(a) loss", fontsize=9)
+        path_ax.set_xlabel("$w$")
+        path_ax.set_ylabel("$e$", rotation=0)
+        path_ax.set_title("(b) projected canonical trajectory (• start, × end)", fontsize=9)
+        path_ax.legend(fontsize=7, loc="best")
+        stopped = (
+            "" if self.nan_step is None else f", stopped at step {self.nan_step} (loss not finite)"
+        )
+        fig.suptitle(
+            f"single-layer transformer on a Markov chain, p = {c.p:g}, q = {c.q:g}, init {c.init}: "
+            f"{self.steps_done} steps{stopped}\nN = {c.length}, d = {c.d}, batch {c.batch}, "
+            f"{c.attention} attention, AdamW, lr {c.lr:g}",
+            fontsize=9.5,
+        )
+        return fig
 
     def text(self) -> str:
         """The settings, one table row per seed (final test loss, coordinates), the references."""

@@ -28,18 +28,20 @@ def format_table(
 ) -> str:
     """A plain-text table with aligned columns, at most ``width`` characters wide.
 
-    When the natural table is wider, the widest column is shortened (cells end in '…') until it
-    fits or that column is down to 12 characters.
+    When the natural table is wider, the widest column is shortened (its body cells end in '…')
+    until it fits or that column is down to 12 characters or its header's width: headers are
+    never cut, so a table of wide headers may run past ``width``.
     """
     cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    floors = [min(w, max(12, len(h))) for w, h in zip(widths, cells[0])]
     while sum(widths) + 2 * (len(widths) - 1) > width:
-        widest = int(np.argmax(widths))
         excess = sum(widths) + 2 * (len(widths) - 1) - width
-        new = max(12, widths[widest] - excess)
-        if new >= widths[widest]:
+        slack = [w - f for w, f in zip(widths, floors)]
+        widest = int(np.argmax(slack))
+        if slack[widest] == 0:
             break
-        widths[widest] = new
+        widths[widest] -= min(excess, slack[widest])
     lines = ["  ".join(shorten(c, w).ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import sympy as sp
 
@@ -83,3 +85,17 @@ def test_sample_points_lie_in_the_drawn_box_and_agree_between_commands() -> None
     for key in plain:
         np.testing.assert_allclose(plain[key], drawn[key], atol=1e-9)
         assert np.all(np.abs(plain[key]) <= 3)
+
+
+def test_a_table_too_wide_cuts_long_cells_never_its_headers() -> None:
+    """Four columns of 40 characters in 100: body cells are shortened (ending in '…') to fit,
+    each header stays whole; headers alone wider than the table are all kept whole."""
+    from gradflow import format_table
+
+    header = ["a", "a header of twenty-one", "c", "d"]
+    head, _, row = format_table(header, [["x" * 40] * 4], width=100).split("\n")
+    assert "a header of twenty-one" in re.split(r"\s{2,}", head)
+    assert "…" in row and len(head) <= 100 and len(row) <= 100
+    wide = [f"{i}" * 30 for i in range(4)]
+    head, _, row = format_table(wide, [["y"] * 4], width=100).split("\n")
+    assert head.split() == wide and "…" not in row

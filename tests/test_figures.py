@@ -224,3 +224,42 @@ def test_every_attractor_has_a_tint_of_its_own_and_its_whole_point_in_the_legend
     colors = np.array([h.get_facecolor()[:3] for h in legend.legend_handles])
     gaps = [np.abs(a - b).max() for a, b in itertools.combinations(colors, 2)]
     assert len(colors) == len(texts) and min(gaps) > 0.03
+
+
+def test_train_picture_shows_the_losses_against_the_references_and_the_projected_path():
+    """``gradflow train``'s picture of a hand-made two-seed record: two panels apart, the
+    reference lines at H(π) and the entropy rate of p = 0.5, q = 0.8 (worked out from π = (q, p)
+    / (p + q) and the binary entropies), each seed's path in (w, e) from its first to its last
+    evaluation."""
+    from gradflow.analysis.markov_training import TrainConfig, TrainResult, references
+
+    def h(x: float) -> float:
+        return -x * np.log(x) - (1 - x) * np.log(1 - x)
+
+    unigram, rate = h(0.8 / 1.3), (0.8 * h(0.5) + 0.5 * h(0.8)) / 1.3
+    coords = np.zeros((2, 3, 4))
+    coords[:, :, 0] = [[0.1, 0.2, 0.3], [0.0, -0.1, -0.2]]  # e
+    coords[:, :, 1] = [[-0.5, -1.0, -1.5], [0.5, 0.2, 0.1]]  # w
+    result = TrainResult(
+        config=TrainConfig(p=0.5, q=0.8, steps=10, seeds=2, eval_every=5),
+        train_loss=np.linspace(0.70, 0.64, 10)[None, :].repeat(2, axis=0),
+        eval_steps=np.array([0, 5, 10]),
+        test_loss=np.array([[0.69, 0.66, 0.63], [0.69, 0.67, 0.65]]),
+        test_se=np.full((2, 3), 1e-3),
+        coords=coords,
+        diagnostics={},
+        nan_step=None,
+        references=references(0.5, 0.8),
+    )
+    fig = result.figure()
+    FigureCanvasAgg(fig).draw()
+    assert layout_problems(fig) == []
+    loss_ax, path_ax = fig.get_axes()
+    assert (loss_ax.get_xlabel(), loss_ax.get_ylabel()) == ("step", "loss (nats)")
+    dashed = [line for line in loss_ax.get_lines() if line.get_linestyle() in ("--", ":")]
+    levels = sorted(line.get_ydata()[0] for line in dashed)
+    np.testing.assert_allclose(levels, [rate, unigram], rtol=1e-9)
+    paths = [line for line in path_ax.get_lines() if line.get_label().startswith("seed")]
+    assert len(paths) == 2
+    np.testing.assert_array_equal(paths[0].get_xdata(), coords[0, :, 1])
+    np.testing.assert_array_equal(paths[0].get_ydata(), coords[0, :, 0])

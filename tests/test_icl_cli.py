@@ -58,6 +58,11 @@ def test_tiny_run_json(cli, tmp_path):
     assert data["seed1_steps"].tolist() == [0, 3, 6]
     assert data["seed0_theta"].shape == (3, 2 + 11)
     assert (tmp_path / "run.json").exists()
+    text = cli(*[a for a in argv if a != "--json"][:-1], str(tmp_path / "text.npz")).out
+    for r in record["runs"]:
+        intervals = r["phases"]["intervals"]
+        whole = " → ".join(f"{m} [{a:g}, {b:g}]" for m, a, b in intervals)
+        assert f"seed {r['seed']} phases (steps): {whole}\n" in text
 
 
 def test_phases_bookkeeping():

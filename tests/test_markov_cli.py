@@ -85,11 +85,25 @@ def test_train_stops_at_a_nan_loss_and_keeps_the_steps_before(cli, tmp_path):
     assert code == 1
     assert "not finite at step" in err
     step = int(err.split("not finite at step ")[1].split(";")[0])
-    data = np.load(tmp_path / "run.npz")
-    assert data["train_loss"].shape == (3, step - 1)
-    assert np.all(np.isfinite(data["train_loss"]))
+    with np.load(tmp_path / "run.npz") as data:
+        assert data["train_loss"].shape == (3, step - 1)
+        assert np.all(np.isfinite(data["train_loss"]))
     meta = json.loads((tmp_path / "run.json").read_text())
     assert meta["nan_step"] == step and meta["config"]["lr"] == 1e30
+    assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_train_writes_no_file_when_its_picture_fails(cli, tmp_path, monkeypatch):
+    """The picture, the NPZ and the JSON are written together or not at all."""
+    from gradflow.analysis.markov_training import TrainResult
+
+    def broken(self):
+        raise RuntimeError("drawing failed")
+
+    monkeypatch.setattr(TrainResult, "figure", broken)
+    with pytest.raises(RuntimeError, match="drawing failed"):
+        cli("train", *SHORT, "--lr", "1e30", "--out", "run.npz")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow

@@ -12,7 +12,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,14 +178,19 @@ def add_json_argument(
 
 
 def add_output_arguments(
-    parser: argparse.ArgumentParser, default: str, json_help: str = "one JSON object on stdout"
+    parser: argparse.ArgumentParser,
+    default: str,
+    json_help: str = "one JSON object on stdout",
+    picture: bool = False,
 ) -> None:
-    """``--out PATH`` (an NPZ, its ``.json`` beside it; default ``default``) and ``--json``."""
+    """``--out PATH`` (an NPZ, its ``.json`` — and with ``picture`` its ``.png`` — beside it;
+    default ``default``) and ``--json``."""
+    beside = "the .json and the .png go" if picture else "the .json goes"
     parser.add_argument(
         "--out",
         type=Path,
         default=Path(default),
-        help=f"NPZ path (default {default}); the .json goes beside it",
+        help=f"NPZ path (default {default}); {beside} beside it",
     )
     add_json_argument(parser, json_help)
 
@@ -214,8 +219,10 @@ def save_and_report(
     record: Mapping[str, Any],
     text: str,
     list_written: bool = False,
+    picture: Callable[[], Any] | None = None,
 ) -> list[Path]:
-    """Write ``--out`` and its JSON atomically, then report on stdout.
+    """Write ``--out`` and its JSON (and, given ``picture``, the matplotlib figure it returns as
+    the PNG beside them) atomically, then report on stdout.
 
     With ``--json``: ``record`` as one JSON object (plus ``"written"``, the paths, if
     ``list_written``); else ``text`` and the ``wrote …`` line.
@@ -225,7 +232,13 @@ def save_and_report(
     """
     from gradflow import save_with_data
 
-    written = save_with_data(args.out, None, arrays, metadata)
+    if picture is None:
+        written = save_with_data(args.out, None, arrays, metadata)
+    else:
+        png = Path(args.out).with_suffix(".png")
+        written = save_with_data(
+            png, lambda path: picture().savefig(path, format="png", dpi=130), arrays, metadata
+        )
     if args.json:
         paths = {"written": [str(p) for p in written]} if list_written else {}
         print_json({**record, **paths})

@@ -1,7 +1,8 @@
 """``gradflow train``: train the full Markov transformer and record its canonical trajectory.
 
 Writes ``OUT.npz`` (loss curves, test losses with standard errors, projected ``(e, w, a, b)``,
-rank-one diagnostics) and ``OUT.json`` (settings, references, final losses) atomically.  A
+rank-one diagnostics), ``OUT.json`` (settings, references, final losses) and ``OUT.png`` (the loss
+curves and the projected trajectory, :meth:`TrainResult.figure`) atomically: all three or none.  A
 non-finite training loss stops the run: the steps before it are written, with the step named in
 the JSON and on stderr, and the exit status is 1.
 """
@@ -22,7 +23,12 @@ EXIT_STOPPED = 1
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, TrainConfig, skip=("eval_batch",))
-    add_output_arguments(parser, "train.npz", json_help="the summary as one JSON object on stdout")
+    add_output_arguments(
+        parser,
+        "train.npz",
+        json_help="the summary as one JSON object on stdout",
+        picture=True,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +39,14 @@ def run(args: argparse.Namespace) -> int:
     result = train(config)
     record = result.summary()
     metadata = {"command": "train", "config": vars(config), **record}
-    save_and_report(args, result.arrays(), metadata, record=record, text=result.text())
+    save_and_report(
+        args,
+        result.arrays(),
+        metadata,
+        record=record,
+        text=result.text(),
+        picture=result.figure,
+    )
     if result.nan_step is not None:
         print(
             f"gradflow train: error: the training loss is not finite at step {result.nan_step}; "
