@@ -183,6 +183,10 @@ class AttractorIndex:
             members = np.flatnonzero(labels == label)
             best = members[np.argmin(gradient[members])]
             kind = str(classify_points(landscape, points[best][None], global_min_loss).kinds[0])
+            known = self._set_through(landscape, points[best], kind)
+            if known >= 0:
+                ids[members] = known
+                continue
             ids[members] = len(self.attractors)
             self.attractors.append(
                 Attractor(
@@ -196,6 +200,64 @@ class AttractorIndex:
                 )
             )
         return ids
+
+    def _set_through(self, landscape: Landscape, point: np.ndarray, kind: str) -> int:
+        """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
+        ``point``, the sample nearest it joined to it along the set (:func:`_joined_on_set`);
+        ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
+        the component it lies on, not a new attractor."""
+        loss = float(landscape.loss(point))
+        scale = loss_scales(landscape).loss
+        candidates = [
+            a
+            for a in self.attractors
+            if a.kind == kind and a.dimension > 0 and _same_loss(a.loss, loss, scale)
+        ]
+        for a in candidates:
+            samples = self._points[self._owners == a.id]
+            nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
+            if _joined_on_set(landscape, point, nearest, loss):
+                return a.id
+        return -1
+
+
+JOIN_STEPS = 32
+"""Points on the segment between two critical points at which :func:`_joined_on_set` finds the
+critical point nearest."""
+
+
+def _joined_on_set(landscape: Landscape, a: np.ndarray, b: np.ndarray, loss: float) -> bool:
+    """Whether ``a`` and ``b`` lie on one connected piece of the critical set of loss ``loss``.
+
+    From :data:`JOIN_STEPS` + 1 evenly spaced points of the segment ``ab`` the critical point
+    nearest is found (Levenberg–Marquardt on ``∇L = 0``); the two are joined when every one of
+    them is critical with loss ``loss`` and consecutive ones lie within four steps of each other
+    (a path along the set shadows the segment).  Between two components of ``abc = 1`` the
+    segment crosses a coordinate plane, where the nearest critical point is an axis (loss 1) or
+    jumps to the other sheet.
+    """
+    step = float(np.linalg.norm(b - a)) / JOIN_STEPS
+    scale = loss_scales(landscape).loss
+    tol = gradient_tol(landscape)
+    previous = a
+    with np.errstate(all="ignore"):
+        for t in np.linspace(0.0, 1.0, JOIN_STEPS + 1)[1:]:
+            found = root(
+                landscape.point_grad,
+                a + t * (b - a),
+                jac=lambda y: landscape.hessian(y),
+                method="lm",
+                options={"xtol": 1e-14, "ftol": 1e-14},
+            ).x
+            if not (
+                np.all(np.isfinite(found))
+                and np.linalg.norm(landscape.grad(found)) <= tol
+                and _same_loss(float(landscape.loss(found)), loss, scale)
+                and np.linalg.norm(found - previous) <= 4 * step + 1e-9
+            ):
+                return False
+            previous = found
+    return True
 
 
 def _linked(

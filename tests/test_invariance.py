@@ -183,3 +183,59 @@ def test_tints_stay_apart_for_many_attractors_of_every_kind(tilted_map) -> None:
     assert len(colors) >= 60
     gaps = [np.abs(p - q).max() for p, q in itertools.combinations(colors, 2)]
     assert min(gaps) > 0.01
+
+
+def _triple_end(x0: float, y0: float) -> tuple[int, ...] | None:
+    """Where the flow of (1 - xyz)² takes (x0, y0, 1): the sign pattern of the component of
+    xyz = 1 it reaches, ``None`` for a point of an axis (a saddle).
+
+    x' = 2(1 - P)yz and its cyclic images (P = xyz) conserve x² - y² and y² - z²: the squares
+    move together, x² = x0² + s, y² = y0² + s, z² = 1 + s.  Where P > 0 (or P = 0 with one
+    coordinate 0: it moves off 0 with the sign of the other two's product) s grows until P = 1:
+    the start's own sign pattern.  Where P < 0, |P| shrinks: s falls until the coordinate of
+    least square reaches 0, where its derivative (twice the other two's product) is not 0, so it
+    crosses and P = 1 is reached with that sign flipped; when two squares are least together, both
+    reach 0 at once and the flow stops on the third axis.
+    """
+    v = np.array([x0, y0, 1.0])
+    if x0 == 0 and y0 == 0:
+        return None
+    if x0 * y0 > 0:
+        return tuple(np.sign(v).astype(int))
+    if x0 == 0 or y0 == 0:
+        other = y0 if x0 == 0 else x0
+        return (int(np.sign(other)), int(np.sign(other)), 1)
+    least = np.flatnonzero(v**2 == np.min(v**2))
+    if len(least) > 1:
+        return None
+    signs = np.sign(v).astype(int)
+    signs[least[0]] *= -1
+    return tuple(signs)
+
+
+@pytest.mark.slow
+def test_the_slice_z_1_of_1_minus_xyz_squared_flows_in_three_dimensions() -> None:
+    """``(1 - xyz)²`` on the slice z = 1, grid 9 of [-3, 3]²: each start integrates the full 3-D
+    flow (the slice is where it starts, not where it stays).  By :func:`_triple_end`: 30 starts
+    reach the component +++ of xyz = 1, 30 the component --+, 9 each +-- and -+- (x0 y0 < 0
+    with |x0|, |y0| > 1: z crosses 0), and 3 stop on the z axis, a saddle: (0, 0) and
+    ±(0.75, -0.75).  Five attractors, four of them the four components, none "found by the flow".
+    """
+    bound = gradflow.loss_model("(1 - x*y*z)**2", ["x", "y", "z"]).bind()
+    bm = gradflow.basins(bound, grid=9, plane=("x", "y"), fixed={"z": 1.0}, progress=False)
+    by_id = {a.id: a for a in bm.attractors}
+    assert sorted(a.kind for a in bm.attractors if a.fraction > 0) == ["global_min"] * 4 + [
+        "saddle"
+    ]
+    assert all(a.set != "found by the flow" for a in bm.attractors)
+    count: dict[tuple[int, ...] | None, int] = {}
+    for (j, i), aid in np.ndenumerate(bm.attractor_ids):
+        expected = _triple_end(bm.xs[i], bm.ys[j])
+        count[expected] = count.get(expected, 0) + 1
+        reached = by_id[int(aid)]
+        if expected is None:
+            assert reached.kind == "saddle", (bm.xs[i], bm.ys[j])
+        else:
+            assert reached.kind == "global_min", (bm.xs[i], bm.ys[j])
+            assert tuple(np.sign(reached.point).astype(int)) == expected, (bm.xs[i], bm.ys[j])
+    assert count == {(1, 1, 1): 30, (-1, -1, 1): 30, (1, -1, -1): 9, (-1, 1, -1): 9, None: 3}
