@@ -103,3 +103,32 @@ def test_the_api_page_figure_example_runs(tmp_path, monkeypatch):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         f"local-to-global-fig1.{suffix}" for suffix in ("json", "npz", "png")
     ]
+
+
+def test_the_readme_model_table_matches_gradflow_models(cli) -> None:
+    """Every family of the README's model table is run as its last column says: its
+    ``--model NAME``s are exactly the models ``gradflow models`` lists, the others are the
+    families it names with their own command, and each command named exists."""
+    import json
+
+    rows = [
+        [cell.strip() for cell in line.strip("|").split(" | ")]
+        for line in (ROOT / "README.md").read_text().splitlines()
+        if line.startswith("| [")
+    ]
+    code, out, _ = cli("models", "--json")
+    listed = json.loads(out)
+    in_readme, own = set(), {}
+    for row in rows:
+        family = re.match(r"\[([^\]]+)\]", row[0]).group(1)
+        models = re.findall(r"`--model ([\w-]+)`", row[-1])
+        commands = re.findall(r"`gradflow (\w+)`", row[-1])
+        assert models or commands, row
+        in_readme |= set(models)
+        if not models:
+            own[family] = " ".join(f"gradflow {c}" for c in commands)
+        for command in commands:
+            assert cli(command, "--help").code == 0, command
+    assert len(rows) == 5
+    assert in_readme == {m["name"] for m in listed["models"]}
+    assert own == listed["own_commands"]

@@ -1,5 +1,5 @@
 """``gradflow models``: every model the commands accept, with its parameters, hyperparameters
-(and their ranges) and source."""
+(and their ranges) and source, and the model families that are run by commands of their own."""
 
 from __future__ import annotations
 
@@ -7,6 +7,14 @@ import argparse
 
 from ._models import available, load_model
 from ._options import add_json_argument, print_json
+
+OWN_COMMANDS = {
+    "statistical induction heads": "gradflow icl",
+    "shallow encoder NTK": "gradflow ntk",
+    "two-mixture classification": "gradflow mixture",
+}
+"""The families that are not a registered model (no loss in a few scalars for ``--model``), by
+the command that runs each."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     if args.json:
-        print_json({"models": records})
+        print_json({"models": records, "own_commands": OWN_COMMANDS})
         return 0
     rows = [
         [
@@ -45,4 +53,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     print(format_table(["model", "parameters", "hyperparameters", "source"], rows))
     print("\nor: --model FILE.py:FACTORY, or --loss EXPR --params X,Y [--hyper NAME=VALUE …]")
+    print("run by commands of their own:")
+    for family, command in OWN_COMMANDS.items():
+        print(f"  {family}: {command}")
     return 0
