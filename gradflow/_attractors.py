@@ -16,13 +16,11 @@ from typing import Any
 
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.optimize import root
 from scipy.spatial import cKDTree
 
 from ._classify import classify_points
-from ._critical import CriticalSet, local_dimension
+from ._critical import CriticalSet, joined_on_set, local_dimension, runs_between, same_loss
 from ._landscape import Landscape
-from ._pieces import gradient_tol
 from ._scales import loss_scales
 from ._text import format_point
 
@@ -203,7 +201,7 @@ class AttractorIndex:
 
     def _set_through(self, landscape: Landscape, point: np.ndarray, kind: str) -> int:
         """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
-        ``point``, the sample nearest it joined to it along the set (:func:`_joined_on_set`);
+        ``point``, the sample nearest it joined to it along the set (:func:`~gradflow._critical.joined_on_set`);
         ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
         the component it lies on, not a new attractor."""
         loss = float(landscape.loss(point))
@@ -211,53 +209,14 @@ class AttractorIndex:
         candidates = [
             a
             for a in self.attractors
-            if a.kind == kind and a.dimension > 0 and _same_loss(a.loss, loss, scale)
+            if a.kind == kind and a.dimension > 0 and same_loss(a.loss, loss, scale)
         ]
         for a in candidates:
             samples = self._points[self._owners == a.id]
             nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
-            if _joined_on_set(landscape, point, nearest, loss):
+            if joined_on_set(landscape, point, nearest, loss):
                 return a.id
         return -1
-
-
-JOIN_STEPS = 32
-"""Points on the segment between two critical points at which :func:`_joined_on_set` finds the
-critical point nearest."""
-
-
-def _joined_on_set(landscape: Landscape, a: np.ndarray, b: np.ndarray, loss: float) -> bool:
-    """Whether ``a`` and ``b`` lie on one connected piece of the critical set of loss ``loss``.
-
-    From :data:`JOIN_STEPS` + 1 evenly spaced points of the segment ``ab`` the critical point
-    nearest is found (Levenberg–Marquardt on ``∇L = 0``); the two are joined when every one of
-    them is critical with loss ``loss`` and consecutive ones lie within four steps of each other
-    (a path along the set shadows the segment).  Between two components of ``abc = 1`` the
-    segment crosses a coordinate plane, where the nearest critical point is an axis (loss 1) or
-    jumps to the other sheet.
-    """
-    step = float(np.linalg.norm(b - a)) / JOIN_STEPS
-    scale = loss_scales(landscape).loss
-    tol = gradient_tol(landscape)
-    previous = a
-    with np.errstate(all="ignore"):
-        for t in np.linspace(0.0, 1.0, JOIN_STEPS + 1)[1:]:
-            found = root(
-                landscape.point_grad,
-                a + t * (b - a),
-                jac=lambda y: landscape.hessian(y),
-                method="lm",
-                options={"xtol": 1e-14, "ftol": 1e-14},
-            ).x
-            if not (
-                np.all(np.isfinite(found))
-                and np.linalg.norm(landscape.grad(found)) <= tol
-                and _same_loss(float(landscape.loss(found)), loss, scale)
-                and np.linalg.norm(found - previous) <= 4 * step + 1e-9
-            ):
-                return False
-            previous = found
-    return True
 
 
 def _linked(
@@ -289,50 +248,20 @@ def _linked(
     scale = loss_scales(landscape).loss
     for i, j in itertools.combinations(range(len(parts)), 2):
         (si, pi), (sj, pj) = parts[i], parts[j]
-        if si.kind != sj.kind or not _same_loss(si.loss, sj.loss, scale):
+        if si.kind != sj.kind or not same_loss(si.loss, sj.loss, scale):
             continue
         distance, nearest = trees[i].query(pj)
         k = int(np.argmin(distance))
         a, b = pi[nearest[k]], pj[k]
         gap = 1.5 * max(spacings[i][nearest[k]], spacings[j][k])
         if distance[k] <= point_link or (
-            distance[k] <= gap and _runs_between(landscape, a, b, gap, si.loss)
+            distance[k] <= gap and runs_between(landscape, a, b, gap, si.loss)
         ):
             parent[find(j)] = find(i)
     groups: dict[int, list[int]] = {}
     for i in range(len(parts)):
         groups.setdefault(find(i), []).append(i)
     return list(groups.values())
-
-
-SAME_LOSS = 1e-9
-"""Two losses are equal when they differ by at most this times the larger of the loss scale and
-their sizes."""
-
-
-def _same_loss(a: float, b: float, scale: float) -> bool:
-    return abs(a - b) <= SAME_LOSS * max(scale, abs(a), abs(b))
-
-
-def _runs_between(
-    landscape: Landscape, a: np.ndarray, b: np.ndarray, gap: float, loss: float
-) -> bool:
-    """Whether the critical point nearest the midpoint of ``a`` and ``b`` lies within ``gap`` of
-    both and has loss ``loss``."""
-    with np.errstate(all="ignore"):
-        found = root(
-            landscape.point_grad,
-            0.5 * (a + b),
-            jac=lambda y: landscape.hessian(y),
-            method="lm",
-            options={"xtol": 1e-14, "ftol": 1e-14},
-        ).x
-        if not np.all(np.isfinite(found)):
-            return False
-        critical = np.linalg.norm(landscape.grad(found)) <= gradient_tol(landscape)
-        near = max(np.linalg.norm(found - a), np.linalg.norm(found - b)) <= gap
-        same = _same_loss(float(landscape.loss(found)), loss, loss_scales(landscape).loss)
-        return bool(critical and near and same)
 
 
 def _sample_if_on(s: CriticalSet, part: np.ndarray) -> np.ndarray | None:

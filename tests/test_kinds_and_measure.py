@@ -99,3 +99,20 @@ def test_one_set_is_listed_once() -> None:
         ("global_min", (1.0, 0.0)),
         ("saddle", (0.0, 0.0)),
     ]
+
+
+def test_a_circle_solved_as_two_graphs_is_one_set() -> None:
+    """L = (x² + y² - 1)²: ∇L = 4(x² + y² - 1)(x, y) vanishes on the unit circle (L = 0, the
+    global minimum; Hessian 8 (x, y)(x, y)ᵀ, nullity 1 along the circle) and at the origin (L = 1,
+    Hessian -4 I: a maximum of Morse index 2).  sympy.solve returns the circle as y = ±√(1 - x²):
+    one set of dimension 1, one component, and the maximum apart."""
+    sets = gradflow.critical_sets(bind("ring", (x**2 + y**2 - 1) ** 2, 1.5))
+    assert [(s.kind, s.dimension, s.n_components) for s in sets] == [
+        ("global_min", 1, 1),
+        ("local_max", 0, 1),
+    ]
+    circle, origin = sets
+    np.testing.assert_allclose(np.hypot(*circle.points.T), 1.0, atol=1e-9)
+    assert min(circle.points[:, 1]) < -0.5 and max(circle.points[:, 1]) > 0.5
+    assert origin.morse_index == 2 and circle.nullity == 1
+    np.testing.assert_allclose(origin.sample, [0.0, 0.0], atol=1e-12)
