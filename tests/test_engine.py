@@ -60,13 +60,13 @@ def test_symbolic_solve_finds_the_double_well_critical_points() -> None:
 
 
 def test_a_circle_of_minima_is_found_as_curves() -> None:
+    """sympy.solve gives the circle as the graphs y = ±√(1 - x²): one set, one component."""
     model = mexican_hat().bind(k=2.0)
     sets = critical_sets(model)
-    halves = [s for s in sets if s.kind == "global_min"]
-    assert len(halves) == 2 and all("sqrt(1 - " in s.equation for s in halves)
-    for half in halves:
-        assert half.dimension == 1
-        np.testing.assert_allclose(np.hypot(*half.points.T), 1.0, atol=1e-12)
+    (circle,) = [s for s in sets if s.kind == "global_min"]
+    assert circle.equation.count("sqrt(1 - ") == 2 and " ∪ " in circle.equation
+    assert circle.dimension == 1 and circle.n_components == 1
+    np.testing.assert_allclose(np.hypot(*circle.points.T), 1.0, atol=1e-12)
     (top,) = [s for s in sets if s.kind == "local_max"]
     np.testing.assert_allclose(top.points, [[0.0, 0.0]], atol=1e-12)
     assert top.loss == pytest.approx(2.0)
