@@ -159,7 +159,7 @@ class TrainResult:
         loss_ax.legend(fontsize=7, loc="best")
         loss_ax.set_title("(a) loss", fontsize=9)
         path_ax.set_xlabel("$w$")
-        path_ax.set_ylabel("$e$", rotation=0)
+        path_ax.set_ylabel("$e$", rotation=0, ha="right")
         path_ax.set_title("(b) projected canonical trajectory (• start, × end)", fontsize=9)
         path_ax.legend(fontsize=7, loc="best")
         stopped = (

@@ -163,7 +163,7 @@ def _draw_branches(data: Data, ax: Axes) -> None:
             label=label,
             zorder=5,
         )
-    ax.set_ylabel(f"${data.config.coordinate}$", rotation=0)
+    ax.set_ylabel(f"${data.config.coordinate}$", rotation=0, ha="right")
     ax.set_title("(a) branches of critical points, bifurcations located between values", fontsize=9)
     ax.legend(fontsize=7, loc="best", frameon=False, ncol=2)
     ax.grid(alpha=0.3)

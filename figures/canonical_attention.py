@@ -182,7 +182,7 @@ def draw(data: Data, fig: Figure) -> None:
             ax.plot(*path.thetas[-1, [x, y]], "x", color=color, ms=8, mew=2)
     for ax, xname in zip(axes[1, 1:], ("w", "a")):
         ax.set_xlabel(f"${xname}$")
-        ax.set_ylabel("$e$", rotation=0)
+        ax.set_ylabel("$e$", rotation=0, ha="right")
         ax.axhline(0, color="#1f5fbf", lw=1, alpha=0.5)
         ax.set_title(
             f"3-D trajectories of L(e, w, a) projected onto ({xname}, e); start (e, w, a) → end",

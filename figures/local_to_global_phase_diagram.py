@@ -229,7 +229,7 @@ def draw(data: Data, fig: Figure) -> None:
         ax.set_xlim(extent[:2])
         ax.set_ylim(extent[2:])
         ax.set_xlabel("$q$")
-        ax.set_ylabel("$p$", rotation=0)
+        ax.set_ylabel("$p$", rotation=0, ha="right")
         ax.set_title(title, fontsize=9)
         fig.colorbar(image, ax=ax, location="bottom", shrink=0.8, fraction=0.05)
     axes[0].legend(loc="lower left", fontsize=7, frameon=False)

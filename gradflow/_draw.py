@@ -346,7 +346,7 @@ def basin_figure(basin_map: Any, labels: Sequence[str], title: str | None = None
         basin_map.critical.param_names,
     )
     ax.set_xlabel(f"${basin_map.plane[0]}$")
-    ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0)
+    ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0, ha="right")
     fixed = "".join(f", {k} = {v:g}" for k, v in basin_map.fixed.items())
     plane = f"({basin_map.plane[0]}, {basin_map.plane[1]})"
     ax.set_title(title or f"basins of attraction in the {plane} plane{fixed}", fontsize=10)
@@ -373,11 +373,11 @@ def trajectory_figure(trajectory: Any) -> Any:
             ms=8,
         )
         path_ax.set_xlabel(f"${names[0]}$")
-        path_ax.set_ylabel(f"${names[1]}$", rotation=0)
+        path_ax.set_ylabel(f"${names[1]}$", rotation=0, ha="right")
     else:
         path_ax.plot(trajectory.ts, trajectory.thetas[:, 0], color="#1f5fbf")
         path_ax.set_xlabel("flow time")
-        path_ax.set_ylabel(f"${names[0]}$", rotation=0)
+        path_ax.set_ylabel(f"${names[0]}$", rotation=0, ha="right")
     loss_ax.plot(trajectory.ts, trajectory.losses, color="black", lw=1.2)
     loss_ax.set_xlabel("flow time")
     loss_ax.set_ylabel("L")

@@ -147,7 +147,7 @@ class Portrait:
         ax.set_xlim(self.box[0], self.box[1])
         ax.set_ylim(self.box[2], self.box[3])
         ax.set_xlabel(f"${self.plane[0]}$")
-        ax.set_ylabel(f"${self.plane[1]}$", rotation=0)
+        ax.set_ylabel(f"${self.plane[1]}$", rotation=0, ha="right")
         ax.set_title(title or self.title(), fontsize=10)
         if legend:
             legend_below(ax, handles)

@@ -1,6 +1,7 @@
 """Every registered figure computes and draws at a small size without a warning, and its layout
 holds: no panel squeezed (each axes at least a quarter of the figure wide), no legend off the
-canvas or over another panel, no two tick labels on top of each other, every title on the canvas.
+canvas or over another panel, no two tick labels on top of each other nor an axis label on its
+tick labels, every title on the canvas.
 
 The figures that train a network are marked ``slow`` (compiling their training step dominates);
 the basin-map figures run in the default suite.
@@ -97,6 +98,11 @@ def layout_problems(fig) -> list[str]:
                 boxes = [t.get_window_extent(renderer) for t in _shown_labels(ax, axis)]
                 if any(_overlap(a, b) for a, b in itertools.combinations(boxes, 2)):
                     problems.append(f"{axis} tick labels of {ax.get_title()!r} overlap")
+                label = getattr(ax, f"{axis}axis").label
+                if label.get_text() and any(
+                    _overlap(label.get_window_extent(renderer), b) for b in boxes
+                ):
+                    problems.append(f"{axis} label of {ax.get_title()!r} lies over its ticks")
         if ax.title.get_text() and not _inside(ax.title.get_window_extent(renderer), bounds):
             problems.append(f"title {ax.title.get_text()!r} is cut off")
     for legend in fig.findobj(Legend):
