@@ -232,7 +232,7 @@ def draw(data: Data, fig: Figure) -> None:
         ax.set_ylabel("$p$", rotation=0, ha="right")
         ax.set_title(title, fontsize=9)
         fig.colorbar(image, ax=ax, location="bottom", shrink=0.8, fraction=0.05)
-    axes[0].legend(loc="lower left", fontsize=7, frameon=False)
+    axes[0].legend(loc="lower left", fontsize=7, framealpha=0.9)
     record = data.sweep_record
     fig.suptitle(
         f"Canonical model L(e, w): basins of {_box_text(record['box'])} over the switching square "
