@@ -571,9 +571,15 @@ def _make_set(
     labels: np.ndarray,
     box: np.ndarray,
 ) -> CriticalSet:
-    """The set of ``points[idx]`` with component ``labels``, described at its middle point;
-    its sample is its point nearest ``box``'s centre."""
-    rep = idx[idx.size // 2]
+    """The set of ``points[idx]`` with component ``labels``, described at a generic point: the
+    middle one of the points with the most common Morse index and nullity (on the axis
+    ``x = y = 0`` of ``(1 - xyz)²`` every point but the origin has index 1 and nullity 1; the
+    origin, where the Hessian vanishes, does not describe the set).  Its sample is its point
+    nearest ``box``'s centre."""
+    signature = np.stack([classes.morse_index[idx], classes.nullity[idx]], axis=1)
+    _, inverse, counts = np.unique(signature, axis=0, return_inverse=True, return_counts=True)
+    generic = idx[inverse.reshape(-1) == int(np.argmax(counts))]
+    rep = generic[generic.size // 2]
     center = box.mean(axis=1)
     nearest = idx[int(np.argmin(np.linalg.norm(points[idx] - center, axis=1)))]
     return CriticalSet(

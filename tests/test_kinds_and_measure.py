@@ -116,3 +116,27 @@ def test_a_circle_solved_as_two_graphs_is_one_set() -> None:
     assert min(circle.points[:, 1]) < -0.5 and max(circle.points[:, 1]) > 0.5
     assert origin.morse_index == 2 and circle.nullity == 1
     np.testing.assert_allclose(origin.sample, [0.0, 0.0], atol=1e-12)
+
+
+@pytest.mark.slow
+def test_the_axes_of_1_minus_abc_squared_are_index_1_saddles_at_generic_points() -> None:
+    """L = (1 - abc)²: ∇L = -2(1 - abc)(bc, ac, ab) vanishes on abc = 1 (L = 0, four components,
+    one per sign pattern +++, +--, -+-, --+, since no coordinate can change sign on it) and on
+    the three axes (two coordinates 0, L = 1).  On the a axis at (t, 0, 0), t ≠ 0, the Hessian
+    is 2 t [[0, 0, 0], [0, 0, -1], [0, -1, 0]]: eigenvalues -2|t|, 0, 2|t|, Morse index 1,
+    nullity 1; only at the origin is it 0.  Each axis is described at a generic point."""
+    a_, b_, c_ = sp.symbols("a b c", real=True)
+    bounds = {"a": (-2, 2), "b": (-2, 2), "c": (-2, 2)}
+    model = ReducedModel("abc", (a_, b_, c_), (1 - a_ * b_ * c_) ** 2, bounds=bounds).bind()
+    sets = gradflow.critical_sets(model)
+    (minima,) = [s for s in sets if s.kind == "global_min"]
+    assert minima.dimension == 2 and minima.n_components == 4
+    signs = {tuple(np.sign(minima.component_points(k)[0]).astype(int)) for k in range(4)}
+    assert signs == {(1, 1, 1), (1, -1, -1), (-1, 1, -1), (-1, -1, 1)}
+    axes = [s for s in sets if s.kind == "saddle"]
+    assert len(axes) == 3
+    for axis in axes:
+        assert axis.dimension == 1 and axis.morse_index == 1 and axis.nullity == 1
+        t = np.max(np.abs(axis.hessian_eigenvalues)) / 2
+        np.testing.assert_allclose(axis.hessian_eigenvalues, [-2 * t, 0.0, 2 * t], atol=1e-9)
+        assert t > 0
