@@ -79,6 +79,8 @@ _EXPORTS = {
     "Metric": "._metric",
     "MetricLandscape": "._metric",
     "in_metric": "._metric",
+    "LossScales": "._scales",
+    "loss_scales": "._scales",
     "BoundModel": "._model",
     "CriticalSetSpec": "._model",
     "ReducedModel": "._model",
@@ -166,6 +168,7 @@ if TYPE_CHECKING:
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
     from ._progress import progress_bar
+    from ._scales import LossScales, loss_scales
     from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._text import format_point, format_table
 
@@ -233,6 +236,8 @@ __all__ = [
     "gradient_descent",
     "gradient_flow",
     "in_metric",
+    "loss_scales",
+    "LossScales",
     "grid_axis",
     "integrate",
     "lambdify_jax",
