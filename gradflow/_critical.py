@@ -65,6 +65,9 @@ ROOT_TOL = 1e-13
 """Relative and absolute tolerance of the Levenberg–Marquardt search for ``∇L = 0``."""
 ROOT_STEPS = 256
 """Step budget of each Levenberg–Marquardt start."""
+NEWTON_STEP = 1e-4
+"""A root of the numerical search is kept only where its Newton step ``‖H⁺∇L‖`` is at most this
+times the landscape's length scale (see :func:`_near_a_zero`)."""
 POINT_CLUSTER = 1e-3
 """Numerical solutions spread over less than this fraction of the box diagonal are one point."""
 CLUSTER_LINK = 0.05
@@ -484,28 +487,56 @@ def _numerical_solutions(
     once.
 
     The ``starts`` initial points are uniform in ``box`` (seeded).  Returns the solutions inside
-    ``box`` with ``‖∇L‖₂ ≤`` :func:`~gradflow._pieces.gradient_tol`, shape ``(n, dim)``.  The
-    residual is ``∇L / g`` (``g`` the gradient scale), so the search does not depend on the
-    loss's scale.
+    ``box`` with ``‖∇L‖₂ ≤`` :func:`~gradflow._pieces.gradient_tol` and a short Newton step
+    (:func:`_near_a_zero`), shape ``(n, dim)``.  Each start's residual is ``∇L / ‖∇L(θ0)‖``
+    (the gradient scale ``g`` where ``∇L(θ0)`` vanishes), so the search does not depend on the
+    loss's scale, nor on how many orders of magnitude ``‖∇L‖`` spans over the box.
     """
     if starts <= 0:
         return np.zeros((0, landscape.dim))
     rng = np.random.default_rng(seed)
     y0 = rng.uniform(box[:, 0], box[:, 1], size=(starts, landscape.dim))
-    scale = jnp.asarray(loss_scales(landscape).gradient)
+    with np.errstate(all="ignore"):
+        scale = np.linalg.norm(landscape.grad(y0), axis=1)
+    usable = np.isfinite(scale) & (scale > 0)
+    scale = np.where(usable, scale, loss_scales(landscape).gradient)
     ys = np.asarray(_batched_root(landscape.field)(jnp.asarray(y0), landscape.args, scale))
     with np.errstate(all="ignore"):
         ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
         ys = ys[ok]
         if not len(ys):
             return ys
-        return ys[np.linalg.norm(landscape.grad(ys), axis=1) <= gradient_tol(landscape)]
+        small = np.linalg.norm(landscape.grad(ys), axis=1) <= gradient_tol(landscape)
+        return ys[small & _near_a_zero(landscape, ys)]
+
+
+def _near_a_zero(landscape: Landscape, ys: np.ndarray) -> np.ndarray:
+    """Whether the Newton step ``H⁺∇L`` at each of ``ys`` (shape ``(n, dim)``) is at most
+    :data:`NEWTON_STEP` times the landscape's length scale, shape ``(n,)``.
+
+    A gradient small against the loss's gradient scale ``g`` is not enough where ``L`` spans many
+    orders of magnitude over its ranges (``exp((x² + y² − 1)²)``: ``g`` is set by the far corners,
+    where ``‖∇L‖`` is astronomically large, so a point far from the circle would pass).  The
+    Newton step is the distance to the nearest zero of ``∇L`` to first order, unchanged by the
+    loss's scale; the pseudo-inverse keeps points of a non-isolated set (``∇L`` in the range of
+    ``H``).  Where the Hessian is not finite the step is not known and the point is kept.
+    """
+    with np.errstate(all="ignore"):
+        hessians = landscape.hessian(ys)
+        finite = np.all(np.isfinite(hessians), axis=(1, 2))
+        steps = np.full(len(ys), np.nan)
+        if finite.any():
+            pinv = np.linalg.pinv(hessians[finite], rcond=1e-12, hermitian=True)
+            grads = landscape.grad(ys[finite])
+            steps[finite] = np.linalg.norm(np.einsum("nij,nj->ni", pinv, grads), axis=1)
+    return ~finite | (steps <= NEWTON_STEP * loss_scales(landscape).length)
 
 
 @functools.cache
 def _batched_root(field: GradientField) -> Callable[[jax.Array, Any, jax.Array], jax.Array]:
     """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args) / scale`` from many
-    starts; compiled once per field (hyperparameters are arguments, so a sweep compiles once)."""
+    starts (one scale per start); compiled once per field (hyperparameters are arguments, so a
+    sweep compiles once)."""
     solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
 
     def residual(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
@@ -517,7 +548,7 @@ def _batched_root(field: GradientField) -> Callable[[jax.Array, Any, jax.Array],
         )
         return solution.value
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None, None)))
+    return jax.jit(jax.vmap(one, in_axes=(0, None, 0)))
 
 
 def _group(
