@@ -40,6 +40,7 @@ from gradflow.models.markov_transformer import (
 from .markov_configs import INITS, TrainConfig, switching_field
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "TrainResult",
     "initial_model",
     "optimizer",
+    "draw_reference_losses",
     "references",
     "switching_field",
     "train",
@@ -140,20 +142,7 @@ class TrainResult:
             path_ax.plot(w, e, color=color, lw=1.2, label=seed)
             path_ax.plot(w[0], e[0], "o", color=color, ms=4)
             path_ax.plot(w[-1], e[-1], "X", color=color, ms=7)
-        loss_ax.axhline(
-            ref["unigram_loss"],
-            color="#555555",
-            ls="--",
-            lw=1.1,
-            label=f"unigram loss H(π) = {ref['unigram_loss']:.4f}",
-        )
-        loss_ax.axhline(
-            ref["entropy_rate"],
-            color="black",
-            ls=":",
-            lw=1.3,
-            label=f"bigram loss (entropy rate) = {ref['entropy_rate']:.4f}",
-        )
+        draw_reference_losses(loss_ax, ref)
         loss_ax.set_xlabel("step")
         loss_ax.set_ylabel("loss (nats)")
         loss_ax.legend(fontsize=7, loc="best")
@@ -202,6 +191,25 @@ def references(p: float, q: float) -> dict[str, float]:
         "unigram_loss": float(unigram_loss.subs(subs)),
         "entropy_rate": float(entropy_rate.subs(subs)),
     }
+
+
+def draw_reference_losses(ax: Axes, refs: dict[str, float]) -> None:
+    """The two reference losses of :func:`references` as labelled horizontal lines on ``ax``:
+    ``H(π)`` (the unigram plateau, dashed) and the entropy rate (the global minimum, dotted)."""
+    ax.axhline(
+        refs["unigram_loss"],
+        color="#555555",
+        ls="--",
+        lw=1.2,
+        label=f"unigram loss H(π) = {refs['unigram_loss']:.4f}",
+    )
+    ax.axhline(
+        refs["entropy_rate"],
+        color="black",
+        ls=":",
+        lw=1.4,
+        label=f"bigram loss (entropy rate) = {refs['entropy_rate']:.4f}",
+    )
 
 
 def initial_model(config: TrainConfig, key: jax.Array) -> MarkovTransformer:

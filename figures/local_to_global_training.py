@@ -111,6 +111,8 @@ def compute(config: Config) -> Data:
 
 def draw(data: Data, fig: Figure) -> None:
     """Test loss against the step: every seed thin, mean ± std, the two reference losses."""
+    from gradflow.analysis.markov_training import draw_reference_losses
+
     ax = fig.add_subplot()
     ref, config = data.references, data.config
     for init, (label, color) in INITS.items():
@@ -126,20 +128,7 @@ def draw(data: Data, fig: Figure) -> None:
             lw=2,
             label=f"{label}: mean ± std, {config.seeds} seeds",
         )
-    ax.axhline(
-        ref["unigram_loss"],
-        color="#555555",
-        ls="--",
-        lw=1.2,
-        label=f"unigram loss H(π) = {ref['unigram_loss']:.4f}",
-    )
-    ax.axhline(
-        ref["entropy_rate"],
-        color="black",
-        ls=":",
-        lw=1.4,
-        label=f"bigram loss (entropy rate) = {ref['entropy_rate']:.4f}",
-    )
+    draw_reference_losses(ax, ref)
     ax.set_xlabel("iteration")
     ax.set_ylabel("test loss (nats)")
     low = ref["entropy_rate"]
