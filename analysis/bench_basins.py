@@ -196,7 +196,7 @@ def bench(config: Config) -> Report:
     """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
     import jax
 
-    from gradflow import basins, critical_sets, decision_level, plane_grid, widened_bounds
+    from gradflow import Region, basins, critical_sets, decision_level, widened_bounds
     from gradflow.models import markov
 
     jax.config.update("jax_enable_compilation_cache", False)
@@ -211,10 +211,9 @@ def bench(config: Config) -> Report:
     begin = time.perf_counter()
     basins(model, grid=SMALL_GRID, progress=False)
     small = time.perf_counter() - begin
-    _, xs, ys, _, thetas = plane_grid(model, config.grid)
-    critical = critical_sets(
-        model, bounds=widened_bounds(model, {"w": (xs[0], xs[-1]), "e": (ys[0], ys[-1])})
-    )
+    region = Region.of(model, config.grid)
+    thetas = region.points()
+    critical = critical_sets(model, bounds=widened_bounds(model, region.bounds()))
     level = decision_level(critical)
     rng = np.random.default_rng(0)
     flat = thetas.reshape(-1, model.model.dim)

@@ -117,7 +117,7 @@ def bench(config: Config) -> Report:
     """Run the sweep from cold, then time one stand-alone warm cell."""
     import jax
 
-    from gradflow import basins, critical_sets, follow, plane_grid, sweep, widened_bounds
+    from gradflow import Region, basins, critical_sets, follow, sweep, widened_bounds
     from gradflow.models import markov
 
     values = np.linspace(LOW, HIGH, config.cells)
@@ -131,8 +131,7 @@ def bench(config: Config) -> Report:
     follow(reduced, cells)
     follow_seconds = time.perf_counter() - begin
     model = markov.canonical(P, Q)
-    plane, xs, ys, _, _ = plane_grid(model, config.grid)
-    bounds = widened_bounds(model, {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])})
+    bounds = widened_bounds(model, Region.of(model, config.grid).bounds())
     basins(model, grid=config.grid, progress=False)
     begin = time.perf_counter()
     basins(model, grid=config.grid, critical=critical_sets(model, bounds=bounds), progress=False)

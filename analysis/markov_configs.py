@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from gradflow import GradflowError
+from gradflow import GradflowError, Region
 from gradflow.models.markov_ranges import (
     check_attention,
     check_length,
@@ -241,11 +241,7 @@ class FateConfig:
         check_switching(self.p, self.q)
         if self.model not in FATE_MODELS:
             raise GradflowError(f"model = {self.model!r} must be one of {', '.join(FATE_MODELS)}")
-        if isinstance(self.grid, bool) or int(self.grid) != self.grid or self.grid < 2:
-            raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
-        wmin, wmax, emin, emax = self.box
-        if not (wmin < wmax and emin < emax):
-            raise GradflowError(f"box = {self.box} must have WMIN < WMAX and EMIN < EMAX")
+        self.region()
         object.__setattr__(self, "sigma", _sigmas(self.sigma))
         if not self.sigma or any(not (s >= 0 and math.isfinite(s)) for s in self.sigma):
             raise GradflowError(f"sigma = {self.sigma} must be finite numbers ≥ 0")
@@ -257,6 +253,18 @@ class FateConfig:
         if not (self.t_max > 0 and self.gtol > 0):
             raise GradflowError(f"t_max = {self.t_max} and gtol = {self.gtol} must be > 0")
         self.full()
+
+    def region(self) -> Region:
+        """The grid of initial points: ``grid × grid`` on the ``(w, e)`` plane in ``box``,
+        ``a = 0`` for the model with attention.
+
+        Raises:
+            GradflowError: a grid below 2 or an empty or non-finite box.
+        """
+        from gradflow.models import MODELS
+
+        grid = (self.grid, self.grid)
+        return Region(MODELS[self.model].params, ("w", "e"), self.box, grid, {})
 
     def full(self) -> MarkovFullModel:
         """The full model of the configuration."""

@@ -292,25 +292,13 @@ def _reduced_predictions(config: FateConfig, full: MarkovFullModel) -> dict[str,
     for name, metric in (("euclidean", "euclidean"), ("induced", full.metric)):
         bm = basins(
             bound,
-            grid=config.grid,
-            box=config.box,
-            plane=("w", "e"),
-            fixed={"a": 0.0} if "a" in bound.param_names else None,
+            region=config.region(),
             options=FlowOptions(),
             metric=metric,
             progress=False,
         )
         out[name] = np.vectorize(reduced_label)(np.asarray(LABELS)[bm.labels])
     return out
-
-
-def _grid_thetas(config: FateConfig, dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ws = np.linspace(config.box[0], config.box[1], config.grid)
-    es = np.linspace(config.box[2], config.box[3], config.grid)
-    thetas = np.zeros((config.grid, config.grid, dim))
-    thetas[..., 0] = es[:, None]
-    thetas[..., 1] = ws[None, :]
-    return ws, es, thetas.reshape(-1, dim)
 
 
 def _run(
@@ -351,7 +339,8 @@ def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMa
     bound = full.reduced.bind(p=config.p, q=config.q)
     h = bound.h
     refs = {k: float(bound.references[k]) for k in ("unigram_loss", "entropy_rate")}
-    ws, es, thetas = _grid_thetas(config, full.reduced.dim)
+    region = config.region()
+    ws, es, thetas = region.xs, region.ys, region.points().reshape(-1, full.reduced.dim)
     base = np.asarray(_embed_batch(full)(jnp.asarray(thetas), h))
     folder = None if checkpoint is None else _open_checkpoint(Path(checkpoint), config)
     batches = []

@@ -31,8 +31,8 @@ _EXPORTS = {
     "basin_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
-    "grid_axis": "._basins",
-    "plane_grid": "._basins",
+    "Region": "._region",
+    "grid_axis": "._region",
     "widened_bounds": "._basins",
     "FlowEndpoints": "._batched",
     "Certificate": "._certify",
@@ -128,8 +128,6 @@ if TYPE_CHECKING:
         BasinMap,
         basins,
         default_basin_options,
-        grid_axis,
-        plane_grid,
         widened_bounds,
     )
     from ._batched import FlowEndpoints
@@ -168,6 +166,7 @@ if TYPE_CHECKING:
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
     from ._progress import progress_bar
+    from ._region import Region, grid_axis
     from ._scales import LossScales, loss_scales
     from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._text import format_point, format_table
@@ -214,6 +213,7 @@ __all__ = [
     "Overlay",
     "Portrait",
     "ReducedModel",
+    "Region",
     "Sigmoid",
     "Status",
     "Trajectory",
@@ -244,7 +244,6 @@ __all__ = [
     "lambdify_numpy",
     "loss_model",
     "parse_loss",
-    "plane_grid",
     "portrait",
     "progress_bar",
     "save_with_data",

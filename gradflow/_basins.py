@@ -25,13 +25,14 @@ from scipy.spatial import cKDTree
 
 from ._attractors import Attractor, AttractorIndex
 from ._batched import FlowEndpoints
-from ._checks import check_plane_grid
 from ._classify import KINDS, classify_points
 from ._critical import CriticalSets, critical_sets, decision_level, global_min_level
+from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
 from ._metric import Metric, in_metric
+from ._region import Region
 from ._scales import loss_scales
 from ._text import format_point, format_table
 
@@ -41,8 +42,6 @@ __all__ = [
     "basins",
     "default_basin_options",
     "fast_basin_options",
-    "grid_axis",
-    "plane_grid",
     "widened_bounds",
 ]
 
@@ -73,9 +72,8 @@ class BasinMap:
     """A basin map on a grid of the plane ``(x, y)`` of two parameters.
 
     Attributes:
-        plane: the parameter names on the x and y axes, e.g. ``("w", "e")``.
-        xs, ys: grid coordinates, shapes ``(nx,)`` and ``(ny,)`` (endpoints included).
-        fixed: values of the parameters not in the plane (a slice of a higher-dimensional flow).
+        region: the grid of initial points: its plane, box, points per axis and the values of
+            the parameters off the plane (a slice of a higher-dimensional flow).
         labels: indices into :data:`LABELS`, shape ``(ny, nx)`` (row = y).
         attractor_ids: the id of the attractor each grid point reached, ``-1`` where none
             (diverged, not converged, stuck on a kink), shape ``(ny, nx)``.
@@ -89,10 +87,7 @@ class BasinMap:
         metric: the metric of the flow (``"euclidean"``, ``"induced"``, or a callable's name).
     """
 
-    plane: tuple[str, str]
-    xs: np.ndarray
-    ys: np.ndarray
-    fixed: dict[str, float]
+    region: Region
     labels: np.ndarray
     attractor_ids: np.ndarray
     attractors: tuple[Attractor, ...]
@@ -105,9 +100,29 @@ class BasinMap:
     metric: str = "euclidean"
 
     @property
+    def plane(self) -> tuple[str, str]:
+        """The parameter names on the x and y axes, e.g. ``("w", "e")``."""
+        return self.region.plane
+
+    @property
     def box(self) -> tuple[float, float, float, float]:
         """``(xmin, xmax, ymin, ymax)``."""
-        return (float(self.xs[0]), float(self.xs[-1]), float(self.ys[0]), float(self.ys[-1]))
+        return self.region.box
+
+    @property
+    def fixed(self) -> dict[str, float]:
+        """The values of the parameters off the plane."""
+        return self.region.fixed
+
+    @property
+    def xs(self) -> np.ndarray:
+        """The grid's x coordinates, shape ``(nx,)`` (endpoints included)."""
+        return self.region.xs
+
+    @property
+    def ys(self) -> np.ndarray:
+        """The grid's y coordinates, shape ``(ny,)``."""
+        return self.region.ys
 
     def fractions(self) -> dict[str, float]:
         """Fraction of grid points per label (every label listed; they sum to 1)."""
@@ -155,9 +170,9 @@ class BasinMap:
 
     def __repr__(self) -> str:
         ny, nx = self.labels.shape
-        fixed = "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
         return (
-            f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane{fixed}, "
+            f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane"
+            f"{self.region.fixed_text()}, "
             f"box {format_point(self.box)}\n{self.table()}"
         )
 
@@ -175,74 +190,14 @@ class BasinMap:
         return figure_png(self.figure())
 
 
-def plane_grid(
-    landscape: Landscape,
-    grid: int | tuple[int, int],
-    box: Sequence[float] | None = None,
-    fixed: Mapping[str, float] | None = None,
-    plane: tuple[str, str] | None = None,
-) -> tuple[tuple[str, str], np.ndarray, np.ndarray, dict[str, float], np.ndarray]:
-    """A grid of initial points on a plane of parameter space.
-
-    Args:
-        landscape: the loss.
-        grid: points per axis (``N`` for ``N × N``, or ``(nx, ny)``), at least 2, endpoints
-            included (:func:`grid_axis`: exactly symmetric on an axis symmetric about 0).
-        box: ``(xmin, xmax, ymin, ymax)``; default: the landscape's bounds of the plane
-            coordinates.
-        fixed: values of the other parameters (default 0).
-        plane: the two parameters on the axes (default: the landscape's ``plane``).
-
-    Returns:
-        ``(plane, xs, ys, fixed, thetas)`` with ``thetas`` of shape ``(ny, nx, dim)``.
-
-    Raises:
-        GradflowError: a grid below 2, a box with min ≥ max or non-finite, unknown parameter
-            names, the same parameter on both axes, a fixed value for an axis or a non-finite
-            one.
-    """
-    plane = tuple(plane or landscape.plane)
-    check_plane_grid(landscape.param_names, plane, grid, box, fixed)
-    nx, ny = (grid, grid) if np.isscalar(grid) else grid
-    if box is None:
-        box = (*landscape.bound(plane[0]), *landscape.bound(plane[1]))
-    xmin, xmax, ymin, ymax = (float(v) for v in box)
-    ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
-    off_plane = [n for n in landscape.param_names if n not in plane]
-    fixed = {n: float((fixed or {}).get(n, 0.0)) for n in off_plane}
-    xs, ys = grid_axis(xmin, xmax, int(nx)), grid_axis(ymin, ymax, int(ny))
-    thetas = np.zeros((len(ys), len(xs), landscape.dim))
-    for name, value in fixed.items():
-        thetas[..., landscape.index(name)] = value
-    thetas[..., ix] = xs[None, :]
-    thetas[..., iy] = ys[:, None]
-    return plane, xs, ys, fixed, thetas
-
-
-def grid_axis(lo: float, hi: float, n: int) -> np.ndarray:
-    """``n ≥ 2`` evenly spaced values from ``lo`` to ``hi`` (both included), shape ``(n,)``.
-
-    The ``i``-th value is ``m + h·u_i`` with ``m = (lo + hi)/2``, ``h = (hi - lo)/2`` and
-    ``u_i = (2i - (n - 1))/(n - 1)``, each ``u_i`` the correctly rounded quotient of two integers.
-    So an axis symmetric about 0 is exactly symmetric in floating point (``x_{n-1-i} = -x_i``,
-    which ``numpy.linspace`` does not promise), and the axis of ``2n - 1`` values holds exactly
-    the values of the axis of ``n`` at its even positions: a point's coordinates, and so its
-    trajectory, do not depend on the grid that contains it.
-    """
-    mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-    u = (2.0 * np.arange(n) - (n - 1)) / (n - 1)
-    axis = mid + half * u
-    axis[0], axis[-1] = lo, hi
-    return axis
-
-
 def basins(
     landscape: Landscape,
     *,
-    grid: int | tuple[int, int] = 101,
+    grid: int | tuple[int, int] | None = None,
     box: Sequence[float] | None = None,
     fixed: Mapping[str, float] | None = None,
     plane: tuple[str, str] | None = None,
+    region: Region | None = None,
     options: FlowOptions | Sequence[FlowOptions] | None = None,
     critical: CriticalSets | None = None,
     progress: bool | None = None,
@@ -260,10 +215,14 @@ def basins(
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
-        grid: points per axis of the grid of initial points (see :func:`plane_grid`).
-        box: its ``(xmin, xmax, ymin, ymax)``.
-        fixed: values of the parameters off the plane.
-        plane: the two parameters on its axes.
+        grid: points per axis of the grid of initial points: ``N`` for ``N × N`` (default 101),
+            or ``(nx, ny)``; endpoints included (:func:`gradflow.grid_axis`: exactly symmetric
+            on an axis symmetric about 0).
+        box: its ``(xmin, xmax, ymin, ymax)`` (default the landscape's bounds of the plane).
+        fixed: values of the parameters off the plane (default 0).
+        plane: the two parameters on its axes (default ``landscape.plane``).
+        region: the grid, box, values and plane as one :class:`gradflow.Region`, instead of
+            the four arguments above.
         options: integration stages (default :func:`default_basin_options`).
         critical: critical sets to label with (default: :func:`critical_sets` over the box
             widened by half its size, since trajectories may end outside it).
@@ -276,9 +235,11 @@ def basins(
         The map: attractor ids and labels by kind, stopping times and endpoints.
 
     Raises:
-        GradflowError: invalid grid or box (see :func:`plane_grid`).
+        GradflowError: an invalid grid, box, plane or fixed value (one line naming it, see
+            :func:`gradflow.Region`), or ``region`` given with any of them.
     """
-    plane, xs, ys, fixed, thetas = plane_grid(landscape, grid, box, fixed, plane)
+    region = region_of(landscape, region, grid, box, fixed, plane)
+    thetas = region.points()
     if float32_first is None:
         float32_first = options is None
     stages = (
@@ -287,8 +248,7 @@ def basins(
         else ((options,) if isinstance(options, FlowOptions) else tuple(options))
     )
     if critical is None:
-        bounds = {plane[0]: (xs[0], xs[-1]), plane[1]: (ys[0], ys[-1])}
-        critical = critical_sets(landscape, bounds=widened_bounds(landscape, bounds))
+        critical = critical_sets(landscape, bounds=widened_bounds(landscape, region.bounds()))
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     scale = loss_scales(landscape).loss
     level = _decision(critical, scale) if landscape.sublevel_shortcut else None
@@ -340,10 +300,7 @@ def basins(
         for a, c in zip(index.attractors, counts)
     )
     return BasinMap(
-        plane=plane,
-        xs=xs,
-        ys=ys,
-        fixed=fixed,
+        region=region,
         labels=labels.reshape(shape),
         attractor_ids=ids.reshape(shape),
         attractors=attractors,
@@ -355,6 +312,38 @@ def basins(
         shortcut=level is not None,
         metric=getattr(landscape, "metric_name", "euclidean"),
     )
+
+
+def region_of(
+    landscape: Landscape,
+    region: Region | None,
+    grid: int | Sequence[int] | None,
+    box: Sequence[float] | None,
+    fixed: Mapping[str, float] | None,
+    plane: Sequence[str] | None,
+    default_grid: int = 101,
+) -> Region:
+    """``region``, or the :class:`Region` the keyword arguments describe (``grid`` defaulting
+    to ``default_grid``).
+
+    Raises:
+        GradflowError: ``region`` with any of the others, or an invalid region.
+    """
+    if region is None:
+        return Region.of(landscape, default_grid if grid is None else grid, box, fixed, plane)
+    given = [
+        k
+        for k, v in (("grid", grid), ("box", box), ("fixed", fixed), ("plane", plane))
+        if v is not None
+    ]
+    if given:
+        raise GradflowError(f"give region or {', '.join(given)}, not both")
+    if region.names != tuple(landscape.param_names):
+        raise GradflowError(
+            f"region over parameters {', '.join(region.names)}; the landscape's are "
+            f"{', '.join(landscape.param_names)}"
+        )
+    return region
 
 
 FAST_MARGIN = 1e-4

@@ -347,9 +347,9 @@ def basin_figure(basin_map: Any, labels: Sequence[str], title: str | None = None
     )
     ax.set_xlabel(f"${basin_map.plane[0]}$")
     ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0, ha="right")
-    fixed = "".join(f", {k} = {v:g}" for k, v in basin_map.fixed.items())
     plane = f"({basin_map.plane[0]}, {basin_map.plane[1]})"
-    ax.set_title(title or f"basins of attraction in the {plane} plane{fixed}", fontsize=10)
+    default = f"basins of attraction in the {plane} plane{basin_map.region.fixed_text()}"
+    ax.set_title(title or default, fontsize=10)
     ax.legend(
         handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False
     )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._basins import LABELS, BasinMap, basins, plane_grid, widened_bounds
+from ._basins import LABELS, BasinMap, basins, region_of, widened_bounds
 from ._critical import CriticalSets, critical_sets
 from ._draw import (
     draw_basins,
@@ -32,6 +32,7 @@ from ._integrate import FlowOptions
 from ._io import FORMATS, check_output, save_with_data
 from ._landscape import Landscape
 from ._metric import Metric, in_metric, velocity
+from ._region import Region
 from ._separatrix import separatrices
 from ._text import format_point
 
@@ -68,9 +69,8 @@ class Portrait:
         critical: the classified critical sets on the portrait's slice (all of them for a
             two-parameter landscape), drawn on the plane.
         separatrix: stable manifolds of saddles, polylines of shape ``(n, 2)``.
-        box: ``(xmin, xmax, ymin, ymax)``.
-        plane: the parameters on the x and y axes.
-        fixed: the values of the parameters off the plane.
+        region: the plane, its box, the basin grid and the values of the parameters off the
+            plane.
         stream: ``(xs, ys, U, V)``: ``-∇L`` projected on the plane, ``U, V`` of shape ``(ny, nx)``.
         invariant: ``(name, values)`` of a conserved quantity on the stream grid, or ``None``.
         overlays: extra paths (e.g. full-model training projected to the plane).
@@ -82,18 +82,31 @@ class Portrait:
     basin_map: BasinMap | None
     critical: CriticalSets
     separatrix: list[np.ndarray]
-    box: tuple[float, float, float, float]
-    plane: tuple[str, str]
-    fixed: dict[str, float]
+    region: Region
     stream: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
     invariant: tuple[str, np.ndarray] | None
     overlays: list[Overlay] = field(default_factory=list)
     euclidean_separatrix: list[np.ndarray] = field(default_factory=list)
 
     @property
+    def plane(self) -> tuple[str, str]:
+        """The parameters on the x and y axes."""
+        return self.region.plane
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(xmin, xmax, ymin, ymax)``."""
+        return self.region.box
+
+    @property
+    def fixed(self) -> dict[str, float]:
+        """The values of the parameters off the plane."""
+        return self.region.fixed
+
+    @property
     def plane_order(self) -> tuple[int, int]:
         """Indices of the plane's two parameters in a point ``θ``."""
-        return (self.landscape.index(self.plane[0]), self.landscape.index(self.plane[1]))
+        return self.region.plane_order
 
     def draw(
         self,
@@ -185,8 +198,10 @@ class Portrait:
 
     def title(self) -> str:
         """``canonical, p = 0.7, q = 0.6: gradient flow in the (w, e) plane``."""
-        fixed = "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
-        return f"{self.landscape.title}{fixed}: gradient flow in the ({self.plane[0]}, {self.plane[1]}) plane"
+        return (
+            f"{self.landscape.title}{self.region.fixed_text()}: gradient flow in the "
+            f"({self.plane[0]}, {self.plane[1]}) plane"
+        )
 
     def figure(self) -> Figure:
         """A new matplotlib figure with the portrait drawn on it."""
@@ -277,10 +292,11 @@ def _join(lines: list[np.ndarray]) -> np.ndarray:
 def portrait(
     landscape: Landscape,
     *,
-    grid: int = 201,
+    grid: int | None = None,
     box: Sequence[float] | None = None,
     fixed: Mapping[str, float] | None = None,
     plane: tuple[str, str] | None = None,
+    region: Region | None = None,
     show_basins: bool = True,
     options: FlowOptions | Sequence[FlowOptions] | None = None,
     overlays: Sequence[Overlay] = (),
@@ -291,10 +307,12 @@ def portrait(
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
-        grid: basin grid points per axis (``grid × grid`` flows).
+        grid: basin grid points per axis (``grid × grid`` flows; default 201).
         box: ``(xmin, xmax, ymin, ymax)``; default the landscape's bounds on the plane.
         fixed: values of the parameters off the plane (slices of higher-dimensional models).
         plane: the two parameters on the axes (default ``landscape.plane``).
+        region: the grid, box, values and plane as one :class:`gradflow.Region`, instead of
+            the four arguments above.
         show_basins: integrate the basin map (the costly part).
         options: integration stages for the basin map.
         overlays: paths to draw on top, in plane coordinates.
@@ -307,33 +325,33 @@ def portrait(
         The computed :class:`Portrait`.
 
     Raises:
-        GradflowError: invalid grid, box or parameter names.
+        GradflowError: an invalid grid, box, plane or fixed value (one line naming it, see
+            :func:`gradflow.Region`), or ``region`` given with any of them.
     """
-    plane, xs, ys, fixed, _ = plane_grid(landscape, grid, box, fixed, plane)
-    the_box = (float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1]))
-    bounds = widened_bounds(landscape, {plane[0]: the_box[:2], plane[1]: the_box[2:]})
-    if fixed:
+    region = region_of(landscape, region, grid, box, fixed, plane, default_grid=201)
+    bounds = widened_bounds(landscape, region.bounds())
+    if region.fixed:
         critical = critical_sets(landscape, bounds=bounds)
-        on_slice = critical_sets(landscape, bounds=bounds, fixed=fixed, samples=CRITICAL_SAMPLES)
+        on_slice = critical_sets(
+            landscape, bounds=bounds, fixed=region.fixed, samples=CRITICAL_SAMPLES
+        )
     else:
         critical = on_slice = critical_sets(landscape, bounds=bounds, samples=CRITICAL_SAMPLES)
     basin_map = None
     if show_basins:
         basin_map = basins(
             landscape,
-            grid=grid,
-            box=the_box,
-            fixed=fixed,
-            plane=plane,
+            region=region,
             options=options,
             critical=critical,
             progress=progress,
             metric=metric,
         )
-    _, sx, sy, _, stream_points = plane_grid(landscape, STREAM_GRID, the_box, fixed, plane)
+    stream = region.with_grid(STREAM_GRID)
+    stream_points = stream.points()
     flows = in_metric(landscape, metric, at=stream_points.reshape(-1, landscape.dim)[0])
     moving = velocity(flows, stream_points)
-    ix, iy = landscape.index(plane[0]), landscape.index(plane[1])
+    ix, iy = region.plane_order
     invariant = None
     if flows.invariant_names and landscape.dim == 2:
         name = flows.invariant_names[0]
@@ -344,12 +362,12 @@ def portrait(
         landscape=flows,
         basin_map=basin_map,
         critical=on_slice,
-        separatrix=separatrices(flows, on_slice, the_box, plane),
-        euclidean_separatrix=[] if base is None else separatrices(base, on_slice, the_box, plane),
-        box=the_box,
-        plane=plane,
-        fixed=fixed,
-        stream=(sx, sy, moving[..., ix], moving[..., iy]),
+        separatrix=separatrices(flows, on_slice, region.box, region.plane),
+        euclidean_separatrix=[]
+        if base is None
+        else separatrices(base, on_slice, region.box, region.plane),
+        region=region,
+        stream=(stream.xs, stream.ys, moving[..., ix], moving[..., iy]),
         invariant=invariant,
         overlays=list(overlays),
     )

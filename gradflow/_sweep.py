@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ._basins import LABELS, basins, plane_grid, widened_bounds
+from ._basins import LABELS, basins, widened_bounds
 from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
 from ._critical import critical_sets, search_box
 from ._errors import GradflowError
@@ -31,6 +31,7 @@ from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
 from ._model import BoundModel, ReducedModel
 from ._progress import progress_bar
+from ._region import Region
 from ._symbolic import singular_critical_points
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
@@ -65,10 +66,8 @@ class Sweep:
     Attributes:
         model: the model's name.
         axes: the values of each swept hyperparameter, in order.
-        grid: basin grid points per axis in every cell.
-        box: ``(xmin, xmax, ymin, ymax)`` of the basin grid.
-        plane: the parameters on the basin grid's axes.
-        fixed: values of the parameters off the plane.
+        region: every cell's basin grid: its plane, box, points per axis and the values of the
+            parameters off the plane.
         cells: the cells, in the order of ``itertools.product`` over the axes.
         branches: every isolated critical point followed across the cells
             (:mod:`gradflow._continuation`).
@@ -79,14 +78,31 @@ class Sweep:
 
     model: str
     axes: dict[str, tuple[float, ...]]
-    grid: int
-    box: tuple[float, float, float, float]
-    plane: tuple[str, str]
-    fixed: dict[str, float]
+    region: Region
     cells: tuple[SweepCell, ...]
     branches: tuple[Branch, ...] = ()
     bifurcations: tuple[Bifurcation, ...] = ()
     attractor_tracks: tuple[AttractorTrack, ...] = ()
+
+    @property
+    def grid(self) -> int:
+        """Basin grid points per axis in every cell."""
+        return self.region.grid[0]
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(xmin, xmax, ymin, ymax)`` of the basin grid."""
+        return self.region.box
+
+    @property
+    def plane(self) -> tuple[str, str]:
+        """The parameters on the basin grid's axes."""
+        return self.region.plane
+
+    @property
+    def fixed(self) -> dict[str, float]:
+        """The values of the parameters off the plane."""
+        return self.region.fixed
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -214,19 +230,18 @@ def sweep(
     held = dict(values or {})
     points = [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
     bound = [model.bind(**held, **point) for point in points]
-    plane, xs, ys, fixed, _ = plane_grid(bound[0], grid, box, fixed, plane)
-    the_box = (float(xs[0]), float(xs[-1]), float(ys[0]), float(ys[-1]))
+    region = Region.of(bound[0], grid, box, fixed, plane)
     folder = (
         None
         if checkpoint is None
-        else _open_checkpoint(Path(checkpoint), model, axes, held, grid, the_box, fixed, plane)
+        else _open_checkpoint(Path(checkpoint), model, axes, held, region)
     )
     cells = []
     with progress_bar(total=len(points), unit="cell", enabled=progress) as bar:
         for i, landscape in enumerate(bound):
             cell = _load(folder, i) if folder is not None else None
             if cell is None:
-                cell = _cell(landscape, grid, the_box, fixed, plane)
+                cell = _cell(landscape, region)
                 if folder is not None:
                     _store(folder, i, cell)
             cells.append(cell)
@@ -234,10 +249,7 @@ def sweep(
     result = Sweep(
         model=model.name,
         axes=axes,
-        grid=grid,
-        box=the_box,
-        plane=plane,
-        fixed=fixed,
+        region=region,
         cells=tuple(cells),
     )
     return follow(model, result) if bifurcations else result
@@ -252,9 +264,7 @@ def follow(model: ReducedModel, result: Sweep) -> Sweep:
     cells.
     """
     first = model.bind(**result.cells[0].values)
-    plane = result.plane
-    bounds = widened_bounds(first, {plane[0]: result.box[:2], plane[1]: result.box[2:]})
-    box = search_box(first, bounds)
+    box = search_box(first, widened_bounds(first, result.region.bounds()))
     points = [_cell_points(cell.record, cell.values, first.dim) for cell in result.cells]
     found = follow_branches(
         lambda values: _between(model, values), points, result.shape, list(result.axes), box
@@ -327,19 +337,10 @@ def _cell_points(record: dict[str, Any], values: dict[str, float], dim: int) -> 
     )
 
 
-def _cell(
-    landscape: Landscape,
-    grid: int,
-    box: tuple[float, float, float, float],
-    fixed: dict[str, float],
-    plane: tuple[str, str],
-) -> SweepCell:
+def _cell(landscape: Landscape, region: Region) -> SweepCell:
     """One cell: the critical sets in the widened box, then the basin map."""
-    bounds = widened_bounds(landscape, {plane[0]: box[:2], plane[1]: box[2:]})
-    critical = critical_sets(landscape, bounds=bounds)
-    bm = basins(
-        landscape, grid=grid, box=box, fixed=fixed, plane=plane, critical=critical, progress=False
-    )
+    critical = critical_sets(landscape, bounds=widened_bounds(landscape, region.bounds()))
+    bm = basins(landscape, region=region, critical=critical, progress=False)
     values = dict(landscape.hyperparameters)
     families = landscape.set_families
     record = to_jsonable(
@@ -380,10 +381,7 @@ def _open_checkpoint(
     model: ReducedModel,
     axes: dict[str, tuple[float, ...]],
     held: dict[str, float],
-    grid: int,
-    box: tuple[float, ...],
-    fixed: dict[str, float],
-    plane: tuple[str, str],
+    region: Region,
 ) -> Path:
     """Create the checkpoint folder, or check that an existing one is of this same sweep.
 
@@ -396,10 +394,10 @@ def _open_checkpoint(
             "loss": str(model.loss),
             "axes": axes,
             "values": held,
-            "grid": grid,
-            "box": box,
-            "fixed": fixed,
-            "plane": plane,
+            "grid": region.grid[0],
+            "box": region.box,
+            "fixed": region.fixed,
+            "plane": region.plane,
             "versions": package_versions(),
         }
     )

@@ -27,11 +27,11 @@ __all__ = [
     "check_init",
     "check_out",
     "fixed_of",
-    "plane_options",
     "precheck_model",
     "print_json",
     "print_notes",
     "print_report",
+    "region_of",
     "save_and_report",
     "wrote",
 ]
@@ -72,7 +72,7 @@ def precheck_model(
         GradflowError: naming the option.
     """
     from gradflow import GradflowError
-    from gradflow._checks import check_plane_grid
+    from gradflow._region import check_region
 
     from ._sizes import check_grid
 
@@ -85,7 +85,7 @@ def precheck_model(
         check_init(init, entry.params)
     if hasattr(args, "plane"):
         plane = tuple(args.plane) if args.plane else entry.plane
-        check_plane_grid(entry.params, plane, None, args.box, fixed_of(args) if grid else None)
+        check_region(entry.params, plane, box=args.box, fixed=fixed_of(args) if grid else None)
         for name in fixed_of(args):
             if name not in entry.params:
                 raise GradflowError(
@@ -106,13 +106,22 @@ def check_init(init: Sequence[float], names: Sequence[str]) -> None:
         raise GradflowError(f"--init {' '.join(map(str, init))}: every value must be finite")
 
 
-def plane_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``box``, ``fixed`` and ``plane`` keyword arguments for the engine's grid functions."""
-    return {
-        "box": None if args.box is None else tuple(args.box),
-        "fixed": fixed_of(args),
-        "plane": tuple(args.plane) if args.plane else None,
-    }
+def region_of(args: argparse.Namespace, landscape: Any) -> Any:
+    """The :class:`gradflow.Region` of ``--grid``, ``--box``, ``--fixed`` and ``--plane`` on
+    ``landscape``.
+
+    Raises:
+        GradflowError: an invalid region (one line naming the value).
+    """
+    from gradflow import Region
+
+    return Region.of(
+        landscape,
+        args.grid,
+        None if args.box is None else tuple(args.box),
+        fixed_of(args),
+        tuple(args.plane) if args.plane else None,
+    )
 
 
 def fixed_of(args: argparse.Namespace) -> dict[str, float]:

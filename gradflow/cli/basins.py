@@ -16,10 +16,10 @@ from ._options import (
     add_metric_argument,
     add_model_arguments,
     bound_model,
-    plane_options,
     precheck_model,
     print_json,
     print_notes,
+    region_of,
     wrote,
 )
 
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     model = bound_model(args)
     check_grid(args.grid, model.dim, "--grid")
     note_loss_parameters(args, model)
-    bm = basins(model, grid=args.grid, **plane_options(args), metric=args.metric)
+    bm = basins(model, region=region_of(args, model), metric=args.metric)
     record = {
         **model.describe(),
         "plane": list(bm.plane),

@@ -11,9 +11,9 @@ from ._options import (
     add_metric_argument,
     add_model_arguments,
     bound_model,
-    plane_options,
     precheck_model,
     print_notes,
+    region_of,
     wrote,
 )
 
@@ -48,8 +48,7 @@ def run(args: argparse.Namespace) -> int:
     note_loss_parameters(args, model)
     result = portrait(
         model,
-        grid=args.grid,
-        **plane_options(args),
+        region=region_of(args, model),
         show_basins=not args.no_basins,
         metric=args.metric,
     )
