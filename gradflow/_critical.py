@@ -315,7 +315,9 @@ def critical_sets(
             numerical search, whose solutions almost never lie on a slice, is skipped.
         samples: sample points per free dimension on each closed-form set (fewer on sets of
             dimension 2 and more, so that a set has at most ``_pieces.MAX_SAMPLES`` points).
-        starts: starting points of the numerical search (uniform in the bounds, seeded).
+        starts: starting points of the numerical search (uniform in the bounds, seeded); no
+            search where the landscape proves its closed forms complete
+            (:attr:`~gradflow.Landscape.critical_sets_complete`).
         seed: seed of the starting points.
         certify: prove by interval arithmetic that no critical point is missed
             (:func:`gradflow.certify`); a certified point the search missed is added (named
@@ -336,7 +338,8 @@ def critical_sets(
     sampled = [
         (piece, sample_piece(landscape, piece, box, samples)) for piece in landscape.closed_forms
     ]
-    found = _numerical_solutions(landscape, box, 0 if fixed else starts, seed)
+    searched = not fixed and not landscape.critical_sets_complete
+    found = _numerical_solutions(landscape, box, starts if searched else 0, seed)
     on_closed_form = np.zeros(len(found), dtype=bool)
     for piece, _ in sampled:
         on_closed_form |= on_piece(landscape, piece, found)

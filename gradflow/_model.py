@@ -90,6 +90,10 @@ class ReducedModel:
       below every non-global critical value.  Sound only when ``global_min_loss`` is declared,
       every sublevel set below that value is bounded (so the flow converges there), and no
       critical point lies outside the searched box; the model's docs must justify it.
+    - ``critical_sets_complete``: ``True`` when the declared ``critical_sets`` hold every
+      critical point of ``L`` for every ``h`` in the domains; :func:`gradflow.critical_sets`
+      then skips its numerical search for others.  The model's docs must prove it (e.g. by the
+      chain rule through a function whose derivative vanishes at one value only).
     - ``references``: further named closed-form quantities in ``h`` (``H(π)``, ``c*``, …).
     - ``plane``: the two parameter names drawn on portraits, x first (default the first two).
     - ``bounds``: the default range ``(lo, hi)`` of each parameter, for portraits, basin grids
@@ -125,6 +129,7 @@ class ReducedModel:
     embed: Callable[..., Any] | None = None
     source: str = ""
     notes: Mapping[str, sp.Basic] = field(default_factory=dict)
+    critical_sets_complete: bool = False
 
     def __post_init__(self) -> None:
         params, hyper = tuple(self.params), tuple(self.hyperparams)
@@ -438,6 +443,10 @@ class BoundModel(Landscape):
     @property
     def sublevel_shortcut(self) -> bool:
         return self.model.sublevel_shortcut and self.model.global_min_loss is not None
+
+    @property
+    def critical_sets_complete(self) -> bool:
+        return self.model.critical_sets_complete
 
     @property
     def loss_unit(self) -> str:

@@ -16,7 +16,11 @@ and any stop rule (absolute or scale-relative tolerances) fit.  It reproduces di
 ``Tsit5`` with ``PIDController(rtol, atol)`` and ``dt0=None``: the same tableau, initial step
 (Hairer, Nørsett & Wanner, *Solving ODEs I*, §II.4), error norm (RMS of the error over
 ``atol + rtol·max(|y0|, |y1|)``) and step factor ``clip(0.9·err^(-1/p), 1 or 0.2, 10 or 0.9)``
-(``p`` the order; an accepted step never shrinks the next, a rejected one shrinks it).
+(``p`` the order; an accepted step never shrinks the next, a rejected one shrinks it).  One
+difference: diffrax 0.7.2 never runs its initial-step rule, since ``diffeqsolve`` wraps the
+term before the controller checks that it is an ``ODETerm``, so every diffrax solve starts with
+``dt = 0.01``; the steps after the first differ accordingly, the endpoints agree to the
+tolerances.
 diffrax stays the integrator of single trajectories, of implicit (stiff) stages and the
 reference the tests compare with.
 """
@@ -233,67 +237,122 @@ class BatchedRK:
         )
         return jnp.minimum(100 * h0, h1).astype(y0.dtype), f0
 
+    def path(
+        self, field: Field, stop: StopRule, max_steps: int
+    ) -> Callable[[jax.Array, Any], tuple[jax.Array, ...]]:
+        """A jitted function integrating one trajectory and recording every accepted step.
+
+        It maps ``(y0, args)`` (``y0`` of shape ``(dim,)``, from flow time 0) to
+        ``(ys, ts, n, status)``: the states ``(max_steps + 1, dim)`` and flow times
+        ``(max_steps + 1,)`` of the start and of each accepted step (rows after the ``n``-th
+        are ``inf``), the number ``n`` of accepted steps, and the :class:`Status` code where
+        it stopped, or ``-1`` if ``max_steps`` steps (accepted and rejected) ran out first.  The
+        steps are those of :meth:`advance`.  Compiled once per ``(self, field, stop, max_steps)``.
+        """
+        return _path(self, field, stop, max_steps)
+
+
+def _stepper(
+    rk: BatchedRK, field: Field, stop: StopRule, args: Any, dtype: Any
+) -> tuple[Callable[..., tuple[jax.Array, ...]], Callable[..., tuple[jax.Array, ...]]]:
+    """``(start, step)`` of the members' state ``(y, t, dt, f(y), steps, status)``, with ``y`` laid
+    out ``(dim, B)``: ``start(y0, t0)`` is the state at the start (the initial step, the stop
+    rule applied), ``step(state)`` tries one step of every running member and returns the new
+    state and which members accepted it."""
+    tab, ctl = rk.tableau, rk.control
+    order = float(tab.order)
+    t_max = jnp.asarray(rk.t_max, dtype)
+
+    def f(y: jax.Array) -> jax.Array:
+        return jax.vmap(field, in_axes=(1, None), out_axes=1)(y, args)
+
+    def status(y: jax.Array) -> jax.Array:
+        return jax.vmap(stop, in_axes=(1, None))(y, args).astype(jnp.int32)
+
+    def start(y0: jax.Array, t0: jax.Array) -> tuple[jax.Array, ...]:
+        code = status(y0)
+        code = jnp.where((code == int(Status.NOT_CONVERGED)) & (t0 < t_max), RUNNING, code)
+        dt, k1 = rk.initial_step(f, y0)
+        return y0, t0, dt, k1, jnp.zeros(y0.shape[1], dtype=jnp.int32), code
+
+    def step(state: tuple[jax.Array, ...]) -> tuple[tuple[jax.Array, ...], jax.Array]:
+        y, t, dt, k1, n, code = state
+        running = code == RUNNING
+        h = jnp.minimum(dt, t_max - t)
+        hh = h[None, :]
+        ks = [k1]
+        for row in tab.a:
+            ks.append(f(y + hh * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
+        y1 = y + hh * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
+        err = hh * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
+        y1_scale = jnp.where(jnp.isnan(y1).any(axis=0, keepdims=True), y, y1)
+        scale = ctl.atol + ctl.rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1_scale))
+        scaled = _rms(err / scale)
+        finite = jnp.isfinite(scaled)
+        accept = running & finite & (scaled < 1.0)
+        grow = ctl.safety * jnp.where(finite & (scaled > 0), scaled, 1.0) ** (-1.0 / order)
+        grow = jnp.where(scaled == 0, ctl.factor_max, grow)
+        factor = jnp.where(
+            accept,
+            jnp.clip(grow, 1.0, ctl.factor_max),
+            jnp.where(finite, jnp.clip(grow, ctl.factor_min, ctl.safety), ctl.factor_min),
+        )
+        y = jnp.where(accept[None, :], y1, y)
+        t = jnp.where(accept, t + h, t)
+        k1 = jnp.where(accept[None, :], ks[-1], k1)
+        dt = jnp.where(running, (h * factor).astype(dtype), dt)
+        new = status(y1)
+        done = accept & ((new != int(Status.NOT_CONVERGED)) | (t >= t_max))
+        code = jnp.where(done, new, code)
+        return (y, t, dt, k1, n + running.astype(n.dtype), code), accept
+
+    return start, step
+
 
 @functools.cache
 def _advance(
     rk: BatchedRK, field: Field, stop: StopRule, steps: int
 ) -> Callable[[jax.Array, jax.Array, Any], tuple[jax.Array, ...]]:
-    tab, ctl = rk.tableau, rk.control
-    order = float(tab.order)
-
     def run(y0: jax.Array, t0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
-        dtype = y0.dtype
-        y0 = y0.T
+        start, step = _stepper(rk, field, stop, args, y0.dtype)
 
-        def f(y: jax.Array) -> jax.Array:
-            return jax.vmap(field, in_axes=(1, None), out_axes=1)(y, args)
+        def body(state: tuple[Any, ...]) -> tuple[Any, ...]:
+            return state[0] + 1, step(state[1])[0]
 
-        def status(y: jax.Array) -> jax.Array:
-            return jax.vmap(stop, in_axes=(1, None))(y, args).astype(jnp.int32)
+        def going(state: tuple[Any, ...]) -> jax.Array:
+            return (state[0] < steps) & jnp.any(state[1][-1] == RUNNING)
 
-        t_max = jnp.asarray(rk.t_max, dtype)
-        code = status(y0)
-        code = jnp.where((code == int(Status.NOT_CONVERGED)) & (t0 < t_max), RUNNING, code)
-        dt, k1 = rk.initial_step(f, y0)
-
-        def step(state: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
-            i, y, t, dt, k1, n, code = state
-            running = code == RUNNING
-            h = jnp.minimum(dt, t_max - t)
-            hh = h[None, :]
-            ks = [k1]
-            for row in tab.a:
-                ks.append(f(y + hh * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
-            y1 = y + hh * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
-            err = hh * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
-            y1_scale = jnp.where(jnp.isnan(y1).any(axis=0, keepdims=True), y, y1)
-            scale = ctl.atol + ctl.rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1_scale))
-            scaled = _rms(err / scale)
-            finite = jnp.isfinite(scaled)
-            accept = running & finite & (scaled < 1.0)
-            grow = ctl.safety * jnp.where(finite & (scaled > 0), scaled, 1.0) ** (-1.0 / order)
-            grow = jnp.where(scaled == 0, ctl.factor_max, grow)
-            factor = jnp.where(
-                accept,
-                jnp.clip(grow, 1.0, ctl.factor_max),
-                jnp.where(finite, jnp.clip(grow, ctl.factor_min, ctl.safety), ctl.factor_min),
-            )
-            y = jnp.where(accept[None, :], y1, y)
-            t = jnp.where(accept, t + h, t)
-            k1 = jnp.where(accept[None, :], ks[-1], k1)
-            dt = jnp.where(running, (h * factor).astype(dtype), dt)
-            new = status(y1)
-            done = accept & ((new != int(Status.NOT_CONVERGED)) | (t >= t_max))
-            code = jnp.where(done, new, code)
-            return i + 1, y, t, dt, k1, n + running.astype(n.dtype), code
-
-        def going(state: tuple[jax.Array, ...]) -> jax.Array:
-            return (state[0] < steps) & jnp.any(state[-1] == RUNNING)
-
-        n0 = jnp.zeros(y0.shape[1], dtype=jnp.int32)
-        state = (jnp.int32(0), y0, t0, dt, k1, n0, code)
-        _, y, t, _, _, n, code = jax.lax.while_loop(going, step, state)
+        _, (y, t, _, _, n, code) = jax.lax.while_loop(going, body, (0, start(y0.T, t0)))
         return y.T, t, n, code
+
+    return jax.jit(run)
+
+
+@functools.cache
+def _path(
+    rk: BatchedRK, field: Field, stop: StopRule, max_steps: int
+) -> Callable[[jax.Array, Any], tuple[jax.Array, ...]]:
+    def run(y0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
+        start, step = _stepper(rk, field, stop, args, y0.dtype)
+        ys = jnp.full((max_steps + 1, y0.shape[0]), jnp.inf, y0.dtype).at[0].set(y0)
+        ts = jnp.full(max_steps + 1, jnp.inf, y0.dtype).at[0].set(0.0)
+
+        def body(carry: tuple[Any, ...]) -> tuple[Any, ...]:
+            i, count, ys, ts, state = carry
+            state, accept = step(state)
+            count = count + accept[0].astype(count.dtype)
+            row = jnp.where(accept[0], count, max_steps + 1)
+            ys = ys.at[row].set(state[0][:, 0], mode="drop")
+            ts = ts.at[row].set(state[1][0], mode="drop")
+            return i + 1, count, ys, ts, state
+
+        def going(carry: tuple[Any, ...]) -> jax.Array:
+            return (carry[0] < max_steps) & (carry[-1][-1][0] == RUNNING)
+
+        state = start(y0[:, None], jnp.zeros(1, y0.dtype))
+        carry = jax.lax.while_loop(going, body, (0, jnp.int32(0), ys, ts, state))
+        _, count, ys, ts, state = carry
+        return ys, ts, count, state[-1][0]
 
     return jax.jit(run)
 

@@ -153,6 +153,7 @@ def canonical_model() -> ReducedModel:
         sublevel_shortcut=True,
         plane=("w", "e"),
         bounds={"e": (-3.0, 3.0), "w": (-3.0, 3.0)},
+        critical_sets_complete=True,
         source="Makkuva et al., Local to Global (NeurIPS 2024), §3, canonical parametrization",
     )
 

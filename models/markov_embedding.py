@@ -75,8 +75,18 @@ def _branch_shift() -> sp.Expr:
     return derived.logit0 - b_sym
 
 
-_SHIFT = lambdify_jax((e_sym, w_sym, a_sym), _branch_shift())
-_SCALE = lambdify_jax((e_sym, a_sym), ansatz_logit().scale)
+@functools.cache
+def _shift() -> Callable[..., Array]:
+    """:func:`_branch_shift` as a JAX function of ``(e, w, a)``, derived on first use (the
+    derivation costs half a second, which importing a model should not pay)."""
+    return lambdify_jax((e_sym, w_sym, a_sym), _branch_shift())
+
+
+@functools.cache
+def _scale() -> Callable[..., Array]:
+    """The ansatz's residual-stream scale ``s`` as a JAX function of ``(e, a)``, derived on
+    first use."""
+    return lambdify_jax((e_sym, a_sym), ansatz_logit().scale)
 
 
 def rank_one_transformer(
@@ -165,7 +175,7 @@ class ReducedEmbedding:
         f0 = self._f0(
             *(theta[..., i] for i in range(len(self.params))), *(h[j] for j in range(h.shape[0]))
         )
-        return f0 - _SHIFT(c["e"], c["w"], c["a"])
+        return f0 - _shift()(c["e"], c["w"], c["a"])
 
     def metric(self, theta: Array, h: Array, *, length: int = 8, tied: bool = True) -> Array:
         """``G = JᵀJ`` of the embedding at ``θ`` (shape ``(dim,)``), shape ``(dim, dim)``.
@@ -261,7 +271,7 @@ def canonical_coordinates(
         * ((model.W_Q @ alpha) @ (model.W_K @ alpha))
         / math.sqrt(model.d)
     )
-    s = _SCALE(e, a)
+    s = _scale()(e, a)
     y0 = -(s / 2) * alpha
     f0 = model.b + model.readout() @ (y0 + model.W_2 @ jax.nn.relu(model.W_1 @ y0))
     return jnp.stack([e, w, a, f0 + e * s / 2])

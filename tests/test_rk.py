@@ -22,7 +22,7 @@ import pytest
 
 import gradflow._batched as batched
 from gradflow import FlowOptions, JaxLandscape, Status, basins, flow, flow_endpoints
-from gradflow._rk import DOPRI5, TSIT5, tableau_of
+from gradflow._rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
 from gradflow.models import markov
 
 OPTIONS = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10, gtol=1e-7, max_steps=4000)
@@ -113,3 +113,34 @@ def test_a_member_already_at_a_critical_point_takes_no_step() -> None:
     assert result.steps[0] == 0 and result.status[0] == Status.CONVERGED
     assert result.steps[1] > 0
     assert jnp.allclose(result.endpoints[1], jnp.array([1.0, 0.0]), atol=ENDPOINT_TOL)
+
+
+def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
+    """:meth:`BatchedRK.path` on ``(1 − xy)²``: every recorded vertex conserves ``x² − y²``
+    (to the tolerances), the flow times increase, and the path takes the steps :meth:`advance`
+    takes, to the closed-form end on ``xy = 1``."""
+    rk = BatchedRK(TSIT5, StepControl(OPTIONS.rtol, OPTIONS.atol), OPTIONS.t_max)
+    field = HYPERBOLA.field
+
+    def descent(y, args):
+        return -field.grad(y, args)
+
+    def stop(y, args):
+        small = jnp.linalg.norm(field.grad(y, args)) <= OPTIONS.gtol
+        return jnp.where(small, int(Status.CONVERGED), int(Status.NOT_CONVERGED))
+
+    start = STARTS[2]
+    ys, ts, n, code = rk.path(descent, stop, OPTIONS.max_steps)(jnp.asarray(start), None)
+    n = int(n)
+    ys, ts = np.asarray(ys), np.asarray(ts)
+    assert code == Status.CONVERGED and 0 < n < OPTIONS.max_steps
+    assert np.all(np.isinf(ts[n + 1 :])) and np.all(np.diff(ts[: n + 1]) > 0)
+    path = ys[: n + 1]
+    invariant = path[:, 0] ** 2 - path[:, 1] ** 2
+    np.testing.assert_allclose(invariant, start[0] ** 2 - start[1] ** 2, atol=1e-6)
+    np.testing.assert_allclose(path[-1], _hyperbola_end(start), atol=ENDPOINT_TOL)
+    y, t, steps, status = rk.advance(descent, stop, OPTIONS.max_steps)(
+        jnp.asarray(start[None]), jnp.zeros(1), None
+    )
+    np.testing.assert_array_equal(np.asarray(y)[0], path[-1])
+    assert float(t[0]) == ts[n] and int(status[0]) == int(code) and int(steps[0]) >= n
