@@ -55,9 +55,10 @@ FATES = ("global", "local", "other", "diverged", "undecided")
 """Fates of a full run, in the order of their codes."""
 DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
-FULL_CHUNK = 64
-"""Full runs integrated together: a batch is padded to a multiple of it (the engine's default
-chunk would pad a 12 × 12 grid to 2,048 members)."""
+FULL_CHUNK = 1
+"""Full runs integrated together.  One: a full gradient batched by ``vmap`` costs more per
+member than one alone (its small matrix products batch badly on a CPU), and a round of the few
+stiff runs left at the end would otherwise be padded with copies of them."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
 
@@ -84,6 +85,12 @@ class FullLandscape(Landscape):
     @property
     def field(self) -> GradientField:
         return _full_field(self.full)
+
+    @property
+    def declared_scales(self) -> tuple[float, float]:
+        """Absolute units: ``gtol`` in nats per weight unit, ``t_max`` in time units of the
+        flow, the time of the reduced flow it is compared with."""
+        return (1.0, 1.0)
 
     @property
     def args(self) -> jax.Array:

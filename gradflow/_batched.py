@@ -130,14 +130,16 @@ def integrate_batch(
 
 
 MIN_CHUNK = 64
-"""The smallest batch integrated together."""
+"""The smallest batch integrated together, unless a smaller ``chunk_size`` is asked for."""
 
 
 def _padded(n: int, chunk: int) -> int:
     """The compiled batch size for a stage of ``n`` members: the smallest :data:`MIN_CHUNK` ·
-    32ᵏ that holds them, at most ``chunk`` rounded down to a power of two (at least
-    :data:`MIN_CHUNK`, so that the batch splits evenly over the devices)."""
-    chunk = 1 << (max(chunk, MIN_CHUNK).bit_length() - 1)
+    32ᵏ that holds them, at most ``chunk`` rounded down to a power of two and to at least the
+    number of devices (so that the batch splits evenly over them).  A ``chunk`` below
+    :data:`MIN_CHUNK` is for members whose gradient is costly (a full model's): padding a round
+    of a few stiff members to 64 would multiply its cost."""
+    chunk = 1 << (max(chunk, jax.device_count()).bit_length() - 1)
     size = MIN_CHUNK
     while size < n:
         size *= LADDER

@@ -189,6 +189,14 @@ class Landscape(Protocol):
         return DEFAULT_BOUND
 
     @property
+    def declared_scales(self) -> tuple[float, float] | None:
+        """``(ℓ, g)``, the length and gradient scales the landscape fixes itself instead of
+        having them measured on its default ranges (:func:`gradflow.loss_scales`), or ``None``.
+        A full model declares ``(1, 1)``: its flow time and tolerances are the absolute ones of
+        the reduced loss it embeds, whatever its weights' ranges."""
+        return None
+
+    @property
     def invariant_names(self) -> tuple[str, ...]:
         """Names of known conserved quantities of the flow."""
         return ()

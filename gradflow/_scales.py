@@ -69,7 +69,8 @@ _CACHE: weakref.WeakKeyDictionary[Landscape, LossScales] = weakref.WeakKeyDictio
 
 
 def loss_scales(landscape: Landscape) -> LossScales:
-    """The scales of ``landscape``'s loss, from its default ranges (computed once per landscape).
+    """The scales of ``landscape``'s loss, from its default ranges (computed once per landscape),
+    or those it declares (:attr:`~gradflow.Landscape.declared_scales`).
 
     Where ``∇L`` vanishes or is not finite at every lattice point (a constant loss), the gradient
     scale is 1.
@@ -78,6 +79,9 @@ def loss_scales(landscape: Landscape) -> LossScales:
         return _CACHE[landscape]
     except (KeyError, TypeError):
         pass
+    declared = getattr(landscape, "declared_scales", None)
+    if declared is not None:
+        return LossScales(length=float(declared[0]), gradient=float(declared[1]))
     bounds = np.array([landscape.bound(n) for n in landscape.param_names], dtype=float)
     half = 0.5 * (bounds[:, 1] - bounds[:, 0])
     length = float(np.sqrt(np.mean(half**2))) or 1.0

@@ -23,10 +23,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.flatten_util import ravel_pytree
 
 import gradflow as gf
 from gradflow.analysis.markov_checks import family_residual
-from gradflow.analysis.markov_fate import FATES, FateConfig, fate_map
+from gradflow.analysis.markov_fate import (
+    FATES,
+    FULL_CHUNK,
+    FateConfig,
+    FullLandscape,
+    fate_map,
+    full_options,
+)
 from gradflow.models.full_model import full_model, pulled_gradient
 from gradflow.models.markov_math import entropy_rate, unigram_loss
 from gradflow.models.markov_math import p as p_sym
@@ -95,6 +103,20 @@ def test_initial_full_rate_is_at_least_the_induced_reduced_rate():
         grad = pulled_gradient(full, t, h)
         reduced_rate = float(grad @ jnp.linalg.solve(full.metric(t, h), grad))
         assert full_rate >= reduced_rate * (1 - 1e-12) and reduced_rate > 0
+
+
+def test_a_full_steady_state_is_one_in_absolute_units(full_run):
+    """The full model's tolerances are absolute (nats per weight unit), not relative to a
+    gradient scale measured on its weights' default ranges, which says nothing about the flow:
+    a run called converged has ``‖∇L_full‖ ≤ gtol`` and took flow time to get there."""
+    full, h, _, _ = full_run
+    land = FullLandscape(full, h)
+    assert gf.loss_scales(land) == gf.LossScales(length=1.0, gradient=1.0)
+    config = FateConfig(p=P, q=Q, grid=2, sigma=(0.0,), length=LENGTH, d=4, t_max=200.0)
+    start = np.asarray(ravel_pytree(full.embed(jnp.asarray([0.85, -0.3]), h))[0])[None]
+    result = gf.flow_endpoints(land, start, full_options(config), chunk_size=FULL_CHUNK)
+    assert result.status[0] == gf.Status.CONVERGED and result.times[0] > 1.0
+    assert np.linalg.norm(land.grad(result.endpoints[0])) <= config.gtol
 
 
 @pytest.mark.slow
