@@ -54,6 +54,7 @@ _EXPORTS = {
     "flow_endpoints": "._flows",
     "gradient_descent": "._flows",
     "FlowOptions": "._integrate",
+    "SOLVERS": "._integrate",
     "Status": "._integrate",
     "Trajectory": "._integrate",
     "gradient_flow": "._integrate",
@@ -146,7 +147,7 @@ if TYPE_CHECKING:
     from ._expression import loss_model, parse_loss
     from ._flows import flow, flow_endpoints, gradient_descent
     from ._grammar import FUNCTION_NAMES
-    from ._integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate
+    from ._integrate import SOLVERS, FlowOptions, Status, Trajectory, gradient_flow, integrate
     from ._io import FORMATS, atomic_outputs, check_output, save_with_data, to_jsonable
     from ._jax_landscape import JaxLandscape
     from ._landscape import ClosedForm, GradientField, Landscape
@@ -214,6 +215,7 @@ __all__ = [
     "Portrait",
     "ReducedModel",
     "Region",
+    "SOLVERS",
     "Sigmoid",
     "Status",
     "Trajectory",

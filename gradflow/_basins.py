@@ -19,7 +19,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import diffrax
 import numpy as np
 from scipy.spatial import cKDTree
 
@@ -62,8 +61,8 @@ def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
     """Tsit5 first (cheap steps), then Kvaerno5 for the members whose 2,000-step budget ran out
     (stiff regions).  Measured in ``docs/performance.md``."""
     return (
-        FlowOptions(solver=diffrax.Tsit5(), rtol=1e-6, atol=1e-9, max_steps=2_000),
-        FlowOptions(solver=diffrax.Kvaerno5(), rtol=1e-6, atol=1e-9, max_steps=20_000),
+        FlowOptions(solver="Tsit5", rtol=1e-6, atol=1e-9, max_steps=2_000),
+        FlowOptions(solver="Kvaerno5", rtol=1e-6, atol=1e-9, max_steps=20_000),
     )
 
 
@@ -364,9 +363,7 @@ def fast_basin_options() -> tuple[FlowOptions]:
     The budget is short on purpose: most trajectories settle in 10–20 steps, and the few that
     converge slowly (near a separatrix, or algebraically at a degenerate minimum) would hold up
     every vectorized round of the pass; float64 has to integrate them anyway."""
-    return (
-        FlowOptions(solver=diffrax.Tsit5(), rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=FAST_STEPS),
-    )
+    return (FlowOptions(solver="Tsit5", rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=FAST_STEPS),)
 
 
 FAST_STEPS = 256

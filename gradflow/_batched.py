@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -218,6 +217,8 @@ def _round_function(
 
         advance = rk.advance(vector_field, stop, steps)
         return lambda y0, t0, args, level: advance(y0, t0, (args, level))
+
+    import diffrax
 
     saveat = diffrax.SaveAt(t1=True)
 

@@ -28,7 +28,6 @@ from typing import Any, overload
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import minimize, root
 from scipy.spatial import cKDTree
@@ -540,6 +539,8 @@ def _batched_root(field: GradientField) -> Callable[[jax.Array, Any, jax.Array],
     """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args) / scale`` from many
     starts (one scale per start); compiled once per field (hyperparameters are arguments, so a
     sweep compiles once)."""
+    import optimistix as optx
+
     solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
 
     def residual(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-import diffrax
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -25,7 +23,11 @@ from ._errors import GradflowError
 from ._landscape import GradientField
 from ._text import format_point
 
+if TYPE_CHECKING:
+    import diffrax
+
 __all__ = [
+    "SOLVERS",
     "FlowOptions",
     "Status",
     "Trajectory",
@@ -56,14 +58,33 @@ class Status(enum.IntEnum):
         return self.name.lower()
 
 
+SOLVERS = (
+    "Tsit5",
+    "Dopri5",
+    "Dopri8",
+    "Bosh3",
+    "Heun",
+    "Midpoint",
+    "Ralston",
+    "Euler",
+    "Kvaerno3",
+    "Kvaerno4",
+    "Kvaerno5",
+    "ImplicitEuler",
+)
+"""The diffrax ODE solvers :class:`FlowOptions` takes by name."""
+
+
 @dataclass(frozen=True)
 class FlowOptions:
     """How the flow is integrated and when a trajectory stops.
 
     Attributes:
-        solver: a diffrax solver.  The default, the implicit ``Kvaerno5``, handles stiff flows
-            (near the canonical model's global-minimum curve the Hessian eigenvalues reach -30
-            and an explicit solver stalls at its stability limit).
+        solver: a diffrax solver, or the name of one of :data:`SOLVERS` (diffrax is imported
+            only when it integrates: the explicit pairs run on :class:`gradflow._rk.BatchedRK`
+            in batches).  The default, the implicit ``Kvaerno5``, handles stiff flows (near
+            the canonical model's global-minimum curve the Hessian eigenvalues reach -30 and an
+            explicit solver stalls at its stability limit).
         rtol, atol: tolerances of the PID step-size controller.
         gtol: steady-state test ``‖∇L‖₂ ≤ gtol`` (loss units per parameter unit).
         t_max: flow-time budget (time units of the flow).
@@ -71,10 +92,11 @@ class FlowOptions:
         divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged.
 
     Raises:
-        GradflowError: a tolerance, budget or radius that is not positive.
+        GradflowError: a tolerance, budget or radius that is not positive, or an unknown solver
+            name.
     """
 
-    solver: diffrax.AbstractSolver = field(default_factory=diffrax.Kvaerno5)
+    solver: str | diffrax.AbstractSolver = "Kvaerno5"
     rtol: float = 1e-7
     atol: float = 1e-9
     gtol: float = 1e-8
@@ -89,11 +111,26 @@ class FlowOptions:
                 raise GradflowError(f"{name} = {value!r} must be > 0")
         if self.max_steps < 1:
             raise GradflowError(f"max_steps = {self.max_steps!r} must be ≥ 1")
+        if isinstance(self.solver, str) and self.solver not in SOLVERS:
+            raise GradflowError(f"solver {self.solver!r}: choose one of {', '.join(SOLVERS)}")
+
+    @property
+    def solver_name(self) -> str:
+        """The solver's name (``"Tsit5"``), whether given as a name or as a diffrax solver."""
+        return self.solver if isinstance(self.solver, str) else type(self.solver).__name__
+
+    def diffrax_solver(self) -> diffrax.AbstractSolver:
+        """The diffrax solver (made from its name on first use, which imports diffrax)."""
+        if not isinstance(self.solver, str):
+            return self.solver
+        import diffrax
+
+        return getattr(diffrax, self.solver)()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready description: the solver's class name and every tolerance and budget."""
         return {
-            "solver": type(self.solver).__name__,
+            "solver": self.solver_name,
             "rtol": self.rtol,
             "atol": self.atol,
             "gtol": self.gtol,
@@ -200,6 +237,7 @@ def solve(
     saveat: diffrax.SaveAt,
 ) -> diffrax.Solution:
     """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event."""
+    import diffrax
 
     def vector_field(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
         return -field.grad(y, a[0])
@@ -209,7 +247,7 @@ def solve(
 
     return diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
-        options.solver,
+        options.diffrax_solver(),
         t0=t0,
         t1=options.t_max,
         dt0=None,
@@ -265,6 +303,9 @@ def integrate(
 def _integrate_path(
     field: GradientField, options: FlowOptions, y0: jax.Array, args: Any, ts: jax.Array | None
 ) -> diffrax.Solution:
+    import diffrax
+    import equinox as eqx
+
     if ts is None:
         saveat = diffrax.SaveAt(t0=True, steps=True)
     else:

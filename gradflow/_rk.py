@@ -32,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import diffrax
 import jax
 import jax.numpy as jnp
 
@@ -358,8 +357,12 @@ def _path(
 
 
 def tableau_of(solver: Any) -> Tableau | None:
-    """The pair of a diffrax solver this module integrates in batches (``Tsit5``, ``Dopri5``),
-    or ``None`` for any other (implicit, stiff) solver."""
+    """The pair of a diffrax solver, or of a solver's name, that this module integrates in
+    batches (``Tsit5``, ``Dopri5``), or ``None`` for any other (implicit, stiff) solver."""
+    if isinstance(solver, str):
+        return {"Tsit5": TSIT5, "Dopri5": DOPRI5}.get(solver)
+    import diffrax
+
     if isinstance(solver, diffrax.Tsit5):
         return TSIT5
     if isinstance(solver, diffrax.Dopri5):

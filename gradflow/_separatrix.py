@@ -23,7 +23,6 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -110,7 +109,7 @@ def _ascend(
     Run backward in time, the flow follows a stable manifold away from its saddle.
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
-    options = FlowOptions(solver=diffrax.Tsit5(), t_max=1e6, divergence_radius=10 * scale)
+    options = FlowOptions(solver="Tsit5", t_max=1e6, divergence_radius=10 * scale)
     ys, _, n, _ = _ascent_path(model.field, options)(jnp.asarray(start, jnp.float64), model.args)
     return np.asarray(ys)[: int(n) + 1, order]
 

@@ -26,12 +26,11 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jax
 import jax.numpy as jnp
 import sympy as sp
-from jaxtyping import Array, Float
 
 from gradflow import GradflowError, lambdify_jax
 
@@ -41,13 +40,12 @@ from .markov_ansatz import b as b_sym
 from .markov_ansatz import e as e_sym
 from .markov_ansatz import w as w_sym
 from .markov_data import check_length
-from .markov_transformer import (
-    STANDARD_STD,
-    MarkovTransformer,
-    check_attention,
-    check_width,
-    normal_blocks,
-)
+from .markov_ranges import check_attention, check_width
+
+if TYPE_CHECKING:
+    from jaxtyping import Array, Float
+
+    from .markov_transformer import MarkovTransformer
 
 __all__ = [
     "COORDINATES",
@@ -112,6 +110,8 @@ def rank_one_transformer(
         attention: the attention kind of the returned model.
         tied: weight tying; untied models get ``unembed = eα``.
     """
+    from .markov_transformer import MarkovTransformer
+
     alpha = direction
     d = alpha.shape[0]
     dt = alpha.dtype
@@ -340,6 +340,8 @@ def paper_init(
     Raises:
         GradflowError: invalid ``d``, ``length``, ``attention``, or ``w0 ≥ 0``.
     """
+    from .markov_transformer import STANDARD_STD, MarkovTransformer, normal_blocks
+
     d, length = check_width(d), check_length(length)
     check_attention(attention)
     if not w0 < 0:

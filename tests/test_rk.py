@@ -15,13 +15,15 @@ maps run through diffrax, the reference.  Losses not written for this package:
 
 from __future__ import annotations
 
+import dataclasses
+
 import diffrax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import gradflow._batched as batched
-from gradflow import FlowOptions, JaxLandscape, Status, basins, flow, flow_endpoints
+from gradflow import FlowOptions, GradflowError, JaxLandscape, Status, basins, flow, flow_endpoints
 from gradflow._rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
 from gradflow.models import markov
 
@@ -68,6 +70,23 @@ def test_the_pairs_are_consistent() -> None:
         assert sum(tab.b_error) == pytest.approx(0.0, abs=1e-15)
         assert tab.a[-1] == tab.b[:-1]
     assert tableau_of(diffrax.Tsit5()) is TSIT5 and tableau_of(diffrax.Kvaerno5()) is None
+    assert tableau_of("Tsit5") is TSIT5 and tableau_of("Dopri5") is DOPRI5
+    assert tableau_of("Kvaerno5") is None
+
+
+def test_a_solver_given_by_name_is_the_diffrax_solver() -> None:
+    """``FlowOptions(solver="Tsit5")`` integrates exactly as ``solver=diffrax.Tsit5()``; the
+    names are diffrax's, and an unknown one is refused naming the choices."""
+    named = dataclasses.replace(OPTIONS, solver="Tsit5")
+    assert isinstance(named.diffrax_solver(), diffrax.Tsit5)
+    assert named.to_dict() == OPTIONS.to_dict()
+    ours = flow_endpoints(DOUBLE_WELL, STARTS, named, progress=False)
+    reference = flow_endpoints(DOUBLE_WELL, STARTS, OPTIONS, progress=False)
+    np.testing.assert_array_equal(ours.endpoints, reference.endpoints)
+    np.testing.assert_array_equal(ours.steps, reference.steps)
+    assert isinstance(FlowOptions().diffrax_solver(), diffrax.Kvaerno5)
+    with pytest.raises(GradflowError, match="'Tsit6': choose one of Tsit5, "):
+        FlowOptions(solver="Tsit6")
 
 
 @pytest.mark.parametrize("name", ["double well", "(1 - xy)^2", "cubic"])
