@@ -236,6 +236,13 @@ class FateConfig:
     )
     t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
     gtol: float = field(default=1e-6, metadata={"help": "steady state: ‖∇L_full‖ ≤ gtol"})
+    spectra: bool = field(
+        default=False,
+        metadata={
+            "help": "also give the Morse index of each reduced critical set in the reduced and "
+            "in the full model (one Hessian of every full weight per set)"
+        },
+    )
 
     def __post_init__(self) -> None:
         check_switching(self.p, self.q)

@@ -21,6 +21,7 @@ mismatches.  Runs are checkpointed one ``(σ, seed)`` at a time and a rerun resu
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -49,7 +50,15 @@ from gradflow.models.full_model import MarkovFullModel
 
 from .markov_configs import FateConfig
 
-__all__ = ["FATES", "FateConfig", "FateMap", "FullLandscape", "fate_map", "reduced_label"]
+__all__ = [
+    "FATES",
+    "FateConfig",
+    "FateMap",
+    "FullLandscape",
+    "critical_set_indices",
+    "fate_map",
+    "reduced_label",
+]
 
 FATES = ("global", "local", "other", "diverged", "undecided")
 """Fates of a full run, in the order of their codes."""
@@ -170,6 +179,8 @@ class FateMap:
         reduced: per metric (``"euclidean"``, ``"induced"``) the predicted fate per grid point
             (:func:`reduced_label`), string arrays of shape ``(n, n)``.
         references: ``unigram_loss`` ``H(π)`` and ``entropy_rate``, nats.
+        spectra: with ``config.spectra``, per reduced critical set its Morse index in the
+            reduced and in the full model (:func:`critical_set_indices`), else empty.
     """
 
     config: FateConfig
@@ -182,6 +193,7 @@ class FateMap:
     projected: np.ndarray
     reduced: dict[str, np.ndarray]
     references: dict[str, float]
+    spectra: tuple[dict[str, Any], ...] = ()
 
     def fate_names(self) -> np.ndarray:
         """:attr:`fates` as strings."""
@@ -246,6 +258,7 @@ class FateMap:
             "counts": self.counts(),
             "undecided": sum(1 for r in self._records() if r["full"] == "undecided"),
             "mismatches": {m: self.mismatches(m) for m in self.reduced},
+            "spectra": list(self.spectra),
         }
 
     def _records(self) -> list[dict[str, Any]]:
@@ -274,7 +287,42 @@ class FateMap:
             ]
             if len(found) > 20:
                 lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
+        if self.spectra:
+            lines.append("Morse index of the reduced critical sets, reduced → full model:")
+        for rec in self.spectra:
+            escape = ", ".join(f"{g} {100 * v:.0f} %" for g, v in rec["escape_groups"].items())
+            lines.append(
+                f"  {rec['set']}: {rec['reduced_morse_index']} → {rec['full_morse_index']} "
+                f"(lowest full eigenvalue {rec['lowest_eigenvalues'][0]:.3g}"
+                + (f"; escape directions: {escape})" if escape else ")")
+            )
         return "\n".join(lines)
+
+
+def critical_set_indices(full: MarkovFullModel, p: float, q: float) -> list[dict[str, Any]]:
+    """Per reduced critical set (a representative point of each, one-sided on the ReLU kink at
+    ``e = 0``: :func:`~gradflow.analysis.markov_full_spectrum.reduced_critical_points`), its Morse
+    index in the reduced model and in the full model, the full Hessian's lowest eigenvalues
+    (nats per weight²) and the parameter groups of its escape directions.
+
+    At a critical point the full Hessian pulls back to the reduced one, ``JᵀH_full J = H``
+    (the full gradient vanishes there), so the full index is at least the reduced index.
+    """
+    from .markov_full_spectrum import NEGATIVE_TOL, full_spectrum, reduced_critical_points
+
+    bound = full.reduced.bind(p=p, q=q)
+    out = []
+    for name, theta in reduced_critical_points(p, q, full.reduced.dim):
+        record = full_spectrum(full, theta, bound.h, name).to_dict()
+        lam = np.linalg.eigvalsh(np.asarray(bound.hessian(theta), float))
+        negative = lam < -NEGATIVE_TOL * max(float(np.max(np.abs(lam))), 1e-300)
+        record.update(
+            theta=[float(v) for v in record["theta"]],
+            lowest_eigenvalues=[float(v) for v in record["lowest_eigenvalues"]],
+            reduced_morse_index=int(negative.sum()),
+        )
+        out.append(record)
+    return out
 
 
 def full_options(config: FateConfig) -> FlowOptions:
@@ -372,12 +420,13 @@ def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMa
         projected=stack["projected"].reshape(shape + (full.reduced.dim,)),
         reduced=_reduced_predictions(config, full),
         references=refs,
+        spectra=tuple(critical_set_indices(full, config.p, config.q)) if config.spectra else (),
     )
 
 
 def _open_checkpoint(folder: Path, config: FateConfig) -> Path:
     """Create the folder, or check that it holds runs of this same configuration."""
-    record = json.dumps(asdict(config), sort_keys=True)
+    record = json.dumps(asdict(dataclasses.replace(config, spectra=False)), sort_keys=True)
     stamp = folder / "config.json"
     if stamp.exists():
         if stamp.read_text() != record:

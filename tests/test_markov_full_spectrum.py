@@ -14,6 +14,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
+from gradflow.analysis.markov_fate import critical_set_indices
 from gradflow.analysis.markov_full_spectrum import full_spectrum, reduced_critical_points
 from gradflow.models.full_model import full_model
 
@@ -39,3 +40,21 @@ def test_full_spectra_bound_the_reduced_curvature():
     (gamma,) = [k for k in points if k.startswith("Γ*")]
     spectrum = full_spectrum(full, points[gamma], h, gamma)
     assert spectrum.eigenvalues[0] >= -1e-8 * np.max(np.abs(spectrum.eigenvalues))
+
+
+def test_fate_report_gives_both_morse_indices():
+    """On ``e = 0`` the reduced index is 0 where ``κ > 0`` and 1 where ``κ < 0`` (the line is
+    flat along ``w``); ``Γ*`` has index 0, the saddle ``(0, −1/√2)`` index 1.  The full index is
+    at least the reduced one, since ``JᵀH_full J`` is the reduced Hessian."""
+    full = full_model("canonical", length=LENGTH, d=4)
+    records = {r["set"]: r for r in critical_set_indices(full, P, Q)}
+    kappa_sign = {w: np.sign((P + Q - 1) * (1 + 2 * w * abs(w))) for w in (-1.5, -0.3)}
+    for w, sign in kappa_sign.items():
+        for side in "+-":
+            assert records[f"e = 0, w = {w:g} (e → 0{side})"]["reduced_morse_index"] == (sign < 0)
+    for side in "+-":
+        assert records[f"saddle e = 0, w = -1/√2 (e → 0{side})"]["reduced_morse_index"] == 1
+    (gamma,) = [k for k in records if k.startswith("Γ*")]
+    assert records[gamma]["reduced_morse_index"] == 0
+    for record in records.values():
+        assert record["full_morse_index"] >= record["reduced_morse_index"]
