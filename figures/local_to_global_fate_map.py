@@ -11,6 +11,7 @@ it disagrees with the reduced prediction of the induced metric.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,6 +51,13 @@ class Config:
     grid: int = field(default=12, metadata={"help": "fate grid points per axis"})
     basin_grid: int = field(default=61, metadata={"help": "reduced basin grid points per axis"})
     length: int = field(default=6, metadata={"help": "positions N of the full model"})
+    runs: str = field(
+        default="",
+        metadata={
+            "help": "a folder keeping each case's full runs (p0.5_q0.8/, p0.2_q0.3/): a second "
+            "drawing, or one after an interruption, reuses them instead of training again"
+        },
+    )
 
     def __post_init__(self) -> None:
         for name in ("grid", "basin_grid"):
@@ -102,7 +110,8 @@ def compute(config: Config) -> Data:
         fate_config = FateConfig(
             p=p, q=q, grid=config.grid, box=BOX, sigma=(0.0,), length=config.length
         )
-        fates.append(fate_map(fate_config))
+        folder = Path(config.runs) / _tag(p, q) if config.runs else None
+        fates.append(fate_map(fate_config, checkpoint=folder))
         full = fate_config.full()
         portraits.append(
             portrait(

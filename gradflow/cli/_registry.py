@@ -130,6 +130,10 @@ BENCHES = {
         "gradflow.analysis.bench_bifurcations",
         "1-D sweep of the pitchfork normal form (201 values, grid 41) with branches and bifurcations followed",
     ),
+    "fate": Command(
+        "gradflow.analysis.bench_fate",
+        "fate map of the full transformer (12 × 12 runs, N = 6): time, fates, one-at-a-time vs vmapped gradient",
+    ),
     "train": Command(
         "gradflow.analysis.bench_train",
         "full Markov transformer: training steps/s (d = 8, batch 16, float32), exact loss at N = 12",
