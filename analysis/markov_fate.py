@@ -68,6 +68,9 @@ FULL_CHUNK = 1
 """Full runs integrated together.  One: a full gradient batched by ``vmap`` costs more per
 member than one alone (its small matrix products batch badly on a CPU), and a round of the few
 stiff runs left at the end would otherwise be padded with copies of them."""
+FULL_ROUND = 512
+"""Solver steps of a full run between returns to Python: a round restarts the step-size
+control, and a stiff run takes thousands of steps."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
 
@@ -364,7 +367,12 @@ def _run(
     gap = refs["unigram_loss"] - refs["entropy_rate"]
     level = refs["entropy_rate"] + DECISION_SHARE * gap
     result = flow_endpoints(
-        land, flat0, full_options(config), decide_below=level, chunk_size=FULL_CHUNK
+        land,
+        flat0,
+        full_options(config),
+        decide_below=level,
+        chunk_size=FULL_CHUNK,
+        steps_per_round=FULL_ROUND,
     )
     losses = land.loss(result.endpoints)
     fates = np.full(len(flat0), FATES.index("other"))
