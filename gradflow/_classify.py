@@ -28,14 +28,14 @@ import numpy as np
 from ._landscape import Landscape
 from ._scales import loss_scales
 
-__all__ = ["KINDS", "Classification", "classify_points", "hessians"]
+__all__ = ["KINDS", "Classification", "classify_points", "hessians", "local_curvature"]
 
 KINDS = ("global_min", "local_min", "saddle", "local_max", "degenerate")
 """The kinds of critical points and sets, in reporting order."""
 
 ZERO_EIGENVALUE = 1e-7
-"""An eigenvalue is zero when ``|λ| ≤ ZERO_EIGENVALUE · max(h, max|λ|)``, ``h`` the loss's
-Hessian scale (:func:`gradflow._scales.loss_scales`)."""
+"""An eigenvalue is zero when ``|λ| ≤ ZERO_EIGENVALUE · max(c, max|λ|)``, ``c`` the curvature the
+loss shows around the point (:func:`local_curvature`)."""
 PROBE_RADIUS = 1e-2
 """Step along the Hessian's null space at which the loss is probed (parameter units)."""
 PROBE_LOSS = 1e-12
@@ -139,7 +139,8 @@ def classify_points(
     scales = loss_scales(landscape)
     with np.errstate(invalid="ignore"):
         largest = np.abs(lam).max(axis=1, initial=0.0)
-        zero = ZERO_EIGENVALUE * np.maximum(scales.hessian, largest)[:, None]
+        curvature = local_curvature(landscape, thetas, losses)
+        zero = ZERO_EIGENVALUE * np.fmax(curvature, largest)[:, None]
         null = (np.abs(lam) <= zero) | probed[:, None]
         neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
     nullity = null.sum(axis=1)
@@ -183,6 +184,28 @@ def classify_points(
         nullity=nullity,
         hessian_method=np.asarray(HESSIAN_METHODS, dtype=object)[method],
     )
+
+
+def local_curvature(landscape: Landscape, thetas: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """The curvature the loss shows around each point: ``max_u 2|L(θ + r u) − L(θ)| / r²`` over
+    the unit directions ``u`` of :func:`_probe_coefficients` (coordinate axes, circles in the
+    coordinate planes, seeded random directions), ``r`` = :data:`PROBE_RADIUS`, shape ``(n,)``
+    (loss units per squared parameter unit; NaN terms are ignored).
+
+    It is the scale against which a Hessian eigenvalue is zero.  A scale of the whole loss will
+    not do: where ``‖∇L‖`` spans many orders of magnitude over the default ranges
+    (``exp((x² + y² − 1)²)`` on ``[−3, 3]²``), any statistic of it is set by the far corners and
+    every eigenvalue on the circle of minima would read as zero.  Where the Hessian vanishes
+    (a monkey saddle, the origin of ``(1 − abc)²``) the loss still varies at third or fourth
+    order within ``r`` in some direction, so rounding in the Hessian's entries still reads as
+    zero; ``c·L`` has ``c`` times the curvature, so the test does not depend on the loss's scale.
+    """
+    coef = _probe_coefficients(thetas.shape[1])
+    steps = PROBE_RADIUS * coef / np.linalg.norm(coef, axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        delta = landscape.loss(thetas[:, None, :] + steps[None]) - losses[:, None]
+        delta = np.where(np.isfinite(delta), np.abs(delta), 0.0)
+    return delta.max(axis=1, initial=0.0) * 2 / PROBE_RADIUS**2
 
 
 def _probe(

@@ -30,6 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.optimize import minimize, root
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
@@ -41,7 +43,6 @@ from ._landscape import ClosedForm, GradientField, Landscape
 from ._pieces import (
     ON_SET_TOL,
     SampledPiece,
-    components,
     gradient_tol,
     on_piece,
     sample_piece,
@@ -562,37 +563,88 @@ def _group(
     classes: Classification,
     box: np.ndarray,
 ) -> list[CriticalSet]:
-    """One :class:`CriticalSet` per kind among the points of a closed-form piece.
+    """The :class:`CriticalSet` s of a closed-form piece: one per kind, and one per more
+    degenerate stratum of a kind.
 
-    The points of one kind are split into connected components along the piece's sampling
-    grid; for a curve, each run of neighbouring samples is one polyline.  The sample point is
-    the point of the piece nearest the box centre (:func:`_nearest_on_piece`).
+    The points of one kind are described at their generic points (:func:`_strata`); points of
+    that kind whose Hessian has a larger nullity (the origin of ``(1 − abc)²`` on each axis, where
+    the whole Hessian vanishes) are a set of their own, named after the piece with their Morse
+    index and nullity.  Each is split into connected components along the piece's sampling grid
+    (:meth:`~gradflow._pieces.SampledPiece.components`, joined where a finer grid shows them one:
+    :func:`_joined_finer`); for a curve, each run of neighbouring samples is one polyline.
+    The sample point of the generic set is the point of the piece nearest the box centre
+    (:func:`_nearest_on_piece`).
     """
     out = []
     for kind in KINDS:
         idx = np.flatnonzero(classes.kinds == kind)
         if not idx.size:
             continue
-        labels = components(sampled.index[idx])
-        dimension = sampled.dimension if idx.size > 1 else 0
-        made = _make_set(
-            landscape,
-            piece.name,
-            piece.equation,
-            sampled.points,
-            classes,
-            idx,
-            dimension,
-            labels,
-            box,
-        )
-        sample = _nearest_on_piece(landscape, piece, made, box, classes.kinds[idx[0]])
-        made = dataclasses.replace(made, sample=sample)
-        if dimension == 1:
-            starts = np.flatnonzero(np.diff(sampled.order[idx]) != 1) + 1
-            made = dataclasses.replace(made, segments=(0, *starts.tolist()))
-        out.append(made)
+        for rows, stratum in _strata(classes, idx):
+            generic = stratum is None
+            labels = sampled.components(rows)
+            if generic:
+                labels = _joined_finer(sampled, rows, labels)
+            dimension = (
+                sampled.dimension
+                if generic
+                else _set_dimension(sampled.points[rows], classes.nullity[rows])
+            )
+            dimension = dimension if rows.size > 1 else 0
+            name = piece.name if generic else f"{piece.name} ({stratum})"
+            equation = (
+                piece.equation
+                if generic or piece.equation is None
+                else f"{piece.equation} ({stratum})"
+            )
+            made = _make_set(
+                landscape, name, equation, sampled.points, classes, rows, dimension, labels, box
+            )
+            if generic:
+                nullity = int(classes.nullity[rows].max())
+                sample = _nearest_on_piece(landscape, piece, made, box, kind, nullity)
+                made = dataclasses.replace(made, sample=sample)
+            if dimension == 1 and sampled.dimension == 1:
+                starts = np.flatnonzero(np.diff(sampled.order[rows]) != 1) + 1
+                made = dataclasses.replace(made, segments=(0, *starts.tolist()))
+            out.append(made)
     return out
+
+
+def _strata(classes: Classification, idx: np.ndarray) -> list[tuple[np.ndarray, str | None]]:
+    """The points ``idx`` of one kind split by how degenerate they are.
+
+    The generic points are those whose Hessian nullity is the most common one (ties: the
+    smallest); they come first, with stratum ``None``.  The others with a larger nullity follow,
+    one group per Morse index and nullity, each with its label (``"index 0, nullity 3"``).
+    Points with a smaller nullity than the generic one (none on a manifold of critical points
+    sampled on itself) stay with the generic points.
+    """
+    nullity, index = classes.nullity[idx], classes.morse_index[idx]
+    values, counts = np.unique(nullity, return_counts=True)
+    typical = int(values[int(np.argmax(counts))])
+    out: list[tuple[np.ndarray, str | None]] = [(idx[nullity <= typical], None)]
+    special = nullity > typical
+    for i, n in sorted({(int(i), int(n)) for i, n in zip(index[special], nullity[special])}):
+        rows = idx[special & (index == i) & (nullity == n)]
+        out.append((rows, f"index {i}, nullity {n}"))
+    return out
+
+
+def _joined_finer(sampled: SampledPiece, rows: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``labels`` (of ``sampled.points[rows]``) with the components that a finer grid shows to be
+    one (:attr:`~gradflow._pieces.SampledPiece.linked`) given one label."""
+    if sampled.linked is None:
+        return labels
+    _, coarse = np.unique(labels, return_inverse=True)
+    _, fine = np.unique(sampled.linked[rows], return_inverse=True)
+    n = int(coarse.max()) + 1
+    graph = coo_matrix(
+        (np.ones(len(rows)), (coarse.reshape(-1), n + fine.reshape(-1))),
+        shape=(n + int(fine.max()) + 1,) * 2,
+    )
+    joined = connected_components(graph, directed=False)[1][:n]
+    return np.unique(joined[coarse.reshape(-1)], return_inverse=True)[1].reshape(-1)
 
 
 def _make_set(
@@ -634,9 +686,16 @@ def _make_set(
 
 
 def _nearest_on_piece(
-    landscape: Landscape, piece: ClosedForm, made: CriticalSet, box: np.ndarray, kind: str
+    landscape: Landscape,
+    piece: ClosedForm,
+    made: CriticalSet,
+    box: np.ndarray,
+    kind: str,
+    nullity: int,
 ) -> np.ndarray:
-    """The point of a closed-form piece nearest the centre of ``box``, of the set's kind.
+    """The point of a closed-form piece nearest the centre of ``box``, of the set's kind and
+    with a Hessian nullity at most ``nullity`` (a generic point of the set, not a more
+    degenerate one such as the origin on an axis of ``(1 − abc)²``).
 
     The start is the nearest point of that kind whose free coordinates lie on a lattice fixed by
     the landscape's default ranges (:func:`_lattice`), whatever box was searched; Nelder–Mead then
@@ -647,8 +706,8 @@ def _nearest_on_piece(
     center = box.mean(axis=1)
     coarse = _lattice(landscape, piece, box)
     if len(coarse):
-        kinds = classify_points(landscape, coarse, landscape.global_min_loss).kinds
-        coarse = coarse[kinds == kind]
+        classes = classify_points(landscape, coarse, landscape.global_min_loss)
+        coarse = coarse[(classes.kinds == kind) & (classes.nullity <= nullity)]
     if not len(coarse):
         return made.sample
     start = coarse[int(np.argmin(np.linalg.norm(coarse - center, axis=1)))]
@@ -679,7 +738,8 @@ def _nearest_on_piece(
     best = point(result.x)
     if best is None or result.fun > np.sum((start - center) ** 2):
         return start
-    same = classify_points(landscape, best[None], landscape.global_min_loss).kinds[0] == kind
+    classes = classify_points(landscape, best[None], landscape.global_min_loss)
+    same = classes.kinds[0] == kind and classes.nullity[0] <= nullity
     return best if same else start
 
 
@@ -1022,11 +1082,14 @@ def _without_repeats(sets: list[CriticalSet]) -> list[CriticalSet]:
 
 
 def _restricted(s: CriticalSet, keep: np.ndarray) -> CriticalSet:
-    """The set ``s`` with only the points ``keep`` (components renumbered, polylines cut)."""
+    """The set ``s`` with only the points ``keep`` (components renumbered, polylines cut); its
+    sample stays where the sample nearest it is kept."""
     before = np.concatenate([[0], np.cumsum(keep)])
     starts = sorted({int(before[i]) for i in s.segments} - {int(keep.sum())})
     points = s.points[keep]
-    sample = points[int(np.argmin(np.linalg.norm(points - s.sample, axis=1)))]
+    sample = s.sample
+    if not keep[int(np.argmin(np.linalg.norm(s.points - s.sample, axis=1)))]:
+        sample = points[int(np.argmin(np.linalg.norm(points - s.sample, axis=1)))]
     return dataclasses.replace(
         s,
         points=points,

@@ -10,7 +10,8 @@ two-dimensional grid of the free parameters and polished by Newton steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,8 +27,9 @@ __all__ = [
     "MAX_SAMPLES",
     "ON_SET_TOL",
     "SampledPiece",
-    "components",
+    "broken_edges",
     "gradient_tol",
+    "grid_edges",
     "on_piece",
     "sample_piece",
 ]
@@ -43,6 +45,17 @@ SEGMENT_SAMPLES = 33
 """Points at which ``∇L`` is checked on the segment joining a numerical solution to a piece."""
 NEWTON_STEPS = 6
 """Newton steps that move contour vertices onto a level set of a graph."""
+EDGE_SAMPLES = 32
+"""Intervals into which the path between two neighbouring grid samples of a graph is cut to
+follow the graph along it (:func:`broken_edges`)."""
+FRAGMENT = 5
+"""A connected component of at most this many samples may be a fragment of a sampled set (a
+band of a surface thinner than the grid's spacing, which the grid crosses at a few points); a
+grid with one makes the piece sampled again on finer grids (:func:`_linked`)."""
+FINER_POINTS = 2**20
+"""At most this many points on the finer grids that join fragments (:func:`_linked`)."""
+EDGE_CHUNK = 8192
+"""Grid edges followed at once (bounds the memory of :func:`broken_edges`)."""
 
 
 @dataclass(frozen=True)
@@ -56,11 +69,31 @@ class SampledPiece:
             axis are neighbours on the set.  For a curve (``k = 1``) it is the position along
             its polyline; a jump of more than one starts a new polyline.
         dimension: the dimension of the piece inside the box (pinned parameters do not count).
+        cuts: pairs of rows of ``points`` that are neighbours on the grid but not on the set,
+            shape ``(m, 2)``: between them the graph leaves the box or passes a pole
+            (:func:`broken_edges`).
+        linked: the component of each sample on a finer grid (all kinds together), shape
+            ``(n,)``, or ``None`` where the grid has no fragment or is not refined (curves of a
+            level set).
     """
 
     points: np.ndarray
     index: np.ndarray
     dimension: int
+    cuts: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=int))
+    linked: np.ndarray | None = None
+
+    def components(self, rows: np.ndarray) -> np.ndarray:
+        """Connected components of the samples ``rows`` (indices into ``points``), neighbours on
+        the grid joined unless cut: a label per row, shape ``(len(rows),)``."""
+        rows = np.asarray(rows, dtype=int)
+        edges = grid_edges(self.index[rows])
+        if len(self.cuts) and len(edges):
+            n = len(self.points)
+            pairs = np.sort(rows[edges], axis=1)
+            cut = np.sort(self.cuts, axis=1)
+            edges = edges[~np.isin(pairs[:, 0] * n + pairs[:, 1], cut[:, 0] * n + cut[:, 1])]
+        return _connected(len(rows), edges) if self.index.shape[1] else np.arange(len(rows))
 
     @property
     def order(self) -> np.ndarray:
@@ -74,16 +107,12 @@ def gradient_tol(landscape: Landscape) -> float:
     return GRADIENT_TOL * loss_scales(landscape).gradient
 
 
-def components(index: np.ndarray) -> np.ndarray:
-    """Connected components of samples on a grid: a label per row of ``index`` (shape ``(n, k)``).
-
-    Two samples are neighbours when their grid coordinates differ by one along one axis.
-    """
+def grid_edges(index: np.ndarray) -> np.ndarray:
+    """Pairs of rows of ``index`` (shape ``(n, k)``) whose grid coordinates differ by one along
+    one axis, shape ``(m, 2)``."""
     n, k = index.shape
-    if n == 0:
-        return np.zeros(0, dtype=int)
-    if k == 0:
-        return np.arange(n)
+    if n == 0 or k == 0:
+        return np.zeros((0, 2), dtype=int)
     span = index.max(axis=0) - index.min(axis=0) + 3
     strides = np.concatenate([[1], np.cumprod(span[:-1])]).astype(np.int64)
     keys = (index - index.min(axis=0) + 1) @ strides
@@ -96,9 +125,56 @@ def components(index: np.ndarray) -> np.ndarray:
         hit = keys[order][pos] == target
         rows.append(np.flatnonzero(hit))
         cols.append(order[pos[hit]])
-    rows, cols = np.concatenate(rows), np.concatenate(cols)
-    graph = coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n))
+    return np.stack([np.concatenate(rows), np.concatenate(cols)], axis=1)
+
+
+def _connected(n: int, edges: np.ndarray) -> np.ndarray:
+    """Connected components of ``n`` nodes joined by ``edges`` (shape ``(m, 2)``)."""
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    graph = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
     return connected_components(graph, directed=False)[1]
+
+
+def broken_edges(
+    piece: ClosedForm, box: np.ndarray, free: np.ndarray, edges: np.ndarray, intervals: int
+) -> np.ndarray:
+    """Which grid edges the graph does not follow inside the box, shape ``(m,)``.
+
+    The free coordinates ``free`` (shape ``(n, len(piece.free))``) of the two ends of each edge
+    (``edges``, shape ``(m, 2)``) are joined by a straight path cut into ``intervals`` intervals
+    (and one more beyond each end, so that every interval of the edge has a neighbour on both
+    sides where the graph is inside the box), and the graph is completed along it.  An edge is broken where a point of the path
+    is off the set or outside the box, or where one interval's step of a dependent coordinate is
+    opposite in sign to both neighbouring steps and larger than their sum: the graph passes a
+    pole there (``a = 4c*/(e⁴(1 + 2w|w|)) − 4/e²`` of the three-scalar canonical model
+    runs to ``±∞`` at ``w = −1/√2``, and grid samples on both sides lie on two sheets of the set
+    that never meet).  Around a simple pole ``C/(t − t₀)`` the step across it is at least
+    ``C/δ + C/h`` and its neighbours' sum at most ``C/δ − C/(2h)`` (``δ`` the pole's distance to
+    the nearer end of its interval, ``h`` the interval); a graph resolved by the intervals changes
+    the sign of its steps once at an extremum, where the steps are smallest, not twice around the
+    largest.
+    """
+    broken = np.zeros(len(edges), dtype=bool)
+    dependent = list(piece.dependent)
+    t = np.linspace(-1.0, intervals + 1.0, intervals + 3)[None, :, None] / intervals
+    for start in range(0, len(edges), EDGE_CHUNK):
+        chunk = edges[start : start + EDGE_CHUNK]
+        a, b = free[chunk[:, 0]], free[chunk[:, 1]]
+        path = (a[:, None, :] + t * (b - a)[:, None, :]).reshape(-1, free.shape[1])
+        with np.errstate(all="ignore"):
+            points, ok = _inside(piece, box, path)
+            points = points.reshape(len(chunk), intervals + 3, -1)
+            ok = ok.reshape(len(chunk), -1)
+            step = np.diff(np.where(ok[:, :, None], points, np.nan)[:, :, dependent], axis=1)
+            middle, before, after = step[:, 1:-1], step[:, :-2], step[:, 2:]
+            pole = (
+                (np.sign(middle) * np.sign(before) < 0)
+                & (np.sign(middle) * np.sign(after) < 0)
+                & (np.abs(middle) > np.abs(before) + np.abs(after))
+            )
+        broken[start : start + len(chunk)] = ~ok[:, 1:-1].all(axis=1) | pole.any(axis=(1, 2))
+    return broken
 
 
 def sample_piece(
@@ -127,12 +203,7 @@ def sample_piece(
         index, dimension = order[:, None], len(varying) - 1
     else:
         per_axis = min(samples, max(2, int(MAX_SAMPLES ** (1 / max(len(varying), 1)))))
-        axes = [np.linspace(*box[i], per_axis if i in varying else 1) for i in free_idx]
-        mesh = np.meshgrid(*axes, indexing="ij")
-        free_points = np.stack([g.ravel() for g in mesh], -1) if axes else np.zeros((1, 0))
-        grid = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
-        columns = [grid[free_idx.index(i)].ravel() for i in varying]
-        index = np.stack(columns, -1) if columns else np.zeros((free_points.shape[0], 0), int)
+        free_points, index = _grid(box, free_idx, varying, per_axis)
         dimension = len(varying)
     points, ok = piece.complete(free_points)
     if pinned_dependents:
@@ -140,8 +211,95 @@ def sample_piece(
     ok &= np.all(np.isfinite(points), axis=1)
     ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
     sampled = SampledPiece(points[ok], index[ok], dimension)
+    if not pinned_dependents and dep_idx and varying:
+        edges = grid_edges(index[ok])
+        cuts = edges[broken_edges(piece, box, free_points[ok], edges, EDGE_SAMPLES)]
+        sampled = dataclasses.replace(sampled, cuts=cuts)
+        sampled = dataclasses.replace(
+            sampled, linked=_linked(piece, box, varying, per_axis, sampled)
+        )
     _check_critical(landscape, piece, sampled.points)
     return sampled
+
+
+def _grid(
+    box: np.ndarray, free_idx: list[int], varying: list[int], per_axis: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The free coordinates of a grid of ``per_axis`` values along each varying free axis of
+    ``box`` (one value on the others), shape ``(n, len(free_idx))``, and each point's integer
+    coordinates along the varying axes, shape ``(n, len(varying))``."""
+    axes = [np.linspace(*box[i], per_axis if i in varying else 1) for i in free_idx]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    free_points = np.stack([g.ravel() for g in mesh], -1) if axes else np.zeros((1, 0))
+    grid = np.meshgrid(*[np.arange(len(a)) for a in axes], indexing="ij")
+    columns = [grid[free_idx.index(i)].ravel() for i in varying]
+    index = np.stack(columns, -1) if columns else np.zeros((free_points.shape[0], 0), int)
+    return free_points, index
+
+
+def _inside(piece: ClosedForm, box: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The piece's points over the free coordinates ``free`` and where they lie on the set with
+    finite values inside ``box``, shapes ``(n, dim)`` and ``(n,)``."""
+    with np.errstate(all="ignore"):
+        points, ok = piece.complete(free)
+        ok &= np.all(np.isfinite(points), axis=1)
+        ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
+    return points, ok
+
+
+def _linked(
+    piece: ClosedForm, box: np.ndarray, varying: list[int], per_axis: int, sampled: SampledPiece
+) -> np.ndarray | None:
+    """The component of each sample on a grid fine enough to join the fragments of the coarse
+    one, shape ``(n,)``; ``None`` where the coarse grid has no fragment.
+
+    A band of the set thinner than the coarse spacing (the sheet ``w < −1/√2`` of the
+    three-scalar canonical model's Γ* near ``e = 0``, where ``a`` is steep) is crossed by the
+    coarse grid at a few isolated samples: fragments of at most :data:`FRAGMENT` samples.
+    The grid is refined 2, 4, 8, … times per axis (at most :data:`FINER_POINTS` points) until
+    every fragment shares a component with a larger one; a fragment still alone then is an
+    island of the set.  Coarse components sharing a component of the finest grid are one.
+    """
+    coarse = sampled.components(np.arange(len(sampled.points)))
+    sizes = np.bincount(coarse)
+    fragments = sizes[coarse] <= FRAGMENT
+    if not fragments.any() or fragments.all():
+        return None
+    k = sampled.index.shape[1]
+    linked = coarse
+    factor = 2
+    while ((per_axis - 1) * factor + 1) ** k <= FINER_POINTS:
+        linked = _finer_components(piece, box, varying, per_axis, sampled.index, factor)
+        if np.isin(linked[fragments], linked[~fragments]).all():
+            break
+        factor *= 2
+    return linked
+
+
+def _finer_components(
+    piece: ClosedForm,
+    box: np.ndarray,
+    varying: list[int],
+    per_axis: int,
+    index: np.ndarray,
+    factor: int,
+) -> np.ndarray:
+    """The component of each grid sample (integer coordinates ``index``, shape ``(n, k)``) on a
+    grid ``factor`` times finer per axis, its edges followed like the coarse grid's, shape
+    ``(n,)``."""
+    k = index.shape[1]
+    shape = (per_axis - 1) * factor + 1
+    free, fine_index = _grid(box, list(piece.free), varying, shape)
+    ok = _inside(piece, box, free)[1]
+    edges = grid_edges(fine_index[ok])
+    intervals = max(4, EDGE_SAMPLES // factor)
+    edges = edges[~broken_edges(piece, box, free[ok], edges, intervals)]
+    labels = np.full(len(ok), -1)
+    labels[ok] = _connected(int(ok.sum()), edges)
+    linked = labels[np.ravel_multi_index(tuple((index * factor).T), (shape,) * k)]
+    alone = linked < 0
+    linked[alone] = linked.max(initial=-1) + 1 + np.arange(alone.sum())
+    return linked
 
 
 def _level_set(

@@ -72,12 +72,6 @@ def test_a_circle_of_minima_is_found_as_curves() -> None:
     assert top.loss == pytest.approx(2.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limitation: ‖∇L‖ of exp((x² + y² − 1)²) spans ~50 orders of magnitude over "
-    "[−3, 3]², so the median gradient scale that tolerances are relative to is set by the far "
-    "corners and every Hessian eigenvalue on the circle reads as zero (a 'degenerate' 2-D set)",
-)
 def test_numerical_search_alone_groups_the_circle() -> None:
     """Without sympy (a non-rational gradient), the numerical search reports one circle; no lower
     bound of exp(·) - 1 is declared or proven, so it is a local minimum, not a global one."""

@@ -101,6 +101,29 @@ def test_one_set_is_listed_once() -> None:
     ]
 
 
+def test_a_crossing_where_the_hessian_vanishes_is_reported_apart() -> None:
+    """L = x²y²: ∇L = 2xy(y, x) vanishes on both axes, where L = 0 (global minima; L ≥ 0).  The
+    Hessian [[2y², 4xy], [4xy, 2x²]] is diag(0, 2t²) at (t, 0) and diag(2t², 0) at (0, t), t ≠ 0:
+    Morse index 0, nullity 1, the generic points of two lines of minima; at the origin, where the
+    axes cross, it is 0 (nullity 2).  So: two sets of dimension 1 described at such points, each
+    without the origin (two half-lines), and the origin as a set of its own, listed once."""
+    sets = gradflow.critical_sets(bind("crossing", x**2 * y**2, 1.0))
+    assert all(s.kind == "global_min" for s in sets)
+    lines = [s for s in sets if s.dimension == 1]
+    (origin,) = [s for s in sets if s.dimension == 0]
+    assert len(lines) == 2 and len(sets) == 3
+    for line in lines:
+        assert line.morse_index == 0 and line.nullity == 1 and line.n_components == 2
+        assert np.min(np.abs(line.points).max(axis=1)) > 0
+        assert np.all(np.abs(line.points).min(axis=1) == 0)
+        t = np.abs(line.sample).max()
+        np.testing.assert_allclose(line.hessian_eigenvalues[0], 0.0, atol=1e-12)
+        assert t > 0 and line.hessian_eigenvalues[1] > 0
+    np.testing.assert_allclose(origin.points, [[0.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(origin.hessian_eigenvalues, [0.0, 0.0], atol=1e-12)
+    assert origin.nullity == 2 and origin.degenerate
+
+
 def test_a_circle_solved_as_two_graphs_is_one_set() -> None:
     """L = (x² + y² - 1)²: ∇L = 4(x² + y² - 1)(x, y) vanishes on the unit circle (L = 0, the
     global minimum; Hessian 8 (x, y)(x, y)ᵀ, nullity 1 along the circle) and at the origin (L = 1,
@@ -124,7 +147,9 @@ def test_the_axes_of_1_minus_abc_squared_are_index_1_saddles_at_generic_points()
     one per sign pattern +++, +--, -+-, --+, since no coordinate can change sign on it) and on
     the three axes (two coordinates 0, L = 1).  On the a axis at (t, 0, 0), t ≠ 0, the Hessian
     is 2 t [[0, 0, 0], [0, 0, -1], [0, -1, 0]]: eigenvalues -2|t|, 0, 2|t|, Morse index 1,
-    nullity 1; only at the origin is it 0.  Each axis is described at a generic point."""
+    nullity 1; only at the origin is it 0.  Each axis is described at a generic point; the
+    origin (L(r u) - 1 = -2r³u₁u₂u₃ + r⁶(u₁u₂u₃)² takes both signs: a saddle, Hessian 0, nullity
+    3) is a set of its own."""
     a_, b_, c_ = sp.symbols("a b c", real=True)
     bounds = {"a": (-2, 2), "b": (-2, 2), "c": (-2, 2)}
     model = ReducedModel("abc", (a_, b_, c_), (1 - a_ * b_ * c_) ** 2, bounds=bounds).bind()
@@ -133,10 +158,14 @@ def test_the_axes_of_1_minus_abc_squared_are_index_1_saddles_at_generic_points()
     assert minima.dimension == 2 and minima.n_components == 4
     signs = {tuple(np.sign(minima.component_points(k)[0]).astype(int)) for k in range(4)}
     assert signs == {(1, 1, 1), (1, -1, -1), (-1, 1, -1), (-1, -1, 1)}
-    axes = [s for s in sets if s.kind == "saddle"]
+    axes = [s for s in sets if s.kind == "saddle" and s.dimension == 1]
     assert len(axes) == 3
     for axis in axes:
-        assert axis.dimension == 1 and axis.morse_index == 1 and axis.nullity == 1
+        assert axis.morse_index == 1 and axis.nullity == 1
         t = np.max(np.abs(axis.hessian_eigenvalues)) / 2
         np.testing.assert_allclose(axis.hessian_eigenvalues, [-2 * t, 0.0, 2 * t], atol=1e-9)
-        assert t > 0
+        assert t > 0 and np.all(np.abs(axis.points).max(axis=1) > 0)
+        assert np.abs(axis.sample).max() > 0
+    (origin,) = [s for s in sets if s.kind == "saddle" and s.dimension == 0]
+    np.testing.assert_allclose(origin.points, [[0.0, 0.0, 0.0]], atol=1e-12)
+    assert origin.morse_index == 0 and origin.nullity == 3

@@ -96,6 +96,44 @@ def test_critical_sets(p, q, above, below):
     unigram = [s for s in sets if s.name.startswith(("e = 0", "w = -1/√2"))]
     assert all(s.loss == pytest.approx(_entropy(p / (p + q)), abs=1e-12) for s in unigram)
     assert {s.dimension for s in sets if s.name == "e = 0"} == {2}
+    (gamma,) = [s for s in sets if s.name == "Γ*"]
+    assert _sheets(gamma) == {(-1, -1), (-1, 1), (1, -1), (1, 1)}
+
+
+def _sheets(gamma: gradflow.CriticalSet) -> set[tuple[int, int]]:
+    """Γ* = {e²(1 + a e²/4)(1 + 2w|w|) = c*} (e ≠ 0) has four sheets that never meet: the sign of
+    e, and the sign of 1 + 2w|w| (zero only at w = -1/√2, where a = 4c*/(e⁴(1 + 2w|w|)) - 4/e²
+    runs to ±∞; 1 + a e²/4 then has the sign of c*(1 + 2w|w|)).  Each component lies on one of
+    them and no two on the same one: returns the (sign e, sign(1 + 2w|w|)) of each component."""
+    signs = []
+    for label in range(gamma.n_components):
+        e_, w_, a_ = gamma.component_points(label).T
+        gain = 1 + 2 * w_ * np.abs(w_)
+        sheet = {(int(np.sign(u)), int(np.sign(v))) for u, v in zip(e_, gain)}
+        assert len(sheet) == 1
+        signs += sheet
+    assert len(signs) == len(set(signs))
+    return set(signs)
+
+
+@pytest.mark.slow
+def test_a_flow_ends_on_the_sheet_of_the_attractor_it_reaches():
+    """p = 0.5, q = 0.8 (c* = ln((1 - p)(1 - q)/(pq)) = ln(1/4) < 0): the flow from
+    (e, w, a) = (2.7, 1, 0.5) ends on Γ* where e > 0 and 1 + 2w|w| > 0 (so 1 + a e²/4 < 0); the
+    attractor it is reported to reach is the component on that sheet, in the box the command
+    line's flow searches (the model's box widened by half)."""
+    bound = canonical_attention(0.5, 0.8)
+    bounds = {n: (-6.0, 6.0) for n in ("e", "w", "a")}
+    sets = gradflow.critical_sets(bound, bounds=bounds)
+    (gamma,) = [s for s in sets if s.name == "Γ*"]
+    assert _sheets(gamma) == {(-1, -1), (-1, 1), (1, -1), (1, 1)}
+    path = gradflow.flow(bound, [2.7, 1.0, 0.5], critical=sets)
+    e_, w_, a_ = path.endpoint
+    assert path.reached == "global_min" and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
+    assert 1 + a_ * e_**2 / 4 < 0
+    reached = gradflow.AttractorIndex(bound, sets, sets.box).attractors[path.attractor]
+    e_, w_, _ = reached.point
+    assert reached.set == "Γ*" and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
 
 
 @pytest.mark.parametrize("model", [canonical_attention, canonical_attention_bias])
