@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gradflow import format_table
+from gradflow.models.full_model import full_model
 from gradflow.models.markov import canonical_bias_model, canonical_model
 from gradflow.models.markov_attention import (
     canonical_attention_bias_model,
@@ -31,6 +32,7 @@ from .markov_checks import (
     random_points,
 )
 from .markov_configs import CompareConfig
+from .markov_full_spectrum import critical_set_indices, index_lines
 
 __all__ = ["CompareConfig", "CompareReport", "compare"]
 
@@ -49,12 +51,16 @@ class CompareReport:
 
     Attributes:
         references: ``H(π)`` and the entropy rate at ``(p, q)``, nats.
+        spectra: with ``config.spectra``, each reduced critical set's Morse index in the reduced
+            and in the full canonical model at the dynamics check's ``N``
+            (:func:`~gradflow.analysis.markov_full_spectrum.critical_set_indices`).
     """
 
     config: CompareConfig
     checks: tuple[EmbeddingChecks, ...]
     dynamics: DynamicsCheck
     references: dict[str, float]
+    spectra: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Settings, one record per model, the dynamics record."""
@@ -66,6 +72,7 @@ class CompareReport:
             "d": c.d,
             "models": [_model_record(checks) for checks in self.checks],
             "dynamics": self._dynamics_record(),
+            "spectra": list(self.spectra),
         }
 
     def _dynamics_record(self) -> dict[str, Any]:
@@ -123,6 +130,7 @@ class CompareReport:
                 f"  full endpoint     ({', '.join(f'{v:.4g}' for v in d['full_endpoint'])}), loss {d['full_loss']:.6f} nats",
                 f"  reduced endpoint  ({', '.join(f'{v:.4g}' for v in d['reduced_endpoint'])}), loss {d['reduced_loss']:.6f} nats",
                 f"  H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
+                *index_lines(self.spectra),
             ]
         )
 
@@ -160,6 +168,14 @@ def compare(config: CompareConfig) -> CompareReport:
         every=every,
     )
     references = {k: bound.references[k] for k in ("unigram_loss", "entropy_rate")}
+    spectra = ()
+    if config.spectra:
+        full = full_model("canonical", length=config.dynamics_length, d=config.d)
+        spectra = tuple(critical_set_indices(full, config.p, config.q))
     return CompareReport(
-        config=config, checks=tuple(checks), dynamics=dynamics, references=references
+        config=config,
+        checks=tuple(checks),
+        dynamics=dynamics,
+        references=references,
+        spectra=spectra,
     )

@@ -185,6 +185,13 @@ class CompareConfig:
             "help": "positions in the dynamics check",
         },
     )
+    spectra: bool = field(
+        default=False,
+        metadata={
+            "help": "also give the Morse index of each reduced critical set in the reduced and "
+            "in the full model (one Hessian of every full weight per set)"
+        },
+    )
 
     def __post_init__(self) -> None:
         check_switching(self.p, self.q)

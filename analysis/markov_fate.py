@@ -49,13 +49,13 @@ from gradflow import (
 from gradflow.models.full_model import MarkovFullModel
 
 from .markov_configs import FateConfig
+from .markov_full_spectrum import critical_set_indices, index_lines
 
 __all__ = [
     "FATES",
     "FateConfig",
     "FateMap",
     "FullLandscape",
-    "critical_set_indices",
     "fate_map",
     "reduced_label",
 ]
@@ -183,7 +183,7 @@ class FateMap:
             (:func:`reduced_label`), string arrays of shape ``(n, n)``.
         references: ``unigram_loss`` ``H(π)`` and ``entropy_rate``, nats.
         spectra: with ``config.spectra``, per reduced critical set its Morse index in the
-            reduced and in the full model (:func:`critical_set_indices`), else empty.
+            reduced and in the full model (:func:`~gradflow.analysis.markov_full_spectrum.critical_set_indices`), else empty.
     """
 
     config: FateConfig
@@ -290,42 +290,8 @@ class FateMap:
             ]
             if len(found) > 20:
                 lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
-        if self.spectra:
-            lines.append("Morse index of the reduced critical sets, reduced → full model:")
-        for rec in self.spectra:
-            escape = ", ".join(f"{g} {100 * v:.0f} %" for g, v in rec["escape_groups"].items())
-            lines.append(
-                f"  {rec['set']}: {rec['reduced_morse_index']} → {rec['full_morse_index']} "
-                f"(lowest full eigenvalue {rec['lowest_eigenvalues'][0]:.3g}"
-                + (f"; escape directions: {escape})" if escape else ")")
-            )
+        lines += index_lines(self.spectra)
         return "\n".join(lines)
-
-
-def critical_set_indices(full: MarkovFullModel, p: float, q: float) -> list[dict[str, Any]]:
-    """Per reduced critical set (a representative point of each, one-sided on the ReLU kink at
-    ``e = 0``: :func:`~gradflow.analysis.markov_full_spectrum.reduced_critical_points`), its Morse
-    index in the reduced model and in the full model, the full Hessian's lowest eigenvalues
-    (nats per weight²) and the parameter groups of its escape directions.
-
-    At a critical point the full Hessian pulls back to the reduced one, ``JᵀH_full J = H``
-    (the full gradient vanishes there), so the full index is at least the reduced index.
-    """
-    from .markov_full_spectrum import NEGATIVE_TOL, full_spectrum, reduced_critical_points
-
-    bound = full.reduced.bind(p=p, q=q)
-    out = []
-    for name, theta in reduced_critical_points(p, q, full.reduced.dim):
-        record = full_spectrum(full, theta, bound.h, name).to_dict()
-        lam = np.linalg.eigvalsh(np.asarray(bound.hessian(theta), float))
-        negative = lam < -NEGATIVE_TOL * max(float(np.max(np.abs(lam))), 1e-300)
-        record.update(
-            theta=[float(v) for v in record["theta"]],
-            lowest_eigenvalues=[float(v) for v in record["lowest_eigenvalues"]],
-            reduced_morse_index=int(negative.sum()),
-        )
-        out.append(record)
-    return out
 
 
 def full_options(config: FateConfig) -> FlowOptions:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,14 @@ from gradflow.models.markov_math import c_star
 from gradflow.models.markov_math import p as p_sym
 from gradflow.models.markov_math import q as q_sym
 
-__all__ = ["KINK_OFFSET", "FullSpectrum", "full_spectrum", "reduced_critical_points"]
+__all__ = [
+    "KINK_OFFSET",
+    "FullSpectrum",
+    "critical_set_indices",
+    "full_spectrum",
+    "index_lines",
+    "reduced_critical_points",
+]
 
 KINK_OFFSET = 1e-5
 """``ε``: the one-sided spectra at ``e = 0`` are taken at ``e = ±ε``."""
@@ -121,3 +129,40 @@ def reduced_critical_points(p: float, q: float, dim: int) -> list[tuple[str, np.
         e_gamma = math.sqrt(c / (1 + 2 * w_gamma * abs(w_gamma)))
         points.append((f"Γ*: e = {e_gamma:.4f}, w = {w_gamma:g}", (e_gamma, w_gamma)))
     return [(name, np.pad(np.asarray(pt), (0, dim - 2))) for name, pt in points]
+
+
+def critical_set_indices(full: MarkovFullModel, p: float, q: float) -> list[dict[str, Any]]:
+    """Per reduced critical set (a representative point of each, one-sided on the ReLU kink at
+    ``e = 0``: :func:`~gradflow.analysis.markov_full_spectrum.reduced_critical_points`), its Morse
+    index in the reduced model and in the full model, the full Hessian's lowest eigenvalues
+    (nats per weight²) and the parameter groups of its escape directions.
+
+    At a critical point the full Hessian pulls back to the reduced one, ``JᵀH_full J = H``
+    (the full gradient vanishes there), so the full index is at least the reduced index.
+    """
+    bound = full.reduced.bind(p=p, q=q)
+    out = []
+    for name, theta in reduced_critical_points(p, q, full.reduced.dim):
+        record = full_spectrum(full, theta, bound.h, name).to_dict()
+        lam = np.linalg.eigvalsh(np.asarray(bound.hessian(theta), float))
+        negative = lam < -NEGATIVE_TOL * max(float(np.max(np.abs(lam))), 1e-300)
+        record.update(
+            theta=[float(v) for v in record["theta"]],
+            lowest_eigenvalues=[float(v) for v in record["lowest_eigenvalues"]],
+            reduced_morse_index=int(negative.sum()),
+        )
+        out.append(record)
+    return out
+
+
+def index_lines(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Report lines of :func:`critical_set_indices`' records (none for no records)."""
+    lines = ["Morse index of the reduced critical sets, reduced → full model:"] if records else []
+    for rec in records:
+        escape = ", ".join(f"{g} {100 * v:.0f} %" for g, v in rec["escape_groups"].items())
+        lines.append(
+            f"  {rec['set']}: {rec['reduced_morse_index']} → {rec['full_morse_index']} "
+            f"(lowest full eigenvalue {rec['lowest_eigenvalues'][0]:.3g}"
+            + (f"; escape directions: {escape})" if escape else ")")
+        )
+    return lines

@@ -80,6 +80,19 @@ def test_compare_report(cli):
     assert code == 0 and "max deviation" in out and "canonical-attention-bias" in out
 
 
+@pytest.mark.slow
+def test_compare_lists_both_morse_indices_of_each_reduced_set(cli):
+    """At p + q < 1 the line e = 0 holds reduced local minima (w < -1/√2, index 0) and saddles
+    (w > -1/√2, index 1); the full index is never below the reduced one."""
+    argv = ["compare", "--p", "0.2", "--q", "0.3", "--seq-len", "3", "--d", "4", "--points", "1"]
+    code, out, _ = cli(*argv, "--steps", "1", "--dynamics-seq-len", "3", "--spectra", "--json")
+    assert code == 0
+    spectra = {r["set"]: r for r in json.loads(out)["spectra"]}
+    assert spectra["e = 0, w = -1.5 (e → 0+)"]["reduced_morse_index"] == 0
+    assert spectra["e = 0, w = -0.3 (e → 0+)"]["reduced_morse_index"] == 1
+    assert all(r["full_morse_index"] >= r["reduced_morse_index"] for r in spectra.values())
+
+
 def test_train_stops_at_a_nan_loss_and_keeps_the_steps_before(cli, tmp_path):
     code, out, err = cli("train", *SHORT, "--lr", "1e30", "--out", "run.npz")
     assert code == 1

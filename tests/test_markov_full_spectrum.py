@@ -14,8 +14,11 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from gradflow.analysis.markov_fate import critical_set_indices
-from gradflow.analysis.markov_full_spectrum import full_spectrum, reduced_critical_points
+from gradflow.analysis.markov_full_spectrum import (
+    critical_set_indices,
+    full_spectrum,
+    reduced_critical_points,
+)
 from gradflow.models.full_model import full_model
 
 P, Q = 0.5, 0.8
