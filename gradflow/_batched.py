@@ -11,6 +11,7 @@ step budget runs out in one stage continue from where they stopped in the next.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -205,18 +206,10 @@ def _round_function(
     ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) runs
     as one batched program (:class:`BatchedRK`); any other solver through diffrax, vectorized.
     """
-    tableau = tableau_of(options.solver)
-    if tableau is not None:
-        rk = BatchedRK(tableau, StepControl(options.rtol, options.atol), options.t_max)
-
-        def vector_field(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
-            return -field.grad(y, a[0])
-
-        def stop(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
-            return status_code(field, options, y, a[0], a[1])
-
-        advance = rk.advance(vector_field, stop, steps)
-        return lambda y0, t0, args, level: advance(y0, t0, (args, level))
+    if tableau_of(options.solver) is not None:
+        advance = _explicit_round(field, dataclasses.replace(options, gtol=1.0), steps)
+        gtol = options.gtol
+        return lambda y0, t0, args, level: advance(y0, t0, (args, level, gtol))
 
     import diffrax
 
@@ -230,3 +223,23 @@ def _round_function(
         return y, t, sol.stats["num_steps"], code
 
     return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
+
+
+@functools.cache
+def _explicit_round(
+    field: GradientField, options: FlowOptions, steps: int
+) -> Callable[..., tuple[jax.Array, ...]]:
+    """The :class:`BatchedRK` round of an explicit pair, with the steady-state tolerance an
+    argument (the last of ``(args, level, gtol)``), not a constant: stages that differ only in
+    ``gtol`` (a basin map's float64 pass and its loose pass along the basins' edges) share one
+    traced and compiled program."""
+    tableau = tableau_of(options.solver)
+    rk = BatchedRK(tableau, StepControl(options.rtol, options.atol), options.t_max)
+
+    def vector_field(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
+        return -field.grad(y, a[0])
+
+    def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
+        return status_code(field, options, y, a[0], a[1], gtol=a[2])
+
+    return rk.advance(vector_field, stop, steps)

@@ -209,16 +209,22 @@ def diverged(y: jax.Array, options: FlowOptions) -> jax.Array:
 
 
 def status_code(
-    field: GradientField, options: FlowOptions, y: jax.Array, args: Any, level: jax.Array
+    field: GradientField,
+    options: FlowOptions,
+    y: jax.Array,
+    args: Any,
+    level: jax.Array,
+    gtol: jax.Array | None = None,
 ) -> jax.Array:
-    """Status code of a final state ``y`` of shape ``(dim,)``.
+    """Status code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
+    (a traced value, so that programs differing only in it compile once).
 
     A state that meets no stopping condition can only have stopped because its budget ran out.
     """
     return jnp.select(
         [
             diverged(y, options),
-            jnp.linalg.norm(field.grad(y, args)) <= options.gtol,
+            jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol),
             field.loss(y, args) < level,
         ],
         [int(Status.DIVERGED), int(Status.CONVERGED), int(Status.DECIDED)],
