@@ -1,8 +1,12 @@
-"""Progress bars (tqdm) for long batched computations."""
+"""Progress bars (tqdm) for long batched computations.
+
+The plain text bar (``tqdm.std``), not ``tqdm.auto``: in a notebook without ipywidgets the
+latter prints a warning naming the installation's path into the cell's output.
+"""
 
 from __future__ import annotations
 
-from tqdm.auto import tqdm
+from tqdm.std import tqdm
 
 __all__ = ["progress_bar"]
 
