@@ -243,6 +243,10 @@ class FateConfig:
     )
     t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
     gtol: float = field(default=1e-6, metadata={"help": "steady state: ‖∇L_full‖ ≤ gtol"})
+    max_steps: int = field(
+        default=20_000,
+        metadata={"help": "solver-step budget of each full run (a run on a ReLU kink spends it)"},
+    )
     spectra: bool = field(
         default=False,
         metadata={
@@ -264,6 +268,8 @@ class FateConfig:
         check_length(self.length, exact=True)
         check_width(self.d)
         check_attention(self.attention)
+        if isinstance(self.max_steps, bool) or self.max_steps < 1:
+            raise GradflowError(f"max_steps = {self.max_steps!r} must be an integer ≥ 1")
         if not (self.t_max > 0 and self.gtol > 0):
             raise GradflowError(f"t_max = {self.t_max} and gtol = {self.gtol} must be > 0")
         self.full()

@@ -11,7 +11,12 @@ fate is decided:
   so such a run can no longer end there; its loss heads for the entropy rate.
 - ``local``: a steady state (``‖∇L_full‖ ≤ gtol``) at loss ``H(π)`` (the unigram predictor).
 - ``other``: a steady state at any other loss; ``diverged``; ``undecided``: the flow-time
-  budget ran out first.
+  budget or the step budget ran out first.
+- ``kink``: the step budget ran out with a pre-activation of the FFN's ReLU at 0 (within
+  ``KINK_TOL`` of the largest): the run reached a kink of the full loss and the flow slides
+  along it (it is not differentiable there, so an adaptive solver's steps shrink to nothing).
+  The reduced loss has no such kink away from ``e = 0``; the full model's residual stream of
+  a token at some position can cross 0 on the way.
 
 Each fate is compared with the reduced model's basin label at ``θ0`` in the Euclidean metric
 (the paper's portrait) and in the metric the embedding induces, ``G = JᵀJ``
@@ -47,6 +52,8 @@ from gradflow import (
     flow_endpoints,
 )
 from gradflow.models.full_model import MarkovFullModel
+from gradflow.models.markov_data import enumerate_sequences
+from gradflow.models.markov_transformer import residual_stream
 
 from .markov_configs import FateConfig
 from .markov_full_spectrum import critical_set_indices, index_lines
@@ -60,7 +67,7 @@ __all__ = [
     "reduced_label",
 ]
 
-FATES = ("global", "local", "other", "diverged", "undecided")
+FATES = ("global", "local", "other", "diverged", "undecided", "kink")
 """Fates of a full run, in the order of their codes."""
 DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
@@ -71,6 +78,9 @@ stiff runs left at the end would otherwise be padded with copies of them."""
 FULL_ROUND = 512
 """Solver steps of a full run between returns to Python: a round restarts the step-size
 control, and a stiff run takes thousands of steps."""
+KINK_TOL = 1e-6
+"""A run is on a ReLU kink when its smallest FFN pre-activation, over all ``2^N`` sequences,
+positions and hidden units, is within ``KINK_TOL`` of its largest (in absolute value)."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
 
@@ -152,6 +162,21 @@ def _batched_loss(full: MarkovFullModel) -> Callable[..., jax.Array]:
 @functools.cache
 def _embed_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
     return jax.jit(jax.vmap(lambda t, h: ravel_pytree(full.embed(t, h))[0], in_axes=(0, None)))
+
+
+@functools.cache
+def _kink_margin(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    """Jitted, batched: ``min |W_1 y| / max |W_1 y|`` over sequences, positions and units
+    (0 where every pre-activation is 0)."""
+    unravel, seqs = _unravel(full), jnp.asarray(enumerate_sequences(full.length))
+
+    def margin(flat: jax.Array) -> jax.Array:
+        model = unravel(flat)
+        u = jnp.abs(residual_stream(model, seqs) @ model.W_1.T)
+        top = jnp.max(u)
+        return jnp.where(top > 0, jnp.min(u) / jnp.where(top > 0, top, 1.0), 0.0)
+
+    return jax.jit(jax.vmap(margin))
 
 
 @functools.cache
@@ -304,7 +329,7 @@ def full_options(config: FateConfig) -> FlowOptions:
         atol=1e-10,
         gtol=config.gtol,
         t_max=config.t_max,
-        max_steps=100_000,
+        max_steps=config.max_steps,
         divergence_radius=1e3,
     )
 
@@ -350,6 +375,9 @@ def _run(
     fates[result.status == Status.DIVERGED] = FATES.index("diverged")
     undecided = (result.status == Status.NOT_CONVERGED) & (losses >= level)
     fates[undecided] = FATES.index("undecided")
+    margins = np.asarray(_kink_margin(full)(jnp.asarray(result.endpoints)))
+    stalled = undecided & (result.times < config.t_max) & (margins <= KINK_TOL)
+    fates[stalled] = FATES.index("kink")
     projected = np.asarray(_project_batch(full)(jnp.asarray(result.endpoints)))
     return {"fates": fates, "times": result.times, "losses": losses, "projected": projected}
 

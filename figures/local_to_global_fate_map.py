@@ -37,6 +37,7 @@ MARKERS = {
     "other": ("D", "tab:purple"),
     "diverged": ("^", "black"),
     "undecided": ("x", "tab:orange"),
+    "kink": ("v", "tab:red"),
 }
 
 

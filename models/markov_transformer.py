@@ -50,6 +50,7 @@ __all__ = [
     "expected_cross_entropy",
     "logits",
     "normal_blocks",
+    "residual_stream",
     "sample_loss",
     "standard_init",
 ]
@@ -105,14 +106,20 @@ def logits(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N"
     The attention is computed batch-wide by :mod:`gradflow.models.markov_causal_attention` (the
     same function as the masked softmax, or mean, over the visible positions).
     """
+    y = residual_stream(model, x)
+    z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
+    return z @ model.readout() + model.b
+
+
+def residual_stream(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N d"]:
+    """The residual stream ``y_n`` after the attention layer (token and position embedding plus
+    attention output): the FFN's input, ``W_1 y_n`` its ReLU's pre-activations."""
     positions = model.positions[: x.shape[-1]]
     q, k, v = (
         BinaryProjection(positions @ w.T, w @ model.e) for w in (model.W_Q, model.W_K, model.W_V)
     )
     attend = softmax_attention if model.attention == "softmax" else linear_attention
-    y = BinaryProjection(positions, model.e).at(x) + attend(x, q, k, v) @ model.W_O.T
-    z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
-    return z @ model.readout() + model.b
+    return BinaryProjection(positions, model.e).at(x) + attend(x, q, k, v) @ model.W_O.T
 
 
 def expected_cross_entropy(y: Array, f: Array) -> Array:

@@ -32,6 +32,7 @@ from gradflow.analysis.markov_fate import (
     FULL_CHUNK,
     FateConfig,
     FullLandscape,
+    _kink_margin,
     fate_map,
     full_options,
 )
@@ -117,6 +118,15 @@ def test_a_full_steady_state_is_one_in_absolute_units(full_run):
     result = gf.flow_endpoints(land, start, full_options(config), chunk_size=FULL_CHUNK)
     assert result.status[0] == gf.Status.CONVERGED and result.times[0] > 1.0
     assert np.linalg.norm(land.grad(result.endpoints[0])) <= config.gtol
+
+
+def test_kink_margin_on_the_ansatz(full_run):
+    """With ``a = 0`` the residual stream of token ``x`` is ``±(e/2)α`` and every hidden unit's
+    pre-activation is ``±|w|κ e/2``: all of one size (margin 1), and all 0 at ``e = 0``."""
+    full, h, _, _ = full_run
+    flat = [ravel_pytree(full.embed(jnp.asarray(t), h))[0] for t in ([0.5, -2.0], [0.0, -2.0])]
+    margin = np.asarray(_kink_margin(full)(jnp.stack(flat)))
+    np.testing.assert_allclose(margin, [1.0, 0.0], atol=1e-12)
 
 
 @pytest.mark.slow
