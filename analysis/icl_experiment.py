@@ -75,6 +75,10 @@ class ICLReport:
             "plateau_length": _summary([r["phases"]["plateau_length"] for r in records]),
         }
 
+    def figure(self) -> None:
+        """No picture of its own: the ICL figure (``gradflow figures induction-heads``) draws its histories."""
+        return None
+
     def text(self) -> str:
         """A heading, one table row per seed, each seed's phases in full (a line each, never cut to
         a table cell), the mean transition step and plateau length."""

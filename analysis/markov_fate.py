@@ -293,6 +293,10 @@ class FateMap:
         names = self.fate_names()
         return [{"full": str(v)} for v in names.ravel()]
 
+    def figure(self) -> None:
+        """No picture of its own: the fate-map figure (``gradflow figures local-to-global-fate-map``) draws it over the reduced basins."""
+        return None
+
     def text(self) -> str:
         """Agreement per metric and σ, fate counts, the mismatches of the induced metric."""
         c, ref = self.config, self.references

@@ -100,6 +100,10 @@ class TrainResult:
             **self.references,
         }
 
+    def metadata(self) -> dict[str, Any]:
+        """``{"config": the settings, **summary()}``."""
+        return {"config": vars(self.config), **self.summary()}
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Loss curves, test losses with standard errors, coordinates, diagnostics (for NPZ)."""
         out = {

@@ -58,6 +58,10 @@ class MixtureReport:
             else None,
         }
 
+    def figure(self) -> None:
+        """No picture of its own: the two-mixture figure (``gradflow figures two-mixture``) draws its runs."""
+        return None
+
     def text(self) -> str:
         """A heading, the stage times as a table, the final losses and the drift."""
         run, stages, record = self.run, self.stages, self.metadata()

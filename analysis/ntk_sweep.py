@@ -318,6 +318,10 @@ class Sweep:
             "slopes": {f"{i}/{s}": v for (i, s), v in self.slopes().items()},
         }
 
+    def figure(self) -> None:
+        """No picture of its own: the shallow-NTK figure (``gradflow figures shallow-ntk``) draws the sweep."""
+        return None
+
     def text(self) -> str:
         """A heading, one table row per run, and the fitted log-log slopes."""
         c = self.config

@@ -89,7 +89,7 @@ class Data:
         return {
             "config": vars(self.config),
             "parameters": list(self.params),
-            **self.sweep.to_dict(),
+            **self.sweep.metadata(),
         }
 
     def summary(self) -> str:

@@ -105,7 +105,7 @@ class Data:
         out = {
             f"slice{a:g}_{k}": v
             for a, pic in zip(SLICES, self.slices)
-            for k, v in pic.data().items()
+            for k, v in pic.arrays().items()
         }
         for ray in self.rays:
             out[f"rays_{ray.model}_p{ray.p:g}_q{ray.q:g}"] = ray.outcomes.labels

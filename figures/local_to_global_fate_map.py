@@ -79,7 +79,7 @@ class Data:
         out = {}
         for (p, q), fate, portrait in zip(CASES, self.fates, self.portraits):
             out |= {f"{_tag(p, q)}_fate_{k}": v for k, v in fate.arrays().items()}
-            out |= {f"{_tag(p, q)}_{k}": v for k, v in portrait.data().items()}
+            out |= {f"{_tag(p, q)}_{k}": v for k, v in portrait.arrays().items()}
         return out
 
     def metadata(self) -> dict[str, Any]:

@@ -63,7 +63,7 @@ class Data:
         return {
             f"{_tag(p, q)}_{k}": v
             for (p, q), result in zip(CASES, self.portraits)
-            for k, v in result.data().items()
+            for k, v in result.arrays().items()
         }
 
     def metadata(self) -> dict[str, Any]:

@@ -71,7 +71,7 @@ class Data:
         for init, result in self.runs.items():
             out[f"{init}_coords"] = result.coords
             out[f"{init}_test_loss"] = result.test_loss
-        return out | self.picture.data()
+        return out | self.picture.arrays()
 
     def metadata(self) -> dict[str, Any]:
         """Settings, each run's endpoint and final test loss, and the portrait's record."""

@@ -164,7 +164,7 @@ def compute(config: Config = Config()) -> Data:
     else:
         values = np.linspace(config.lo, config.hi, config.cells)
         result = sweep(model, {"p": values, "q": values}, grid=config.grid)
-        arrays, record = result.arrays(), result.to_dict()
+        arrays, record = result.arrays(), result.metadata()
     gap = np.array(
         [
             [_loss_gap(model.bind(p=float(p), q=float(q)).references) for q in arrays["axis_q"]]

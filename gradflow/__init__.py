@@ -62,6 +62,8 @@ _EXPORTS = {
     "atomic_outputs": "._io",
     "check_output": "._io",
     "save_with_data": "._io",
+    "Result": "._io",
+    "save_result": "._io",
     "to_jsonable": "._io",
     "JaxLandscape": "._jax_landscape",
     "ClosedForm": "._landscape",
@@ -148,7 +150,15 @@ if TYPE_CHECKING:
     from ._flows import flow, flow_endpoints, gradient_descent
     from ._grammar import FUNCTION_NAMES
     from ._integrate import SOLVERS, FlowOptions, Status, Trajectory, gradient_flow, integrate
-    from ._io import FORMATS, atomic_outputs, check_output, save_with_data, to_jsonable
+    from ._io import (
+        FORMATS,
+        Result,
+        atomic_outputs,
+        check_output,
+        save_result,
+        save_with_data,
+        to_jsonable,
+    )
     from ._jax_landscape import JaxLandscape
     from ._landscape import ClosedForm, GradientField, Landscape
     from ._lowering import (
@@ -216,6 +226,7 @@ __all__ = [
     "ReducedModel",
     "Region",
     "SOLVERS",
+    "Result",
     "Sigmoid",
     "Status",
     "Trajectory",
@@ -248,6 +259,7 @@ __all__ = [
     "parse_loss",
     "portrait",
     "progress_bar",
+    "save_result",
     "save_with_data",
     "show_domain",
     "to_jsonable",

@@ -168,6 +168,10 @@ class BasinMap:
         return text
 
     def __repr__(self) -> str:
+        return self.text()
+
+    def text(self) -> str:
+        """The grid, its plane and box, then :meth:`table`."""
         ny, nx = self.labels.shape
         return (
             f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane"
@@ -175,13 +179,47 @@ class BasinMap:
             f"box {format_point(self.box)}\n{self.table()}"
         )
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """``x`` and ``y`` (the grid's axes), ``labels`` with their ``label_names``,
+        ``attractor_ids``, ``times``, ``steps`` (each of shape ``(ny, nx)``) and ``endpoints``
+        (shape ``(ny, nx, dim)``)."""
+        return {
+            "x": self.xs,
+            "y": self.ys,
+            "labels": self.labels,
+            "label_names": np.array(LABELS),
+            "attractor_ids": self.attractor_ids,
+            "times": self.times,
+            "steps": self.steps,
+            "endpoints": self.endpoints,
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready: the region (``plane``, ``box``, ``grid``, ``fixed``), the ``fractions`` by
+        label, every attractor with its share, the ``solver`` stages, ``shortcut`` and
+        ``metric``."""
+        return {
+            **self.region.to_dict(),
+            "fractions": self.fractions(),
+            "attractors": [a.to_dict() for a in self.attractors],
+            "solver": [o.to_dict() for o in self.options],
+            "shortcut": self.shortcut,
+            "metric": self.metric,
+        }
+
+    def title(self) -> str:
+        """``canonical, p = 0.7, q = 0.6: basins in the (w, e) plane`` (the landscape, the
+        values fixed off the plane, the plane)."""
+        plane = f"({self.plane[0]}, {self.plane[1]})"
+        of = self.critical.title or "the loss"
+        return f"{of}{self.region.fixed_text()}: basins in the {plane} plane"
+
     def figure(self, title: str | None = None) -> Any:
         """A new matplotlib figure of the map: each attractor's basin in a tint of its kind's
-        colour, the legend listing each with its share; ``title`` (default: the plane and the
-        values fixed off it)."""
+        colour, the legend listing each with its share; ``title`` (default :meth:`title`)."""
         from ._draw import basin_figure
 
-        return basin_figure(self, LABELS, title)
+        return basin_figure(self, LABELS, title or self.title())
 
     def _repr_png_(self) -> bytes:
         from ._draw import figure_png

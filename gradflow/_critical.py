@@ -269,7 +269,7 @@ class CriticalSets(Sequence[CriticalSet]):
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return f"critical sets of {self.title or 'the loss'}\n{self.table()}"
+        return self.text()
 
     def _repr_html_(self) -> str:
         header, rows = self.rows()
@@ -283,8 +283,27 @@ class CriticalSets(Sequence[CriticalSet]):
         caption = html.escape(f"critical sets of {self.title or 'the loss'}")
         return f"<table><caption>{caption}</caption><tr>{cells}</tr>{body}</table>{notes}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready report: the sets and what is known of the bound and the smoothness."""
+    def text(self) -> str:
+        """What the sets are of, then :meth:`table`."""
+        return f"critical sets of {self.title or 'the loss'}\n{self.table()}"
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each set's points, shape ``(n, dim)``, as ``critical_<i>_<kind>`` in the sets'
+        order."""
+        return {f"critical_{i}_{s.kind}": s.points for i, s in enumerate(self.sets)}
+
+    def figure(self) -> Any:
+        """A new matplotlib figure of the sets in the plane of the first two parameters (within
+        the searched box), or ``None`` for a loss of one parameter."""
+        if len(self.param_names) < 2:
+            return None
+        from ._draw import critical_figure
+
+        return critical_figure(self)
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready report: the sets (with their points) and what is known of the bound and
+        the smoothness (and the certificate, if any)."""
         return {
             "parameters": list(self.param_names),
             "critical_sets": [s.to_dict() for s in self.sets],

@@ -1,8 +1,9 @@
 """Drawing primitives: one function per layer of a portrait, each onto given matplotlib axes.
 
 Each function takes plain data (arrays, critical sets, attractors), draws one layer and returns
-the legend handles of what it drew; results of every layer of the engine (a ``Trajectory``, a
-``BasinMap``, a ``Portrait``) draw themselves through them.  matplotlib is imported inside the
+the legend handles of what it drew; results of every layer of the engine (a ``Trajectory``,
+``CriticalSets``, a ``BasinMap``, a ``Portrait``) draw themselves through them.  So this module
+names no engine type, not even in annotations: the results below it import it.  matplotlib is imported inside the
 functions, so importing gradflow does not import it.
 """
 
@@ -19,13 +20,11 @@ from ._text import shorten
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from ._attractors import Attractor
-    from ._critical import CriticalSet
-
 __all__ = [
     "KIND_COLORS",
     "legend_below",
     "basin_figure",
+    "critical_figure",
     "figure_png",
     "trajectory_figure",
     "attractor_colors",
@@ -82,7 +81,7 @@ def _tint(color: str, lightness: float, hue_shift: float = 0.0) -> tuple[float, 
     return colorsys.hls_to_rgb((h + hue_shift) % 1.0, lightness, 0.6 * s)
 
 
-def attractor_colors(attractors: Sequence[Attractor]) -> list[tuple[float, float, float]]:
+def attractor_colors(attractors: Sequence[Any]) -> list[tuple[float, float, float]]:
     """A light tint of its kind's colour per attractor, no two alike.
 
     The ``n`` attractors of one kind get lightnesses evenly spaced from 0.9 down to 0.62 (one
@@ -115,7 +114,7 @@ def draw_basins(
     ids: np.ndarray,
     labels: np.ndarray,
     label_names: Sequence[str],
-    attractors: Sequence[Attractor],
+    attractors: Sequence[Any],
     param_names: Sequence[str],
 ) -> list[Any]:
     """Shade each attractor's basin in a tint of its kind's colour that no other attractor
@@ -251,7 +250,7 @@ def draw_separatrices(
     return [line_handle(**style, label=f"separatrix (stable manifold of a saddle){where}")]
 
 
-def critical_label(s: CriticalSet, unit: str) -> str:
+def critical_label(s: Any, unit: str) -> str:
     """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
     name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, 28)}"
     detail = ""
@@ -263,7 +262,7 @@ def critical_label(s: CriticalSet, unit: str) -> str:
 
 
 def draw_critical(
-    ax: Axes, sets: Sequence[CriticalSet], plane_order: Sequence[int], unit: str
+    ax: Axes, sets: Sequence[Any], plane_order: Sequence[int], unit: str
 ) -> list[Any]:
     """Critical sets on the plane: curves as lines, points as markers (saddles as crosses)."""
     ix, iy = plane_order
@@ -328,9 +327,8 @@ def figure_png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def basin_figure(basin_map: Any, labels: Sequence[str], title: str | None = None) -> Any:
-    """A figure of a basin map alone: attractor basins, the legend below, and ``title`` (default:
-    the plane and the values fixed off it)."""
+def basin_figure(basin_map: Any, labels: Sequence[str], title: str) -> Any:
+    """A figure of a basin map alone: attractor basins, the legend below, and ``title``."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.5, 7.0), layout="constrained")
@@ -347,12 +345,28 @@ def basin_figure(basin_map: Any, labels: Sequence[str], title: str | None = None
     )
     ax.set_xlabel(f"${basin_map.plane[0]}$")
     ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0, ha="right")
-    plane = f"({basin_map.plane[0]}, {basin_map.plane[1]})"
-    default = f"basins of attraction in the {plane} plane{basin_map.region.fixed_text()}"
-    ax.set_title(title or default, fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.legend(
         handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False
     )
+    return fig
+
+
+def critical_figure(sets: Any) -> Any:
+    """A figure of critical sets alone, in the plane of their first two parameters, the legend
+    below."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 7.0), layout="constrained")
+    ax = fig.add_subplot()
+    handles = draw_critical(ax, sets, (0, 1), sets.unit)
+    (x0, x1), (y0, y1) = sets.box[0], sets.box[1]
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel(f"${sets.param_names[0]}$")
+    ax.set_ylabel(f"${sets.param_names[1]}$", rotation=0, ha="right")
+    ax.set_title(f"critical sets of {sets.title or 'the loss'}", fontsize=10)
+    legend_below(ax, handles)
     return fig
 
 

@@ -107,7 +107,7 @@ def flow(
 def reached(
     landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
 ) -> Trajectory:
-    """``path`` with what it reached: the kind at a converged endpoint (and the attractor id
+    """``path`` with what it reached: the kind at a converged endpoint (and the attractor
     given ``critical``), the kink for a trajectory stuck on one, else its status."""
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
@@ -115,6 +115,7 @@ def reached(
         status=Status(int(status[0])),
         kink=kink[0],
         param_names=tuple(landscape.param_names),
+        unit=landscape.loss_unit,
     )
     if path.status is not Status.CONVERGED:
         return dataclasses.replace(path, reached=str(path.status))
@@ -122,8 +123,9 @@ def reached(
     kind = str(classify_points(landscape, path.endpoint[None], global_loss).kinds[0])
     attractor = None
     if critical is not None:
-        found = AttractorIndex(landscape, critical, critical.box).match(path.endpoint[None])[0]
-        attractor = int(found) if found >= 0 else None
+        index = AttractorIndex(landscape, critical, critical.box)
+        found = int(index.match(path.endpoint[None])[0])
+        attractor = index.attractors[found] if found >= 0 else None
     return dataclasses.replace(path, reached=kind, attractor=attractor)
 
 

@@ -26,6 +26,8 @@ from ._text import format_point
 if TYPE_CHECKING:
     import diffrax
 
+    from ._attractors import Attractor
+
 __all__ = [
     "SOLVERS",
     "FlowOptions",
@@ -152,10 +154,11 @@ class Trajectory:
         reached: what the endpoint is: a kind of critical point (``"global_min"``, ``"saddle"``,
             …) for a converged trajectory, else the status (``"diverged"``, …); ``None`` when
             not classified.
-        attractor: the id of the attractor reached (see :class:`gradflow.Attractor`), or
-            ``None``.
+        attractor: the attractor reached (:class:`gradflow.Attractor`: its id, kind, set and
+            point), or ``None`` (not converged, or no critical sets given).
         kink: for status ``NON_SMOOTH``, the non-smooth term whose kink holds the endpoint.
         param_names: the names of the coordinates of ``thetas``.
+        unit: the unit of the losses (``"nats"``), or ``""``.
     """
 
     ts: np.ndarray
@@ -163,9 +166,10 @@ class Trajectory:
     losses: np.ndarray
     status: Status
     reached: str | None = None
-    attractor: int | None = None
+    attractor: Attractor | None = None
     kink: str | None = None
     param_names: tuple[str, ...] = ()
+    unit: str = ""
 
     @property
     def endpoint(self) -> np.ndarray:
@@ -184,21 +188,68 @@ class Trajectory:
 
     def __repr__(self) -> str:
         names = f" ({', '.join(self.param_names)})" if self.param_names else ""
-        reached = self.reached or str(self.status)
-        if self.attractor is not None:
-            reached += f" (attractor #{self.attractor})"
-        if self.kink:
-            reached += f" on the kink of {self.kink}"
         return (
             f"Trajectory{names} from {format_point(self.thetas[0])} to "
             f"{format_point(self.endpoint)}: {self.status}\n  at t = {self.time:.4g} after "
-            f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; reached {reached}"
+            f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; "
+            f"reached {self._reached_text(where=False)}"
         )
 
-    def _repr_png_(self) -> bytes:
-        from ._draw import figure_png, trajectory_figure
+    def _reached_text(self, where: bool = True) -> str:
+        reached = self.reached or str(self.status)
+        if self.attractor is not None and where:
+            a = self.attractor
+            reached += f": attractor #{a.id} {a.set} at {format_point(a.point)}"
+        elif self.attractor is not None:
+            reached += f" (attractor #{self.attractor.id})"
+        if self.kink:
+            reached += f" on the kink of {self.kink}"
+        return reached
 
-        return figure_png(trajectory_figure(self))
+    def arrays(self) -> dict[str, np.ndarray]:
+        """``ts`` (shape ``(n,)``), ``thetas`` (shape ``(n, dim)``) and ``losses`` (``(n,)``)."""
+        return {"ts": self.ts, "thetas": self.thetas, "losses": self.losses}
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready: ``{"parameters", "init", "endpoint", "loss", "time", "status",
+        "converged", "reached", "attractor", "kink"}`` (``attractor`` as
+        :meth:`gradflow.Attractor.to_dict`, or ``None``)."""
+        return {
+            "parameters": list(self.param_names),
+            "init": self.thetas[0].tolist(),
+            "endpoint": self.endpoint.tolist(),
+            "loss": float(self.losses[-1]),
+            "time": self.time,
+            "status": str(self.status),
+            "converged": self.converged,
+            "reached": self.reached,
+            "attractor": None if self.attractor is None else self.attractor.to_dict(),
+            "kink": self.kink,
+        }
+
+    def text(self) -> str:
+        """The endpoint, its loss, the flow time and what was reached, one line each."""
+        names = self.param_names or tuple(f"θ{i}" for i in range(len(self.endpoint)))
+        point = ", ".join(f"{n} = {v:.6g}" for n, v in zip(names, self.endpoint))
+        return "\n".join(
+            [
+                f"  endpoint  ({point})",
+                f"  loss      {self.losses[-1]:.6f}{' ' + self.unit if self.unit else ''}",
+                f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
+                f"  reached   {self._reached_text()}",
+            ]
+        )
+
+    def figure(self) -> Any:
+        """A new matplotlib figure: the path in the first two coordinates, and ``L(t)``."""
+        from ._draw import trajectory_figure
+
+        return trajectory_figure(self)
+
+    def _repr_png_(self) -> bytes:
+        from ._draw import figure_png
+
+        return figure_png(self.figure())
 
 
 def diverged(y: jax.Array, options: FlowOptions) -> jax.Array:

@@ -15,7 +15,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -23,6 +23,8 @@ from ._errors import GradflowError
 
 __all__ = [
     "FORMATS",
+    "Result",
+    "save_result",
     "atomic_outputs",
     "check_output",
     "package_versions",
@@ -35,6 +37,31 @@ __all__ = [
 
 FORMATS = (".png", ".pdf", ".svg")
 """Figure formats the engine writes, chosen by the file suffix."""
+
+
+@runtime_checkable
+class Result(Protocol):
+    """What every result of the engine and of the analyses provides, and what
+    :func:`save_result` writes: a basin map, critical sets, a trajectory, a portrait, a sweep,
+    a fate map, a training run, an experiment's report."""
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The result's arrays by name (what the NPZ holds)."""
+        ...
+
+    def metadata(self) -> dict[str, Any]:
+        """How the result was computed and what it found, JSON-ready (what the JSON holds)."""
+        ...
+
+    def text(self) -> str:
+        """The result as plain text for a terminal, lines at most 100 characters."""
+        ...
+
+    def figure(self) -> Any:
+        """A new matplotlib figure of the result, or ``None`` for a result drawn only within a
+        paper figure (:mod:`gradflow.figures`)."""
+        ...
+
 
 _PACKAGES = (
     "gradflow",
@@ -194,3 +221,45 @@ def save_with_data(
         write_npz(temps[-2], arrays)
         write_json(temps[-1], metadata)
     return targets
+
+
+def save_result(
+    result: Result,
+    out: Path | str,
+    metadata: Mapping[str, Any] | None = None,
+    dpi: int = 130,
+) -> list[Path]:
+    """Write a result's NPZ, its JSON and its picture together, atomically (all or none).
+
+    With ``out`` a figure path (a suffix of :data:`FORMATS`), the picture is ``out`` and the
+    ``.npz`` and ``.json`` go beside it; with ``out`` an ``.npz``, the picture (if the result has
+    one) is the ``.png`` beside it.  The figure is drawn before any file is opened, so an error
+    in drawing leaves nothing behind.
+
+    Args:
+        result: what to write.
+        out: the figure or NPZ path.
+        metadata: the JSON's content (default ``result.metadata()``); package versions are added.
+        dpi: the picture's resolution (raster formats).
+
+    Returns:
+        The paths written, the picture first.
+
+    Raises:
+        GradflowError: a figure path for a result without a picture, or a missing folder.
+    """
+    out = Path(out)
+    figure = result.figure()
+    record = result.metadata() if metadata is None else metadata
+    if out.suffix.lower() in FORMATS:
+        if figure is None:
+            raise GradflowError(f"--out {str(out)!r}: this result has no picture; write an .npz")
+        picture = out
+    elif figure is not None:
+        picture = out.with_suffix(".png")
+    else:
+        return save_with_data(out, None, result.arrays(), record)
+    kind = picture.suffix.lower()[1:]
+    return save_with_data(
+        picture, lambda path: figure.savefig(path, format=kind, dpi=dpi), result.arrays(), record
+    )

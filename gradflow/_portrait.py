@@ -29,7 +29,7 @@ from ._draw import (
 )
 from ._errors import GradflowError
 from ._integrate import FlowOptions
-from ._io import FORMATS, check_output, save_with_data
+from ._io import FORMATS, check_output, save_result
 from ._landscape import Landscape
 from ._metric import Metric, in_metric, velocity
 from ._region import Region
@@ -212,56 +212,48 @@ class Portrait:
         fig.set_figheight(7.0 + 0.17 * len(handles))
         return fig
 
-    def data(self) -> dict[str, np.ndarray]:
-        """The arrays behind the figure (what :meth:`save` writes to the NPZ)."""
+    def text(self) -> str:
+        """The critical sets in the drawn box, then the basins' attractors and shares."""
+        lines = [f"{self.title()}: critical sets", self.shown().table()]
+        if self.basin_map is not None:
+            nx, ny = self.region.grid
+            lines += [f"\nbasins on a {nx} × {ny} grid:", self.basin_map.table()]
+        return "\n".join(lines)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays behind the figure: the streamline field (``stream_x``, ``stream_y``,
+        ``stream_u``, ``stream_v``), the basin map's arrays under the names
+        :meth:`gradflow.BasinMap.arrays` gives them, the invariant (``invariant_<name>``), the
+        separatrices (polylines joined by NaN rows) and the critical sets
+        (:meth:`gradflow.CriticalSets.arrays`)."""
         xs, ys, u, v = self.stream
         out: dict[str, np.ndarray] = {"stream_x": xs, "stream_y": ys, "stream_u": u, "stream_v": v}
         if self.basin_map is not None:
-            bm = self.basin_map
-            out.update(
-                basin_x=bm.xs,
-                basin_y=bm.ys,
-                basin_labels=bm.labels,
-                basin_attractor_ids=bm.attractor_ids,
-                basin_times=bm.times,
-                basin_steps=bm.steps,
-                basin_endpoints=bm.endpoints,
-                basin_label_names=np.array(LABELS),
-            )
+            out.update(self.basin_map.arrays())
         if self.invariant is not None:
             out[f"invariant_{self.invariant[0]}"] = self.invariant[1]
         out["separatrix"] = _join(self.separatrix)
         if self.euclidean_separatrix:
             out["euclidean_separatrix"] = _join(self.euclidean_separatrix)
-        for i, s in enumerate(self.critical):
-            out[f"critical_{i}_{s.kind}"] = s.points
-        return out
+        return out | self.critical.arrays()
 
     def metadata(self) -> dict[str, Any]:
-        """How the portrait was computed (what :meth:`save` writes to the JSON)."""
+        """How the portrait was computed: the landscape, its references, the region, the
+        critical sets (their points are in :meth:`arrays`) and the basin map's
+        :meth:`gradflow.BasinMap.metadata`."""
+        critical = self.critical.metadata()
+        critical["critical_sets"] = [
+            {k: v for k, v in s.items() if k != "points"} | {"n_points": len(s["points"])}
+            for s in critical["critical_sets"]
+        ]
         record: dict[str, Any] = {
             **self.landscape.describe(),
             "references": getattr(self.landscape, "references", {}),
-            "plane": list(self.plane),
-            "box": list(self.box),
-            "fixed": self.fixed,
-            "critical_sets": [
-                {k: v for k, v in s.to_dict().items() if k != "points"}
-                | {"n_points": len(s.points)}
-                for s in self.critical
-            ],
-            "bounded_below": self.critical.bounded_below,
-            "non_smooth": list(self.critical.non_smooth),
+            **self.region.to_dict(),
+            **critical,
         }
         if self.basin_map is not None:
-            bm = self.basin_map
-            record.update(
-                grid=[len(bm.xs), len(bm.ys)],
-                fractions=bm.fractions(),
-                attractors=[a.to_dict() for a in bm.attractors],
-                solver=[o.to_dict() for o in bm.options],
-                shortcut=bm.shortcut,
-            )
+            record.update(self.basin_map.metadata())
         return record
 
     def save(self, out: Path | str, notes: Sequence[str] = ()) -> list[Path]:
@@ -274,9 +266,8 @@ class Portrait:
         """
         out = Path(out)
         check_output(out, FORMATS, "the portrait")
-        fig = self.figure()
         metadata = self.metadata() | ({"notes": list(notes)} if notes else {})
-        return save_with_data(out, lambda p: fig.savefig(p, dpi=150), self.data(), metadata)
+        return save_result(self, out, metadata, dpi=150)
 
 
 def _join(lines: list[np.ndarray]) -> np.ndarray:

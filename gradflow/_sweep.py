@@ -132,7 +132,30 @@ class Sweep:
                 out += _changes(self.cells[a], self.cells[b])
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def text(self) -> str:
+        """The cells, the range of the global-minimum share, and the transitions, branches and
+        bifurcations found."""
+        shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
+        share = self.fraction("global_min")
+        lines = [
+            f"{self.model}: sweep over {shape} cells ({len(self.cells)} in all), "
+            f"{self.grid} × {self.grid} grid each",
+            f"  global-minimum share: {share.min():.4f} … {share.max():.4f}",
+            f"  kinds that change between neighbouring cells: {len(self.transitions())} "
+            "transitions",
+            f"  branches of isolated critical points followed across cells: {len(self.branches)}",
+            f"  bifurcations: {len(self.bifurcations)}",
+        ]
+        lines += [f"    {found.text(self.region.names)}" for found in self.bifurcations]
+        return "\n".join(lines)
+
+    def figure(self) -> None:
+        """No picture of its own: the phase-diagram and bifurcation figures
+        (``gradflow figures local-to-global-phase-diagram``, ``bifurcation-diagram``) draw
+        sweeps."""
+        return None
+
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"model", "axes", "grid", "box", "plane", "fixed", "cells",
         "transitions", "branches", "bifurcations", "attractor_tracks"}``."""
         return {

@@ -94,7 +94,7 @@ def test_basins_json_and_npz(cli, tmp_path) -> None:
     run = cli(*argv)
     assert run.code == 0
     data = json.loads(run.out)
-    assert data["grid"] == 7 and data["box"] == [-2.0, 2.0, -1.0, 1.0]
+    assert data["grid"] == [7, 7] and data["box"] == [-2.0, 2.0, -1.0, 1.0]
     assert sum(data["fractions"].values()) == pytest.approx(1.0)
     assert set(data["fractions"]) >= {
         "global_min",

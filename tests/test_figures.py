@@ -204,7 +204,7 @@ def test_a_slice_says_what_it_shows_and_a_loss_is_titled_by_itself():
     assert ", z = 0: " in gradflow.portrait(bound, grid=3, show_basins=False).title()
     basin_map = gradflow.basins(bound, grid=3, fixed={"z": 0.5}, progress=False)
     (ax,) = basin_map.figure().get_axes()
-    assert ax.get_title() == "basins of attraction in the (x, y) plane, z = 0.5"
+    assert ax.get_title() == "L = (x**2 - 1)**2 + y**2 + z**2, z = 0.5: basins in the (x, y) plane"
 
 
 @pytest.mark.slow

@@ -141,7 +141,7 @@ def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
     bm = tilted_map
     i, j = int(np.argmin(np.abs(bm.xs - 1.2))), int(np.argmin(np.abs(bm.ys + 1.2)))
     on = gradflow.flow(tilted, [bm.xs[i], bm.ys[j]], critical=bm.critical)
-    assert on.reached == "saddle" and on.attractor == bm.attractor_ids[j, i]
+    assert on.reached == "saddle" and on.attractor.id == bm.attractor_ids[j, i]
     above = gradflow.flow(tilted, [1.2, -1.0], critical=bm.critical)
     assert above.reached == "global_min"
     np.testing.assert_allclose(above.endpoint, [1.0, 1.0], atol=1e-6)

@@ -70,7 +70,7 @@ def test_an_unbounded_loss_has_no_global_minimum() -> None:
         ("saddle", (0.0, -1.0), 0.25),
         ("saddle", (0.0, 1.0), 0.25),
     ]
-    assert sets.to_dict()["bounded_below"] is False
+    assert sets.metadata()["bounded_below"] is False
 
 
 def test_no_shortcut_to_global_on_an_unbounded_loss() -> None:

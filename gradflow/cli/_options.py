@@ -12,7 +12,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -222,36 +222,42 @@ def wrote(paths: Sequence[Path]) -> str:
 
 def save_and_report(
     args: argparse.Namespace,
-    arrays: Mapping[str, Any],
-    metadata: Mapping[str, Any],
+    result: Any,
     *,
-    record: Mapping[str, Any],
-    text: str,
+    metadata: Mapping[str, Any] | None = None,
+    record: Mapping[str, Any] | None = None,
+    text: str | None = None,
+    notes: Sequence[str] = (),
     list_written: bool = False,
-    picture: Callable[[], Any] | None = None,
+    dpi: int = 130,
 ) -> list[Path]:
-    """Write ``--out`` and its JSON (and, given ``picture``, the matplotlib figure it returns as
-    the PNG beside them) atomically, then report on stdout.
+    """The commands' one writer: ``result`` (a :class:`gradflow.Result`) to ``--out`` — its NPZ,
+    its JSON and its picture beside them, atomically (:func:`gradflow.save_result`) — then the
+    report on stdout.
 
-    With ``--json``: ``record`` as one JSON object (plus ``"written"``, the paths, if
-    ``list_written``); else ``text`` and the ``wrote …`` line.
+    Args:
+        args: the command's arguments (``--out``, ``--json``).
+        result: what to write.
+        metadata: the JSON's content (default ``result.metadata()``).
+        record: what ``--json`` prints (default the JSON's content).
+        text: what is printed otherwise (default ``result.text()``), then ``notes`` and the
+            ``wrote …`` line.
+        notes: the model's notes, one ``note: …`` line each.
+        list_written: with ``--json``, add ``"written"``, the paths.
+        dpi: the picture's resolution.
 
     Returns:
         The paths written.
     """
-    from gradflow import save_with_data
+    from gradflow import save_result
 
-    if picture is None:
-        written = save_with_data(args.out, None, arrays, metadata)
-    else:
-        png = Path(args.out).with_suffix(".png")
-        written = save_with_data(
-            png, lambda path: picture().savefig(path, format="png", dpi=130), arrays, metadata
-        )
+    metadata = result.metadata() if metadata is None else metadata
+    written = save_result(result, args.out, metadata, dpi)
     if args.json:
         paths = {"written": [str(p) for p in written]} if list_written else {}
-        print_json({**record, **paths})
+        print_json({**(metadata if record is None else record), **paths})
     else:
-        print(text)
+        print(result.text() if text is None else text)
+        print_notes(notes)
         print(wrote(written))
     return written

@@ -17,10 +17,8 @@ from ._options import (
     add_model_arguments,
     bound_model,
     precheck_model,
-    print_json,
-    print_notes,
     region_of,
-    wrote,
+    save_and_report,
 )
 
 
@@ -48,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from gradflow import check_output
 
     check_output(args.out, (".npz",), "the basin map")
-    from gradflow import LABELS, basins, save_with_data
+    from gradflow import basins
 
     from ._sizes import check_grid
 
@@ -56,41 +54,11 @@ def run(args: argparse.Namespace) -> int:
     check_grid(args.grid, model.dim, "--grid")
     note_loss_parameters(args, model)
     bm = basins(model, region=region_of(args, model), metric=args.metric)
-    record = {
-        **model.describe(),
-        "plane": list(bm.plane),
-        "grid": args.grid,
-        "box": list(bm.box),
-        "fixed": bm.fixed,
-        "fractions": bm.fractions(),
-        "attractors": [a.to_dict() for a in bm.attractors],
-        "shortcut": bm.shortcut,
-        "metric": bm.metric,
-    }
-    arrays = {
-        "x": bm.xs,
-        "y": bm.ys,
-        "labels": bm.labels,
-        "label_names": list(LABELS),
-        "attractor_ids": bm.attractor_ids,
-        "times": bm.times,
-        "steps": bm.steps,
-        "endpoints": bm.endpoints,
-    }
-    metadata = {**record, "solver": [o.to_dict() for o in bm.options], "notes": model.notes}
-    fixed = "".join(f", {k} = {v:g}" for k, v in bm.fixed.items())
-    title = f"{model.title}{fixed}: basins in the ({bm.plane[0]}, {bm.plane[1]}) plane"
-    picture = args.out.with_suffix(".png")
-    written = save_with_data(picture, lambda path: _draw(bm, path, title), arrays, metadata)
-    if args.json:
-        print_json(record)
-        return 0
-    print(f"{title}, a {args.grid} × {args.grid} grid")
-    print(repr(bm).split("\n", 1)[1])
-    print_notes(model.notes)
-    print(wrote(written))
+    save_and_report(
+        args,
+        bm,
+        metadata={**model.describe(), **bm.metadata(), "notes": model.notes},
+        text=f"{bm.title()}, a {args.grid} × {args.grid} grid\n{bm.table()}",
+        notes=model.notes,
+    )
     return 0
-
-
-def _draw(basin_map, path: Path, title: str) -> None:
-    basin_map.figure(title).savefig(path, dpi=130)

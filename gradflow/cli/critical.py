@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             {
                 **model.describe(),
                 **model.references,
-                **sets.to_dict(),
+                **sets.metadata(),
                 "fixed": fixed,
                 "note": notes[0] if notes else None,
                 "notes": notes,

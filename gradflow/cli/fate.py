@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
 
     runs = args.out.with_suffix(".runs")
     result = fate_map(config, checkpoint=runs)
-    metadata = result.metadata()
-    save_and_report(args, result.arrays(), metadata, record=metadata, text=result.text())
+    save_and_report(args, result)
     shutil.rmtree(runs)
     return 0

@@ -30,6 +30,5 @@ def run(args: argparse.Namespace) -> int:
     from gradflow.analysis.icl_experiment import run_experiment
 
     report = run_experiment(config, progress=None if args.json else True)
-    metadata = report.metadata()
-    save_and_report(args, report.arrays(), metadata, record=metadata, text=report.text())
+    save_and_report(args, report)
     return 0

@@ -37,7 +37,5 @@ def run(args: argparse.Namespace) -> int:
 
     report = run_experiment(settings, reduced=args.reduced)
     metadata = {"command": "mixture", **report.metadata()}
-    save_and_report(
-        args, report.arrays(), metadata, record=metadata, text=report.text(), list_written=True
-    )
+    save_and_report(args, report, metadata=metadata, list_written=True)
     return 0

@@ -48,7 +48,5 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", AssumptionWarning)
         sweep = width_sweep(config)
     metadata = {"command": "ntk", "model": MODEL, **sweep.metadata(), "warnings": notes}
-    save_and_report(
-        args, sweep.arrays(), metadata, record=metadata, text=sweep.text(), list_written=True
-    )
+    save_and_report(args, sweep, metadata=metadata, list_written=True)
     return 0

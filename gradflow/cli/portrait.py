@@ -8,13 +8,13 @@ from pathlib import Path
 from ._models import note_loss_parameters
 from ._options import (
     add_box_arguments,
+    add_json_argument,
     add_metric_argument,
     add_model_arguments,
     bound_model,
     precheck_model,
-    print_notes,
     region_of,
-    wrote,
+    save_and_report,
 )
 
 
@@ -32,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="figure path; .png, .pdf or .svg (default portrait.png); the .npz and .json go beside it",
     )
     parser.add_argument("--no-basins", action="store_true", help="skip the basin map (much faster)")
+    add_json_argument(parser, "the portrait's metadata (its .json) as one JSON object on stdout")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,12 +53,6 @@ def run(args: argparse.Namespace) -> int:
         show_basins=not args.no_basins,
         metric=args.metric,
     )
-    written = result.save(args.out, notes=model.notes)
-    print(f"{result.title()}: critical sets")
-    print(result.shown().table())
-    print_notes(model.notes)
-    if result.basin_map is not None:
-        print(f"\nbasins on a {args.grid} × {args.grid} grid:")
-        print(result.basin_map.table())
-    print("\n" + wrote(written))
+    notes = {"notes": list(model.notes)} if model.notes else {}
+    save_and_report(args, result, metadata=result.metadata() | notes, notes=model.notes, dpi=150)
     return 0

@@ -19,8 +19,7 @@ from ._options import (
     add_json_argument,
     add_model_arguments,
     fixed_of,
-    print_json,
-    wrote,
+    save_and_report,
 )
 
 SECONDS_PER_CELL = 0.4
@@ -129,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         cells *= len(values)
     check_grid(args.grid, model.dim, "--grid")
     note_loss_parameters(args, model)
-    from gradflow import remove_checkpoint, save_with_data, sweep
+    from gradflow import remove_checkpoint, sweep
 
     checkpoint = args.out.with_suffix(".cells")
     print(f"gradflow sweep: {estimate(cells, args.grid)}", file=sys.stderr, flush=True)
@@ -143,26 +142,6 @@ def run(args: argparse.Namespace) -> int:
         plane=tuple(args.plane) if args.plane else None,
         checkpoint=checkpoint,
     )
-    record = result.to_dict()
-    written = save_with_data(args.out, None, result.arrays(), record)
+    save_and_report(args, result)
     remove_checkpoint(checkpoint)
-    if args.json:
-        print_json(record)
-        return 0
-    shape = " × ".join(f"{len(v)} {k}" for k, v in result.axes.items())
-    print(
-        f"{model.name}: sweep over {shape} cells ({cells} in all), {args.grid} × {args.grid} grid each"
-    )
-    print(
-        f"  global-minimum share: {result.fraction('global_min').min():.4f} … {result.fraction('global_min').max():.4f}"
-    )
-    print(
-        f"  kinds that change between neighbouring cells: {len(record['transitions'])} transitions"
-    )
-    print(f"  branches of isolated critical points followed across cells: {len(result.branches)}")
-    print(f"  bifurcations: {len(result.bifurcations)}")
-    names = model.param_names
-    for found in result.bifurcations:
-        print(f"    {found.text(names)}")
-    print(wrote(written))
     return 0

@@ -37,16 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from gradflow.analysis.markov_training import train
 
     result = train(config)
-    record = result.summary()
-    metadata = {"command": "train", "config": vars(config), **record}
-    save_and_report(
-        args,
-        result.arrays(),
-        metadata,
-        record=record,
-        text=result.text(),
-        picture=result.figure,
-    )
+    metadata = {"command": "train", **result.metadata()}
+    save_and_report(args, result, metadata=metadata, record=result.summary())
     if result.nan_step is not None:
         print(
             f"gradflow train: error: the training loss is not finite at step {result.nan_step}; "

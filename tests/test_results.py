@@ -1,0 +1,88 @@
+"""One result protocol: every result gives its arrays, its metadata, its text and its picture,
+and one writer puts them on disk together or not at all."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import gradflow
+from gradflow import GradflowError, Result, save_result
+
+x, y = sp.symbols("x y", real=True)
+WELL = gradflow.ReducedModel(
+    "double well", (x, y), (x**2 - 1) ** 2 + y**2, bounds={"x": (-2, 2), "y": (-2, 2)}
+)
+"""Minima at (±1, 0), a saddle at the origin."""
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Result]:
+    m = WELL.bind()
+    picture = gradflow.portrait(m, grid=5, progress=False)
+    return {
+        "critical sets": picture.critical,
+        "basin map": picture.basin_map,
+        "trajectory": gradflow.flow(m, [0.5, 0.5], critical=picture.basin_map.critical),
+        "portrait": picture,
+    }
+
+
+def test_every_result_is_one_and_writes_its_arrays_and_metadata(results, tmp_path) -> None:
+    for name, result in results.items():
+        assert isinstance(result, Result), name
+        out = tmp_path / f"{name.replace(' ', '-')}.npz"
+        written = save_result(result, out)
+        assert [p.suffix for p in written] == [".png", ".npz", ".json"], name
+        with np.load(out) as stored:
+            assert set(stored.files) == set(result.arrays()), name
+        again = save_result(result, tmp_path / "again.npz")
+        assert again[2].read_bytes() == written[2].read_bytes(), name
+        assert json.loads(written[2].read_text())["versions"]["gradflow"], name
+        assert all(len(line) <= 100 for line in result.text().split("\n")), name
+
+
+def test_the_basin_arrays_have_one_set_of_names(results) -> None:
+    """The portrait writes its basin map's arrays under the basin map's own names."""
+    basin, portrait = results["basin map"].arrays(), results["portrait"].arrays()
+    for key, value in basin.items():
+        np.testing.assert_array_equal(portrait[key], value)
+    assert list(basin["label_names"]) == list(gradflow.LABELS)
+
+
+def test_a_trajectory_names_the_attractor_it_reached(results) -> None:
+    """From (0.5, 0.5) the flow of (x² − 1)² + y² ends at the minimum (1, 0)."""
+    reached = results["trajectory"].attractor
+    assert reached.kind == "global_min"
+    np.testing.assert_allclose(reached.point, [1.0, 0.0], atol=1e-9)
+    assert results["trajectory"].metadata()["attractor"]["id"] == reached.id
+    assert f"attractor #{reached.id}" in results["trajectory"].text()
+
+
+def test_a_failing_picture_leaves_no_file(results, tmp_path) -> None:
+    class Broken:
+        def __getattr__(self, name):
+            return getattr(results["basin map"], name)
+
+        def figure(self):
+            raise GradflowError("no picture")
+
+    with pytest.raises(GradflowError, match="no picture"):
+        save_result(Broken(), tmp_path / "broken.npz")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_analyses_results_follow_the_protocol() -> None:
+    from gradflow.analysis.icl_experiment import ICLReport
+    from gradflow.analysis.markov_fate import FateMap
+    from gradflow.analysis.markov_training import TrainResult
+    from gradflow.analysis.mixture_experiment import MixtureReport
+    from gradflow.analysis.ntk_sweep import Sweep
+
+    for cls in (ICLReport, FateMap, TrainResult, MixtureReport, Sweep, gradflow.Sweep):
+        assert all(
+            callable(getattr(cls, m, None)) for m in ("arrays", "metadata", "text", "figure")
+        )
