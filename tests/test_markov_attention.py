@@ -131,7 +131,7 @@ def test_a_flow_ends_on_the_sheet_of_the_attractor_it_reaches():
     e_, w_, a_ = path.endpoint
     assert path.reached == "global_min" and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
     assert 1 + a_ * e_**2 / 4 < 0
-    reached = gradflow.AttractorIndex(bound, sets, sets.box).attractors[path.attractor]
+    reached = path.attractor
     e_, w_, _ = reached.point
     assert reached.set == "Γ*" and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
 
