@@ -52,6 +52,7 @@ class Config:
     grid: int = field(default=12, metadata={"help": "fate grid points per axis"})
     basin_grid: int = field(default=61, metadata={"help": "reduced basin grid points per axis"})
     length: int = field(default=6, metadata={"help": "positions N of the full model"})
+    max_steps: int = field(default=20_000, metadata={"help": "solver-step budget of each full run"})
     runs: str = field(
         default="",
         metadata={
@@ -94,6 +95,7 @@ class Data:
             "grid": self.config.grid,
             "basin_grid": self.config.basin_grid,
             "length": self.config.length,
+            "max_steps": self.config.max_steps,
         }
 
 
@@ -109,7 +111,13 @@ def compute(config: Config) -> Data:
     fates, portraits = [], []
     for p, q in CASES:
         fate_config = FateConfig(
-            p=p, q=q, grid=config.grid, box=BOX, sigma=(0.0,), length=config.length
+            p=p,
+            q=q,
+            grid=config.grid,
+            box=BOX,
+            sigma=(0.0,),
+            length=config.length,
+            max_steps=config.max_steps,
         )
         folder = Path(config.runs) / _tag(p, q) if config.runs else None
         fates.append(fate_map(fate_config, checkpoint=folder))
