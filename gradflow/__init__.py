@@ -28,6 +28,7 @@ _EXPORTS = {
     "AttractorIndex": "._attractors",
     "BasinMap": "._basins",
     "LABELS": "._basins",
+    "Label": "._basins",
     "basin_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
@@ -129,6 +130,7 @@ if TYPE_CHECKING:
     from ._basins import (
         LABELS,
         BasinMap,
+        Label,
         basins,
         default_basin_options,
         widened_bounds,
@@ -200,6 +202,7 @@ __all__ = [
     "stabilize",
     "KINDS",
     "LABELS",
+    "Label",
     "Attractor",
     "AttractorIndex",
     "BasinMap",

@@ -15,6 +15,7 @@ is found is integrated on to its end.
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from scipy.spatial import cKDTree
 
 from ._attractors import Attractor, AttractorIndex
 from ._batched import FlowEndpoints
-from ._classify import KINDS, classify_points
+from ._classify import classify_points
 from ._critical import CriticalSets, critical_sets, decision_level, global_min_level
 from ._errors import GradflowError
 from ._flows import flow_endpoints
@@ -38,23 +39,59 @@ from ._text import format_point, format_table
 __all__ = [
     "LABELS",
     "BasinMap",
+    "Label",
     "basins",
     "default_basin_options",
     "fast_basin_options",
     "widened_bounds",
 ]
 
-LABELS = (*KINDS, "diverged", "not_converged", "non_smooth")
-"""Basin labels by kind; :attr:`BasinMap.labels` stores indices into this tuple."""
+
+class Label(enum.IntEnum):
+    """What a grid point of a basin map reached: the kind of its attractor (:data:`KINDS`), or
+    why it reached none.  The value is the code :attr:`BasinMap.labels` stores; ``str(label)``
+    is its name in every output (``"global_min"``, …, ``"non_smooth"``)."""
+
+    GLOBAL_MIN = 0
+    LOCAL_MIN = 1
+    SADDLE = 2
+    LOCAL_MAX = 3
+    DEGENERATE = 4
+    DIVERGED = 5
+    """The trajectory left every bound (``‖θ‖₂`` beyond the divergence radius) or became
+    non-finite."""
+    NOT_CONVERGED = 6
+    """The budget ran out first."""
+    NON_SMOOTH = 7
+    """Stuck on a kink of a non-smooth loss."""
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def of(cls, name: str) -> Label:
+        """The label named ``name`` (a kind, ``"diverged"``, ``"not_converged"`` or
+        ``"non_smooth"``).
+
+        Raises:
+            GradflowError: an unknown name.
+        """
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise GradflowError(
+                f"unknown basin label {name!r}; labels are {', '.join(LABELS)}"
+            ) from None
+
+
+LABELS = tuple(str(label) for label in Label)
+"""The names of the :class:`Label` values in code order: ``BasinMap.labels`` indexes it."""
+OUTCOMES = (Label.DIVERGED, Label.NOT_CONVERGED, Label.NON_SMOOTH)
+"""The labels of grid points that reached no attractor."""
 SEGMENT_SAMPLES = 17
 """Points at which a decided endpoint's segment to a global-minimum sample is checked."""
 CANDIDATES = 4
 """Nearest global-minimum samples tried for each decided endpoint."""
-_STATUS_LABEL = {
-    Status.DIVERGED: "diverged",
-    Status.NOT_CONVERGED: "not_converged",
-    Status.NON_SMOOTH: "non_smooth",
-}
 
 
 def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
@@ -73,7 +110,7 @@ class BasinMap:
     Attributes:
         region: the grid of initial points: its plane, box, points per axis and the values of
             the parameters off the plane (a slice of a higher-dimensional flow).
-        labels: indices into :data:`LABELS`, shape ``(ny, nx)`` (row = y).
+        labels: :class:`Label` codes, shape ``(ny, nx)`` (row = y).
         attractor_ids: the id of the attractor each grid point reached, ``-1`` where none
             (diverged, not converged, stuck on a kink), shape ``(ny, nx)``.
         attractors: every attractor, with the share of the grid reaching it as ``fraction``.
@@ -130,7 +167,7 @@ class BasinMap:
 
     def mask(self, label: str) -> np.ndarray:
         """Boolean map of the grid points with ``label``, shape ``(ny, nx)``."""
-        return self.labels == LABELS.index(label)
+        return self.labels == Label.of(label)
 
     def reached(self) -> list[Attractor]:
         """The attractors some grid point reaches, largest basin first."""
@@ -153,9 +190,9 @@ class BasinMap:
         ]
         fractions = self.fractions()
         rows += [
-            ["", label, "", "", f"{fractions[label]:.4f}"]
-            for label in _STATUS_LABEL.values()
-            if fractions[label] > 0
+            ["", str(label), "", "", f"{fractions[str(label)]:.4f}"]
+            for label in OUTCOMES
+            if fractions[str(label)] > 0
         ]
         text = format_table(["attractor", "kind", "set", f"point ({names})", "fraction"], rows)
         starred = [a.kind for a in self.reached() if a.measure_zero]
@@ -323,10 +360,10 @@ def basins(
         times[redo] = again.times
         steps[redo] += again.steps
     ids = _stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
-    kinds = np.array([LABELS.index(a.kind) for a in index.attractors] + [0], dtype=int)
+    kinds = np.array([Label.of(a.kind) for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, kinds[ids], 0)
-    for code, label in _STATUS_LABEL.items():
-        labels[(ids < 0) & (status == code)] = LABELS.index(label)
+    for label in OUTCOMES:
+        labels[(ids < 0) & (status == Status[label.name])] = label
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
     shape = thetas.shape[:2]
     full = _with_area(ids.reshape(shape))
