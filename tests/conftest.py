@@ -2,14 +2,43 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 
 import gradflow  # noqa: F401  (enables float64 before any test builds an array)
 from gradflow.cli import main
+
+SHARED_CACHE = "GRADFLOW_TEST_XLA_CACHE"
+"""The environment variable naming the compilation cache of one test run."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One persistent compilation cache per test run, shared by its xdist workers: a program
+    that tests in both workers compile (the canonical model's rounds, its loss and Hessian) is
+    compiled once.  Created by the controlling process before the workers start (they inherit
+    its environment) and removed when the run ends; nothing is kept between runs."""
+    if SHARED_CACHE not in os.environ:
+        os.environ[SHARED_CACHE] = tempfile.mkdtemp(prefix="gradflow-tests-xla-")
+        config.stash[_OWNED] = os.environ[SHARED_CACHE]
+    jax.config.update("jax_compilation_cache_dir", os.environ[SHARED_CACHE])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    owned = config.stash.get(_OWNED, None)
+    if owned is not None:
+        shutil.rmtree(owned, ignore_errors=True)
+        os.environ.pop(SHARED_CACHE, None)
+
+
+_OWNED = pytest.StashKey[str]()
 
 
 @pytest.fixture
