@@ -26,9 +26,9 @@ if "jax" in sys.modules:
 _EXPORTS = {
     "Attractor": "._attractors",
     "AttractorIndex": "._attractors",
-    "BasinMap": "._basins",
-    "LABELS": "._basins",
-    "Label": "._basins",
+    "BasinMap": "._basin_map",
+    "LABELS": "._basin_map",
+    "Label": "._basin_map",
     "basin_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
@@ -42,11 +42,11 @@ _EXPORTS = {
     "certify": "._certify",
     "KINDS": "._classify",
     "classify_points": "._classify",
-    "CriticalSet": "._critical",
-    "CriticalSets": "._critical",
+    "CriticalSet": "._critical_sets",
+    "CriticalSets": "._critical_sets",
     "critical_sets": "._critical",
-    "decision_level": "._critical",
-    "global_min_level": "._critical",
+    "decision_level": "._critical_sets",
+    "global_min_level": "._critical_sets",
     "descend": "._descent",
     "GradflowError": "._errors",
     "loss_model": "._expression",
@@ -127,25 +127,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._attractors import Attractor, AttractorIndex
-    from ._basins import (
-        LABELS,
-        BasinMap,
-        Label,
-        basins,
-        default_basin_options,
-        widened_bounds,
-    )
+    from ._basin_map import LABELS, BasinMap, Label
+    from ._basins import basins, default_basin_options, widened_bounds
     from ._batched import FlowEndpoints
     from ._certify import Certificate, CertifiedPoint, Explanation, certify
     from ._classify import KINDS, classify_points
     from ._continuation import BIFURCATION_TYPES, Bifurcation, Branch, stability
-    from ._critical import (
-        CriticalSet,
-        CriticalSets,
-        critical_sets,
-        decision_level,
-        global_min_level,
-    )
+    from ._critical import critical_sets
+    from ._critical_sets import CriticalSet, CriticalSets, decision_level, global_min_level
     from ._descent import descend
     from ._errors import GradflowError
     from ._expression import loss_model, parse_loss

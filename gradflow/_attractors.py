@@ -19,8 +19,9 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial import cKDTree
 
 from ._classify import classify_points
-from ._critical import CriticalSet, joined_on_set, local_dimension, runs_between, same_loss
+from ._critical_sets import CriticalSet, local_dimension
 from ._landscape import Landscape
+from ._merging import joined_on_set, runs_between, same_loss
 from ._scales import loss_scales
 from ._text import format_point
 
@@ -201,7 +202,7 @@ class AttractorIndex:
 
     def _set_through(self, landscape: Landscape, point: np.ndarray, kind: str) -> int:
         """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
-        ``point``, the sample nearest it joined to it along the set (:func:`~gradflow._critical.joined_on_set`);
+        ``point``, the sample nearest it joined to it along the set (:func:`~gradflow._merging.joined_on_set`);
         ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
         the component it lies on, not a new attractor."""
         loss = float(landscape.loss(point))

@@ -15,18 +15,15 @@ is found is integrated on to its end.
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
-from ._attractors import Attractor, AttractorIndex
+from ._attractors import AttractorIndex
+from ._basin_map import OUTCOMES, BasinMap, Label
 from ._batched import FlowEndpoints
-from ._classify import classify_points
-from ._critical import CriticalSets, critical_sets, decision_level, global_min_level
+from ._critical import critical_sets
+from ._critical_sets import CriticalSets
 from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
@@ -34,64 +31,19 @@ from ._landscape import Landscape
 from ._metric import Metric, in_metric
 from ._region import Region
 from ._scales import loss_scales
-from ._text import format_point, format_table
+from ._stable_manifolds import MINIMA, stable_manifolds, uncertain
+from ._sublevel import below_level, shortcut_level
 
 __all__ = [
-    "LABELS",
-    "BasinMap",
-    "Label",
+    "FAST_MARGIN",
+    "FAST_ROUND",
+    "FAST_STEPS",
     "basins",
     "default_basin_options",
     "fast_basin_options",
+    "region_of",
     "widened_bounds",
 ]
-
-
-class Label(enum.IntEnum):
-    """What a grid point of a basin map reached: the kind of its attractor (:data:`KINDS`), or
-    why it reached none.  The value is the code :attr:`BasinMap.labels` stores; ``str(label)``
-    is its name in every output (``"global_min"``, …, ``"non_smooth"``)."""
-
-    GLOBAL_MIN = 0
-    LOCAL_MIN = 1
-    SADDLE = 2
-    LOCAL_MAX = 3
-    DEGENERATE = 4
-    DIVERGED = 5
-    """The trajectory left every bound (``‖θ‖₂`` beyond the divergence radius) or became
-    non-finite."""
-    NOT_CONVERGED = 6
-    """The budget ran out first."""
-    NON_SMOOTH = 7
-    """Stuck on a kink of a non-smooth loss."""
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def of(cls, name: str) -> Label:
-        """The label named ``name`` (a kind, ``"diverged"``, ``"not_converged"`` or
-        ``"non_smooth"``).
-
-        Raises:
-            GradflowError: an unknown name.
-        """
-        try:
-            return cls[name.upper()]
-        except KeyError:
-            raise GradflowError(
-                f"unknown basin label {name!r}; labels are {', '.join(LABELS)}"
-            ) from None
-
-
-LABELS = tuple(str(label) for label in Label)
-"""The names of the :class:`Label` values in code order: ``BasinMap.labels`` indexes it."""
-OUTCOMES = (Label.DIVERGED, Label.NOT_CONVERGED, Label.NON_SMOOTH)
-"""The labels of grid points that reached no attractor."""
-SEGMENT_SAMPLES = 17
-"""Points at which a decided endpoint's segment to a global-minimum sample is checked."""
-CANDIDATES = 4
-"""Nearest global-minimum samples tried for each decided endpoint."""
 
 
 def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
@@ -101,167 +53,6 @@ def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
         FlowOptions(solver="Tsit5", rtol=1e-6, atol=1e-9, max_steps=2_000),
         FlowOptions(solver="Kvaerno5", rtol=1e-6, atol=1e-9, max_steps=20_000),
     )
-
-
-@dataclass(frozen=True)
-class BasinMap:
-    """A basin map on a grid of the plane ``(x, y)`` of two parameters.
-
-    Attributes:
-        region: the grid of initial points: its plane, box, points per axis and the values of
-            the parameters off the plane (a slice of a higher-dimensional flow).
-        labels: :class:`Label` codes, shape ``(ny, nx)`` (row = y).
-        attractor_ids: the id of the attractor each grid point reached, ``-1`` where none
-            (diverged, not converged, stuck on a kink), shape ``(ny, nx)``.
-        attractors: every attractor, with the share of the grid reaching it as ``fraction``.
-        times: flow time at which each trajectory stopped, shape ``(ny, nx)``.
-        steps: solver steps taken (accepted and rejected), shape ``(ny, nx)``.
-        endpoints: where each trajectory stopped, shape ``(ny, nx, dim)``.
-        critical: the classified critical sets used for the labels.
-        options: the integration stages used.
-        shortcut: whether trajectories were decided below the lowest non-global critical value.
-        metric: the metric of the flow (``"euclidean"``, ``"induced"``, or a callable's name).
-    """
-
-    region: Region
-    labels: np.ndarray
-    attractor_ids: np.ndarray
-    attractors: tuple[Attractor, ...]
-    times: np.ndarray
-    steps: np.ndarray
-    endpoints: np.ndarray
-    critical: CriticalSets
-    options: tuple[FlowOptions, ...]
-    shortcut: bool
-    metric: str = "euclidean"
-
-    @property
-    def plane(self) -> tuple[str, str]:
-        """The parameter names on the x and y axes, e.g. ``("w", "e")``."""
-        return self.region.plane
-
-    @property
-    def box(self) -> tuple[float, float, float, float]:
-        """``(xmin, xmax, ymin, ymax)``."""
-        return self.region.box
-
-    @property
-    def fixed(self) -> dict[str, float]:
-        """The values of the parameters off the plane."""
-        return self.region.fixed
-
-    @property
-    def xs(self) -> np.ndarray:
-        """The grid's x coordinates, shape ``(nx,)`` (endpoints included)."""
-        return self.region.xs
-
-    @property
-    def ys(self) -> np.ndarray:
-        """The grid's y coordinates, shape ``(ny,)``."""
-        return self.region.ys
-
-    def fractions(self) -> dict[str, float]:
-        """Fraction of grid points per label (every label listed; they sum to 1)."""
-        counts = np.bincount(self.labels.ravel(), minlength=len(LABELS))
-        return {label: float(c) / self.labels.size for label, c in zip(LABELS, counts)}
-
-    def mask(self, label: str) -> np.ndarray:
-        """Boolean map of the grid points with ``label``, shape ``(ny, nx)``."""
-        return self.labels == Label.of(label)
-
-    def reached(self) -> list[Attractor]:
-        """The attractors some grid point reaches, largest basin first."""
-        return sorted((a for a in self.attractors if a.fraction > 0), key=lambda a: -a.fraction)
-
-    def table(self) -> str:
-        """The attractors reached and the other outcomes, largest share first, as a text table;
-        a basin that is a measure-zero set (grid points on a stable manifold, no 2 × 2 block of
-        the grid) is marked, whatever the attractor's kind."""
-        names = ", ".join(self.critical.param_names)
-        rows = [
-            [
-                f"#{a.id}",
-                a.kind + (" *" if a.measure_zero else ""),
-                a.set,
-                format_point(a.point),
-                f"{a.fraction:.4f}",
-            ]
-            for a in self.reached()
-        ]
-        fractions = self.fractions()
-        rows += [
-            ["", str(label), "", "", f"{fractions[str(label)]:.4f}"]
-            for label in OUTCOMES
-            if fractions[str(label)] > 0
-        ]
-        text = format_table(["attractor", "kind", "set", f"point ({names})", "fraction"], rows)
-        starred = [a.kind for a in self.reached() if a.measure_zero]
-        if starred and set(starred) <= {"saddle", "local_max"}:
-            text += (
-                "\n* measure zero: these grid points lie on a saddle's or maximum's stable manifold"
-            )
-        elif starred:
-            text += "\n* measure zero: these grid points lie on a set of lower dimension"
-        return text
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def text(self) -> str:
-        """The grid, its plane and box, then :meth:`table`."""
-        ny, nx = self.labels.shape
-        return (
-            f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane"
-            f"{self.region.fixed_text()}, "
-            f"box {format_point(self.box)}\n{self.table()}"
-        )
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """``x`` and ``y`` (the grid's axes), ``labels`` with their ``label_names``,
-        ``attractor_ids``, ``times``, ``steps`` (each of shape ``(ny, nx)``) and ``endpoints``
-        (shape ``(ny, nx, dim)``)."""
-        return {
-            "x": self.xs,
-            "y": self.ys,
-            "labels": self.labels,
-            "label_names": np.array(LABELS),
-            "attractor_ids": self.attractor_ids,
-            "times": self.times,
-            "steps": self.steps,
-            "endpoints": self.endpoints,
-        }
-
-    def metadata(self) -> dict[str, Any]:
-        """JSON-ready: the region (``plane``, ``box``, ``grid``, ``fixed``), the ``fractions`` by
-        label, every attractor with its share, the ``solver`` stages, ``shortcut`` and
-        ``metric``."""
-        return {
-            **self.region.to_dict(),
-            "fractions": self.fractions(),
-            "attractors": [a.to_dict() for a in self.attractors],
-            "solver": [o.to_dict() for o in self.options],
-            "shortcut": self.shortcut,
-            "metric": self.metric,
-        }
-
-    def title(self) -> str:
-        """``canonical, p = 0.7, q = 0.6: basins in the (w, e) plane`` (the landscape, the
-        values fixed off the plane, the plane)."""
-        plane = f"({self.plane[0]}, {self.plane[1]})"
-        of = self.critical.title or "the loss"
-        return f"{of}{self.region.fixed_text()}: basins in the {plane} plane"
-
-    def figure(self, title: str | None = None) -> Any:
-        """A new matplotlib figure of the map: each attractor's basin in a tint of its kind's
-        colour, the legend listing each with its share; ``title`` (default :meth:`title`)."""
-        from ._draw import basin_figure
-
-        return basin_figure(self, LABELS, title or self.title())
-
-    def _repr_png_(self) -> bytes:
-        from ._draw import figure_png
-
-        return figure_png(self.figure())
 
 
 def basins(
@@ -325,7 +116,7 @@ def basins(
         critical = critical_sets(landscape, bounds=widened_bounds(landscape, region.bounds()))
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     scale = loss_scales(landscape).loss
-    level = _decision(critical, scale) if landscape.sublevel_shortcut else None
+    level = shortcut_level(critical, scale) if landscape.sublevel_shortcut else None
     flat = thetas.reshape(-1, landscape.dim)
     index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
     ids, status = np.full(len(flat), -1), np.full(len(flat), int(Status.NOT_CONVERGED))
@@ -346,7 +137,7 @@ def basins(
         )
         times, steps = first.times, first.steps.copy()
         minima = np.array([a.kind in MINIMA for a in index.attractors] + [False])
-        redo = _uncertain(ids, thetas.shape[:2]) | ~minima[ids]
+        redo = uncertain(ids, thetas.shape[:2]) | ~minima[ids]
     if redo.any():
         again = flow_endpoints(
             landscape,
@@ -359,7 +150,7 @@ def basins(
         ids[redo], status[redo], endpoints[redo] = found
         times[redo] = again.times
         steps[redo] += again.steps
-    ids = _stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
+    ids = stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
     kinds = np.array([Label.of(a.kind) for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, kinds[ids], 0)
     for label in OUTCOMES:
@@ -445,55 +236,6 @@ FAST_STEPS = 256
 """Solver steps the float32 pass allows a trajectory."""
 
 
-MINIMA = ("global_min", "local_min")
-"""The attractor kinds a float32 label may keep; a point the float32 pass takes to a saddle, a
-maximum or a degenerate set (its ``‖∇L‖ ≤ 1e-4`` stop may be met far from one on a flat loss)
-is integrated again."""
-
-
-SADDLE_PASS = 1e-5
-"""A trajectory from a basin's edge that ends at a minimum is integrated again with the
-steady-state test ``‖∇L‖ ≤ SADDLE_PASS·g``: if that stops it at a saddle or maximum, its start
-lies within float64 rounding of the stable manifold (within about ``SADDLE_PASS²`` of the box
-size), and the saddle is its label."""
-
-
-def _stable_manifolds(
-    landscape: Landscape,
-    index: AttractorIndex,
-    flat: np.ndarray,
-    ids: np.ndarray,
-    shape: tuple[int, int],
-    stage: FlowOptions,
-) -> np.ndarray:
-    """``ids`` with the grid points that lie on a stable manifold of a saddle or maximum
-    relabelled with it.
-
-    A start on the stable manifold of a saddle (as on the invariant line of a symmetric loss)
-    approaches the saddle while rounding errors of ``∇L`` grow along its unstable directions;
-    a tight steady-state test may then meet a minimum instead, on either side, so that a
-    symmetric loss gets an asymmetric map.  Such a start lies on a basin's edge, next to grid
-    points with another attractor; those that ended at a minimum are integrated again with the
-    loose test :data:`SADDLE_PASS`, which stops them where they pass the saddle.  Only
-    saddles and maxima whose Hessian is nondegenerate across them count: near a degenerate one
-    (a vanishing Hessian) ``∇L`` is small far from it, and trajectories passing by would stop.
-    """
-    minima = np.array([a.kind in MINIMA for a in index.attractors] + [False])
-    edge = np.flatnonzero(_uncertain(ids, shape) & minima[ids])
-    if not edge.size:
-        return ids
-    points = np.array([a.point for a in index.attractors])
-    nullity = classify_points(landscape, points, None).nullity
-    hyperbolic = np.array([n <= a.dimension for a, n in zip(index.attractors, nullity)] + [False])
-    loose = dataclasses.replace(stage, gtol=SADDLE_PASS)
-    passing = flow_endpoints(landscape, flat[edge], loose, progress=False)
-    near = np.where(passing.status == Status.CONVERGED, index.match(passing.endpoints), -1)
-    via = (near >= 0) & ~minima[near] & hyperbolic[near]
-    ids = ids.copy()
-    ids[edge[via]] = near[via]
-    return ids
-
-
 def _with_area(grid: np.ndarray) -> set[int]:
     """The attractors whose grid points (``grid`` of ids, shape ``(ny, nx)``) hold a 2 × 2
     block: their basin has the grid's dimension.  The others are reached from a set of lower
@@ -504,20 +246,6 @@ def _with_area(grid: np.ndarray) -> set[int]:
         & (grid[:-1, :-1] == grid[1:, 1:])
     )
     return {int(i) for i in np.unique(grid[:-1, :-1][block]) if i >= 0}
-
-
-def _uncertain(ids: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-    """Grid points to integrate again: those with no attractor, and those next to a grid point
-    (left, right, up, down) that reached another one."""
-    grid = ids.reshape(shape)
-    redo = grid < 0
-    across = grid[:, 1:] != grid[:, :-1]
-    along = grid[1:, :] != grid[:-1, :]
-    redo[:, 1:] |= across
-    redo[:, :-1] |= across
-    redo[1:, :] |= along
-    redo[:-1, :] |= along
-    return redo.ravel()
 
 
 def _center(points: np.ndarray) -> np.ndarray:
@@ -544,7 +272,7 @@ def _attractor_ids(
     ids = np.full(len(status), -1)
     decided = np.flatnonzero(status == Status.DECIDED)
     if decided.size:
-        ids[decided] = _below_level(landscape, index, endpoints[decided], level)
+        ids[decided] = below_level(landscape, index, endpoints[decided], level)
         unresolved = decided[ids[decided] < 0]
         if unresolved.size:
             rest = flow_endpoints(landscape, endpoints[unresolved], stages[-1:], progress=False)
@@ -556,68 +284,6 @@ def _attractor_ids(
         if add_found:
             ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
     return ids, status, endpoints
-
-
-def _below_level(
-    landscape: Landscape, index: AttractorIndex, points: np.ndarray, level: float | None
-) -> np.ndarray:
-    """For points below ``level``, the global-minimum attractor reachable below it, or ``-1``.
-
-    Below every non-global critical value each component of the sublevel set holds exactly one
-    component of the global-minimum set (two would be separated by a mountain pass, a critical
-    point with a loss in between).  With one global-minimum component that is the answer; with
-    several, a straight segment below ``level`` from the point to one of its nearest samples of
-    the global-minimum set (the nearest first) shows which.
-    """
-    ids = np.full(len(points), -1)
-    owners = [a.id for a in index.attractors if a.kind == "global_min"]
-    samples = index.samples(owners)
-    if level is None or not len(samples[0]):
-        return ids
-    if len(owners) == 1:
-        ids[:] = owners[0]
-        return ids
-    tree = cKDTree(samples[0])
-    for k in range(1, min(CANDIDATES, len(samples[0])) + 1):
-        todo = np.flatnonzero(ids < 0)
-        if not todo.size:
-            break
-        _, nearest = tree.query(points[todo], k=[k], workers=-1)
-        below = _segments_below(landscape, points[todo], samples[0][nearest[:, 0]], level)
-        ids[todo[below]] = samples[1][nearest[below, 0]]
-    return ids
-
-
-SEGMENT_BLOCK = 1 << 14
-"""Segments checked together (their samples take a few MB, memory the allocator reuses)."""
-
-
-def _segments_below(
-    landscape: Landscape, starts: np.ndarray, ends: np.ndarray, level: float
-) -> np.ndarray:
-    """Whether the loss stays below ``level`` at :data:`SEGMENT_SAMPLES` points of each segment
-    from ``starts`` to ``ends`` (shapes ``(n, dim)``); shape ``(n,)``."""
-    s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[:, None, None]
-    below = np.empty(len(starts), dtype=bool)
-    for i in range(0, len(starts), SEGMENT_BLOCK):
-        a, b = starts[i : i + SEGMENT_BLOCK], ends[i : i + SEGMENT_BLOCK]
-        below[i : i + SEGMENT_BLOCK] = np.all(landscape.loss(a + s * (b - a)) < level, axis=0)
-    return below
-
-
-def _decision(critical: CriticalSets, scale: float) -> float | None:
-    """The loss below which a trajectory is labelled ``global_min`` without integrating further.
-
-    Just below the lowest non-global critical value (margins relative to the larger of the loss
-    scale ``scale`` and the level).  When every critical set found is global
-    (e.g. the canonical model at p + q = 1, where the chain is i.i.d.), just above the global
-    minimum loss: convergence there can be algebraic, not exponential, and a steady-state test
-    alone would run out of budget.
-    """
-    level, best = decision_level(critical), global_min_level(critical)
-    if level is not None:
-        return level - 1e-9 * max(scale, abs(level))
-    return None if best is None else best + 1e-6 * max(scale, abs(best))
 
 
 def widened_bounds(

@@ -15,7 +15,7 @@ import numpy as np
 from ._attractors import AttractorIndex
 from ._batched import FlowEndpoints, integrate_batch
 from ._classify import classify_points
-from ._critical import CriticalSets
+from ._critical_sets import CriticalSets
 from ._descent import descend
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, Trajectory, integrate

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._basins import LABELS, BasinMap, basins, region_of, widened_bounds
-from ._critical import CriticalSets, critical_sets
+from ._basin_map import LABELS, BasinMap
+from ._basins import basins, region_of, widened_bounds
+from ._critical import critical_sets
+from ._critical_sets import CriticalSets
 from ._draw import (
     draw_basins,
     draw_critical,

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from ._critical import CriticalSet
+from ._critical_sets import CriticalSet
 from ._integrate import FlowOptions, status_code
 from ._landscape import GradientField, Landscape
 from ._metric import MetricLandscape, velocity

@@ -22,9 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from ._basins import LABELS, basins, widened_bounds
+from ._basin_map import LABELS
+from ._basins import basins, widened_bounds
 from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
-from ._critical import critical_sets, search_box
+from ._critical import critical_sets
 from ._errors import GradflowError
 from ._io import atomic_outputs, package_versions, to_jsonable, write_npz
 from ._landscape import Landscape
@@ -32,6 +33,7 @@ from ._matching import AttractorTrack, cell_attractors, match_attractors
 from ._model import BoundModel, ReducedModel
 from ._progress import progress_bar
 from ._region import Region
+from ._search_box import search_box
 from ._symbolic import singular_critical_points
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]

@@ -1,0 +1,112 @@
+"""Numerical solutions of ``∇L = 0`` grouped into critical sets: clusters of one kind, whose
+dimension comes from their geometry (a Morse–Bott set is one set, not the hundreds of points the
+search lands on).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial import cKDTree
+from scipy.spatial.distance import pdist
+
+from ._classify import KINDS, classify_points
+from ._critical_sets import CriticalSet, make_set, set_dimension
+from ._landscape import Landscape
+from ._pieces import (
+    ON_SET_TOL,
+    gradient_tol,
+)
+
+__all__ = ["CLUSTER_LINK", "POINT_CLUSTER", "SEGMENT_SAMPLES", "numerical_sets"]
+POINT_CLUSTER = 1e-3
+"""Numerical solutions spread over less than this fraction of the box diagonal are one point."""
+CLUSTER_LINK = 0.05
+"""Numerical solutions of one kind closer than this fraction of the box diagonal are linked."""
+SEGMENT_SAMPLES = 33
+"""Points at which a segment between two clusters of critical points is checked."""
+
+
+def numerical_sets(
+    landscape: Landscape, points: np.ndarray, global_loss: float | None, box: np.ndarray
+) -> list[CriticalSet]:
+    """Group numerical solutions: same kind, single-linkage clusters (:data:`CLUSTER_LINK`).
+
+    A cluster no wider than :data:`POINT_CLUSTER` of the box diagonal is one isolated critical
+    point, reported at its member of least ``‖∇L‖`` (near a degenerate point, where ``∇L``
+    vanishes to higher order, the root finder's solutions scatter around it); otherwise the
+    cluster's dimension is what its geometry shows (:func:`local_dimension`), at most the
+    Hessian's nullity.
+    """
+    if not len(points):
+        return []
+    classes = classify_points(landscape, points, global_loss)
+    diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    gradient = np.linalg.norm(landscape.grad(points), axis=1)
+    out = []
+    for kind in KINDS:
+        idx = np.flatnonzero(classes.kinds == kind)
+        if not idx.size:
+            continue
+        labels = (
+            fcluster(linkage(pdist(points[idx]), "single"), CLUSTER_LINK * diagonal, "distance")
+            if idx.size > 1
+            else np.ones(1, dtype=int)
+        )
+        labels = _joined_through_critical_points(landscape, points[idx], labels)
+        for label in np.unique(labels):
+            members = idx[labels == label]
+            single = np.zeros(members.size, dtype=int)
+            if np.ptp(points[members], axis=0).max() <= max(
+                100 * ON_SET_TOL, POINT_CLUSTER * diagonal
+            ):
+                best = np.array([members[np.argmin(gradient[members])]])
+                out.append(
+                    make_set(
+                        landscape, "numerical", None, points, classes, best, 0, single[:1], box
+                    )
+                )
+            else:
+                dimension = set_dimension(points[members], classes.nullity[members])
+                out.append(
+                    make_set(
+                        landscape,
+                        "numerical",
+                        None,
+                        points,
+                        classes,
+                        members,
+                        dimension,
+                        single,
+                        box,
+                    )
+                )
+    return out
+
+
+def _joined_through_critical_points(
+    landscape: Landscape, points: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
+    """Merge clusters whose nearest two points are joined by a segment of critical points.
+
+    Distance alone splits a set sampled unevenly (a disk of critical points that a root finder
+    fills mostly on its rim); a straight segment with ``‖∇L‖ ≤`` :func:`gradient_tol` all along
+    shows that two clusters belong to one connected set.
+    """
+    labels = np.asarray(labels).copy()
+    clusters = list(np.unique(labels))
+    tol = gradient_tol(landscape)
+    s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[:, None]
+    for a, b in itertools.combinations(clusters, 2):
+        pa, pb = points[labels == a], points[labels == b]
+        if not len(pa) or not len(pb):
+            continue
+        distance, nearest = cKDTree(pb).query(pa)
+        i = int(np.argmin(distance))
+        segment = pa[i] + s * (pb[nearest[i]] - pa[i])
+        with np.errstate(all="ignore"):
+            if np.all(np.linalg.norm(landscape.grad(segment), axis=1) <= tol):
+                labels[labels == b] = a
+    return labels

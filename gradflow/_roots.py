@@ -1,0 +1,102 @@
+"""The numerical search for ``∇L = 0``: multi-start Levenberg–Marquardt (optimistix, all starts at
+once), each root kept only where its Newton step is short.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._landscape import GradientField, Landscape
+from ._pieces import (
+    gradient_tol,
+)
+from ._scales import loss_scales
+
+__all__ = ["NEWTON_STEP", "ROOT_STEPS", "ROOT_TOL", "numerical_solutions"]
+
+ROOT_TOL = 1e-13
+"""Relative and absolute tolerance of the Levenberg–Marquardt search for ``∇L = 0``."""
+ROOT_STEPS = 256
+"""Step budget of each Levenberg–Marquardt start."""
+NEWTON_STEP = 1e-4
+"""A root of the numerical search is kept only where its Newton step ``‖H⁺∇L‖`` is at most this
+times the landscape's length scale (see :func:`_near_a_zero`)."""
+
+
+def numerical_solutions(
+    landscape: Landscape, box: np.ndarray, starts: int, seed: int
+) -> np.ndarray:
+    """Critical points found by Levenberg–Marquardt (optimistix) on ``∇L = 0``, all starts at
+    once.
+
+    The ``starts`` initial points are uniform in ``box`` (seeded).  Returns the solutions inside
+    ``box`` with ``‖∇L‖₂ ≤`` :func:`~gradflow._pieces.gradient_tol` and a short Newton step
+    (:func:`_near_a_zero`), shape ``(n, dim)``.  Each start's residual is ``∇L / ‖∇L(θ0)‖``
+    (the gradient scale ``g`` where ``∇L(θ0)`` vanishes), so the search does not depend on the
+    loss's scale, nor on how many orders of magnitude ``‖∇L‖`` spans over the box.
+    """
+    if starts <= 0:
+        return np.zeros((0, landscape.dim))
+    rng = np.random.default_rng(seed)
+    y0 = rng.uniform(box[:, 0], box[:, 1], size=(starts, landscape.dim))
+    with np.errstate(all="ignore"):
+        scale = np.linalg.norm(landscape.grad(y0), axis=1)
+    usable = np.isfinite(scale) & (scale > 0)
+    scale = np.where(usable, scale, loss_scales(landscape).gradient)
+    ys = np.asarray(_batched_root(landscape.field)(jnp.asarray(y0), landscape.args, scale))
+    with np.errstate(all="ignore"):
+        ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
+        ys = ys[ok]
+        if not len(ys):
+            return ys
+        small = np.linalg.norm(landscape.grad(ys), axis=1) <= gradient_tol(landscape)
+        return ys[small & _near_a_zero(landscape, ys)]
+
+
+def _near_a_zero(landscape: Landscape, ys: np.ndarray) -> np.ndarray:
+    """Whether the Newton step ``H⁺∇L`` at each of ``ys`` (shape ``(n, dim)``) is at most
+    :data:`NEWTON_STEP` times the landscape's length scale, shape ``(n,)``.
+
+    A gradient small against the loss's gradient scale ``g`` is not enough where ``L`` spans many
+    orders of magnitude over its ranges (``exp((x² + y² − 1)²)``: ``g`` is set by the far corners,
+    where ``‖∇L‖`` is astronomically large, so a point far from the circle would pass).  The
+    Newton step is the distance to the nearest zero of ``∇L`` to first order, unchanged by the
+    loss's scale; the pseudo-inverse keeps points of a non-isolated set (``∇L`` in the range of
+    ``H``).  Where the Hessian is not finite the step is not known and the point is kept.
+    """
+    with np.errstate(all="ignore"):
+        hessians = landscape.hessian(ys)
+        finite = np.all(np.isfinite(hessians), axis=(1, 2))
+        steps = np.full(len(ys), np.nan)
+        if finite.any():
+            pinv = np.linalg.pinv(hessians[finite], rcond=1e-12, hermitian=True)
+            grads = landscape.grad(ys[finite])
+            steps[finite] = np.linalg.norm(np.einsum("nij,nj->ni", pinv, grads), axis=1)
+    return ~finite | (steps <= NEWTON_STEP * loss_scales(landscape).length)
+
+
+@functools.cache
+def _batched_root(field: GradientField) -> Callable[[jax.Array, Any, jax.Array], jax.Array]:
+    """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args) / scale`` from many
+    starts (one scale per start); compiled once per field (hyperparameters are arguments, so a
+    sweep compiles once)."""
+    import optimistix as optx
+
+    solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
+
+    def residual(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
+        return field.grad(y, a[0]) / a[1]
+
+    def one(y0: jax.Array, args: Any, scale: jax.Array) -> jax.Array:
+        solution = optx.least_squares(
+            residual, solver, y0, args=(args, scale), max_steps=ROOT_STEPS, throw=False
+        )
+        return solution.value
+
+    return jax.jit(jax.vmap(one, in_axes=(0, None, 0)))
