@@ -82,19 +82,23 @@ def group(
 
 
 def _strata(classes: Classification, idx: np.ndarray) -> list[tuple[np.ndarray, str | None]]:
-    """The points ``idx`` of one kind split by how degenerate they are.
+    """The points ``idx`` of one kind split where the set's description does not hold.
 
     The generic points are those whose Hessian nullity is the most common one (ties: the
-    smallest); they come first, with stratum ``None``.  The others with a larger nullity follow,
-    one group per Morse index and nullity, each with its label (``"index 0, nullity 3"``).
-    Points with a smaller nullity than the generic one (none on a manifold of critical points
-    sampled on itself) stay with the generic points.
+    smallest), with their most common Morse index; they come first, with stratum ``None``,
+    together with the points that differ from them only by a larger nullity (where two lines of
+    minima cross, as ``x = 0`` and ``y = 0`` of ``x²y²``: a minimum of the same index there
+    too).  Points with a larger nullity and another Morse index follow, one group per index and
+    nullity, each with its label (``"index 0, nullity 3"``): the origin of ``(1 − abc)²``, where
+    the Hessian vanishes, on axes of index-1 saddles.
     """
     nullity, index = classes.nullity[idx], classes.morse_index[idx]
     values, counts = np.unique(nullity, return_counts=True)
     typical = int(values[int(np.argmax(counts))])
-    out: list[tuple[np.ndarray, str | None]] = [(idx[nullity <= typical], None)]
-    special = nullity > typical
+    indices, counts = np.unique(index[nullity == typical], return_counts=True)
+    generic = int(indices[int(np.argmax(counts))])
+    special = (nullity > typical) & (index != generic)
+    out: list[tuple[np.ndarray, str | None]] = [(idx[~special], None)]
     for i, n in sorted({(int(i), int(n)) for i, n in zip(index[special], nullity[special])}):
         rows = idx[special & (index == i) & (nullity == n)]
         out.append((rows, f"index {i}, nullity {n}"))

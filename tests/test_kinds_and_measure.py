@@ -101,27 +101,29 @@ def test_one_set_is_listed_once() -> None:
     ]
 
 
-def test_a_crossing_where_the_hessian_vanishes_is_reported_apart() -> None:
-    """L = x²y²: ∇L = 2xy(y, x) vanishes on both axes, where L = 0 (global minima; L ≥ 0).  The
-    Hessian [[2y², 4xy], [4xy, 2x²]] is diag(0, 2t²) at (t, 0) and diag(2t², 0) at (0, t), t ≠ 0:
-    Morse index 0, nullity 1, the generic points of two lines of minima; at the origin, where the
-    axes cross, it is 0 (nullity 2).  So: two sets of dimension 1 described at such points, each
-    without the origin (two half-lines), and the origin as a set of its own, listed once."""
-    sets = gradflow.critical_sets(bind("crossing", x**2 * y**2, 1.0))
-    assert all(s.kind == "global_min" for s in sets)
-    lines = [s for s in sets if s.dimension == 1]
+def test_a_point_of_another_morse_index_on_a_set_is_reported_apart() -> None:
+    """L = xyz: ∇L = (yz, xz, xy) vanishes where two coordinates do: the three axes (L = 0).  At
+    (t, 0, 0), t ≠ 0, the Hessian [[0, 0, 0], [0, 0, t], [0, t, 0]] has eigenvalues -|t|, 0, |t|:
+    saddles of Morse index 1 and nullity 1.  At the origin it is 0 (nullity 3, index 0), and
+    L(r u) = r³u₁u₂u₃ takes both signs: a saddle too, but not one the axes' description fits, so
+    it is a set of its own, listed once though it lies on all three axes."""
+    z = sp.Symbol("z", real=True)
+    bounds = {"x": (-1, 1), "y": (-1, 1), "z": (-1, 1)}
+    sets = gradflow.critical_sets(ReducedModel("xyz", (x, y, z), x * y * z, bounds=bounds).bind())
+    assert {s.kind for s in sets} == {"saddle"}
+    axes = [s for s in sets if s.dimension == 1]
     (origin,) = [s for s in sets if s.dimension == 0]
-    assert len(lines) == 2 and len(sets) == 3
-    for line in lines:
-        assert line.morse_index == 0 and line.nullity == 1 and line.n_components == 2
-        assert np.min(np.abs(line.points).max(axis=1)) > 0
-        assert np.all(np.abs(line.points).min(axis=1) == 0)
-        t = np.abs(line.sample).max()
-        np.testing.assert_allclose(line.hessian_eigenvalues[0], 0.0, atol=1e-12)
-        assert t > 0 and line.hessian_eigenvalues[1] > 0
-    np.testing.assert_allclose(origin.points, [[0.0, 0.0]], atol=1e-12)
-    np.testing.assert_allclose(origin.hessian_eigenvalues, [0.0, 0.0], atol=1e-12)
-    assert origin.nullity == 2 and origin.degenerate
+    assert len(axes) == 3 and len(sets) == 4
+    for axis in axes:
+        assert axis.morse_index == 1 and axis.nullity == 1 and axis.n_components == 2
+        assert np.all(np.sort(np.abs(axis.points), axis=1)[:, :2] == 0)
+        assert np.all(np.abs(axis.points).max(axis=1) > 0)
+        t = np.abs(axis.sample).max()
+        assert t > 0
+        np.testing.assert_allclose(axis.hessian_eigenvalues, [-t, 0.0, t], atol=1e-12)
+    np.testing.assert_allclose(origin.points, [[0.0, 0.0, 0.0]], atol=1e-12)
+    np.testing.assert_allclose(origin.hessian_eigenvalues, [0.0, 0.0, 0.0], atol=1e-12)
+    assert origin.morse_index == 0 and origin.nullity == 3 and origin.degenerate
 
 
 def test_a_circle_solved_as_two_graphs_is_one_set() -> None:
