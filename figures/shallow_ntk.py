@@ -1,10 +1,10 @@
-"""The shallow encoder's NTK against width (Wu et al., NeurIPS 2023): three panels.
+"""The shallow encoder's NTK against width (Wu et al., NeurIPS 2023): four panels.
 
-(a) ``λ_min(K_0)`` and ``α_0 = σ_min(F_pre)`` against ``d_m`` for each initialization (colour)
-    and scaling (line style);
-(b) the relative kernel change ``‖K_T - K_0‖_F / ‖K_0‖_F`` after ``T`` GD steps against ``d_m``
+(a) ``λ_min(K_0)`` and (b) ``α_0 = σ_min(F_pre)`` against ``d_m`` for each initialization
+    (colour) and scaling (line style);
+(c) the relative kernel change ``‖K_T - K_0‖_F / ‖K_0‖_F`` after ``T`` GD steps against ``d_m``
     (log-log) with the fitted slopes in the legend;
-(c) GD loss curves at each width (solid) against the linearized flow ``df/dt = -K_0 (f - y)``
+(d) GD loss curves at each width (solid) against the linearized flow ``df/dt = -K_0 (f - y)``
     (dashed), for one (init, scaling), by default LeCun with ``τ0 = d_m^{-1/2}``.
 
 Values are geometric means over ``seeds`` networks on one synthetic data set
@@ -110,11 +110,11 @@ def draw(data: Data, fig: Figure) -> None:
             "(a) λ_min(K0), the smallest NTK eigenvalue at init",
             "λ_min(K0)",
         ),
-        (axes[0, 1], "alpha0", "(a) α0 = σ_min(F_pre), features before the output layer", "α0"),
+        (axes[0, 1], "alpha0", "(b) α0 = σ_min(F_pre), features before the output layer", "α0"),
         (
             axes[1, 0],
             "kernel_change",
-            f"(b) kernel change after T = {c.steps} GD steps",
+            f"(c) kernel change after T = {c.steps} GD steps",
             "‖K_T − K0‖_F / ‖K0‖_F",
         ),
     )
@@ -187,7 +187,7 @@ def _curves_panel(ax: Any, sweep: Sweep, init: str, scaling: str) -> None:
     ax.set_xlabel("GD step k (flow time t = γk)")
     ax.set_ylabel("loss ½‖f − y‖²")
     ax.set_title(
-        f"(c) GD vs linearized flow df/dt = −K0(f − y), {init}, {STYLES[scaling][2]}", fontsize=10
+        f"(d) GD vs linearized flow df/dt = −K0(f − y), {init}, {STYLES[scaling][2]}", fontsize=10
     )
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
