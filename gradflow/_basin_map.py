@@ -15,7 +15,7 @@ from ._attractors import Attractor
 from ._critical_sets import CriticalSets
 from ._errors import GradflowError
 from ._integrate import FlowOptions
-from ._region import Region
+from ._region import OnRegion, Region
 from ._text import format_point, format_table
 
 __all__ = ["BasinMap", "LABELS", "Label", "OUTCOMES"]
@@ -65,7 +65,7 @@ OUTCOMES = (Label.DIVERGED, Label.NOT_CONVERGED, Label.NON_SMOOTH)
 
 
 @dataclass(frozen=True)
-class BasinMap:
+class BasinMap(OnRegion):
     """A basin map on a grid of the plane ``(x, y)`` of two parameters.
 
     Attributes:
@@ -95,21 +95,6 @@ class BasinMap:
     options: tuple[FlowOptions, ...]
     shortcut: bool
     metric: str = "euclidean"
-
-    @property
-    def plane(self) -> tuple[str, str]:
-        """The parameter names on the x and y axes, e.g. ``("w", "e")``."""
-        return self.region.plane
-
-    @property
-    def box(self) -> tuple[float, float, float, float]:
-        """``(xmin, xmax, ymin, ymax)``."""
-        return self.region.box
-
-    @property
-    def fixed(self) -> dict[str, float]:
-        """The values of the parameters off the plane."""
-        return self.region.fixed
 
     @property
     def xs(self) -> np.ndarray:

@@ -34,7 +34,7 @@ from ._integrate import FlowOptions
 from ._io import FORMATS, check_output, save_result
 from ._landscape import Landscape
 from ._metric import Metric, in_metric, velocity
-from ._region import Region
+from ._region import OnRegion, Region
 from ._separatrix import separatrices
 from ._text import format_point
 
@@ -62,7 +62,7 @@ class Overlay:
 
 
 @dataclass(frozen=True)
-class Portrait:
+class Portrait(OnRegion):
     """A computed phase portrait of a two-parameter plane.
 
     Attributes:
@@ -89,21 +89,6 @@ class Portrait:
     invariant: tuple[str, np.ndarray] | None
     overlays: list[Overlay] = field(default_factory=list)
     euclidean_separatrix: list[np.ndarray] = field(default_factory=list)
-
-    @property
-    def plane(self) -> tuple[str, str]:
-        """The parameters on the x and y axes."""
-        return self.region.plane
-
-    @property
-    def box(self) -> tuple[float, float, float, float]:
-        """``(xmin, xmax, ymin, ymax)``."""
-        return self.region.box
-
-    @property
-    def fixed(self) -> dict[str, float]:
-        """The values of the parameters off the plane."""
-        return self.region.fixed
 
     @property
     def plane_order(self) -> tuple[int, int]:

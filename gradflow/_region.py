@@ -22,7 +22,7 @@ from ._errors import GradflowError
 if TYPE_CHECKING:
     from ._landscape import Landscape
 
-__all__ = ["Region", "check_region", "grid_axis"]
+__all__ = ["OnRegion", "Region", "check_region", "grid_axis"]
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,28 @@ class Region:
             "grid": list(self.grid),
             "fixed": dict(self.fixed),
         }
+
+
+class OnRegion:
+    """A result computed on a :class:`Region` (a basin map, a portrait, a sweep): the region's
+    plane, box and values off the plane read as the result's own."""
+
+    region: Region
+
+    @property
+    def plane(self) -> tuple[str, str]:
+        """The parameters on the x and y axes, e.g. ``("w", "e")``."""
+        return self.region.plane
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(xmin, xmax, ymin, ymax)``."""
+        return self.region.box
+
+    @property
+    def fixed(self) -> dict[str, float]:
+        """The values of the parameters off the plane."""
+        return self.region.fixed
 
 
 def check_region(

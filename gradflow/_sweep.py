@@ -32,7 +32,7 @@ from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
 from ._model import BoundModel, ReducedModel
 from ._progress import progress_bar
-from ._region import Region
+from ._region import OnRegion, Region
 from ._search_box import search_box
 from ._symbolic import singular_critical_points
 
@@ -62,7 +62,7 @@ class SweepCell:
 
 
 @dataclass(frozen=True)
-class Sweep:
+class Sweep(OnRegion):
     """A sweep's cells over the product of its axes (the first axis varies slowest).
 
     Attributes:
@@ -90,21 +90,6 @@ class Sweep:
     def grid(self) -> int:
         """Basin grid points per axis in every cell."""
         return self.region.grid[0]
-
-    @property
-    def box(self) -> tuple[float, float, float, float]:
-        """``(xmin, xmax, ymin, ymax)`` of the basin grid."""
-        return self.region.box
-
-    @property
-    def plane(self) -> tuple[str, str]:
-        """The parameters on the basin grid's axes."""
-        return self.region.plane
-
-    @property
-    def fixed(self) -> dict[str, float]:
-        """The values of the parameters off the plane."""
-        return self.region.fixed
 
     @property
     def shape(self) -> tuple[int, ...]:
