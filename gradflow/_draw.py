@@ -366,7 +366,7 @@ def critical_figure(sets: Any) -> Any:
     ax.set_xlabel(f"${sets.param_names[0]}$")
     ax.set_ylabel(f"${sets.param_names[1]}$", rotation=0, ha="right")
     ax.set_title(f"critical sets of {sets.title or 'the loss'}", fontsize=10)
-    legend_below(ax, handles)
+    fig.legend(handles=handles, loc="outside lower center", fontsize=7.5, frameon=False)
     return fig
 
 

@@ -109,3 +109,19 @@ def test_a_basin_maps_labels_are_its_attractors_kinds(results) -> None:
         label = str(gradflow.Label(code))
         assert label == kinds[aid] if aid >= 0 else label in outcomes
     assert bm.mask("global_min").sum() == round(bm.fractions()["global_min"] * bm.labels.size)
+
+
+def test_the_critical_sets_picture_shows_every_legend_line(results) -> None:
+    """The double well's three critical points (minima at (±1, 0), the saddle at the origin)
+    each have a legend line, and the legend lies inside the figure."""
+    figure = results["critical sets"].figure()
+    figure.canvas.draw()
+    (legend,) = figure.legends
+    labels = [t.get_text() for t in legend.texts]
+    assert labels == [
+        "global minima: x = -1, y = 0 (L = 0.0000)",
+        "global minima: x = 1, y = 0 (L = 0.0000)",
+        "saddle: x = 0, y = 0 (L = 1.0000, Morse index 1)",
+    ]
+    box = legend.get_window_extent()
+    assert box.y0 >= 0 and box.x0 >= 0 and box.x1 <= figure.bbox.x1
