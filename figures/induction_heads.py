@@ -4,10 +4,10 @@ After Edelman et al., "The Evolution of Statistical Induction Heads" (2024), Fig
 size (k = 3, T = 100; the transformer trained 1200 steps from 2 seeds instead of longer runs over
 many seeds; the minimal model 300 SGD steps):
 
-(a) distance to the uniform, unigram and bigram strategies over training, shaded by the nearest
-    strategy, for the transformer and for the minimal model;
-(b) the minimal model's positional vector ``v_m`` over training, and the transformer's layer-1
-    attention mass at each lag;
+(a1, a2) distance to the uniform, unigram and bigram strategies over training, shaded by the
+    nearest strategy, for the transformer and for the minimal model;
+(b1, b2) the minimal model's positional vector ``v_m`` over training, and the transformer's
+    layer-1 attention mass at each lag;
 (c) transition step and plateau length against the share of doubly-stochastic training data
     (same seeds, same budget);
 (d) the reduced ``(a, b, v_1)`` flow in the ``(v_1, a)`` plane with ``b = b*(a, v_1)``, the
@@ -202,10 +202,10 @@ def draw(data: Data, fig: Figure) -> None:
     c = data.config
     (a_tr, a_min, c_ax), (b_min, b_tr, d_ax) = fig.subplots(2, 3)
     _shade(a_tr, data.transformer)
-    a_tr.set_title(f"(a) transformer (d = 16, AdamW, prior share ρ = {data.main_share:g})")
+    a_tr.set_title(f"(a1) transformer (d = 16, AdamW, prior share ρ = {data.main_share:g})")
     a_tr.legend(loc="upper right", fontsize=8)
     _shade(a_min, data.minimal)
-    a_min.set_title(f"(a) minimal model (softmax mixing, SGD lr {MINIMAL_LR:g})")
+    a_min.set_title(f"(a2) minimal model (softmax mixing, SGD lr {MINIMAL_LR:g})")
     a_min.legend(loc="upper right", fontsize=8)
     _positional_panel(b_min, data.minimal, c.T)
     _lag_panel(b_tr, data.transformer)
@@ -213,7 +213,7 @@ def draw(data: Data, fig: Figure) -> None:
     _field_panel(fig, d_ax, data)
     fig.suptitle(
         f"In-context Markov chains, k = {c.k}, T = {c.T}: uniform → unigram → bigram (CPU-sized: "
-        f"transformer {c.transformer_steps} steps × {c.seeds} seeds, evaluation on 512 Dirichlet sequences)"
+        f"transformer {c.transformer_steps} steps × {_seeds(c.seeds)}, evaluation on 512 Dirichlet sequences)"
     )
 
 
@@ -237,7 +237,7 @@ def _positional_panel(ax: Any, minimal: History, T: int) -> None:
     for m in range(6):
         ax.plot(minimal.steps, v[:, m], label=f"v_{m + 1}", lw=2 if m == 0 else 1.2)
     ax.axhline(np.log(T), color="k", ls=":", lw=1, label="ln T")
-    ax.set_title("(b) minimal model: positional vector v over training")
+    ax.set_title("(b1) minimal model: positional vector v over training")
     ax.set_xlabel("training step")
     ax.set_ylabel("v_m")
     ax.legend(fontsize=8, ncol=2)
@@ -247,7 +247,7 @@ def _lag_panel(ax: Any, transformer: History) -> None:
     lags = transformer.traces["lag_profile"]
     for m in range(5):
         ax.plot(transformer.steps, lags[:, m], label=f"lag {m}", lw=2 if m == 1 else 1.2)
-    ax.set_title("(b) transformer: layer-1 attention mass per lag")
+    ax.set_title("(b2) transformer: layer-1 attention mass per lag")
     ax.set_xlabel("training step")
     ax.set_ylabel("mean attention weight")
     ax.legend(fontsize=8)
@@ -272,7 +272,7 @@ def _share_panel(ax: Any, data: Data) -> None:
         for j in range(values.shape[1]):
             ax.scatter(shares, values[:, j], marker=marker, color="k", s=10, alpha=0.5)
     ax.set_title(
-        f"(c) transformer: share of doubly-stochastic training data\n({c.seeds} seeds each, {c.transformer_steps} steps, same seeds)"
+        f"(c) transformer: share of doubly-stochastic training data\n({_seeds(c.seeds)} each, {c.transformer_steps} steps, same seeds)"
     )
     ax.set_xlabel("share ρ of doubly-stochastic sequences")
     ax.set_ylabel("training steps")
@@ -331,3 +331,8 @@ def _field_panel(fig: Figure, ax: Any, data: Data) -> None:
         f"red: {REDUCED_N} × {k_fact})"
     )
     ax.legend(fontsize=8, loc="lower right")
+
+
+def _seeds(n: int) -> str:
+    """``"1 seed"``, ``"2 seeds"``."""
+    return f"{n} seed" if n == 1 else f"{n} seeds"
