@@ -155,7 +155,7 @@ def test_points_the_search_misses_are_added_from_the_certificate():
     listed = np.concatenate([s.points for s in plain])
     added = [s for s in sets if s.name == "certified"]
     assert len(added) == len(sets.certificate.missing(listed)) > 0
-    assert "certificate" in sets.to_dict() and "complete: proven" in sets.table()
+    assert "certificate" in sets.metadata() and "complete: proven" in sets.table()
 
 
 def test_a_point_the_search_reports_where_the_gradient_is_proven_nonzero_is_an_error():
