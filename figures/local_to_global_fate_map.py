@@ -154,13 +154,22 @@ def draw(data: Data, fig: Figure) -> None:
         for name, (marker, color) in MARKERS.items():
             at = names == name
             if at.any():
-                ax.scatter(ww[at], ee[at], marker=marker, color=color, s=28, zorder=5)
+                ax.scatter(
+                    ww[at], ee[at], marker=marker, color=color, s=28, zorder=5, clip_on=False
+                )
                 handles.append(
                     Line2D([], [], ls="", marker=marker, color=color, label=f"full model: {name}")
                 )
         wrong = names != fate.reduced["induced"]
         ax.scatter(
-            ww[wrong], ee[wrong], s=140, facecolors="none", edgecolors="red", lw=1.6, zorder=6
+            ww[wrong],
+            ee[wrong],
+            s=140,
+            facecolors="none",
+            edgecolors="red",
+            lw=1.6,
+            zorder=6,
+            clip_on=False,
         )
         handles.append(
             Line2D(
