@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from gradflow import (
     atomic_outputs,
     basins,
     flow_endpoints,
+    open_checkpoint,
 )
 from gradflow.models.full_model import MarkovFullModel
 from gradflow.models.markov_data import enumerate_sequences
@@ -403,7 +403,16 @@ def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMa
     region = config.region()
     ws, es, thetas = region.xs, region.ys, region.points().reshape(-1, full.reduced.dim)
     base = np.asarray(_embed_batch(full)(jnp.asarray(thetas), h))
-    folder = None if checkpoint is None else _open_checkpoint(Path(checkpoint), config)
+    folder = (
+        None
+        if checkpoint is None
+        else open_checkpoint(
+            Path(checkpoint),
+            "config.json",
+            asdict(dataclasses.replace(config, spectra=False)),
+            "runs of a different fate map",
+        )
+    )
     batches = []
     for sigma, seed in config.runs():
         done = None if folder is None else _load(folder, sigma, seed)
@@ -428,23 +437,6 @@ def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMa
         references=refs,
         spectra=tuple(critical_set_indices(full, config.p, config.q)) if config.spectra else (),
     )
-
-
-def _open_checkpoint(folder: Path, config: FateConfig) -> Path:
-    """Create the folder, or check that it holds runs of this same configuration."""
-    record = json.dumps(asdict(dataclasses.replace(config, spectra=False)), sort_keys=True)
-    stamp = folder / "config.json"
-    if stamp.exists():
-        if stamp.read_text() != record:
-            raise GradflowError(
-                f"checkpoint folder {str(folder)!r} holds runs of a different fate map; "
-                "remove it or choose another"
-            )
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_outputs(stamp) as (tmp,):
-        Path(tmp).write_text(record)
-    return folder
 
 
 def _run_path(folder: Path, sigma: float, seed: int) -> Path:

@@ -27,6 +27,7 @@ __all__ = [
     "save_result",
     "atomic_outputs",
     "check_output",
+    "open_checkpoint",
     "package_versions",
     "save_with_data",
     "to_jsonable",
@@ -175,6 +176,35 @@ def atomic_outputs(*paths: Path | str) -> Iterator[list[Path]]:
         for temp in temps:
             temp.unlink(missing_ok=True)
         _WRITING[0] -= 1
+
+
+def open_checkpoint(folder: Path, name: str, manifest: Mapping[str, Any], holds: str) -> Path:
+    """Create a checkpoint folder stamped with ``manifest`` (written atomically as the JSON file
+    ``name`` in it), or check that an existing folder carries the same manifest, so that a rerun
+    resumes only work of the same computation.
+
+    Args:
+        folder: the checkpoint folder.
+        name: the manifest's file name in it.
+        manifest: what identifies the computation (made JSON-ready with :func:`to_jsonable`).
+        holds: what a foreign folder holds, for the error ("the cells of a different sweep").
+
+    Raises:
+        GradflowError: the folder's manifest is another computation's.
+    """
+    record = to_jsonable(dict(manifest))
+    path = folder / name
+    if path.exists():
+        if json.loads(path.read_text()) != record:
+            raise GradflowError(
+                f"checkpoint folder {str(folder)!r} holds {holds}; "
+                "remove it or choose another output"
+            )
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    with atomic_outputs(path) as (temp,):
+        temp.write_text(json.dumps(record, indent=1, ensure_ascii=False))
+    return folder
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:

@@ -27,7 +27,7 @@ from ._basins import basins, widened_bounds
 from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
 from ._critical import critical_sets
 from ._errors import GradflowError
-from ._io import atomic_outputs, package_versions, to_jsonable, write_npz
+from ._io import atomic_outputs, open_checkpoint, package_versions, to_jsonable, write_npz
 from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
 from ._model import BoundModel, ReducedModel
@@ -398,31 +398,18 @@ def _open_checkpoint(
     Raises:
         GradflowError: the folder holds the cells of a different sweep.
     """
-    manifest = to_jsonable(
-        {
-            "model": model.name,
-            "loss": str(model.loss),
-            "axes": axes,
-            "values": held,
-            "grid": region.grid[0],
-            "box": region.box,
-            "fixed": region.fixed,
-            "plane": region.plane,
-            "versions": package_versions(),
-        }
-    )
-    path = folder / MANIFEST
-    if path.exists():
-        if json.loads(path.read_text()) != manifest:
-            raise GradflowError(
-                f"checkpoint folder {str(folder)!r} holds the cells of a different sweep; "
-                "remove it or choose another output"
-            )
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_outputs(path) as (temp,):
-        temp.write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
-    return folder
+    manifest = {
+        "model": model.name,
+        "loss": str(model.loss),
+        "axes": axes,
+        "values": held,
+        "grid": region.grid[0],
+        "box": region.box,
+        "fixed": region.fixed,
+        "plane": region.plane,
+        "versions": package_versions(),
+    }
+    return open_checkpoint(folder, MANIFEST, manifest, "the cells of a different sweep")
 
 
 def _cell_path(folder: Path, i: int) -> Path:
