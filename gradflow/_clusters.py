@@ -15,18 +15,28 @@ from scipy.spatial.distance import pdist
 from ._classify import KINDS, classify_points
 from ._critical_sets import CriticalSet, make_set, set_dimension
 from ._landscape import Landscape
+from ._merging import joined_on_set
 from ._pieces import (
     ON_SET_TOL,
     gradient_tol,
 )
 
-__all__ = ["CLUSTER_LINK", "POINT_CLUSTER", "SEGMENT_SAMPLES", "numerical_sets"]
+__all__ = [
+    "CLUSTER_LINK",
+    "JOIN_ATTEMPTS",
+    "POINT_CLUSTER",
+    "SEGMENT_SAMPLES",
+    "numerical_sets",
+]
 POINT_CLUSTER = 1e-3
 """Numerical solutions spread over less than this fraction of the box diagonal are one point."""
 CLUSTER_LINK = 0.05
 """Numerical solutions of one kind closer than this fraction of the box diagonal are linked."""
 SEGMENT_SAMPLES = 33
 """Points at which a segment between two clusters of critical points is checked."""
+JOIN_ATTEMPTS = 2
+"""Failed attempts after which two groups of clusters are no longer tried for a path along the
+critical set (:func:`_joined_along_the_set`)."""
 
 
 def numerical_sets(
@@ -56,6 +66,7 @@ def numerical_sets(
             else np.ones(1, dtype=int)
         )
         labels = _joined_through_critical_points(landscape, points[idx], labels)
+        labels = _joined_along_the_set(landscape, points[idx], labels, classes.nullity[idx])
         for label in np.unique(labels):
             members = idx[labels == label]
             single = np.zeros(members.size, dtype=int)
@@ -110,3 +121,49 @@ def _joined_through_critical_points(
             if np.all(np.linalg.norm(landscape.grad(segment), axis=1) <= tol):
                 labels[labels == b] = a
     return labels
+
+
+def _joined_along_the_set(
+    landscape: Landscape, points: np.ndarray, labels: np.ndarray, nullity: np.ndarray
+) -> np.ndarray:
+    """Merge clusters of degenerate critical points that one connected piece of the critical set
+    runs through.
+
+    A surface of minima found by a root finder from a few hundred starts is sampled too sparsely
+    for single linkage: ``abc = 1`` in ``[−2, 2]³`` comes out as dozens of clusters, most of one
+    point.  Two clusters whose generic points have the same Hessian nullity ``r ≥ 1`` are one
+    when a path of critical points of that nullity and the same loss shadows the segment between
+    their nearest points (:func:`~gradflow._merging.joined_on_set`); the four sign patterns of
+    ``abc = 1`` stay apart, since a segment between two of them crosses a coordinate plane.
+    Pairs are tried nearest first, as in Kruskal's algorithm, so that a chain of short paths
+    joins a component; two groups that failed :data:`JOIN_ATTEMPTS` times are not tried again.
+    """
+    labels = np.asarray(labels).copy()
+    clusters = list(np.unique(labels))
+    generic = {c: int(np.median(nullity[labels == c])) for c in clusters}
+    pairs = []
+    for a, b in itertools.combinations(clusters, 2):
+        if generic[a] != generic[b] or generic[a] < 1:
+            continue
+        pa, pb = points[labels == a], points[labels == b]
+        distance, nearest = cKDTree(pb).query(pa)
+        i = int(np.argmin(distance))
+        pairs.append((float(distance[i]), a, b, pa[i], pb[nearest[i]]))
+    root = {c: c for c in clusters}
+
+    def find(c: int) -> int:
+        while root[c] != c:
+            c = root[c]
+        return c
+
+    failures: dict[frozenset[int], int] = {}
+    for _, a, b, pa, pb in sorted(pairs, key=lambda pair: pair[0]):
+        ra, rb = find(a), find(b)
+        key = frozenset((ra, rb))
+        if ra == rb or failures.get(key, 0) >= JOIN_ATTEMPTS:
+            continue
+        if joined_on_set(landscape, pa, pb, float(landscape.loss(pa)), generic[a]):
+            root[rb] = ra
+        else:
+            failures[key] = failures.get(key, 0) + 1
+    return np.array([find(c) for c in labels])

@@ -143,6 +143,39 @@ def test_a_circle_solved_as_two_graphs_is_one_set() -> None:
     np.testing.assert_allclose(origin.sample, [0.0, 0.0], atol=1e-12)
 
 
+ABC_SIGNS = {(1, 1, 1), (1, -1, -1), (-1, 1, -1), (-1, -1, 1)}
+"""The sign patterns of the four components of ``abc = 1``: no coordinate can change sign on it."""
+
+
+def minimum_attractor_signs(landscape: gradflow.Landscape) -> list[tuple[int, ...]]:
+    """The sign pattern of every minimum attractor of ``landscape`` in ``[−2, 2]³``."""
+    sets = gradflow.critical_sets(landscape)
+    index = gradflow.AttractorIndex(landscape, sets, sets.box)
+    return sorted(
+        tuple(np.sign(att.point).astype(int))
+        for att in index.attractors
+        if att.kind in ("global_min", "local_min")
+    )
+
+
+def test_a_jax_loss_with_a_surface_of_minima_has_the_sympy_models_attractors() -> None:
+    """``(1 - abc)²`` written in JAX has no closed forms: its minima come from a root finder's
+    scattered solutions on the surface ``abc = 1``.  They must still be its four components (one
+    attractor per sign pattern, each a surface, L = 0), as the SymPy model's closed form gives,
+    not one attractor per cluster of solutions."""
+    bounds = {"a": (-2, 2), "b": (-2, 2), "c": (-2, 2)}
+    jax_loss = gradflow.JaxLandscape(
+        lambda t, _: (1 - t[0] * t[1] * t[2]) ** 2, ("a", "b", "c"), ranges=bounds, lower_bound=0
+    )
+    minima = [s for s in gradflow.critical_sets(jax_loss) if s.kind == "global_min"]
+    assert [(s.dimension, s.n_components) for s in minima] == [(2, 1)] * 4
+    for s in minima:
+        np.testing.assert_allclose(np.prod(s.points, axis=1), 1.0, atol=1e-6)
+    a_, b_, c_ = sp.symbols("a b c", real=True)
+    model = ReducedModel("abc", (a_, b_, c_), (1 - a_ * b_ * c_) ** 2, bounds=bounds).bind()
+    assert minimum_attractor_signs(jax_loss) == minimum_attractor_signs(model) == sorted(ABC_SIGNS)
+
+
 @pytest.mark.slow
 def test_the_axes_of_1_minus_abc_squared_are_index_1_saddles_at_generic_points() -> None:
     """L = (1 - abc)²: ∇L = -2(1 - abc)(bc, ac, ab) vanishes on abc = 1 (L = 0, four components,
@@ -159,7 +192,7 @@ def test_the_axes_of_1_minus_abc_squared_are_index_1_saddles_at_generic_points()
     (minima,) = [s for s in sets if s.kind == "global_min"]
     assert minima.dimension == 2 and minima.n_components == 4
     signs = {tuple(np.sign(minima.component_points(k)[0]).astype(int)) for k in range(4)}
-    assert signs == {(1, 1, 1), (1, -1, -1), (-1, 1, -1), (-1, -1, 1)}
+    assert signs == ABC_SIGNS
     axes = [s for s in sets if s.kind == "saddle" and s.dimension == 1]
     assert len(axes) == 3
     for axis in axes:
