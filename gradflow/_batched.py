@@ -11,6 +11,7 @@ step budget runs out in one stage continue from where they stopped in the next.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
@@ -83,7 +84,9 @@ def integrate_batch(
             one batch size: ``chunk_size``, or for a stage with fewer members the smallest of
             64, 2048 that holds them; later rounds of the stage, with fewer members, are padded
             to it rather than traced and compiled again (a diffrax round takes seconds to
-            trace, every process, while a padded round of 4,096 members takes milliseconds).
+            trace, every process, while a padded round of 4,096 members takes milliseconds),
+            until the process has run :data:`TAIL_RENT` such rounds that a smaller size would
+            hold (see :func:`_round_size`).
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (``numpy.float32`` for a fast first pass:
@@ -166,8 +169,9 @@ def _run_stage(
     """
     queue, exhausted = pending, []
     while queue.size:
-        take = queue[:chunk]
-        idx = np.resize(take, chunk)
+        size = _round_size(advance, queue.size, chunk, state.y.dtype)
+        take = queue[:size]
+        idx = np.resize(take, size)
         y0, t0 = _spread(state.y[idx]), _spread(state.t[idx])
         yy, tt, nn, ss = advance(y0, t0, args, level)
         m = take.size
@@ -178,9 +182,38 @@ def _run_stage(
         out_of_steps = ~stopped & (state.steps[take] >= limit[take])
         state.status[take[stopped]] = code[stopped]
         exhausted.append(take[out_of_steps])
-        queue = np.concatenate([queue[chunk:], take[~(stopped | out_of_steps)]])
+        queue = np.concatenate([queue[size:], take[~(stopped | out_of_steps)]])
         bar.update(int(stopped.sum()))
     return np.concatenate(exhausted)
+
+
+TAIL_RENT = 256
+"""Rounds of a compiled round function, in one process, padded to a stage's batch size while a
+smaller size of the ladder would hold their members, before that smaller size is compiled too
+(about a second on a CPU, against milliseconds for a padded round of 2,048 members)."""
+
+_PADDED_ROUNDS: collections.Counter[tuple[Any, int, str]] = collections.Counter()
+"""How many padded rounds each ``(round function, smaller size, dtype)`` has been owed."""
+
+
+def _round_size(advance: Callable[..., Any], n: int, chunk: int, dtype: Any) -> int:
+    """The batch size of a round of ``n`` members in a stage compiled for ``chunk``.
+
+    The smallest size of the ladder (:func:`_padded`) that holds them, once this process has
+    run :data:`TAIL_RENT` rounds of ``advance`` padded beyond that size (the rent-or-buy rule:
+    a smaller program is compiled once the padding it would have saved has cost about as much
+    as compiling it, so a stage's long tail of a few slow members, repeated over a sweep's
+    cells, stops paying for thousands of padded members, while a single basin map never
+    compiles a second size for a short tail); until then ``chunk``.  The members are
+    integrated independently: the size changes where one stops by rounding only (programs
+    compiled for two sizes may vectorize their arithmetic differently), never its steps or its
+    status."""
+    size = _padded(n, chunk)
+    if size >= chunk:
+        return chunk
+    key = (advance, size, np.dtype(dtype).name)
+    _PADDED_ROUNDS[key] += 1
+    return size if _PADDED_ROUNDS[key] > TAIL_RENT else chunk
 
 
 @functools.cache

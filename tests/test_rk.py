@@ -15,6 +15,7 @@ maps run through diffrax, the reference.  Losses not written for this package:
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 import diffrax
@@ -125,6 +126,26 @@ def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> No
     np.testing.assert_array_equal(ours.attractor_ids, reference.attractor_ids)
     converged = ours.mask("local_min")
     np.testing.assert_allclose(ours.endpoints[converged], reference.endpoints[converged], atol=1e-5)
+
+
+def test_a_tail_of_few_members_runs_on_a_smaller_batch_with_the_same_steps(monkeypatch) -> None:
+    """Once the process has run ``TAIL_RENT`` padded rounds, a round of at most 64 members runs
+    on the 64-member program instead of padding them to the stage's 2,048: each member takes the
+    same steps to the same status, and ends on its minimum ``(sign x0, 0)`` of the double well
+    at the same point, to rounding."""
+    starts = np.random.default_rng(1).uniform(-2, 2, size=(100, 2))
+    starts = starts[np.abs(starts[:, 0]) > 0.1]
+    monkeypatch.setattr(batched, "TAIL_RENT", 10**9)
+    padded = flow_endpoints(DOUBLE_WELL, starts, OPTIONS, progress=False)
+    monkeypatch.setattr(batched, "TAIL_RENT", 0)
+    monkeypatch.setattr(batched, "_PADDED_ROUNDS", collections.Counter())
+    small = flow_endpoints(DOUBLE_WELL, starts, OPTIONS, progress=False)
+    assert {size for _, size, _ in batched._PADDED_ROUNDS} == {batched.MIN_CHUNK}
+    np.testing.assert_array_equal(small.steps, padded.steps)
+    np.testing.assert_array_equal(small.status, padded.status)
+    np.testing.assert_allclose(small.endpoints, padded.endpoints, rtol=0, atol=1e-13)
+    ends = np.stack([np.sign(starts[:, 0]), np.zeros(len(starts))], axis=1)
+    np.testing.assert_allclose(small.endpoints, ends, atol=ENDPOINT_TOL)
 
 
 def test_a_member_already_at_a_critical_point_takes_no_step() -> None:
