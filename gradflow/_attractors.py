@@ -3,7 +3,7 @@
 Every connected component of every classified critical set is an attractor with an integer id
 (saddles and maxima too: a trajectory started on a stable manifold ends there).  The end of a
 converged trajectory is assigned to the attractor whose sample points lie nearest, within a
-tolerance set by the sampling; endpoints near no known set (a set outside the searched box) are
+tolerance set by the sampling, and of the kind its own Hessian shows where that differs; endpoints near no known set (a set outside the searched box) are
 clustered and classified, and each cluster becomes a further attractor.
 """
 
@@ -103,6 +103,7 @@ class AttractorIndex:
         center: np.ndarray | None = None,
     ) -> None:
         self.diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0])) or 1.0
+        self._landscape = landscape
         center = box.mean(axis=1) if center is None else np.asarray(center, dtype=float)
         parts = [
             (s, s.component_points(label))
@@ -144,14 +145,42 @@ class AttractorIndex:
         self._tree = cKDTree(self._points) if len(self._points) else None
 
     def match(self, points: np.ndarray) -> np.ndarray:
-        """The id of the attractor each point (shape ``(n, dim)``) lies on, ``-1`` for none."""
+        """The id of the attractor each point (shape ``(n, dim)``) lies on, ``-1`` for none.
+
+        A point goes to the attractor of the nearest sample within that sample's radius.  Where
+        that attractor is a saddle, maximum or degenerate set, the point's own Hessian is read:
+        if it shows another kind, the point goes to the nearest attractor of that kind within
+        its radius.  A critical curve whose kind changes at a point is sampled on a lattice,
+        so an endpoint on it may lie nearer that point than any sample of its side: on the
+        canonical line ``e = 0`` at ``p + q < 1``, an endpoint at ``w = -0.78`` is nearer the
+        degenerate saddle ``(0, -1/√2)`` than the local-minimum side's last sample ``w = -0.9``
+        of a coarse sampling, yet it is a local minimum, as its Hessian says.
+        """
         ids = np.full(len(points), -1)
         if self._tree is None or not len(points):
             return ids
-        finite = np.all(np.isfinite(points), axis=1)
-        distance, nearest = self._tree.query(points[finite])
-        close = distance <= self._radii[nearest]
-        ids[np.flatnonzero(finite)[close]] = self._owners[nearest[close]]
+        finite = np.flatnonzero(np.all(np.isfinite(points), axis=1))
+        ids[finite] = self._nearest(points[finite], np.ones(len(self._owners), dtype=bool))
+        kinds = np.array([_class(a.kind) for a in self.attractors] + [""])
+        odd = np.flatnonzero((ids >= 0) & (kinds[ids] != "minimum"))
+        if odd.size:
+            own = np.vectorize(_class)(classify_points(self._landscape, points[odd], None).kinds)
+            for kind in np.unique(own[own != kinds[ids[odd]]]):
+                moved = odd[(own == kind) & (own != kinds[ids[odd]])]
+                found = self._nearest(points[moved], kinds[self._owners] == kind)
+                ids[moved[found >= 0]] = found[found >= 0]
+        return ids
+
+    def _nearest(self, points: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        """The owner of the nearest of the ``allowed`` samples (mask over all samples) within
+        its radius, ``-1`` for none."""
+        ids = np.full(len(points), -1)
+        if not allowed.any() or not len(points):
+            return ids
+        tree = self._tree if allowed.all() else cKDTree(self._points[allowed])
+        distance, nearest = tree.query(points)
+        close = distance <= self._radii[allowed][nearest]
+        ids[close] = self._owners[allowed][nearest[close]]
         return ids
 
     def samples(self, ids: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -263,6 +292,12 @@ def _linked(
     for i in range(len(parts)):
         groups.setdefault(find(i), []).append(i)
     return list(groups.values())
+
+
+def _class(kind: str) -> str:
+    """A kind with the two minima as one: ``"minimum"``, ``"saddle"``, ``"local_max"``,
+    ``"degenerate"``."""
+    return "minimum" if kind in ("global_min", "local_min") else kind
 
 
 def _sample_if_on(s: CriticalSet, part: np.ndarray) -> np.ndarray | None:

@@ -128,8 +128,16 @@ def test_basin_map_agrees_with_the_energy_classification(p: float, q: float) -> 
     agree = (bm.mask("global_min") == exact_reaches_global(e, w, p, q))[far]
     assert far.sum() > 0.8 * far.size
     assert agree.mean() >= 0.995
-    on_axis = bm.labels[e == 0]
-    assert set(np.asarray(LABELS)[on_axis]) <= {"local_min", "local_max", "saddle"}
+    line_min = (w > W_SADDLE) if p + q > 1 else (w < W_SADDLE)
+    side = np.where(line_min, "local_min", "local_max")
+    names = np.asarray(LABELS)[bm.labels]
+    assert (names[e == 0] == side[e == 0]).all()
+    end_e, end_w = bm.endpoints[..., 0], bm.endpoints[..., 1]
+    on_line = (np.abs(end_e) <= 1e-2) & (np.abs(end_w - W_SADDLE) > 1e-2)
+    end_min = (end_w > W_SADDLE) if p + q > 1 else (end_w < W_SADDLE)
+    assert on_line.sum() > 0.1 * on_line.size
+    assert (names[on_line] == np.where(end_min, "local_min", "local_max")[on_line]).all()
+    assert all(a.measure_zero for a in bm.attractors if a.kind == "saddle" and a.fraction)
 
 
 @pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1)])
