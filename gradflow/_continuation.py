@@ -143,7 +143,10 @@ class Bifurcation:
         set: the closed-form set that changes kind (``None`` for isolated points).
         changes: ``(before, after)`` stability of each set or branch that changes kind.
         exact: the exact values ``{symbol: expression}`` where SymPy solves for them, else
-            ``None`` (filled in by the caller that knows the loss symbolically).
+            ``None`` (filled in by the caller that knows the loss symbolically): the
+            hyperparameter and the point for isolated points, the hyperparameter for a set.
+        curve: where the swept hyperparameter's exact value depends on the others, the curve
+            in the hyperparameters' plane, e.g. ``"q = 1 - p"``, else ``None``.
     """
 
     type: str
@@ -154,10 +157,11 @@ class Bifurcation:
     set: str | None = None
     changes: tuple[tuple[str, str], ...] = ()
     exact: dict[str, str] | None = None
+    curve: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``{"type", "at", "axis", "point", "branches", "set", "changes",
-        "exact"}``."""
+        "exact", "curve"}``."""
         return {
             "type": self.type,
             "at": self.at,
@@ -167,6 +171,7 @@ class Bifurcation:
             "set": self.set,
             "changes": [list(c) for c in self.changes],
             "exact": self.exact,
+            "curve": self.curve,
         }
 
     def text(self, names: Sequence[str]) -> str:
@@ -180,6 +185,7 @@ class Bifurcation:
             f"{self.type}{what} at {at}, ({point})"
             + (f": {change}" if change else "")
             + (f" (exact: {exact})" if exact else "")
+            + (f" on the curve {self.curve}" if self.curve else "")
         )
 
 

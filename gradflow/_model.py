@@ -33,7 +33,7 @@ from ._symbolic import (
     solve_gradient,
 )
 
-__all__ = ["BoundModel", "CriticalSetSpec", "ReducedModel", "show_domain"]
+__all__ = ["BoundModel", "CriticalSetSpec", "ReducedModel", "closed_form_specs", "show_domain"]
 
 KINK_TOL = 1e-6
 """A point is on a kink when the kink function is within this of 0 (relative to ``max(1, |θ|)``)."""
@@ -333,6 +333,12 @@ def _solved_specs(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
         CriticalSetSpec("sympy.solve", solution)
         for solution in solve_gradient(model.params, model.loss, declared)
     )
+
+
+def closed_form_specs(model: ReducedModel) -> tuple[tuple[str, CriticalSetSpec], ...]:
+    """Each closed-form spec (declared, then solved) with the name of its family, the name a
+    set keeps across a sweep (:attr:`BoundModel.set_families`)."""
+    return tuple(zip(_family_names(model), (*model.critical_sets, *_solved_specs(model))))
 
 
 @functools.cache

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
 from ._basin_map import LABELS
 from ._basins import basins, widened_bounds
@@ -30,11 +31,11 @@ from ._errors import GradflowError
 from ._io import atomic_outputs, open_checkpoint, package_versions, to_jsonable, write_npz
 from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
-from ._model import BoundModel, ReducedModel
+from ._model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
 from ._progress import progress_bar
 from ._region import OnRegion, Region
 from ._search_box import search_box
-from ._symbolic import singular_critical_points
+from ._symbolic import degenerate_set_values, singular_critical_points
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
 
@@ -280,7 +281,11 @@ def follow(model: ReducedModel, result: Sweep) -> Sweep:
         lambda values: _between(model, values), points, result.shape, list(result.axes), box
     )
     bifurcations = tuple(
-        dataclasses.replace(b, exact=_exact(model, b, box)) if b.branches else b
+        dataclasses.replace(b, exact=_exact(model, b, box))
+        if b.branches
+        else _exact_set(model, b)
+        if b.set
+        else b
         for b in found.bifurcations
     )
     diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
@@ -315,6 +320,46 @@ def _exact(model: ReducedModel, found: Bifurcation, box: np.ndarray) -> dict[str
             and np.linalg.norm(point - found.point) <= EXACT_POINT * diagonal
         ):
             return {str(s): str(solution[s]) for s in (swept, *model.params)}
+    return None
+
+
+def _exact_set(model: ReducedModel, found: Bifurcation) -> Bifurcation:
+    """``found``, a closed-form set changing kind, with the exact value of its hyperparameter
+    (and the curve in the others) where :func:`degenerate_set_values` solves for it at the
+    set's point there and a solution is within :data:`EXACT_H` of the located value; else
+    unchanged."""
+    swept = next(h for h in model.hyperparams if h.name == found.axis)
+    held = {h: sp.nsimplify(found.at[h.name], rational=True) for h in model.hyperparams}
+    h = held.pop(swept)
+    for family, spec in closed_form_specs(model):
+        sample = _sample(model, spec, found.point, {**held, swept: h})
+        if family != found.set or sample is None:
+            continue
+        solution = tuple(spec.solution.items())
+        for value in degenerate_set_values(model.params, model.loss, solution, sample, swept):
+            at = sp.nsimplify(value.subs(held))
+            if at.is_real and abs(float(at - h)) <= EXACT_H * (1 + abs(float(h))):
+                curve = f"{swept} = {value}" if value.free_symbols else None
+                return dataclasses.replace(found, exact={str(swept): str(at)}, curve=curve)
+    return found
+
+
+def _sample(
+    model: ReducedModel, spec: CriticalSetSpec, point: np.ndarray, values: dict[sp.Symbol, Any]
+) -> tuple[tuple[sp.Symbol, sp.Expr], ...] | None:
+    """The free coordinates of ``point`` as short rationals (one decimal, or the exact value of
+    the float where one decimal leaves the piece) where that point of ``spec``'s set satisfies
+    its condition at the hyperparameters ``values``; else ``None``."""
+    free = [(i, s) for i, s in enumerate(model.params) if s not in spec.solution]
+    for digits in (1, None):
+        sample = tuple(
+            (s, sp.nsimplify(round(float(point[i]), digits) if digits else point[i], rational=True))
+            for i, s in free
+        )
+        on_set = dict(sample)
+        on_set.update({s: v.subs(on_set).subs(values) for s, v in spec.solution.items()})
+        if spec.condition.subs(on_set).subs(values) is sp.true:
+            return sample
     return None
 
 

@@ -8,6 +8,8 @@
   (``w|w|``, ``max(0, x)²``), whose gradient flow is well defined.
 - :func:`singular_critical_points`: ``sympy.solve(∇L = 0, det H = 0)`` for the parameters and
   one hyperparameter: where a bifurcation of isolated critical points can happen.
+- :func:`degenerate_set_values`: where a closed-form critical set turns degenerate as a whole
+  (its kind changes), solved for one hyperparameter as a curve in the others.
 - :func:`readable`: an expression printed as a number where it is one.
 """
 
@@ -18,8 +20,11 @@ from collections.abc import Mapping, Sequence
 
 import sympy as sp
 
+from ._lowering import LogAddExp, LogSigmoid, Sigmoid, Softplus
+
 __all__ = [
     "NONSMOOTH_FUNCTIONS",
+    "degenerate_set_values",
     "gradient_jumps",
     "kink_function",
     "nonsmooth_atoms",
@@ -195,3 +200,61 @@ def _rational_gradient(
 ) -> bool:
     """Whether ``∇L`` is rational in the parameters and hyperparameters (checked once a loss)."""
     return all(sp.diff(loss, s).is_rational_function(*params, *hyper) for s in params)
+
+
+@functools.cache
+def degenerate_set_values(
+    params: tuple[sp.Symbol, ...],
+    loss: sp.Expr,
+    solution: tuple[tuple[sp.Symbol, sp.Expr], ...],
+    sample: tuple[tuple[sp.Symbol, sp.Expr], ...],
+    swept: sp.Symbol,
+) -> tuple[sp.Expr, ...]:
+    """The values of ``swept``, as expressions of the other hyperparameters, at which the
+    closed-form critical set ``θ_d = f(θ_f, h)`` (``solution``: each dependent parameter's
+    expression) is degenerate at its point with free coordinates ``sample``.
+
+    Write the Hessian in the dependent and free parameters as ``[[A, B], [Bᵀ, C]]``.  Every
+    tangent ``(Df·v, v)`` of the set is in its kernel (``A Df + B = 0``, ``Bᵀ Df + C = 0``), so
+    where ``A`` is nonsingular ``H`` has rank ``rank A`` = the set's codimension (the Schur
+    complement ``C − BᵀA⁻¹B = C + Bᵀ Df`` vanishes), and where ``A v = 0`` the vector ``(v, 0)``
+    is a further null direction (``Bᵀ v = −Dfᵀ A v = 0``).  The set's kind (the signs of its
+    non-zero curvatures) can change only where ``det A = 0``: for the line ``e = 0`` of the
+    canonical model, where ``∂²L/∂e²`` vanishes on it.  The logistic functions are written with
+    ``exp`` and the inverse hyperbolic ones with ``log``, so that the determinant is algebraic
+    in the hyperparameters, and the numerator is solved by ``sympy.solve``.
+
+    Args:
+        params: the parameters ``θ``.
+        loss: ``L``, its hyperparameters left as symbols.
+        solution: ``(dependent parameter, expression)`` pairs of the set.
+        sample: ``(free parameter, exact value)`` pairs: the point of the set where ``det A``
+            is solved.
+        swept: the hyperparameter solved for.
+
+    Returns:
+        Each solution free of ``θ`` (an expression of the other hyperparameters, or a number);
+        empty where SymPy finds none or cannot solve.
+    """
+    dependent = [symbol for symbol, _ in solution]
+    on_set = {**dict(solution), **dict(sample)}
+    block = sp.Matrix([[sp.diff(loss, a, b) for b in dependent] for a in dependent])
+    det = block.subs(on_set).det()
+    numerator = sp.simplify(sp.numer(sp.together(_algebraic(det))))
+    try:
+        found = sp.solve(numerator, swept)
+    except NotImplementedError:
+        return ()
+    return tuple(v for v in found if not v.free_symbols & set(params))
+
+
+LOGISTIC = (Sigmoid, LogSigmoid, Softplus, LogAddExp)
+"""Functions rewritten with ``exp`` before solving (their rewrite rules are exact)."""
+
+
+def _algebraic(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with the logistic functions written with ``exp`` and ``asinh``, ``acosh``,
+    ``atanh`` with ``log``, the logarithms expanded and ``exp`` of sums split, so that
+    ``exp(log(u)/2)`` becomes ``√u``."""
+    expr = expr.rewrite(LOGISTIC, sp.exp).rewrite((sp.asinh, sp.acosh, sp.atanh), sp.log)
+    return sp.expand_power_exp(sp.expand_log(expr, force=True))

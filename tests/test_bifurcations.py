@@ -15,7 +15,8 @@ give every answer:
 the default suite compiles one basin integrator for both.)
 - The canonical model on ``e = 0``: ``∂²ₑL = 2Φ'(0)(1 + 2w|w|)`` and ``Φ'(0) = π0 π1 (p + q - 1)``
   changes sign at ``p + q = 1``, so at ``p = 0.3`` the two halves of the line (``w ≷ -1/√2``)
-  trade kinds at ``q = 0.7``.
+  trade kinds at ``q = 0.7``: exactly ``q = 7/10``, on the curve ``q = 1 - p`` (``π0 π1 > 0``
+  in the open unit square, so ``p + q - 1`` is the only factor that vanishes).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import gradflow
 from gradflow.models.markov import canonical_model
@@ -140,6 +142,19 @@ def test_canonical_halves_of_e_0_trade_kinds_at_q_0_7(q) -> None:
     assert abs(found.at["q"] - 0.7) <= 1e-6 and found.at["p"] == 0.3
     assert sorted(found.changes) == [("max", "min"), ("min", "max")]
     assert all(abs(b.at["p"] + b.at["q"] - 1) <= 1e-6 for b in result.bifurcations)
+    assert found.exact == {"q": "7/10"} and found.curve == "q = 1 - p"
+
+
+def test_a_line_of_critical_points_changes_kind_where_its_curvature_vanishes_exactly() -> None:
+    """``(a - b) x² (1 + y²)``: ``∇L = 0`` on the line ``x = 0``, whose transverse curvature
+    ``∂²ₓL = 2(a - b)(1 + y²)`` has the sign of ``a - b`` all along it: a line of maxima for
+    ``a < b``, of minima for ``a > b``, changing kind exactly at ``a = b``."""
+    result = one_d("(a - b)*x**2*(1 + y**2)", 4, b=0.25)
+    (found,) = result.bifurcations
+    assert found.type == "degenerate crossing" and found.set == "x = 0"
+    assert found.changes == (("max", "min"),)
+    assert abs(found.at["a"] - 0.25) <= 1e-6
+    assert found.exact == {"a": "1/4"} and found.curve == "a = b"
 
 
 def test_the_2d_sweep_locates_p_plus_q_1_on_every_row_and_column_that_crosses_it() -> None:
@@ -150,6 +165,10 @@ def test_the_2d_sweep_locates_p_plus_q_1_on_every_row_and_column_that_crosses_it
     rows = sorted(b.at["p"] for b in crossings if b.axis == "q")
     columns = sorted(b.at["q"] for b in crossings if b.axis == "p")
     assert rows == [0.45, 0.75] and columns == [0.45, 0.75]
+    for b in crossings:
+        other = "p" if b.axis == "q" else "q"
+        assert b.curve == f"{b.axis} = 1 - {other}"
+        assert sp.Rational(b.exact[b.axis]) == 1 - sp.Rational(str(b.at[other]))
 
 
 def test_sweep_json_and_text_list_branches_and_bifurcations(cli) -> None:
