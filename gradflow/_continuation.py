@@ -513,11 +513,14 @@ class _Line:
 
         The samples of the sets of both cells are moved along their set (same free
         coordinates) into each cell and classified there; where the kind at a sample differs,
-        the kind along the set is bisected.
+        the kind along the set is bisected.  Neighbours whose sets all keep their kinds
+        (:func:`_kinds_may_change`) are not classified again.
         """
         out = []
         for k in range(len(self.line) - 1):
             a, b = self.cells[self.line[k]], self.cells[self.line[k + 1]]
+            if not _kinds_may_change(a, b):
+                continue
             samples: list[tuple[str, np.ndarray]] = []
             for name, _, sample in (*a.curves, *b.curves):
                 point = np.asarray(sample, dtype=float)
@@ -580,6 +583,21 @@ def morse_index(landscape: Landscape, point: np.ndarray) -> int:
         return -1
     lam = np.linalg.eigvalsh(h)
     return int(np.sum(lam < -MORSE_ZERO * max(1.0, float(np.abs(lam).max()))))
+
+
+def _kinds_may_change(a: CellPoints, b: CellPoints) -> bool:
+    """Whether a closed-form set of one cell has, in the other cell, a set of its name whose
+    sample nearest to its own has another stability (as the halves of a line that trade kinds
+    do).  Where none has, every set keeps its kind from one cell to the other: no sample needs
+    to be classified again."""
+    for one, other in ((a, b), (b, a)):
+        for name, kind, sample in one.curves:
+            same = [(k, s) for n, k, s in other.curves if n == name]
+            if same:
+                near, _ = min(same, key=lambda c: float(np.linalg.norm(c[1] - sample)))
+                if stability(near) != stability(kind):
+                    return True
+    return False
 
 
 def _blip(steps: list[int], kinds: list[str], i: int) -> bool:

@@ -325,42 +325,47 @@ def _exact(model: ReducedModel, found: Bifurcation, box: np.ndarray) -> dict[str
 
 def _exact_set(model: ReducedModel, found: Bifurcation) -> Bifurcation:
     """``found``, a closed-form set changing kind, with the exact value of its hyperparameter
-    (and the curve in the others) where :func:`degenerate_set_values` solves for it at the
-    set's point there and a solution is within :data:`EXACT_H` of the located value; else
-    unchanged."""
+    (and the curve in the others) where :func:`degenerate_set_values` solves for it at a point
+    of the set (:func:`_samples`) and a solution is within :data:`EXACT_H` of the located
+    value; else unchanged."""
     swept = next(h for h in model.hyperparams if h.name == found.axis)
     held = {h: sp.nsimplify(found.at[h.name], rational=True) for h in model.hyperparams}
     h = held.pop(swept)
     for family, spec in closed_form_specs(model):
-        sample = _sample(model, spec, found.point, {**held, swept: h})
-        if family != found.set or sample is None:
+        if family != found.set:
             continue
         solution = tuple(spec.solution.items())
-        for value in degenerate_set_values(model.params, model.loss, solution, sample, swept):
-            at = sp.nsimplify(value.subs(held))
-            if at.is_real and abs(float(at - h)) <= EXACT_H * (1 + abs(float(h))):
-                curve = f"{swept} = {value}" if value.free_symbols else None
-                return dataclasses.replace(found, exact={str(swept): str(at)}, curve=curve)
+        for sample in _samples(model, spec, found.point, {**held, swept: h}):
+            for value in degenerate_set_values(model.params, model.loss, solution, sample, swept):
+                at = sp.nsimplify(value.subs(held))
+                if at.is_real and abs(float(at - h)) <= EXACT_H * (1 + abs(float(h))):
+                    curve = f"{swept} = {value}" if value.free_symbols else None
+                    return dataclasses.replace(found, exact={str(swept): str(at)}, curve=curve)
     return found
 
 
-def _sample(
+SAMPLES = (0, 1, -1)
+"""Free coordinates tried first for the point of a set where its degeneracy is solved: the same
+point for every bifurcation of the set, so SymPy solves once per set and hyperparameter."""
+
+
+def _samples(
     model: ReducedModel, spec: CriticalSetSpec, point: np.ndarray, values: dict[sp.Symbol, Any]
-) -> tuple[tuple[sp.Symbol, sp.Expr], ...] | None:
-    """The free coordinates of ``point`` as short rationals (one decimal, or the exact value of
-    the float where one decimal leaves the piece) where that point of ``spec``'s set satisfies
-    its condition at the hyperparameters ``values``; else ``None``."""
+) -> list[tuple[tuple[sp.Symbol, sp.Expr], ...]]:
+    """Points of ``spec``'s set at the hyperparameters ``values``, as exact free coordinates:
+    the first of :data:`SAMPLES` on it (every free coordinate that value), then ``point``'s free
+    coordinates to one decimal, where they satisfy the set's condition."""
     free = [(i, s) for i, s in enumerate(model.params) if s not in spec.solution]
-    for digits in (1, None):
-        sample = tuple(
-            (s, sp.nsimplify(round(float(point[i]), digits) if digits else point[i], rational=True))
-            for i, s in free
-        )
-        on_set = dict(sample)
-        on_set.update({s: v.subs(on_set).subs(values) for s, v in spec.solution.items()})
-        if spec.condition.subs(on_set).subs(values) is sp.true:
-            return sample
-    return None
+
+    def on_set(sample: tuple[tuple[sp.Symbol, sp.Expr], ...]) -> bool:
+        at = dict(sample)
+        at.update({s: v.subs(at).subs(values) for s, v in spec.solution.items()})
+        return spec.condition.subs(at).subs(values) is sp.true
+
+    fixed = [tuple((s, sp.Integer(v)) for _, s in free) for v in SAMPLES]
+    near = tuple((s, sp.nsimplify(round(float(point[i]), 1), rational=True)) for i, s in free)
+    candidates = [c for c in fixed if on_set(c)][:1]
+    return candidates + [near] if near not in candidates and on_set(near) else candidates
 
 
 def _between(model: ReducedModel, values: Mapping[str, float]) -> BoundModel:

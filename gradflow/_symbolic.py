@@ -236,16 +236,32 @@ def degenerate_set_values(
         Each solution free of ``θ`` (an expression of the other hyperparameters, or a number);
         empty where SymPy finds none or cannot solve.
     """
-    dependent = [symbol for symbol, _ in solution]
-    on_set = {**dict(solution), **dict(sample)}
-    block = sp.Matrix([[sp.diff(loss, a, b) for b in dependent] for a in dependent])
-    det = block.subs(on_set).det()
-    numerator = sp.simplify(sp.numer(sp.together(_algebraic(det))))
     try:
-        found = sp.solve(numerator, swept)
+        found = sp.solve(_transverse_determinant(params, loss, solution, sample), swept)
     except NotImplementedError:
         return ()
     return tuple(v for v in found if not v.free_symbols & set(params))
+
+
+@functools.cache
+def _transverse_determinant(
+    params: tuple[sp.Symbol, ...],
+    loss: sp.Expr,
+    solution: tuple[tuple[sp.Symbol, sp.Expr], ...],
+    sample: tuple[tuple[sp.Symbol, sp.Expr], ...],
+) -> sp.Expr:
+    """The numerator of ``det A`` at the point ``sample`` of the set (see
+    :func:`degenerate_set_values`), algebraic and simplified: solved once for each swept
+    hyperparameter."""
+    block = _second_derivatives(loss, tuple(symbol for symbol, _ in solution))
+    det = block.subs({**dict(solution), **dict(sample)}).det()
+    return sp.simplify(sp.numer(sp.together(_algebraic(det))))
+
+
+@functools.cache
+def _second_derivatives(loss: sp.Expr, symbols: tuple[sp.Symbol, ...]) -> sp.Matrix:
+    """``∂²L/∂a∂b`` for ``a, b`` in ``symbols`` (the costly part for a long loss)."""
+    return sp.ImmutableMatrix([[sp.diff(loss, a, b) for b in symbols] for a in symbols])
 
 
 LOGISTIC = (Sigmoid, LogSigmoid, Softplus, LogAddExp)
