@@ -243,6 +243,8 @@ class AttractorIndex:
         ]
         for a in candidates:
             samples = self._points[self._owners == a.id]
+            if not len(samples):
+                samples = a.point[None]
             nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
             if joined_on_set(landscape, point, nearest, loss):
                 return a.id
