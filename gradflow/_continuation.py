@@ -467,9 +467,12 @@ class _Line:
 
     def _locate_existence(
         self, number: int, t: _Track, tracks: list[_Track], end: int, what: str
-    ) -> _Event:
+    ) -> _Event | None:
         """Bisection on whether the track's point still exists (Newton converges near it, apart
-        from every track that runs through the same interval)."""
+        from every track that runs through the same interval).  ``None`` where it is missing
+        only at the line's first or last cell (it exists to within :data:`H_TOL` of it): as at
+        a cell inside the line (:func:`_blip`), a point missing at one cell only is part of a
+        set degenerate exactly there (the canonical saddle on ``p + q = 1``), no fold."""
         k = t.steps[end]
         k_gone = k + 1 if what == "end" else k - 1
         h_here, h_gone = self.h[k], self.h[k_gone]
@@ -504,6 +507,8 @@ class _Line:
             return True
 
         h = _bisect(exists, h_here, h_gone)
+        if k_gone in (0, len(self.line) - 1) and abs(h - h_gone) <= H_TOL:
+            return None
         kind = self.kind(t, end)
         before, after = (kind, "none") if what == "end" else ("none", kind)
         return _Event(what, h, last["point"], branch=number, before=before, after=after)

@@ -145,6 +145,19 @@ def test_canonical_halves_of_e_0_trade_kinds_at_q_0_7(q) -> None:
     assert found.exact == {"q": "7/10"} and found.curve == "q = 1 - p"
 
 
+def test_a_line_ending_on_p_plus_q_1_has_its_crossing_and_no_fold() -> None:
+    """On ``p + q = 1`` the saddle ``(0, -1/√2)`` is a point of the line ``w = -1/√2`` of
+    global minima, not an isolated point: a line of cells that starts there sees it appear just
+    beyond its first cell, as one inside the line sees it missing at one cell.  No pair of
+    points is born there: the only bifurcation is the crossing of ``e = 0`` at ``p = 1 - q``."""
+    result = gradflow.sweep(
+        canonical_model(), {"p": (0.1, 0.3)}, values={"q": 0.9}, grid=5, progress=False
+    )
+    (found,) = result.bifurcations
+    assert found.type == "degenerate crossing" and found.set == "e = 0"
+    assert found.exact == {"p": "1/10"} and found.curve == "p = 1 - q"
+
+
 def test_a_line_of_critical_points_changes_kind_where_its_curvature_vanishes_exactly() -> None:
     """``(a - b) x² (1 + y²)``: ``∇L = 0`` on the line ``x = 0``, whose transverse curvature
     ``∂²ₓL = 2(a - b)(1 + y²)`` has the sign of ``a - b`` all along it: a line of maxima for
