@@ -8,12 +8,21 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import jax
-import numpy as np
-import pytest
+TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
+"""Test runs compile with LLVM's optimization level 0: most of the suite's CPU time is XLA
+compiling small programs that then run for milliseconds, and level 0 compiles them in about half
+the time (docs/performance.md, "Tests").  The floating-point semantics are the same at every
+level (no fast-math); an ``XLA_FLAGS`` that sets the level itself is left alone."""
 
-import gradflow  # noqa: F401  (enables float64 before any test builds an array)
-from gradflow.cli import main
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {TEST_XLA_FLAGS}".strip()
+
+import jax  # noqa: E402  (after XLA_FLAGS, which XLA reads when its backend starts)
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import gradflow  # noqa: E402, F401  (enables float64 before any test builds an array)
+from gradflow.cli import main  # noqa: E402
 
 SHARED_CACHE = "GRADFLOW_TEST_XLA_CACHE"
 """The environment variable naming the compilation cache of one test run."""
@@ -48,9 +57,11 @@ def rng() -> np.random.Generator:
 
 
 @pytest.fixture(autouse=True)
-def _no_persistent_compilation_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """CLI runs in tests do not write compiled programs to the user's cache folder."""
-    monkeypatch.setenv("GRADFLOW_CACHE_DIR", "")
+def _run_compilation_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CLI runs in tests, in-process or in a child process, use the run's shared compilation
+    cache, never the user's cache folder: a child process running the canonical model reuses
+    the programs the workers compiled."""
+    monkeypatch.setenv("GRADFLOW_CACHE_DIR", os.environ[SHARED_CACHE])
 
 
 @dataclass(frozen=True)
