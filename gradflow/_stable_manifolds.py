@@ -13,14 +13,20 @@ from ._classify import classify_points
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
+from ._scales import loss_scales
 
-__all__ = ["MINIMA", "SADDLE_PASS", "stable_manifolds", "uncertain"]
+__all__ = ["MINIMA", "PASSED", "SADDLE_PASS", "stable_manifolds", "uncertain"]
 
 
 MINIMA = ("global_min", "local_min")
 """The attractor kinds a float32 label may keep; a point the float32 pass takes to a saddle, a
 maximum or a degenerate set (its ``‖∇L‖ ≤ 1e-4`` stop may be met far from one on a flat loss)
 is integrated again."""
+
+
+PASSED = 1e-6
+"""A trajectory of the loose pass is done once its loss is this far (relative to the larger of
+the loss scale and the level) below every saddle and maximum it could stop at."""
 
 
 SADDLE_PASS = 1e-5
@@ -49,6 +55,8 @@ def stable_manifolds(
     loose test :data:`SADDLE_PASS`, which stops them where they pass the saddle.  Only
     saddles and maxima whose Hessian is nondegenerate across them count: near a degenerate one
     (a vanishing Hessian) ``∇L`` is small far from it, and trajectories passing by would stop.
+    A trajectory whose loss falls :data:`PASSED` below every such set's loss can no longer stop
+    at one (the loss never increases along the flow), so it is not followed further.
     """
     minima = np.array([a.kind in MINIMA for a in index.attractors] + [False])
     edge = np.flatnonzero(uncertain(ids, shape) & minima[ids])
@@ -57,8 +65,13 @@ def stable_manifolds(
     points = np.array([a.point for a in index.attractors])
     nullity = classify_points(landscape, points, None).nullity
     hyperbolic = np.array([n <= a.dimension for a, n in zip(index.attractors, nullity)] + [False])
+    stops = [a.loss for a, h, m in zip(index.attractors, hyperbolic, minima) if h and not m]
+    if not stops:
+        return ids
+    top = max(stops)
     loose = dataclasses.replace(stage, gtol=SADDLE_PASS)
-    passing = flow_endpoints(landscape, flat[edge], loose, progress=False)
+    below = top - PASSED * max(loss_scales(landscape).loss, abs(top))
+    passing = flow_endpoints(landscape, flat[edge], loose, decide_below=below, progress=False)
     near = np.where(passing.status == Status.CONVERGED, index.match(passing.endpoints), -1)
     via = (near >= 0) & ~minima[near] & hyperbolic[near]
     ids = ids.copy()
