@@ -20,6 +20,7 @@ from ._pieces import (
 from ._scales import loss_scales
 
 __all__ = [
+    "JOIN_DEPTH",
     "JOIN_STEPS",
     "SAME_LOSS",
     "joined",
@@ -140,6 +141,9 @@ def _union(m: CriticalSet, s: CriticalSet, i: int, j: int) -> CriticalSet:
 JOIN_STEPS = 32
 """Points on the segment between two critical points at which :func:`joined_on_set` finds the
 critical point nearest."""
+JOIN_DEPTH = 2
+"""How many times :func:`joined_on_set` may check a gap of its path again on the segment between
+the two critical points on either side of it."""
 
 
 def joined_on_set(
@@ -148,13 +152,17 @@ def joined_on_set(
     b: np.ndarray,
     loss: float,
     regular: int | None = None,
+    depth: int = JOIN_DEPTH,
 ) -> bool:
     """Whether ``a`` and ``b`` lie on one connected piece of the critical set of loss ``loss``.
 
     From :data:`JOIN_STEPS` + 1 evenly spaced points of the segment ``ab`` the critical point
     nearest is found (Levenberg–Marquardt on ``∇L = 0``); the two are joined when every one of
     them is critical with loss ``loss`` and consecutive ones lie within four steps of each other
-    (a path along the set shadows the segment).  Between two components of ``abc = 1`` the
+    (a path along the set shadows the segment), or, up to ``depth`` times, are joined in the
+    same way along the segment between them: where the set bends away from the segment (a
+    branch of the canonical ``Γ*`` rising steeply towards its asymptote ``w = −1/√2``) the
+    nearest points of the first few segment points spread out.  Between two components of ``abc = 1`` the
     segment crosses a coordinate plane, where the nearest critical point is an axis (loss 1) or
     jumps to the other sheet.  With ``regular``, every point found must also have Hessian
     nullity ``regular`` (the path runs through regular points of a manifold of that dimension,
@@ -177,7 +185,10 @@ def joined_on_set(
                 np.all(np.isfinite(found))
                 and np.linalg.norm(landscape.grad(found)) <= tol
                 and same_loss(float(landscape.loss(found)), loss, scale)
-                and np.linalg.norm(found - previous) <= 4 * step + 1e-9
+            ):
+                return False
+            if np.linalg.norm(found - previous) > 4 * step + 1e-9 and not (
+                depth > 0 and joined_on_set(landscape, previous, found, loss, regular, depth - 1)
             ):
                 return False
             previous = found

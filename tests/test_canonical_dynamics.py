@@ -117,9 +117,10 @@ def test_the_search_finds_nothing_beyond_the_complete_closed_forms(p: float, q: 
 
 @pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1), (0.2, 0.85)])
 def test_basin_map_agrees_with_the_energy_classification(p: float, q: float) -> None:
-    """At ``p = 0.2, q = 0.85`` endpoints on ``Γ*`` beyond its samples become attractors found
-    by the flow, on two sides of the map: the second must not be looked up in samples that the
-    first, found by the flow, does not have."""
+    """Every endpoint reaches a set the model names in closed form (they are complete), none an
+    attractor "found by the flow": at ``p = 0.2, q = 0.85`` the branches of ``Γ*`` rise steeply
+    to ``e = ±∞`` at ``w = −1/√2``, between its samples ``w = −0.9`` and the asymptote, where
+    flows end at ``e ≈ 1.8…3``; they are points of ``Γ*``, joined to its samples along it."""
     bm = basins(markov.canonical(p, q), grid=81, progress=False)
     fractions = bm.fractions()
     assert sum(fractions.values()) == pytest.approx(1.0)
@@ -141,6 +142,7 @@ def test_basin_map_agrees_with_the_energy_classification(p: float, q: float) -> 
     assert on_line.sum() > 0.1 * on_line.size
     assert (names[on_line] == np.where(end_min, "local_min", "local_max")[on_line]).all()
     assert all(a.measure_zero for a in bm.attractors if a.kind == "saddle" and a.fraction)
+    assert {a.set for a in bm.attractors} <= {"Γ*", "e = 0", "saddle (0, -1/√2)"}
 
 
 @pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1)])
