@@ -11,10 +11,11 @@ step budget runs out in one stage continue from where they stopped in the next.
 
 from __future__ import annotations
 
-import collections
+import contextlib
+import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from ._landscape import GradientField
 from ._progress import progress_bar
 from ._rk import BatchedRK, StepControl, tableau_of
 
-__all__ = ["FlowEndpoints", "integrate_batch"]
+__all__ = ["FlowEndpoints", "integrate_batch", "small_tails"]
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,7 @@ def integrate_batch(
             64, 2048 that holds them; later rounds of the stage, with fewer members, are padded
             to it rather than traced and compiled again (a diffrax round takes seconds to
             trace, every process, while a padded round of 4,096 members takes milliseconds),
-            until the process has run :data:`TAIL_RENT` such rounds that a smaller size would
-            hold (see :func:`_round_size`).
+            except within :func:`small_tails`.
         steps_per_round: solver steps before unfinished members are re-batched.
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (``numpy.float32`` for a fast first pass:
@@ -169,7 +169,7 @@ def _run_stage(
     """
     queue, exhausted = pending, []
     while queue.size:
-        size = _round_size(advance, queue.size, chunk, state.y.dtype)
+        size = _round_size(queue.size, chunk)
         take = queue[:size]
         idx = np.resize(take, size)
         y0, t0 = _spread(state.y[idx]), _spread(state.t[idx])
@@ -187,33 +187,34 @@ def _run_stage(
     return np.concatenate(exhausted)
 
 
-TAIL_RENT = 256
-"""Rounds of a compiled round function, in one process, padded to a stage's batch size while a
-smaller size of the ladder would hold their members, before that smaller size is compiled too
-(about a second on a CPU, against milliseconds for a padded round of 2,048 members)."""
-
-_PADDED_ROUNDS: collections.Counter[tuple[Any, int, str]] = collections.Counter()
-"""How many padded rounds each ``(round function, smaller size, dtype)`` has been owed."""
+_SMALL_TAILS: contextvars.ContextVar[bool] = contextvars.ContextVar("small_tails", default=False)
 
 
-def _round_size(advance: Callable[..., Any], n: int, chunk: int, dtype: Any) -> int:
-    """The batch size of a round of ``n`` members in a stage compiled for ``chunk``.
+@contextlib.contextmanager
+def small_tails() -> Iterator[None]:
+    """Within this block, a round of a stage whose members a smaller size of the ladder holds
+    runs on a program of that size instead of being padded to the stage's batch.
 
-    The smallest size of the ladder (:func:`_padded`) that holds them, once this process has
-    run :data:`TAIL_RENT` rounds of ``advance`` padded beyond that size (the rent-or-buy rule:
-    a smaller program is compiled once the padding it would have saved has cost about as much
-    as compiling it, so a stage's long tail of a few slow members, repeated over a sweep's
-    cells, stops paying for thousands of padded members, while a single basin map never
-    compiles a second size for a short tail); until then ``chunk``.  The members are
-    integrated independently: the size changes where one stops by rounding only (programs
-    compiled for two sizes may vectorize their arithmetic differently), never its steps or its
-    status."""
+    For a sweep: a stage's long tail of a few slow members (two points at the stability limit
+    of Tsit5 beside a saddle) repeats in every cell, and a smaller program, compiled once
+    (about a second), pays for itself after a few cells, while a single basin map is better off
+    padding its tail.  The caller chooses, not the process's history, so one call gives the
+    same floating-point results whatever ran before it: programs compiled for two sizes may
+    vectorize their arithmetic differently, so endpoints differ by rounding between the two
+    (steps and status never)."""
+    token = _SMALL_TAILS.set(True)
+    try:
+        yield
+    finally:
+        _SMALL_TAILS.reset(token)
+
+
+def _round_size(n: int, chunk: int) -> int:
+    """The batch size of a round of ``n`` members in a stage compiled for ``chunk``: ``chunk``,
+    or within :func:`small_tails` the smallest size of the ladder (:func:`_padded`) that holds
+    them."""
     size = _padded(n, chunk)
-    if size >= chunk:
-        return chunk
-    key = (advance, size, np.dtype(dtype).name)
-    _PADDED_ROUNDS[key] += 1
-    return size if _PADDED_ROUNDS[key] > TAIL_RENT else chunk
+    return size if size < chunk and _SMALL_TAILS.get() else chunk
 
 
 @functools.cache

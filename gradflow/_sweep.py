@@ -25,6 +25,7 @@ import sympy as sp
 
 from ._basin_map import LABELS
 from ._basins import basins, widened_bounds
+from ._batched import small_tails
 from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
 from ._critical import critical_sets
 from ._errors import GradflowError
@@ -248,7 +249,7 @@ def sweep(
         else _open_checkpoint(Path(checkpoint), model, axes, held, region)
     )
     cells = []
-    with progress_bar(total=len(points), unit="cell", enabled=progress) as bar:
+    with progress_bar(total=len(points), unit="cell", enabled=progress) as bar, small_tails():
         for i, landscape in enumerate(bound):
             cell = _load(folder, i) if folder is not None else None
             if cell is None:

@@ -54,9 +54,9 @@ def test_tiny_run_json(cli, tmp_path):
     record = json.loads(run.out)
     assert record["setting"]["model"] == "minimal" and len(record["runs"]) == 2
     assert set(record["runs"][0]["final_distance"]) == {"uniform", "unigram", "bigram"}
-    data = np.load(out)
-    assert data["seed1_steps"].tolist() == [0, 3, 6]
-    assert data["seed0_theta"].shape == (3, 2 + 11)
+    with np.load(out) as data:
+        assert data["seed1_steps"].tolist() == [0, 3, 6]
+        assert data["seed0_theta"].shape == (3, 2 + 11)
     assert (tmp_path / "run.json").exists()
     text = cli(*[a for a in argv if a != "--json"][:-1], str(tmp_path / "text.npz")).out
     for r in record["runs"]:

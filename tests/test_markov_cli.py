@@ -126,8 +126,9 @@ def test_train_writes_the_record(cli, tmp_path):
     summary = json.loads(out)
     assert summary["steps_done"] == 300 and summary["nan_step"] is None
     assert np.all(np.abs(np.array(summary["final_test_loss"]) - H_RATE) < 0.01)
-    data = np.load(tmp_path / "train.npz")
-    assert data["coords"].shape[0] == 3 and list(data["coordinate_names"]) == ["e", "w", "a", "b"]
+    with np.load(tmp_path / "train.npz") as data:
+        assert data["coords"].shape[0] == 3
+        assert list(data["coordinate_names"]) == ["e", "w", "a", "b"]
 
 
 @pytest.mark.slow

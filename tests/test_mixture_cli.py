@@ -59,7 +59,9 @@ def _small_run(cli, *extra: str) -> tuple[dict, dict, np.lib.npyio.NpzFile]:
     run = cli(*argv)
     assert run.code == 0
     printed = json.loads(run.out)
-    return printed, json.loads(out.with_suffix(".json").read_text()), np.load(out)
+    with np.load(out) as data:
+        arrays = dict(data)
+    return printed, json.loads(out.with_suffix(".json").read_text()), arrays
 
 
 def test_reduced_run_writes_npz_and_json_with_the_stage_times(cli):

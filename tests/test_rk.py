@@ -15,7 +15,6 @@ maps run through diffrax, the reference.  Losses not written for this package:
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 
 import diffrax
@@ -129,18 +128,23 @@ def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> No
 
 
 def test_a_tail_of_few_members_runs_on_a_smaller_batch_with_the_same_steps(monkeypatch) -> None:
-    """Once the process has run ``TAIL_RENT`` padded rounds, a round of at most 64 members runs
-    on the 64-member program instead of padding them to the stage's 2,048: each member takes the
-    same steps to the same status, and ends on its minimum ``(sign x0, 0)`` of the double well
-    at the same point, to rounding."""
+    """Within ``small_tails`` (a sweep), a round of at most 64 members runs on the 64-member
+    program instead of padding them to the stage's 2,048: each member takes the same steps to
+    the same status, and ends on its minimum ``(sign x0, 0)`` of the double well at the same
+    point, to rounding; outside it, the same call runs padded whatever ran before."""
     starts = np.random.default_rng(1).uniform(-2, 2, size=(100, 2))
     starts = starts[np.abs(starts[:, 0]) > 0.1]
-    monkeypatch.setattr(batched, "TAIL_RENT", 10**9)
+    sizes: list[int] = []
+    round_size = batched._round_size
+    monkeypatch.setattr(
+        batched, "_round_size", lambda *a: sizes.append(round_size(*a)) or sizes[-1]
+    )
+    with batched.small_tails():
+        small = flow_endpoints(DOUBLE_WELL, starts, OPTIONS, progress=False)
+    assert batched.MIN_CHUNK in sizes
+    sizes.clear()
     padded = flow_endpoints(DOUBLE_WELL, starts, OPTIONS, progress=False)
-    monkeypatch.setattr(batched, "TAIL_RENT", 0)
-    monkeypatch.setattr(batched, "_PADDED_ROUNDS", collections.Counter())
-    small = flow_endpoints(DOUBLE_WELL, starts, OPTIONS, progress=False)
-    assert {size for _, size, _ in batched._PADDED_ROUNDS} == {batched.MIN_CHUNK}
+    assert batched.MIN_CHUNK not in sizes
     np.testing.assert_array_equal(small.steps, padded.steps)
     np.testing.assert_array_equal(small.status, padded.status)
     np.testing.assert_allclose(small.endpoints, padded.endpoints, rtol=0, atol=1e-13)

@@ -19,7 +19,6 @@ SMALL = ["--p", "0.3,0.7", "--q", "0.2:0.8:2", "--grid", "9"]
 
 def test_a_cell_is_the_basin_map_at_its_values(cli, tmp_path) -> None:
     assert cli("sweep", *SMALL, "--json").code == 0
-    saved = np.load(tmp_path / "sweep.npz")
     record = json.loads((tmp_path / "sweep.json").read_text())
     assert record["axes"] == {"p": [0.3, 0.7], "q": [0.2, 0.8]}
     cell = record["cells"][3]
@@ -27,9 +26,9 @@ def test_a_cell_is_the_basin_map_at_its_values(cli, tmp_path) -> None:
     run = json.loads(cli("basins", "--p", "0.7", "--q", "0.8", "--grid", "9", "--json").out)
     assert cell["fractions"] == run["fractions"]
     assert [a["fraction"] for a in cell["attractors"]] == [a["fraction"] for a in run["attractors"]]
-    single = np.load(tmp_path / "basins.npz")
-    np.testing.assert_array_equal(saved["attractor_ids"][1, 1], single["attractor_ids"])
-    np.testing.assert_array_equal(saved["labels"][1, 1], single["labels"])
+    with np.load(tmp_path / "sweep.npz") as saved, np.load(tmp_path / "basins.npz") as single:
+        np.testing.assert_array_equal(saved["attractor_ids"][1, 1], single["attractor_ids"])
+        np.testing.assert_array_equal(saved["labels"][1, 1], single["labels"])
 
 
 def test_an_interrupted_sweep_resumes_to_identical_files(cli, tmp_path, monkeypatch) -> None:
