@@ -3,8 +3,9 @@
 Every connected component of every classified critical set is an attractor with an integer id
 (saddles and maxima too: a trajectory started on a stable manifold ends there).  The end of a
 converged trajectory is assigned to the attractor whose sample points lie nearest, within a
-tolerance set by the sampling, and of the kind its own Hessian shows where that differs; endpoints near no known set (a set outside the searched box) are
-clustered and classified, and each cluster becomes a further attractor.
+tolerance set by the sampling, and of the kind its own Hessian shows where that differs;
+endpoints near no known set (a set outside the searched box) are clustered and classified, and
+each cluster becomes a further attractor.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.cluster.hierarchy import DisjointSet, fcluster, linkage
 from scipy.spatial import cKDTree
 
 from ._classify import classify_points
@@ -165,8 +166,9 @@ class AttractorIndex:
         odd = np.flatnonzero((ids >= 0) & (kinds[ids] != "minimum"))
         if odd.size:
             own = np.vectorize(_class)(classify_points(self._landscape, points[odd], None).kinds)
-            for kind in np.unique(own[own != kinds[ids[odd]]]):
-                moved = odd[(own == kind) & (own != kinds[ids[odd]])]
+            differs = own != kinds[ids[odd]]
+            for kind in np.unique(own[differs]):
+                moved = odd[differs & (own == kind)]
                 found = self._nearest(points[moved], kinds[self._owners] == kind)
                 ids[moved[found >= 0]] = found[found >= 0]
         return ids
@@ -268,14 +270,7 @@ def _linked(
     ``e = 0`` (critical, with another loss), stay two.  Returns the groups as lists of part
     indices, in the order of their first part.
     """
-    parent = list(range(len(parts)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    linked = DisjointSet(range(len(parts)))
     trees = [cKDTree(part) for _, part in parts]
     scale = loss_scales(landscape).loss
     for i, j in itertools.combinations(range(len(parts)), 2):
@@ -289,10 +284,10 @@ def _linked(
         if distance[k] <= point_link or (
             distance[k] <= gap and runs_between(landscape, a, b, gap, si.loss)
         ):
-            parent[find(j)] = find(i)
+            linked.merge(i, j)
     groups: dict[int, list[int]] = {}
     for i in range(len(parts)):
-        groups.setdefault(find(i), []).append(i)
+        groups.setdefault(linked[i], []).append(i)
     return list(groups.values())
 
 

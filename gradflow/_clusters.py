@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.cluster.hierarchy import DisjointSet, fcluster, linkage
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
@@ -137,6 +137,7 @@ def _joined_along_the_set(
     ``abc = 1`` stay apart, since a segment between two of them crosses a coordinate plane.
     Pairs are tried nearest first, as in Kruskal's algorithm, so that a chain of short paths
     joins a component; two groups that failed :data:`JOIN_ATTEMPTS` times are not tried again.
+    A group is labelled with its smallest cluster label.
     """
     labels = np.asarray(labels).copy()
     clusters = list(np.unique(labels))
@@ -149,21 +150,14 @@ def _joined_along_the_set(
         distance, nearest = cKDTree(pb).query(pa)
         i = int(np.argmin(distance))
         pairs.append((float(distance[i]), a, b, pa[i], pb[nearest[i]]))
-    root = {c: c for c in clusters}
-
-    def find(c: int) -> int:
-        while root[c] != c:
-            c = root[c]
-        return c
-
+    groups = DisjointSet(clusters)
     failures: dict[frozenset[int], int] = {}
     for _, a, b, pa, pb in sorted(pairs, key=lambda pair: pair[0]):
-        ra, rb = find(a), find(b)
-        key = frozenset((ra, rb))
-        if ra == rb or failures.get(key, 0) >= JOIN_ATTEMPTS:
+        key = frozenset((groups[a], groups[b]))
+        if groups.connected(a, b) or failures.get(key, 0) >= JOIN_ATTEMPTS:
             continue
         if joined_on_set(landscape, pa, pb, float(landscape.loss(pa)), generic[a]):
-            root[rb] = ra
+            groups.merge(a, b)
         else:
             failures[key] = failures.get(key, 0) + 1
-    return np.array([find(c) for c in labels])
+    return np.array([min(groups.subset(c)) for c in labels])
