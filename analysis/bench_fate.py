@@ -2,7 +2,8 @@
 
 Times :func:`gradflow.analysis.markov_fate.fate_map` at ``p = 0.5, q = 0.8``, ``σ = 0``, on a
 ``grid × grid`` grid (the full model: ``N`` positions, ``d = 8``, linear attention) from a cold
-process, compilation included, with how many runs ended in each fate and the longest flow time.
+process, compilation included, with how many runs ended in each fate, the longest flow time,
+and the solver steps of each fate (where the map's time goes: every step costs the same).
 The baseline, measured in the same run, is the full model's gradient: one member at a time
 (how the fate map integrates its runs) against a batch of 64 under ``jax.vmap`` (how the basin
 maps integrate theirs), per member; the ratio above 1 is why the full runs go one at a time.
@@ -53,6 +54,8 @@ class Report:
     Attributes:
         seconds: the fate map's wall time, compilation included.
         counts: runs per fate.
+        cost: per fate, solver steps in all, the most of one run, share of the map's steps
+            (:meth:`~gradflow.analysis.markov_fate.FateMap.cost`).
         longest: the largest flow time of a run (time units of the flow).
         one_at_a_time, vmapped: seconds per member of one full gradient, alone and in a vmapped
             batch of :data:`BATCH`.
@@ -62,6 +65,7 @@ class Report:
     config: Config
     seconds: float
     counts: dict[str, int]
+    cost: dict[str, dict[str, float]]
     longest: float
     one_at_a_time: float
     vmapped: float
@@ -83,6 +87,7 @@ class Report:
             "seconds": self.seconds,
             "seconds_per_run": self.seconds / runs,
             "counts": self.counts,
+            "steps": self.cost,
             "longest_flow_time": self.longest,
             "gradient_seconds_one_at_a_time": self.one_at_a_time,
             "gradient_seconds_vmapped": self.vmapped,
@@ -92,7 +97,9 @@ class Report:
         }
 
     def text(self) -> str:
-        """Three lines: the map, its fates, the gradient baseline."""
+        """Four lines: the map, its fates, their solver steps, the gradient baseline."""
+        from gradflow.analysis.markov_fate import cost_line
+
         r = self.to_dict()
         g = self.config.grid
         return "\n".join(
@@ -102,6 +109,7 @@ class Report:
                 f"  {self.seconds:.0f} s with compilation ({r['seconds_per_run']:.2f} s per run;"
                 f" longest flow time {self.longest:.4g}); fates: "
                 + ", ".join(f"{k} {v}" for k, v in self.counts.items()),
+                "  " + cost_line(self.cost),
                 f"  full gradient: {1e6 * self.one_at_a_time:.0f} µs per member alone,"
                 f" {1e6 * self.vmapped:.0f} µs in a vmapped batch of {BATCH}"
                 f" ({r['ratio_vmapped_to_one_at_a_time']:.1f}×)",
@@ -142,6 +150,7 @@ def bench(config: Config) -> Report:
         config=config,
         seconds=seconds,
         counts=result.counts(),
+        cost=result.cost(),
         longest=float(np.max(result.times)),
         one_at_a_time=one,
         vmapped=batched,

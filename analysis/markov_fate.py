@@ -63,6 +63,7 @@ __all__ = [
     "FateConfig",
     "FateMap",
     "FullLandscape",
+    "cost_line",
     "fate_map",
     "reduced_label",
 ]
@@ -203,6 +204,8 @@ class FateMap:
         fates: codes into :data:`FATES`, shape ``(R, n, n)`` (row = e).
         times: flow time at which each run was decided, shape ``(R, n, n)``.
         losses: final full loss, nats, shape ``(R, n, n)``.
+        steps: solver steps of each run, accepted and rejected, shape ``(R, n, n)``: its cost
+            (every step of Tsit5 evaluates the full gradient six times).
         projected: final weights projected to reduced coordinates, shape ``(R, n, n, dim)``.
         reduced: per metric (``"euclidean"``, ``"induced"``) the predicted fate per grid point
             (:func:`reduced_label`), string arrays of shape ``(n, n)``.
@@ -218,6 +221,7 @@ class FateMap:
     fates: np.ndarray
     times: np.ndarray
     losses: np.ndarray
+    steps: np.ndarray
     projected: np.ndarray
     reduced: dict[str, np.ndarray]
     references: dict[str, float]
@@ -261,6 +265,22 @@ class FateMap:
         """How many runs ended in each fate."""
         return {name: int(np.sum(self.fates == k)) for k, name in enumerate(FATES)}
 
+    def cost(self) -> dict[str, dict[str, float]]:
+        """Per fate that occurred: its runs' solver steps in all, the most of one run, and the
+        share of all the map's steps (a step costs the same whatever the fate, so this is
+        where the map's time goes)."""
+        total = max(int(self.steps.sum()), 1)
+        out = {}
+        for k, name in enumerate(FATES):
+            mine = self.steps[self.fates == k]
+            if mine.size:
+                out[name] = {
+                    "steps": int(mine.sum()),
+                    "most": int(mine.max()),
+                    "share": float(mine.sum() / total),
+                }
+        return out
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The NPZ's arrays."""
         return {
@@ -272,6 +292,7 @@ class FateMap:
             "fate_names": np.asarray(FATES),
             "times": self.times,
             "losses": self.losses,
+            "steps": self.steps,
             "projected": self.projected,
             **{f"reduced_{m}": v for m, v in self.reduced.items()},
         }
@@ -284,6 +305,7 @@ class FateMap:
             "parameters": list(self.config.full().reduced.param_names),
             "agreement": self.agreement(),
             "counts": self.counts(),
+            "steps": self.cost(),
             "undecided": sum(1 for r in self._records() if r["full"] == "undecided"),
             "mismatches": {m: self.mismatches(m) for m in self.reduced},
             "spectra": list(self.spectra),
@@ -309,6 +331,7 @@ class FateMap:
             shares = ", ".join(f"σ = {s}: {100 * v:.1f} %" for s, v in by_sigma.items())
             lines.append(f"agreement with the reduced basins, {metric} metric: {shares}")
         lines.append("fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()))
+        lines.append(cost_line(self.cost()))
         for metric in self.reduced:
             found = self.mismatches(metric)
             lines.append(f"mismatches, {metric} metric: {len(found)}")
@@ -321,6 +344,15 @@ class FateMap:
                 lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
         lines += index_lines(self.spectra)
         return "\n".join(lines)
+
+
+def cost_line(cost: dict[str, dict[str, float]]) -> str:
+    """One line of :meth:`FateMap.cost`: the solver steps of each fate, their share, the most
+    of one run."""
+    return "solver steps: " + ", ".join(
+        f"{k} {c['steps']:,} ({100 * c['share']:.0f} %, at most {c['most']:,} a run)"
+        for k, c in cost.items()
+    )
 
 
 def full_options(config: FateConfig) -> FlowOptions:
@@ -357,7 +389,7 @@ def _reduced_predictions(config: FateConfig, full: MarkovFullModel) -> dict[str,
 def _run(
     config: FateConfig, full: MarkovFullModel, flat0: np.ndarray, h: jax.Array, refs: dict
 ) -> dict[str, np.ndarray]:
-    """One batch of full runs: fates, times, losses, projected endpoints."""
+    """One batch of full runs: fates, times, losses, solver steps, projected endpoints."""
     land = FullLandscape(full, h)
     gap = refs["unigram_loss"] - refs["entropy_rate"]
     level = refs["entropy_rate"] + DECISION_SHARE * gap
@@ -383,7 +415,13 @@ def _run(
     stalled = undecided & (result.times < config.t_max) & (margins <= KINK_TOL)
     fates[stalled] = FATES.index("kink")
     projected = np.asarray(_project_batch(full)(jnp.asarray(result.endpoints)))
-    return {"fates": fates, "times": result.times, "losses": losses, "projected": projected}
+    return {
+        "fates": fates,
+        "times": result.times,
+        "losses": losses,
+        "steps": result.steps,
+        "projected": projected,
+    }
 
 
 def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMap:
@@ -432,6 +470,7 @@ def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMa
         fates=stack["fates"].reshape(shape),
         times=stack["times"].reshape(shape),
         losses=stack["losses"].reshape(shape),
+        steps=stack["steps"].reshape(shape),
         projected=stack["projected"].reshape(shape + (full.reduced.dim,)),
         reduced=_reduced_predictions(config, full),
         references=refs,
@@ -451,8 +490,9 @@ def _store(folder: Path, sigma: float, seed: int, run: dict[str, np.ndarray]) ->
 
 
 def _load(folder: Path, sigma: float, seed: int) -> dict[str, np.ndarray] | None:
+    """A finished batch, or ``None`` (not run yet, or written before runs kept their steps)."""
     path = _run_path(folder, sigma, seed)
     if not path.exists():
         return None
     with np.load(path) as data:
-        return {k: data[k] for k in data.files}
+        return {k: data[k] for k in data.files} if "steps" in data.files else None

@@ -31,6 +31,7 @@ from gradflow.analysis.markov_fate import (
     FATES,
     FULL_CHUNK,
     FateConfig,
+    FateMap,
     FullLandscape,
     _kink_margin,
     fate_map,
@@ -62,9 +63,38 @@ def test_e0_zero_stays_local_and_fates_are_named(tiny_map):
     h_pi = float(unigram_loss.subs({p_sym: P, q_sym: Q}))
     np.testing.assert_allclose(tiny_map.losses[0, 0], h_pi, atol=1e-9)
     assert set(names.ravel()) <= set(FATES)
+    assert list(tiny_map.steps[0, 0]) == [0, 0]
     shares = tiny_map.agreement()
     assert set(shares) == {"euclidean", "induced"}
     assert all(0.0 <= v <= 1.0 for by in shares.values() for v in by.values())
+
+
+def test_cost_per_fate_adds_up_the_steps_of_its_runs():
+    """Two global runs of 10 and 30 steps, a local run of 60, a kink of 900: 1,000 steps,
+    global 4 % of them (most 30), local 6 %, kink 90 %; fates without runs are left out."""
+    code = {name: k for k, name in enumerate(FATES)}
+    fates = np.array([[[code["global"], code["kink"]], [code["local"], code["global"]]]])
+    steps = np.array([[[10, 900], [60, 30]]])
+    config = FateConfig(p=P, q=Q, grid=2, sigma=(0.0,), length=LENGTH)
+    empty = np.zeros((1, 2, 2))
+    fate = FateMap(
+        config=config,
+        ws=np.zeros(2),
+        es=np.zeros(2),
+        runs=((0.0, 0),),
+        fates=fates,
+        times=empty,
+        losses=empty,
+        steps=steps,
+        projected=np.zeros((1, 2, 2, 2)),
+        reduced={},
+        references={},
+    )
+    cost = fate.cost()
+    assert set(cost) == {"global", "local", "kink"}
+    assert cost["global"] == {"steps": 40, "most": 30, "share": 0.04}
+    assert cost["local"] == {"steps": 60, "most": 60, "share": 0.06}
+    assert cost["kink"] == {"steps": 900, "most": 900, "share": 0.9}
 
 
 @pytest.fixture(scope="module")
