@@ -6,7 +6,9 @@ slowest one of the batch.  Each chunk is split over every visible JAX device alo
 axis (``jax.sharding``), so the same code uses two forced host devices on a 2-core CPU, several
 GPUs, or the devices of several hosts under ``jax.distributed``.  Several stages (e.g. an
 explicit solver, then an implicit one for the stiff remainder) can be chained: members whose
-step budget runs out in one stage continue from where they stopped in the next.
+step budget runs out in one stage continue from where they stopped in the next, except those
+stalled beside a nondegenerate minimum, whose endpoint Newton's method gives
+(:mod:`gradflow._newton_finish`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, solve, status_code
 from ._landscape import GradientField
+from ._newton_finish import newton_finish
 from ._progress import progress_bar
 from ._rk import BatchedRK, StepControl, tableau_of
 
@@ -78,7 +81,11 @@ def integrate_batch(
         field: the loss and gradient.
         args: passed to the field.
         thetas0: initial points.
-        stages: solver and stopping rule of each stage, tried in turn.
+        stages: solver and stopping rule of each stage, tried in turn.  A member of a stage
+            followed by another is tested by :func:`~gradflow._newton_finish.newton_finish` when
+            its steps in the stage reach :data:`FINISH_AFTER` times a power of two and when its
+            budget runs out: a member beside a nondegenerate minimum stops there, converged
+            (its time is the flow time of the test), instead of continuing in the next stage.
         decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
             level.
         chunk_size: at most this many members are integrated together.  Each stage compiles
@@ -116,14 +123,15 @@ def integrate_batch(
     )
     pending = np.arange(n)
     with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
-        for stage in stages:
+        for i, stage in enumerate(stages):
             if not pending.size:
                 break
             limit = np.zeros(n, dtype=np.int64)
             limit[pending] = state.steps[pending] + stage.max_steps
             advance = _round_function(field, stage, steps_per_round)
             chunk = _padded(pending.size, chunk_size)
-            pending = _run_stage(advance, args, level, state, pending, limit, chunk, bar)
+            finish = None if i + 1 == len(stages) else _Finish(field, stage, args, level, chunk)
+            pending = _run_stage(advance, args, level, state, pending, limit, chunk, bar, finish)
     return FlowEndpoints(
         endpoints=state.y.astype(np.float64),
         times=state.t.astype(np.float64),
@@ -162,8 +170,10 @@ def _run_stage(
     limit: np.ndarray,
     chunk: int,
     bar: Any,
+    finish: _Finish | None = None,
 ) -> np.ndarray:
-    """Run the members ``pending`` until each stops or reaches its step ``limit``.
+    """Run the members ``pending`` until each stops or reaches its step ``limit``; members
+    ``finish`` accepts stop at their Newton limit.
 
     Returns the members whose budget ran out (to be continued by a later stage, if any).
     """
@@ -176,8 +186,11 @@ def _run_stage(
         yy, tt, nn, ss = advance(y0, t0, args, level)
         m = take.size
         state.y[take], state.t[take] = np.asarray(yy)[:m], np.asarray(tt)[:m]
-        state.steps[take] += np.asarray(nn)[:m]
+        taken = np.asarray(nn)[:m]
+        state.steps[take] += taken
         code = np.asarray(ss)[:m]
+        if finish is not None:
+            code = finish(state, take, code, taken, limit[take])
         stopped = code >= 0
         out_of_steps = ~stopped & (state.steps[take] >= limit[take])
         state.status[take[stopped]] = code[stopped]
@@ -185,6 +198,58 @@ def _run_stage(
         queue = np.concatenate([queue[size:], take[~(stopped | out_of_steps)]])
         bar.update(int(stopped.sum()))
     return np.concatenate(exhausted)
+
+
+FINISH_AFTER = 128
+"""Steps in a stage after which a member still running is first tested for its Newton limit;
+it is tested again after twice, four times … as many.  Most members stop within this many
+steps; one stalled at the stability limit beside a minimum is caught after 128 of its 2,000."""
+
+
+@dataclass(frozen=True)
+class _Finish:
+    """The Newton test (:func:`~gradflow._newton_finish.newton_finish`) of a stage's members
+    that are due: still running, and their steps in the stage have just reached
+    :data:`FINISH_AFTER` times a power of two, or their budget."""
+
+    field: GradientField
+    stage: FlowOptions
+    args: Any
+    level: jax.Array
+    chunk: int
+
+    def __call__(
+        self,
+        state: _BatchState,
+        take: np.ndarray,
+        code: np.ndarray,
+        taken: np.ndarray,
+        limit: np.ndarray,
+    ) -> np.ndarray:
+        """The round's status codes of the members ``take``, with those that pass the test
+        converged (their endpoints moved to their Newton limits in ``state``)."""
+        after = state.steps[take] - (limit - self.stage.max_steps)
+        due = (code < 0) & ((after >= self.stage.max_steps) | _doubled(after - taken, after))
+        if not due.any():
+            return code
+        members = take[due]
+        idx = np.resize(members, _padded(members.size, self.chunk))
+        test = newton_finish(self.field, dataclasses.replace(self.stage, gtol=1.0))
+        ok, x = test(jnp.asarray(state.y[idx]), self.args, self.level, self.stage.gtol)
+        ok = np.asarray(ok)[: members.size]
+        state.y[members[ok]] = np.asarray(x)[: members.size][ok]
+        code = code.copy()
+        code[np.flatnonzero(due)[ok]] = int(Status.CONVERGED)
+        return code
+
+
+def _doubled(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Whether a member's stage steps went past :data:`FINISH_AFTER` times a power of two."""
+
+    def doublings(steps: np.ndarray) -> np.ndarray:
+        return np.floor(np.log2(np.maximum(steps, 1) / FINISH_AFTER))
+
+    return (after >= FINISH_AFTER) & (doublings(after) > doublings(before))
 
 
 _SMALL_TAILS: contextvars.ContextVar[bool] = contextvars.ContextVar("small_tails", default=False)
