@@ -90,7 +90,7 @@ def integrate_batch(
             level.
         chunk_size: at most this many members are integrated together.  Each stage compiles
             one batch size: ``chunk_size``, or for a stage with fewer members the smallest of
-            64, 2048 that holds them; later rounds of the stage, with fewer members, are padded
+            64, 256, 1024 that holds them; later rounds of the stage, with fewer members, are padded
             to it rather than traced and compiled again (a diffrax round takes seconds to
             trace, every process, while a padded round of 4,096 members takes milliseconds),
             except within :func:`small_tails`.
@@ -146,7 +146,7 @@ MIN_CHUNK = 64
 
 def _padded(n: int, chunk: int) -> int:
     """The compiled batch size for a stage of ``n`` members: the smallest :data:`MIN_CHUNK` ·
-    32ᵏ that holds them, at most ``chunk`` rounded down to a power of two and to at least the
+    4ᵏ that holds them, at most ``chunk`` rounded down to a power of two and to at least the
     number of devices (so that the batch splits evenly over them).  A ``chunk`` below
     :data:`MIN_CHUNK` is for members whose gradient is costly (a full model's): padding a round
     of a few stiff members to 64 would multiply its cost."""
@@ -157,8 +157,11 @@ def _padded(n: int, chunk: int) -> int:
     return min(chunk, size)
 
 
-LADDER = 32
-"""Ratio between successive compiled batch sizes."""
+LADDER = 4
+"""Ratio between successive compiled batch sizes.  A stage's first round costs its padded size
+times its slowest member's steps: a basin map's float64 pass of a few hundred members ran
+padded to 2,048 with a ratio of 32.  Each size is one more program only where a process
+integrates stages of different sizes with one field (a sweep's cells)."""
 
 
 def _run_stage(

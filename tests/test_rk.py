@@ -129,7 +129,7 @@ def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> No
 
 def test_a_tail_of_few_members_runs_on_a_smaller_batch_with_the_same_steps(monkeypatch) -> None:
     """Within ``small_tails`` (a sweep), a round of at most 64 members runs on the 64-member
-    program instead of padding them to the stage's 2,048: each member takes the same steps to
+    program instead of padding them to the stage's 256: each member takes the same steps to
     the same status, and ends on its minimum ``(sign x0, 0)`` of the double well at the same
     point, to rounding; outside it, the same call runs padded whatever ran before."""
     starts = np.random.default_rng(1).uniform(-2, 2, size=(100, 2))
