@@ -23,7 +23,9 @@ at one place are typed as in Kuznetsov, *Elements of Applied Bifurcation Theory*
 Kinds are compared as minimum, saddle, maximum or degenerate (a global and a local minimum are
 the same kind here: that difference is about other critical values, not about this point).  An
 event that only exists at one cell (a set degenerate exactly there, with the same kind on both
-sides) is no bifurcation and is dropped, so the answer does not depend on whether a grid value
+sides) is no bifurcation and is dropped; a change of kind whose point is degenerate exactly at
+a cell, with the same Morse index on both sides (two branches crossing on a grid value), is
+placed at that cell instead of bisected; so the answer does not depend on whether a grid value
 falls on it.
 """
 
@@ -430,6 +432,12 @@ class _Line:
         k0, k1 = t.steps[i], t.steps[i + 1]
         p0, p1 = self.point(t, i), self.point(t, i + 1)
         h0, h1 = self.h[k0], self.h[k1]
+        at_cell = self._degenerate_end(k0, p0, k1, p1)
+        if at_cell is not None:
+            point = p0 if at_cell == k0 else p1
+            return _Event(
+                "change", self.h[at_cell], point, branch=number, before=before, after=after
+            )
         best = {"point": p0}
         side = self._side(k0, p0, k1, p1, before)
         if side is None:
@@ -446,6 +454,20 @@ class _Line:
 
         h = _bisect(same, h0, h1)
         return _Event("change", h, best["point"], branch=number, before=before, after=after)
+
+    def _degenerate_end(self, k0: int, p0: np.ndarray, k1: int, p1: np.ndarray) -> int | None:
+        """The line position, ``k0`` or ``k1``, of a change of kind that happens exactly on that
+        cell: the Morse index is the same at both ends and the point at that end has a singular
+        Hessian (two branches crossing on a grid value, where they meet in one degenerate
+        point: a bisection by the kind would stop where the classifier's tolerance does, on
+        each side of the cell, and the crossing would be reported as two changes).  ``None``
+        otherwise, and at an end of the line (see :meth:`_side`)."""
+        if {0, len(self.line) - 1} & {k0, k1}:
+            return None
+        ends = [(k, p, self.family(self.values(self.h[k]))) for k, p in ((k0, p0), (k1, p1))]
+        if morse_index(ends[0][2], p0) != morse_index(ends[1][2], p1):
+            return None
+        return next((k for k, p, landscape in ends if _singular(landscape, p)), None)
 
     def _side(
         self, k0: int, p0: np.ndarray, k1: int, p1: np.ndarray, before: str

@@ -132,6 +132,17 @@ def test_transcritical_branches_keep_their_identity_through_the_crossing() -> No
     assert {bool(np.allclose(b.points[:, 0], 0)) for b in result.branches} == {True, False}
 
 
+def test_transcritical_also_when_a_grid_value_falls_on_it() -> None:
+    """With 11 values, ``a = 0`` is a cell: there the branches ``x = 0`` and ``x = a`` meet in
+    the degenerate saddle ``(0, 0)`` (``∂²ₓL = 2x - a = 0``), and the exchange of stability is
+    one transcritical point at that cell, not a change of kind on either side of it."""
+    result = one_d(UNFOLDING, 11, "a", b=0.0)
+    (found,) = result.bifurcations
+    assert found.type == "transcritical"
+    assert found.at["a"] == 0
+    assert sorted(found.changes) == [("min", "saddle"), ("saddle", "min")]
+
+
 @pytest.mark.parametrize("q", [(0.2, 0.7, 0.9), (0.6, 0.8)], ids=["on-a-cell", "between"])
 def test_canonical_halves_of_e_0_trade_kinds_at_q_0_7(q) -> None:
     result = gradflow.sweep(canonical_model(), {"q": q}, values={"p": 0.3}, grid=5, progress=False)
