@@ -233,8 +233,8 @@ class AttractorIndex:
 
     def _set_through(self, landscape: Landscape, point: np.ndarray, kind: str) -> int:
         """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
-        ``point``, the sample nearest it joined to it along the set (:func:`~gradflow._merging.joined_on_set`);
-        ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
+        ``point``, the sample nearest it joined to it along the set
+        (:func:`~gradflow._merging.joined_on_set`); ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
         the component it lies on, not a new attractor."""
         loss = float(landscape.loss(point))
         scale = loss_scales(landscape).loss

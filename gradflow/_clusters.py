@@ -139,7 +139,7 @@ def _joined_along_the_set(
     joins a component; two groups that failed :data:`JOIN_ATTEMPTS` times are not tried again.
     A group is labelled with its smallest cluster label.
     """
-    labels = np.asarray(labels).copy()
+    labels = np.asarray(labels)
     clusters = list(np.unique(labels))
     generic = {c: int(np.median(nullity[labels == c])) for c in clusters}
     pairs = []
@@ -160,4 +160,5 @@ def _joined_along_the_set(
             groups.merge(a, b)
         else:
             failures[key] = failures.get(key, 0) + 1
-    return np.array([min(groups.subset(c)) for c in labels])
+    smallest = {c: min(groups.subset(c)) for c in clusters}
+    return np.array([smallest[c] for c in labels])

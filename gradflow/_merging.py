@@ -162,9 +162,9 @@ def joined_on_set(
     (a path along the set shadows the segment), or, up to ``depth`` times, are joined in the
     same way along the segment between them: where the set bends away from the segment (a
     branch of the canonical ``Γ*`` rising steeply towards its asymptote ``w = −1/√2``) the
-    nearest points of the first few segment points spread out.  Between two components of ``abc = 1`` the
-    segment crosses a coordinate plane, where the nearest critical point is an axis (loss 1) or
-    jumps to the other sheet.  With ``regular``, every point found must also have Hessian
+    nearest points of the first few segment points spread out.  Between two components of
+    ``abc = 1`` the segment crosses a coordinate plane, where the nearest critical point is an
+    axis (loss 1) or jumps to the other sheet.  With ``regular``, every point found must also have Hessian
     nullity ``regular`` (the path runs through regular points of a manifold of that dimension,
     not through a crossing such as the origin where two coordinate axes meet).
     """
