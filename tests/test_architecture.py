@@ -41,6 +41,8 @@ PRIVATE_IN_TESTS = {
     ("tests.test_rk", "gradflow._batched"),
     ("tests.test_rk", "gradflow._rk"),
     ("tests.test_registry", "gradflow.cli._registry"),
+    ("tests.test_streamlines", "gradflow._draw"),
+    ("tests.test_streamlines", "gradflow._streamlines"),
     ("tests.test_sweep", "gradflow._sweep"),
 }
 """``(test module, private module)``: unit tests of an engine internal that is not exported."""
