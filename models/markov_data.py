@@ -21,6 +21,7 @@ __all__ = [
     "check_switching",
     "enumerate_sequences",
     "next_one_probability",
+    "prefix_ends",
     "sample_chains",
     "sequence_probabilities",
 ]
@@ -74,6 +75,24 @@ def enumerate_sequences(length: int) -> np.ndarray:
     n = check_length(length, exact=True)
     codes = np.arange(2**n)
     return ((codes[:, None] >> np.arange(n - 1, -1, -1)[None, :]) & 1).astype(np.int32)
+
+
+def prefix_ends(length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each prefix ``x_1…x_n`` (``n = 1…N``) of the ``2^N`` sequences of
+    :func:`enumerate_sequences` first ends: ``(rows, cols)``, each of shape ``(2^{N+1} - 2,)``,
+    ordered by ``n`` and then as the sequences.
+
+    In binary counting order the sequences that share a prefix of length ``n`` are the
+    ``2^{N-n}`` consecutive rows of a block; ``rows`` holds the first row of each block,
+    ``cols = n - 1`` the prefix's last position.
+
+    Raises:
+        GradflowError: ``N`` outside ``1…14`` (see :data:`MAX_EXACT_LENGTH`).
+    """
+    n = check_length(length, exact=True)
+    rows = [np.arange(0, 2**n, 2 ** (n - m)) for m in range(1, n + 1)]
+    cols = [np.full(2**m, m - 1) for m in range(1, n + 1)]
+    return np.concatenate(rows), np.concatenate(cols)
 
 
 @jax.jit

@@ -36,6 +36,7 @@ from .markov_data import (
     check_length,
     enumerate_sequences,
     next_one_probability,
+    prefix_ends,
     sequence_probabilities,
 )
 from .markov_ranges import ATTENTION_KINDS, check_attention, check_width
@@ -53,6 +54,7 @@ __all__ = [
     "residual_stream",
     "sample_loss",
     "standard_init",
+    "stream_logits",
 ]
 
 STANDARD_STD = 0.02
@@ -106,7 +108,12 @@ def logits(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N"
     The attention is computed batch-wide by :mod:`gradflow.models.markov_causal_attention` (the
     same function as the masked softmax, or mean, over the visible positions).
     """
-    y = residual_stream(model, x)
+    return stream_logits(model, residual_stream(model, x))
+
+
+def stream_logits(model: MarkovTransformer, y: Float[Array, "*B d"]) -> Float[Array, "*B"]:
+    """The logit ``⟨e, z⟩ + b`` of residual-stream vectors ``y`` after the FFN
+    ``z = y + W_2 ReLU(W_1 y)``; any leading shape."""
     z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
     return z @ model.readout() + model.b
 
@@ -153,14 +160,31 @@ def exact_loss(
     """The population loss by enumeration: ``Σ_x P(x) (1/N) Σ_n ℓ_{P(1|x_n)}(logit_n(x))``, nats.
 
     The sum runs over all ``2^N`` input sequences ``x_1…x_N`` (first symbol from π); the next
-    symbol ``x_{n+1}`` is integrated out exactly, so there is no sampling noise.
+    symbol ``x_{n+1}`` is integrated out exactly, so there is no sampling noise.  The attention
+    is causal, so ``logit_n`` depends on the prefix ``x_1…x_n`` only, and the sum over the
+    sequences that share a prefix weighs it by the prefix's probability:
+    ``(1/N) Σ_n Σ_{x_1…x_n} P(x_1…x_n) ℓ_{P(1|x_n)}(logit_n)``, the FFN and the loss evaluated at
+    the ``2^{N+1} - 2`` distinct prefixes (:func:`~gradflow.models.markov_data.prefix_ends`)
+    instead of the ``N·2^N`` positions.
 
     Raises:
         GradflowError: ``N > 14`` (see :data:`gradflow.models.markov_data.MAX_EXACT_LENGTH`).
     """
-    seqs = jnp.asarray(enumerate_sequences(model.length if length is None else length))
-    p, q = jnp.asarray(p), jnp.asarray(q)
-    return jnp.sum(sequence_probabilities(seqs, p, q) * conditional_loss(model, seqs, p, q))
+    return _prefix_loss(
+        model, jnp.asarray(p), jnp.asarray(q), model.length if length is None else length
+    )
+
+
+@eqx.filter_jit
+def _prefix_loss(model: MarkovTransformer, p: Array, q: Array, n: int) -> Array:
+    """:func:`exact_loss` over the prefixes of length ``1…n``."""
+    seqs = enumerate_sequences(n)
+    rows, cols = prefix_ends(n)
+    f = stream_logits(model, residual_stream(model, jnp.asarray(seqs))[rows, cols])
+    probabilities = sequence_probabilities(jnp.asarray(seqs), p, q)
+    prefix = jnp.concatenate([probabilities.reshape(2**m, -1).sum(axis=1) for m in range(1, n + 1)])
+    target = next_one_probability(jnp.asarray(seqs[rows, cols]), p, q)
+    return jnp.sum(prefix * expected_cross_entropy(target, f)) / n
 
 
 def standard_init(

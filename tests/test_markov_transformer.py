@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 
 from gradflow import GradflowError
-from gradflow.models.markov_data import sample_chains
+from gradflow.models.markov_data import (
+    enumerate_sequences,
+    prefix_ends,
+    sample_chains,
+    sequence_probabilities,
+)
 from gradflow.models.markov_transformer import (
     MarkovTransformer,
     conditional_loss,
@@ -121,6 +126,39 @@ def test_exact_loss_of_the_unigram_predictor_is_the_stationary_entropy():
     model = MarkovTransformer(**{**model.__dict__, "e": jnp.zeros(1)})
     h_pi = -PI1 * math.log(PI1) - (1 - PI1) * math.log(1 - PI1)
     assert float(exact_loss(model, P, Q)) == pytest.approx(h_pi, abs=1e-14)
+
+
+def test_prefix_ends_are_the_blocks_of_sequences_sharing_a_prefix():
+    """Every sequence's prefix ``x_1…x_n`` is the prefix of exactly one listed row, and the
+    listed rows of one length have distinct prefixes: ``2 + 4 + … + 2^N`` of them."""
+    seqs = enumerate_sequences(4)
+    rows, cols = prefix_ends(4)
+    assert rows.size == 2**5 - 2
+    for n in range(1, 5):
+        mine = rows[cols == n - 1]
+        listed = {tuple(seqs[r, :n]) for r in mine}
+        assert len(listed) == mine.size == 2**n
+        assert {tuple(s[:n]) for s in seqs} == listed
+
+
+@pytest.mark.parametrize("attention", ["softmax", "linear"])
+def test_exact_loss_is_the_sum_over_every_sequence_and_position(attention, rng):
+    """The prefix sum of :func:`exact_loss` against its definition, ``Σ_x P(x) E[ℓ | x]`` with
+    the logits of every position of every sequence: value and gradient to rounding."""
+    model = _random_model(rng, 4, 6, attention, scale=2.0)
+    seqs = jnp.asarray(enumerate_sequences(6))
+
+    def by_sequence(m: MarkovTransformer) -> jax.Array:
+        weights = sequence_probabilities(seqs, jnp.asarray(P), jnp.asarray(Q))
+        return jnp.sum(weights * conditional_loss(m, seqs, P, Q))
+
+    value, grad = jax.value_and_grad(lambda m: exact_loss(m, P, Q))(model)
+    expected, expected_grad = jax.value_and_grad(by_sequence)(model)
+    assert float(value) == pytest.approx(float(expected), rel=1e-14)
+    leaves, expected_leaves = jax.tree.leaves(grad), jax.tree.leaves(expected_grad)
+    size = max(float(jnp.max(jnp.abs(g))) for g in expected_leaves)
+    for a, b in zip(leaves, expected_leaves):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-13 * size)
 
 
 def test_exact_loss_matches_monte_carlo_within_its_standard_error(rng):
