@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from ._errors import GradflowError
-from ._landscape import DEFAULT_BOUND, GradientField, Landscape, padded_call
+from ._landscape import DEFAULT_BOUND, MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 
 __all__ = ["JaxLandscape"]
 
@@ -96,4 +96,6 @@ class JaxLandscape(Landscape):
         return padded_call(self._batched[1], theta, self.dim, (self.dim,), self.fn_args)
 
     def hessian(self, theta: Any) -> np.ndarray:
-        return padded_call(self._batched[2], theta, self.dim, (self.dim, self.dim), self.fn_args)
+        return padded_call(
+            self._batched[2], theta, self.dim, (self.dim, self.dim), self.fn_args, MATRIX_CALL_SIZES
+        )

@@ -22,7 +22,14 @@ from ._errors import GradflowError
 
 jax.config.update("jax_enable_x64", True)
 
-__all__ = ["DEFAULT_BOUND", "ClosedForm", "GradientField", "Landscape", "padded_call"]
+__all__ = [
+    "DEFAULT_BOUND",
+    "MATRIX_CALL_SIZES",
+    "ClosedForm",
+    "GradientField",
+    "Landscape",
+    "padded_call",
+]
 
 DEFAULT_BOUND = (-3.0, 3.0)
 """The range of a parameter whose landscape declares none."""
@@ -51,19 +58,21 @@ def padded_call(
     dim: int,
     tail: tuple[int, ...],
     args: Any,
+    sizes: tuple[int, ...] | None = None,
 ) -> np.ndarray:
     """Apply a batched JAX function ``fn(θ (B, dim), args)`` to points of shape ``(..., dim)``.
 
-    The points are padded to a batch of 16, 512 or 16,384 points (:data:`CALL_SIZES`), and
-    batches above :data:`CALL_CHUNK` points are cut into chunks of that size, so that calls with
-    different numbers of points share four compiled shapes instead of tracing and compiling one
-    each (a trace costs tens of milliseconds, evaluating 16,384 points of a small loss less than
-    one).  Returns shape ``(...) + tail``.
+    The points are padded to the smallest batch size in ``sizes`` that holds them, and cut into
+    chunks of the largest (default :data:`CALL_SIZES`: 16, 512, 16,384 and 65,536 points), so
+    that calls with different numbers of points share a few compiled shapes instead of tracing
+    and compiling one each (a trace costs tens of milliseconds, evaluating 16,384 points of a
+    small loss less than one).  Returns shape ``(...) + tail``.
     """
+    sizes = CALL_SIZES if sizes is None else sizes
     arr = np.asarray(theta, dtype=np.float64)
     flat = arr.reshape(-1, dim)
     n = flat.shape[0]
-    size = next((s for s in CALL_SIZES if s >= n), CALL_CHUNK)
+    size = next((s for s in sizes if s >= n), sizes[-1])
     out = []
     for start in range(0, max(n, 1), size):
         part = flat[start : start + size]
@@ -73,10 +82,12 @@ def padded_call(
     return np.concatenate(out)[:n].reshape(arr.shape[:-1] + tail)
 
 
-CALL_CHUNK = 1 << 16
-"""The largest batch :func:`padded_call` passes to a compiled function at once."""
-CALL_SIZES = (16, 512, 1 << 14)
-"""The smaller batch sizes :func:`padded_call` pads to."""
+CALL_SIZES = (16, 512, 1 << 14, 1 << 16)
+"""The batch sizes :func:`padded_call` pads to; the largest is also the size of its chunks."""
+MATRIX_CALL_SIZES = (512,)
+"""The one batch size of Hessians and metric tensors: a Hessian program of a symbolic loss
+takes about a second to compile and each batch size is compiled on its own, while evaluating it
+at 512 points instead of 16 costs a fraction of a millisecond."""
 
 
 class ClosedForm(Protocol):

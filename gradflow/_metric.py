@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._errors import GradflowError
-from ._landscape import GradientField, Landscape, padded_call
+from ._landscape import MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 
 __all__ = ["METRICS", "Metric", "MetricLandscape", "in_metric", "metric_field", "velocity"]
 
@@ -101,7 +101,9 @@ class MetricLandscape:
     def metric_at(self, theta: Any) -> np.ndarray:
         """``G`` at points of shape ``(..., dim)``, shape ``(..., dim, dim)``."""
         dim = self.base.dim
-        return padded_call(_batched(self.metric), theta, dim, (dim, dim), self.base.args)
+        return padded_call(
+            _batched(self.metric), theta, dim, (dim, dim), self.base.args, MATRIX_CALL_SIZES
+        )
 
     def check(self, theta: np.ndarray) -> None:
         """Check ``G`` at one point ``θ`` (shape ``(dim,)``): shape, symmetry, positive definite.

@@ -22,7 +22,7 @@ from jax.flatten_util import ravel_pytree
 
 from ._compiled import CompiledLoss, compile_loss
 from ._errors import GradflowError
-from ._landscape import DEFAULT_BOUND, GradientField, Landscape, padded_call
+from ._landscape import DEFAULT_BOUND, MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 from ._lowering import lambdify_numpy
 from ._symbolic import (
     gradient_jumps,
@@ -469,7 +469,9 @@ class BoundModel(Landscape):
         return padded_call(self.compiled.grad, theta, self.dim, (self.dim,), self.h)
 
     def hessian(self, theta: Any) -> np.ndarray:
-        return padded_call(self.compiled.hessian, theta, self.dim, (self.dim, self.dim), self.h)
+        return padded_call(
+            self.compiled.hessian, theta, self.dim, (self.dim, self.dim), self.h, MATRIX_CALL_SIZES
+        )
 
     def point_grad(self, theta: np.ndarray) -> np.ndarray:
         return np.asarray(self.compiled.numpy_grad(*theta, *self._subs.values()), dtype=float)
