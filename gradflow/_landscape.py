@@ -63,7 +63,7 @@ def padded_call(
     """Apply a batched JAX function ``fn(θ (B, dim), args)`` to points of shape ``(..., dim)``.
 
     The points are padded to the smallest batch size in ``sizes`` that holds them, and cut into
-    chunks of the largest (default :data:`CALL_SIZES`: 16, 512, 16,384 and 65,536 points), so
+    chunks of the largest (default :data:`CALL_SIZES`: 512, 16,384 and 65,536 points), so
     that calls with different numbers of points share a few compiled shapes instead of tracing
     and compiling one each (a trace costs tens of milliseconds, evaluating 16,384 points of a
     small loss less than one).  Returns shape ``(...) + tail``.
@@ -82,8 +82,11 @@ def padded_call(
     return np.concatenate(out)[:n].reshape(arr.shape[:-1] + tail)
 
 
-CALL_SIZES = (16, 512, 1 << 14, 1 << 16)
-"""The batch sizes :func:`padded_call` pads to; the largest is also the size of its chunks."""
+CALL_SIZES = (512, 1 << 14, 1 << 16)
+"""The batch sizes :func:`padded_call` pads to; the largest is also the size of its chunks.
+None smaller than 512: a portrait or a map makes a few dozen calls of under 16 points, and a
+batch size costs a trace (and a compilation when the cache is cold) while 512 points of a
+small loss take microseconds."""
 MATRIX_CALL_SIZES = (512,)
 """The one batch size of Hessians and metric tensors: a Hessian program of a symbolic loss
 takes about a second to compile and each batch size is compiled on its own, while evaluating it
