@@ -6,7 +6,9 @@ process, compilation included, with how many runs ended in each fate, the longes
 and the solver steps of each fate (where the map's time goes: every step costs the same).
 The baseline, measured in the same run, is the full model's gradient: one member at a time
 (how the fate map integrates its runs) against a batch of 64 under ``jax.vmap`` (how the basin
-maps integrate theirs), per member; the ratio above 1 is why the full runs go one at a time.
+maps integrate theirs), per member: even where the ratio is near 1 the full runs go one at a
+time, since a batch steps until its longest run of the round is done
+(:data:`~gradflow.analysis.markov_fate.FULL_CHUNK`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ P, Q = 0.5, 0.8
 """The switching probabilities of the timed map (p + q > 1)."""
 BATCH = 64
 """Members of the vmapped gradient of the baseline."""
+ONE_CALLS = 200
+"""Consecutive calls timed together for the gradient of one member."""
 
 
 @dataclass(frozen=True)
@@ -117,14 +121,18 @@ class Report:
         )
 
 
-def _per_member(fn: Any, x: Any, h: Any, members: int, repeats: int = 5) -> float:
-    """Median seconds per member of ``fn(x, h)`` over ``repeats`` warm calls."""
+def _per_member(fn: Any, x: Any, h: Any, members: int, calls: int, repeats: int = 5) -> float:
+    """Seconds per member of ``fn(x, h)``: the median over ``repeats`` of ``calls`` consecutive
+    warm calls (a call of one member lasts a few hundred microseconds, too short to time
+    alone)."""
     fn(x, h).block_until_ready()
     times = []
     for _ in range(repeats):
         begin = time.perf_counter()
-        fn(x, h).block_until_ready()
-        times.append(time.perf_counter() - begin)
+        for _ in range(calls):
+            out = fn(x, h)
+        out.block_until_ready()
+        times.append((time.perf_counter() - begin) / calls)
     return float(np.median(times)) / members
 
 
@@ -144,8 +152,8 @@ def bench(config: Config) -> Report:
     starts = np.random.default_rng(0).uniform([0.1, -2.5], [1.6, 2.0], size=(BATCH, 2))
     x = _embed_batch(full)(jnp.asarray(starts), h)
     grad = _full_field(full).grad
-    one = _per_member(jax.jit(grad), x[0], h, 1)
-    batched = _per_member(jax.jit(jax.vmap(grad, in_axes=(0, None))), x, h, BATCH)
+    one = _per_member(jax.jit(grad), x[0], h, 1, ONE_CALLS)
+    batched = _per_member(jax.jit(jax.vmap(grad, in_axes=(0, None))), x, h, BATCH, 5)
     return Report(
         config=config,
         seconds=seconds,
