@@ -6,8 +6,8 @@ process, compilation included, with how many runs ended in each fate, the longes
 and the solver steps of each fate (where the map's time goes: every step costs the same).
 The baseline, measured in the same run, is the full model's gradient: one member at a time
 (how the fate map integrates its runs) against a batch of 64 under ``jax.vmap`` (how the basin
-maps integrate theirs), per member: even where the ratio is near 1 the full runs go one at a
-time, since a batch steps until its longest run of the round is done
+maps integrate theirs), per member: even where the batch is the cheaper per member the full
+runs go one at a time, since a batch steps until its longest run of the round is done
 (:data:`~gradflow.analysis.markov_fate.FULL_CHUNK`).
 """
 

@@ -74,10 +74,11 @@ DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
 FULL_CHUNK = 1
 """Full runs integrated together.  One: the members of a batch step together until the last of
-the round is done, and the runs of a map differ in length by a factor of a hundred (a 12 × 12
-map's runs took 34 s CPU in batches of 4 against 13 s one at a time, although a gradient in a
-``vmap`` batch of 64 costs only about 1.2× per member what one alone does); and a round of
-the few long runs left at the end would otherwise be padded with copies of them."""
+the round is done, and the runs of a map differ in length by a factor of a hundred.  A full
+gradient in a ``vmap`` batch of 16 costs about a third of one alone per member, yet a 12 × 12
+map's runs took 34 s CPU in batches of 4 (re-batched every 64 steps) and 85 s in batches of 16,
+against 16 s one at a time; and a round of the few long runs left at the end would otherwise
+be padded with copies of them."""
 FULL_ROUND = 512
 """Solver steps of a full run between returns to Python: a round restarts the step-size
 control, and a stiff run takes thousands of steps."""
