@@ -58,8 +58,9 @@ def critical_sets(
         landscape: the loss (e.g. a model bound to its hyperparameters).
         bounds: ``{name: (lo, hi)}`` overriding the default range of some parameters.
         fixed: ``{name: value}``: only the critical points on this slice of parameter space
-            (what a portrait of a slice draws).  Closed-form sets are sampled on the slice; the
-            numerical search, whose solutions almost never lie on a slice, is skipped.
+            (what a portrait of a slice draws).  Closed-form sets are sampled on the slice, and
+            the numerical search moves only the coordinates off it, asking for the whole
+            gradient to vanish.
         samples: sample points per free dimension on each closed-form set (fewer on sets of
             dimension 2 and more, so that a set has at most ``_pieces.MAX_SAMPLES`` points).
         starts: starting points of the numerical search (uniform in the bounds, seeded); no
@@ -85,7 +86,7 @@ def critical_sets(
     sampled = [
         (piece, sample_piece(landscape, piece, box, samples)) for piece in landscape.closed_forms
     ]
-    searched = not fixed and not landscape.critical_sets_complete
+    searched = not landscape.critical_sets_complete
     found = numerical_solutions(landscape, box, starts if searched else 0, seed)
     on_closed_form = np.zeros(len(found), dtype=bool)
     for piece, _ in sampled:

@@ -41,6 +41,9 @@ MAX_SAMPLES = 40_000
 """At most this many sample points on one closed-form set of dimension 2 or more."""
 ON_SET_TOL = 1e-6
 """Distance (parameter units) within which a numerical solution lies on a closed-form set."""
+SLICE_TOL = 1e-9
+"""A closed-form point lies on a slice where its pinned coordinates are within this times the
+landscape's length scale of the slice's values (they are exact up to rounding)."""
 SEGMENT_SAMPLES = 33
 """Points at which ``∇L`` is checked on the segment joining a numerical solution to a piece."""
 NEWTON_STEPS = 6
@@ -196,6 +199,8 @@ def sample_piece(
     pinned = box[:, 0] == box[:, 1]
     varying = [i for i in free_idx if not pinned[i]]
     pinned_dependents = [i for i in dep_idx if pinned[i]]
+    if pinned_dependents and not varying:
+        return _pinned_point(landscape, piece, box, free_idx, pinned_dependents)
     if pinned_dependents and (len(pinned_dependents) > 1 or len(varying) not in (1, 2)):
         return SampledPiece(np.zeros((0, landscape.dim)), np.zeros((0, 1), dtype=int), 0)
     if pinned_dependents:
@@ -218,6 +223,33 @@ def sample_piece(
         sampled = dataclasses.replace(
             sampled, linked=_linked(piece, box, varying, per_axis, sampled)
         )
+    _check_critical(landscape, piece, sampled.points)
+    return sampled
+
+
+def _pinned_point(
+    landscape: Landscape,
+    piece: ClosedForm,
+    box: np.ndarray,
+    free_idx: list[int],
+    pinned_dependents: list[int],
+) -> SampledPiece:
+    """The one point of a piece whose free coordinates are all pinned (an isolated critical
+    point, or a set cut across by the slice), if its pinned dependent coordinates lie on the
+    slice: within :data:`SLICE_TOL` times the length scale of the slice's values.
+
+    Raises:
+        GradflowError: ``∇L ≠ 0`` at the point (the declaration is wrong).
+    """
+    free_points, index = _grid(box, free_idx, [], 1)
+    points, ok = piece.complete(free_points)
+    with np.errstate(invalid="ignore"):
+        offset = np.abs(points[:, pinned_dependents] - box[pinned_dependents, 0])
+        ok &= np.all(offset <= SLICE_TOL * loss_scales(landscape).length, axis=1)
+    points[:, pinned_dependents] = box[pinned_dependents, 0]
+    ok &= np.all(np.isfinite(points), axis=1)
+    ok &= np.all((points >= box[:, 0]) & (points <= box[:, 1]), axis=1)
+    sampled = SampledPiece(points[ok], index[ok], 0)
     _check_critical(landscape, piece, sampled.points)
     return sampled
 

@@ -35,11 +35,14 @@ def numerical_solutions(
     """Critical points found by Levenberg–Marquardt (optimistix) on ``∇L = 0``, all starts at
     once.
 
-    The ``starts`` initial points are uniform in ``box`` (seeded).  Returns the solutions inside
-    ``box`` with ``‖∇L‖₂ ≤`` :func:`~gradflow._pieces.gradient_tol` and a short Newton step
-    (:func:`_near_a_zero`), shape ``(n, dim)``.  Each start's residual is ``∇L / ‖∇L(θ0)‖``
-    (the gradient scale ``g`` where ``∇L(θ0)`` vanishes), so the search does not depend on the
-    loss's scale, nor on how many orders of magnitude ``‖∇L‖`` spans over the box.
+    The ``starts`` initial points are uniform in ``box`` (seeded).  A coordinate whose bounds are
+    equal is pinned there (a slice): the search moves only the other coordinates and still asks
+    for the whole gradient to vanish, so it finds the critical points of ``L`` that lie on the
+    slice.  Returns the solutions inside ``box`` with ``‖∇L‖₂ ≤``
+    :func:`~gradflow._pieces.gradient_tol` and a short Newton step (:func:`_near_a_zero`), shape
+    ``(n, dim)``.  Each start's residual is ``∇L / ‖∇L(θ0)‖`` (the gradient scale ``g`` where
+    ``∇L(θ0)`` vanishes), so the search does not depend on the loss's scale, nor on how many
+    orders of magnitude ``‖∇L‖`` spans over the box.
     """
     if starts <= 0:
         return np.zeros((0, landscape.dim))
@@ -49,7 +52,9 @@ def numerical_solutions(
         scale = np.linalg.norm(landscape.grad(y0), axis=1)
     usable = np.isfinite(scale) & (scale > 0)
     scale = np.where(usable, scale, loss_scales(landscape).gradient)
-    ys = np.asarray(_batched_root(landscape.field)(jnp.asarray(y0), landscape.args, scale))
+    free = jnp.asarray(box[:, 0] < box[:, 1])
+    root = _batched_root(landscape.field)
+    ys = np.asarray(root(jnp.asarray(y0), landscape.args, scale, free, jnp.asarray(box[:, 0])))
     with np.errstate(all="ignore"):
         ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
         ys = ys[ok]
@@ -82,21 +87,30 @@ def _near_a_zero(landscape: Landscape, ys: np.ndarray) -> np.ndarray:
 
 
 @functools.cache
-def _batched_root(field: GradientField) -> Callable[[jax.Array, Any, jax.Array], jax.Array]:
+def _batched_root(field: GradientField) -> Callable[..., jax.Array]:
     """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args) / scale`` from many
-    starts (one scale per start); compiled once per field (hyperparameters are arguments, so a
-    sweep compiles once)."""
+    starts (one scale per start), the coordinates where ``free`` is false held at ``pinned``;
+    compiled once per field (hyperparameters and the slice are arguments, so a sweep compiles
+    once)."""
     import optimistix as optx
 
     solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
 
-    def residual(y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
-        return field.grad(y, a[0]) / a[1]
+    def residual(y: jax.Array, a: tuple[Any, jax.Array, jax.Array, jax.Array]) -> jax.Array:
+        args, scale, free, pinned = a
+        return field.grad(jnp.where(free, y, pinned), args) / scale
 
-    def one(y0: jax.Array, args: Any, scale: jax.Array) -> jax.Array:
+    def one(
+        y0: jax.Array, args: Any, scale: jax.Array, free: jax.Array, pinned: jax.Array
+    ) -> jax.Array:
         solution = optx.least_squares(
-            residual, solver, y0, args=(args, scale), max_steps=ROOT_STEPS, throw=False
+            residual,
+            solver,
+            y0,
+            args=(args, scale, free, pinned),
+            max_steps=ROOT_STEPS,
+            throw=False,
         )
-        return solution.value
+        return jnp.where(free, solution.value, pinned)
 
-    return jax.jit(jax.vmap(one, in_axes=(0, None, 0)))
+    return jax.jit(jax.vmap(one, in_axes=(0, None, 0, None, None)))

@@ -259,6 +259,34 @@ def test_slice_through_a_critical_surface_is_its_level_curve() -> None:
     np.testing.assert_allclose(parabola.points[:, 2], 0.36 + parabola.points[:, 1] ** 2, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("loss", "fixed", "expected"),
+    [
+        ("x**2 + y**2 + z**2", {"z": 0.0}, [("global_min", (0, 0, 0))]),
+        ("x**2 + y**2 + z**2", {"z": 0.5}, []),
+        (
+            "(x**2 - 1)**2 + y**2 + (z - 1)**2",
+            {"z": 1.0},
+            [("global_min", (-1, 0, 1)), ("global_min", (1, 0, 1)), ("saddle", (0, 0, 1))],
+        ),
+        ("(x**2 - 1)**2 + y**2 + (z - 1)**2", {"z": 0.0}, []),
+        ("x**2 + y**2 + z**2 + exp(x*y*z)", {"z": 0.0}, [("local_min", (0, 0, 0))]),
+    ],
+)
+def test_isolated_critical_points_on_a_slice_through_them(loss, fixed, expected) -> None:
+    """A slice shows the critical points of ``L`` that lie on it, and only those.  ``x² + y² +
+    z²`` has its minimum at the origin: on ``z = 0``, not on ``z = 0.5`` (``∂L/∂z = 1`` there).
+    ``(x² − 1)² + y² + (z − 1)²`` has minima ``(±1, 0, 1)`` and a saddle ``(0, 0, 1)`` (Hessian
+    ``diag(−4, 2, 2)``), all on ``z = 1``.  ``x² + y² + z² + exp(xyz)`` has ``∇L = (2x + yz e^{xyz},
+    …)``, zero at the origin with Hessian ``2I``: SymPy does not solve it, so the numerical
+    search finds it, moving ``x`` and ``y`` only."""
+    model = gradflow.loss_model(loss, params=["x", "y", "z"]).bind()
+    found = critical_sets(model, fixed=fixed)
+    assert sorted((s.kind, tuple(np.round(s.sample, 9) + 0.0)) for s in found) == sorted(
+        (kind, tuple(float(v) for v in point)) for kind, point in expected
+    )
+
+
 def test_gradient_flow_compiles_once_per_loss() -> None:
     """The second flow of the same loss from another start of the same shape reuses the
     compiled integrator: L = ½‖θ‖² gives θ(t) = θ0 e^{-t} both times."""
