@@ -32,8 +32,15 @@ REJECTED = [
     ["figures", "shallow-ntk", "--widths", "0"],
     ["bench", "train", "--length", "1"],
     ["bench", "ntk", "--width", "0"],
+    ["sweep", "--p", "0.1:1.2:3", "--q", "0.5"],
+    ["sweep", "--p", "0.1:0.9:3"],
+    ["sweep", "--p", "0.1:0.9:3", "--q", "0.5", "--grid", "0"],
+    ["sweep", "--loss", "x**2 + a*y**2", "--hyper", "a=1:2:3", "--plane", "x", "x"],
+    ["portrait", "--loss", "x**2 + y**2 + z**2", "--fixed", "x=1"],
+    ["flow", "--loss", "x**2 + y**2", "--init", "1", "2", "3"],
 ]
-"""Out-of-range values that the configurations' own checks refuse (exit status 2)."""
+"""Out-of-range values that the configurations' own checks refuse (exit status 2): every value
+of a sweep's axis against its range, and a loss's plane, slice and start by its grammar."""
 
 
 def _argv_lists() -> list[list[str]]:

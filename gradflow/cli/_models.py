@@ -176,8 +176,10 @@ def _pairs(option: str, items: list[str]) -> dict[str, float]:
 
 
 def precheck(args: argparse.Namespace) -> ModelEntry | None:
-    """Check a registered model's hyperparameters from the registry alone, before anything heavy
-    is imported; return its registry entry (``None`` for other models, checked on loading).
+    """Check a registered model's hyperparameters from the registry alone, or a ``--loss`` by
+    its grammar, before anything heavy is imported; return the registry entry, or for a loss of
+    two or more parameters an entry with its parameters and default plane (``None`` for other
+    models, checked on loading).
 
     Raises:
         GradflowError: a hyperparameter that is missing, not a number or outside its open range.
@@ -185,8 +187,8 @@ def precheck(args: argparse.Namespace) -> ModelEntry | None:
     from gradflow import GradflowError
 
     if args.loss is not None:
-        _precheck_loss(args)
-        return None
+        params = _precheck_loss(args)
+        return ModelEntry("", params, (params[0], params[1]), {}) if len(params) > 1 else None
     if (args.model or DEFAULT) not in MODELS:
         return None
 
@@ -212,9 +214,9 @@ def precheck(args: argparse.Namespace) -> ModelEntry | None:
     return entry
 
 
-def _precheck_loss(args: argparse.Namespace) -> None:
+def _precheck_loss(args: argparse.Namespace) -> tuple[str, ...]:
     """``--loss`` read by the grammar alone (no SymPy): syntax, functions, and its symbols
-    against ``--params`` and ``--hyper``.
+    against ``--params`` and ``--hyper``; returns its parameters in order.
 
     Raises:
         GradflowError: prefixed ``--loss:``.
@@ -230,7 +232,7 @@ def _precheck_loss(args: argparse.Namespace) -> None:
     hyper += [n for n in MODEL_HYPERPARAMETERS if getattr(args, n, None) is not None]
     try:
         read(args.loss, names)
-        check_names(args.loss, names.found, params, hyper)
+        return tuple(check_names(args.loss, names.found, params, hyper))
     except GradflowError as error:
         raise GradflowError(f"--loss: {error}") from None
 

@@ -64,9 +64,9 @@ def add_box_arguments(parser: argparse.ArgumentParser) -> None:
 def precheck_model(
     args: argparse.Namespace, *, grid: int | None = None, init: Sequence[float] | None = None
 ) -> None:
-    """Refuse bad model input before the model is imported (registered models only; a loss or a
-    plugin is checked when it is built): hyperparameter ranges, the plane, ``--grid``, ``--box``,
-    ``--fixed`` and the length of ``--init``.
+    """Refuse bad model input before the model is imported (a registered model from the
+    registry, a ``--loss`` by its grammar; a plugin is checked when it is built): hyperparameter
+    ranges, the plane, ``--grid``, ``--box``, ``--fixed`` and the length of ``--init``.
 
     Raises:
         GradflowError: naming the option.
@@ -86,10 +86,11 @@ def precheck_model(
     if hasattr(args, "plane"):
         plane = tuple(args.plane) if args.plane else entry.plane
         check_region(entry.params, plane, box=args.box, fixed=fixed_of(args) if grid else None)
+        owner = "the loss" if args.loss is not None else f"model {args.model or 'canonical'!r}"
         for name in fixed_of(args):
             if name not in entry.params:
                 raise GradflowError(
-                    f"unknown parameter {name!r} of model {args.model or 'canonical'!r}; "
+                    f"unknown parameter {name!r} of {owner}; "
                     f"parameters are {', '.join(entry.params)}"
                 )
 

@@ -19,6 +19,7 @@ from ._options import (
     add_json_argument,
     add_model_arguments,
     fixed_of,
+    precheck_model,
     save_and_report,
 )
 
@@ -36,8 +37,9 @@ def estimate(cells: int, grid: int) -> str:
     seconds = cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW)
     return (
         f"{cells} cells × {grid}² = {flows:.3g} flows: about {duration(seconds)} on 2 CPU cores "
-        f"({SECONDS_PER_CELL:g} s + {SECONDS_PER_FLOW * 1e6:g} µs per flow per cell, canonical "
-        "model); Ctrl-C keeps the finished cells, the same command resumes"
+        "after start-up and compilation (a few seconds), at the canonical model's rates of "
+        f"{SECONDS_PER_CELL:g} s + {SECONDS_PER_FLOW * 1e6:g} µs per flow per cell; Ctrl-C keeps "
+        "the finished cells, the same command resumes"
     )
 
 
@@ -101,6 +103,34 @@ def axis(option: str, text: str) -> tuple[float, ...]:
         ) from None
 
 
+def precheck_axes(args: argparse.Namespace, axes: dict[str, tuple[float, ...]]) -> None:
+    """Refuse a bad sweep before the model is imported: every value of a registered model's
+    hyperparameters against its range, then what :func:`precheck_model` checks (the grid,
+    plane, box and fixed values; a ``--loss`` by the grammar alone) with each axis's first
+    value.
+
+    Raises:
+        GradflowError: naming the option and the valid range.
+    """
+    from gradflow import GradflowError
+    from gradflow.models import MODELS
+
+    from ._models import DEFAULT, MODEL_HYPERPARAMETERS
+
+    entry = MODELS.get(args.model or DEFAULT) if args.loss is None else None
+    for name, (lo, hi) in entry.hyperparams.items() if entry else ():
+        for value in axes.get(name, ()):
+            if not lo < value < hi:
+                raise GradflowError(
+                    f"--{name}: {name} = {value:g} is outside the valid range ({lo:g}, {hi:g})"
+                )
+    first = argparse.Namespace(**vars(args))
+    for name in MODEL_HYPERPARAMETERS:
+        setattr(first, name, None)
+    first.hyper = [f"{name}={values[0]!r}" for name, values in axes.items()]
+    precheck_model(first, grid=args.grid)
+
+
 def run(args: argparse.Namespace) -> int:
     from gradflow import GradflowError, check_output
 
@@ -111,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
     texts = {n: getattr(args, n) for n in MODEL_HYPERPARAMETERS if getattr(args, n) is not None}
     texts |= _pairs_text("--hyper", args.hyper)
     axes = {name: axis(f"--{name}", text) for name, text in texts.items()}
+    precheck_axes(args, axes)
     if args.loss is not None:
         from gradflow import loss_model
 
