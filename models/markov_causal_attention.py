@@ -24,9 +24,7 @@ diagonal (:func:`causal_exp_matmul`).  Cost: ``2 × 2(d + 1) × B × N²/2`` mul
 matrix products, no per-sequence exponential and no ``B × N × N`` array.
 
 Linear (:func:`linear_attention`), ``y_n = (1/n) Σ_{i≤n} s_{n,i} v_i = q_n M_n / (n√d)`` with the
-prefix sums ``M_n = Σ_{i≤n} k_i v_iᵀ`` (``d × d``), by chunks: ``O(B N d (CHUNK + d))``; inside a
-chunk the scores are sums of the four shared terms of the binary form, so a chunk costs no
-matrix product per sequence.
+prefix sums ``M_n = Σ_{i≤n} k_i v_iᵀ`` (``d × d``), by chunks: ``O(B N d (CHUNK + d))``.
 """
 
 # ruff: noqa: F722  (jaxtyping shape strings such as "N d" are not Python expressions)
@@ -176,16 +174,9 @@ def linear_attention(
 ) -> Float[Array, "B N d"]:
     """``(1/n) Σ_{i≤n} (⟨q_n, k_i⟩/√d) v_i`` for every sequence and position, by chunks.
 
-    Chunks of ``min(N, CHUNK)`` positions (:data:`CHUNK`).  Inside a chunk the scores are built
-    from the binary form of the inputs (module docstring): with ``A_{t,s} = ⟨qp_t, kp_s⟩``,
-    ``α_s = ⟨qe, kp_s⟩``, ``ρ_t = ⟨qp_t, ke⟩``, ``σ = ⟨qe, ke⟩``,
-
-        ⟨q_t, k_s⟩ = A_{t,s} + x_t α_s + x_s ρ_t + x_t x_s σ,
-
-    the matrices shared by every sequence, so a sequence's scores are sums of products, not a
-    matrix product of its own; its values ``vp_s + x_s ve`` then enter as one product with the
-    shared ``vp`` and a sum times ``ve``.  From the chunks before it, ``q_t M`` with ``M`` the
-    sum of their ``k_i v_iᵀ`` (``d × d``).
+    Chunks of ``min(N, CHUNK)`` positions (:data:`CHUNK`): inside a chunk the masked scores
+    times the values, from the chunks before it ``q_n M`` with ``M`` the sum of their
+    ``k_i v_iᵀ`` (``d × d``).
 
     Args:
         x: symbols in ``{0, 1}``, shape ``(B, N)``.
@@ -193,30 +184,18 @@ def linear_attention(
         k: the key map.
         v: the value map.
     """
-    n, dtype = x.shape[-1], q.position.dtype
+    n = x.shape[-1]
     size = min(n, CHUNK)
     chunks = -(-n // size)
 
-    def chunked(a: Array, axis: int) -> Array:  # positions → (chunks, size), zeros after N
-        pad = [(0, 0)] * a.ndim
-        pad[axis] = (0, chunks * size - n)
-        return jnp.pad(a, pad).reshape(*a.shape[:axis], chunks, size, *a.shape[axis + 1 :])
+    def chunked(p: BinaryProjection) -> Array:  # (B, chunks, size, d), zeros after position N
+        a = jnp.pad(p.at(x), ((0, 0), (0, chunks * size - n), (0, 0)))
+        return a.reshape(x.shape[0], chunks, size, -1)
 
-    xs = chunked(x.astype(dtype), 1)  # (B, chunks, size)
-    qp, kp, vp = (chunked(p.position, 0) for p in (q, k, v))  # (chunks, size, d)
-    causal = jnp.tril(jnp.ones((size, size), dtype))
-    rows, cols = xs[..., :, None], xs[..., None, :]
-    scores = causal * (
-        jnp.einsum("ctd,csd->cts", qp, kp)
-        + rows * (kp @ q.symbol)[:, None, :]
-        + cols * ((qp @ k.symbol)[:, :, None] + rows * (q.symbol @ k.symbol))
-    )
-    out = jnp.einsum("bcts,cse->bcte", scores, vp)
-    out = out + jnp.sum(scores * cols, axis=-1, keepdims=True) * v.symbol
-    if chunks > 1:
-        ks, vs = chunked(k.at(x), 1), chunked(v.at(x), 1)
-        sums = jnp.einsum("bcsd,bcse->bcde", ks, vs)
-        before = jnp.cumsum(jnp.pad(sums[:, :-1], ((0, 0), (1, 0), (0, 0), (0, 0))), axis=1)
-        out = out + jnp.einsum("bctd,bcde->bcte", chunked(q.at(x), 1), before)
-    visible = jnp.arange(1, n + 1, dtype=dtype)[:, None] * math.sqrt(q.position.shape[-1])
+    qs, ks, vs = chunked(q), chunked(k), chunked(v)
+    inside = jnp.einsum("bctd,bcsd->bcts", qs, ks) * jnp.tril(jnp.ones((size, size), qs.dtype))
+    sums = jnp.einsum("bcsd,bcse->bcde", ks, vs)
+    before = jnp.cumsum(jnp.pad(sums[:, :-1], ((0, 0), (1, 0), (0, 0), (0, 0))), axis=1)
+    out = jnp.einsum("bcts,bcse->bcte", inside, vs) + jnp.einsum("bctd,bcde->bcte", qs, before)
+    visible = jnp.arange(1, n + 1, dtype=qs.dtype)[:, None] * math.sqrt(qs.shape[-1])
     return out.reshape(x.shape[0], chunks * size, -1)[:, :n] / visible
