@@ -23,6 +23,7 @@ from ._classify import classify_points
 from ._critical_sets import CriticalSet, local_dimension
 from ._landscape import Landscape
 from ._merging import joined_on_set, runs_between, same_loss
+from ._pieces import EDGE_SAMPLES, broken_edges, on_piece
 from ._scales import loss_scales
 from ._text import format_point
 
@@ -33,6 +34,9 @@ POINT_LINK = 1e-6
 MATCH_RADIUS = 1e-2
 """An endpoint within this fraction of the box diagonal of a set's nearest sample reaches it
 (sampled curves and surfaces allow their sample spacing besides)."""
+JOIN_CANDIDATES = 8
+"""Samples of a closed-form piece, nearest in its free coordinates, that an endpoint found off
+every sample is tried to be joined to along the piece (:func:`_joined_on_piece`)."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class AttractorIndex:
     ) -> None:
         self.diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0])) or 1.0
         self._landscape = landscape
+        self._box = box
         center = box.mean(axis=1) if center is None else np.asarray(center, dtype=float)
         parts = [
             (s, s.component_points(label))
@@ -247,10 +252,36 @@ class AttractorIndex:
             samples = self._points[self._owners == a.id]
             if not len(samples):
                 samples = a.point[None]
+            if _joined_on_piece(landscape, point, a.set.split(" ∪ "), samples, self._box):
+                return a.id
             nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
             if joined_on_set(landscape, point, nearest, loss):
                 return a.id
         return -1
+
+
+def _joined_on_piece(
+    landscape: Landscape, point: np.ndarray, names: list[str], samples: np.ndarray, box: np.ndarray
+) -> bool:
+    """Whether ``point`` lies on a closed-form piece of one of the sets ``names`` and is joined
+    along it to one of ``samples`` (shape ``(n, dim)``): the straight path between their free
+    coordinates stays on the piece, inside ``box``, past no pole (:func:`broken_edges`; the
+    :data:`JOIN_CANDIDATES` samples of the piece nearest in free coordinates are tried).  Exact
+    where the set is known in closed form, however far the samples are: the three-scalar
+    canonical model's ``Γ*`` runs to ``a = ±∞`` at ``w = −1/√2``, and an endpoint between its
+    last samples and that asymptote lies on it, away from every sample and from the straight
+    segment to the nearest one (along which :func:`joined_on_set` looks)."""
+    for piece in landscape.closed_forms:
+        if piece.name not in names or not on_piece(landscape, piece, point[None])[0]:
+            continue
+        on = samples[on_piece(landscape, piece, samples)]
+        free = list(piece.free)
+        order = np.argsort(np.linalg.norm(on[:, free] - point[free], axis=1))[:JOIN_CANDIDATES]
+        for k in order:
+            ends = np.stack([point[free], on[k, free]])
+            if not broken_edges(piece, box, ends, np.array([[0, 1]]), EDGE_SAMPLES)[0]:
+                return True
+    return False
 
 
 def _linked(

@@ -197,7 +197,7 @@ def _lattice(landscape: Landscape, piece: ClosedForm, box: np.ndarray) -> np.nda
         low, high = landscape.bound(landscape.param_names[i])
         step = _round_step((high - low) / (SAMPLE_GRID - 1))
         while (hi - lo) / step > MAX_LATTICE:
-            step = _round_step(2.01 * step)
+            step = _round_step(2.5 * step)
         axes.append(step * np.arange(np.ceil(lo / step), np.floor(hi / step) + 1))
     mesh = np.meshgrid(*axes, indexing="ij")
     free = np.stack([m.ravel() for m in mesh], -1) if axes else np.zeros((1, 0))

@@ -36,6 +36,7 @@ PACKAGES = {
 
 PRIVATE_IN_TESTS = {
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
+    ("tests.test_engine", "gradflow._attractors"),
     ("tests.test_engine", "gradflow._integrate"),
     ("tests.test_newton_finish", "gradflow._newton_finish"),
     ("tests.test_rk", "gradflow._batched"),

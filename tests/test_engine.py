@@ -287,6 +287,47 @@ def test_isolated_critical_points_on_a_slice_through_them(loss, fixed, expected)
     )
 
 
+def test_an_endpoint_is_joined_to_its_sheet_along_a_closed_form_past_every_sample() -> None:
+    """``L = k (z (x − 1/2) − 1)²`` vanishes on the surface ``z = 1/(x − 1/2)``, two sheets that
+    run to ``z = ±∞`` at the pole ``x = 1/2``.  A point of the sheet ``x > 1/2`` close to the pole
+    (``x = 0.52``, ``z = 50``) is joined to a sample of its own sheet however far it is (``x = 3``,
+    ``z = 0.4``), but not to samples of the other sheet (``x = −1``, ``z = −2/3``), across the
+    pole, nor is a point off the surface."""
+    from gradflow._attractors import _joined_on_piece
+
+    z = sp.symbols("z", real=True)
+    sheets = gradflow.CriticalSetSpec("z = 1/(x − 1/2)", {z: 1 / (x - sp.Rational(1, 2))})
+    model = ReducedModel(
+        "pole",
+        (x, y, z),
+        k * (z * (x - sp.Rational(1, 2)) - 1) ** 2,
+        (k,),
+        {k: POSITIVE},
+        critical_sets=(sheets,),
+        global_min_loss=sp.S.Zero,
+    ).bind(k=1.0)
+    box = np.array([[-4.0, 4.0], [-4.0, 4.0], [-60.0, 60.0]])
+    names = ["z = 1/(x − 1/2)"]
+    near_pole = np.array([0.52, 1.0, 50.0])
+    own, other = np.array([[3.0, -2.0, 0.4]]), np.array([[-1.0, 2.0, -2 / 3]])
+    assert _joined_on_piece(model, near_pole, names, own, box)
+    assert not _joined_on_piece(model, near_pole, names, other, box)
+    assert not _joined_on_piece(model, near_pole + [0.0, 0.0, 1.0], names, own, box)
+
+
+def test_a_set_sampled_over_a_wide_box() -> None:
+    """``(xy − 1)²`` vanishes on the hyperbola ``x = 1/y``; over ``y ∈ [−100, 100]`` its
+    representative point's lattice coarsens its step (0.1 over the default range) through 0.2,
+    0.5, 1 … until at most 400 values fit (the step once stuck at 0.2 there, and the search never
+    returned)."""
+    model = gradflow.loss_model("(x*y - 1)**2").bind()
+    found = critical_sets(model, bounds={"y": (-100.0, 100.0)})
+    hyperbola = [s for s in found if s.kind == "global_min"]
+    assert hyperbola and all(s.dimension == 1 for s in hyperbola)
+    for s in hyperbola:
+        np.testing.assert_allclose(s.points[:, 0] * s.points[:, 1], 1.0, rtol=1e-9)
+
+
 def test_gradient_flow_compiles_once_per_loss() -> None:
     """The second flow of the same loss from another start of the same shape reuses the
     compiled integrator: L = ½‖θ‖² gives θ(t) = θ0 e^{-t} both times."""
