@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from gradflow.cli._setup import with_xla_flags
 
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 """How the test runs compile: most of the suite's CPU time is XLA compiling small programs that
@@ -21,27 +21,10 @@ then run for milliseconds (docs/performance.md, "Tests").
 
 The floating-point semantics are the same either way (no fast-math); results agree to rounding.
 A flag that ``XLA_FLAGS`` already names is left alone, and one the installed XLA does not know
-(it would abort the process) is left out."""
+(it would abort the process) is left out (:func:`gradflow.cli._setup.with_xla_flags`)."""
 
 
-def _xla_knows(flags: str) -> bool:
-    """Whether XLA accepts ``flags``: it aborts a process on a flag it does not know, so a child
-    process starts JAX's CPU backend with them (under a second, once per run: xdist's workers
-    inherit the controlling process's ``XLA_FLAGS``)."""
-    probe = [sys.executable, "-c", "import jax; jax.devices()"]
-    env = {**os.environ, "XLA_FLAGS": flags}
-    return subprocess.run(probe, env=env, capture_output=True, check=False).returncode == 0
-
-
-def _test_xla_flags(flags: str) -> str:
-    """``flags`` with each of :data:`TEST_XLA_FLAGS` that it does not name and XLA knows."""
-    missing = [flag for flag in TEST_XLA_FLAGS if flag.split("=")[0] not in flags]
-    if missing and not _xla_knows(" ".join(missing)):
-        missing = [flag for flag in missing if _xla_knows(flag)]
-    return " ".join([flags, *missing]).strip()
-
-
-os.environ["XLA_FLAGS"] = _test_xla_flags(os.environ.get("XLA_FLAGS", ""))
+os.environ["XLA_FLAGS"] = with_xla_flags(os.environ.get("XLA_FLAGS", ""), TEST_XLA_FLAGS)
 
 import jax  # noqa: E402  (after XLA_FLAGS, which XLA reads when its backend starts)
 import numpy as np  # noqa: E402

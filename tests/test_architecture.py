@@ -35,6 +35,7 @@ PACKAGES = {
 """Source folder → the dotted name it is imported as (``pyproject.toml``'s package-dir)."""
 
 PRIVATE_IN_TESTS = {
+    ("tests.conftest", "gradflow.cli._setup"),
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
     ("tests.test_engine", "gradflow._attractors"),
     ("tests.test_engine", "gradflow._integrate"),
@@ -44,6 +45,7 @@ PRIVATE_IN_TESTS = {
     ("tests.test_registry", "gradflow.cli._registry"),
     ("tests.test_streamlines", "gradflow._draw"),
     ("tests.test_streamlines", "gradflow._streamlines"),
+    ("tests.test_startup", "gradflow.cli._setup"),
     ("tests.test_sweep", "gradflow._sweep"),
 }
 """``(test module, private module)``: unit tests of an engine internal that is not exported."""

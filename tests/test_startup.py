@@ -129,3 +129,22 @@ def test_the_main_job_imports_no_ode_or_optimisation_library(tmp_path) -> None:
     code, loaded = run.stdout.splitlines()[-1].split("|")
     assert code.strip() == "0" and loaded.strip() == ""
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_xla_flags_are_tried_once_and_unknown_ones_left_out(tmp_path, monkeypatch) -> None:
+    """XLA aborts a process on a flag it does not know: a made-up flag is tried in a child
+    process and left out, the answer is kept per jaxlib version, and the next call tries
+    nothing."""
+    from gradflow.cli import _setup
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    made_up = "--xla_gradflow_no_such_flag=true"
+    assert _setup.known_xla_flags([made_up]) == []
+    assert _setup.with_xla_flags("--xla_dump_to=/x", [made_up]) == "--xla_dump_to=/x"
+
+    def never(flags):
+        raise AssertionError(f"tried {flags} again")
+
+    monkeypatch.setattr(_setup, "_xla_accepts", never)
+    assert _setup.known_xla_flags([made_up]) == []
+    assert (tmp_path / "gradflow" / "xla-flags.json").exists()
