@@ -137,7 +137,7 @@ def _integrate(
         moved = kind == ACCEPTED
         m = i[moved]
         x[m], y[m] = ex[moved], ey[moved]
-        done = (kind >= LEFT) | moved & (total[i] + h > max_length)
+        done = np.isin(kind, (LEFT, STOPPED, EXITED)) | moved & (total[i] + h > max_length)
         active[i[done]] = False
         total[m] += ds[m]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -216,6 +216,17 @@ class _Mask:
         ym = np.round(points[:, 1] * self.to_mask[1]).astype(int)
         return ym * self.nx + xm
 
+    def begin(self, cell: int) -> bool:
+        """Start a streamline in ``cell``: it takes the cell, unless it is the current one;
+        ``False`` where another streamline holds it."""
+        self.placed = []
+        if cell == self.current:
+            return True
+        if self.occupied[cell]:
+            return False
+        self.take(np.array([cell]))
+        return True
+
     def take(self, cells: np.ndarray) -> None:
         if len(cells):
             self.occupied[cells] = True
@@ -248,7 +259,8 @@ def _replay(paths: _Paths, seed: int, mask: _Mask, max_length: float) -> tuple[n
     ends = np.flatnonzero(blocked | (travelled > max_length))
     if len(ends):
         j = ends[0]
-        mask.take(cells[: j + (not blocked[j])][change[: j + (not blocked[j])]])
+        taken = j + (not blocked[j])
+        mask.take(cells[:taken][change[:taken]])
         return start[: steps[j] + 1], float(travelled[j - 1]) if j else 0.0
     mask.take(cells[change])
     total = float(travelled[-1]) if len(steps) else 0.0
@@ -302,14 +314,11 @@ def streamlines(
     for s, (xm, ym) in enumerate(cells):
         if mask.occupied[ym * mnx + xm]:
             continue
-        seed_cell = mask.cells(seeds[s : s + 1])
-        mask.placed = []
-        if seed_cell[0] != mask.current:
-            if mask.occupied[seed_cell[0]]:
-                continue
-            mask.take(seed_cell)
+        seed_cell = int(mask.cells(seeds[s : s + 1])[0])
+        if not mask.begin(seed_cell):
+            continue
         back, back_length = _replay(backward, s, mask, half)
-        mask.current = int(seed_cell[0])
+        mask.current = seed_cell
         ahead, ahead_length = _replay(forward, s, mask, half)
         if back_length + ahead_length > min_length:
             lines.append(np.vstack([back[::-1], ahead[1:]]))

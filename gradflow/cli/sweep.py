@@ -104,31 +104,23 @@ def axis(option: str, text: str) -> tuple[float, ...]:
 
 
 def precheck_axes(args: argparse.Namespace, axes: dict[str, tuple[float, ...]]) -> None:
-    """Refuse a bad sweep before the model is imported: every value of a registered model's
-    hyperparameters against its range, then what :func:`precheck_model` checks (the grid,
-    plane, box and fixed values; a ``--loss`` by the grammar alone) with each axis's first
-    value.
+    """Refuse a bad sweep before the model is imported: what :func:`precheck_model` checks (a
+    registered model's hyperparameter ranges, the grid, plane, box and fixed values; a
+    ``--loss`` by the grammar alone) for every value of every axis.
 
     Raises:
         GradflowError: naming the option and the valid range.
     """
-    from gradflow import GradflowError
-    from gradflow.models import MODELS
+    from ._models import MODEL_HYPERPARAMETERS
 
-    from ._models import DEFAULT, MODEL_HYPERPARAMETERS
-
-    entry = MODELS.get(args.model or DEFAULT) if args.loss is None else None
-    for name, (lo, hi) in entry.hyperparams.items() if entry else ():
-        for value in axes.get(name, ()):
-            if not lo < value < hi:
-                raise GradflowError(
-                    f"--{name}: {name} = {value:g} is outside the valid range ({lo:g}, {hi:g})"
-                )
-    first = argparse.Namespace(**vars(args))
+    cell = argparse.Namespace(**vars(args))
     for name in MODEL_HYPERPARAMETERS:
-        setattr(first, name, None)
-    first.hyper = [f"{name}={values[0]!r}" for name, values in axes.items()]
-    precheck_model(first, grid=args.grid)
+        setattr(cell, name, None)
+    for k in range(max(map(len, axes.values()), default=1)):
+        cell.hyper = [
+            f"{name}={values[min(k, len(values) - 1)]!r}" for name, values in axes.items()
+        ]
+        precheck_model(cell, grid=args.grid)
 
 
 def run(args: argparse.Namespace) -> int:
