@@ -329,10 +329,15 @@ def _class(kind: str) -> str:
 
 
 def _sample_if_on(s: CriticalSet, part: np.ndarray) -> np.ndarray | None:
-    """The set's reported sample point if its nearest sample lies in ``part``, else ``None``:
-    an attractor is shown at the point the critical-set report prints, where it can be."""
-    nearest = s.points[int(np.argmin(np.linalg.norm(s.points - s.sample, axis=1)))]
-    return s.sample if np.any(np.all(part == nearest, axis=1)) else None
+    """The first of the set's representative points (:attr:`CriticalSet.samples`) whose nearest
+    sample lies in ``part``, else ``None``: an attractor is shown at the point the critical-set
+    report prints, where it can be, and otherwise at its component's own point nearest the
+    centre, found the same way (mirror images for mirror-image components)."""
+    for sample in s.samples:
+        nearest = s.points[int(np.argmin(np.linalg.norm(s.points - sample, axis=1)))]
+        if np.any(np.all(part == nearest, axis=1)):
+            return sample
+    return None
 
 
 def _spacing(points: np.ndarray) -> np.ndarray:

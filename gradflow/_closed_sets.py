@@ -6,11 +6,13 @@ box centre.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import minimize
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
 
 from ._classify import KINDS, Classification, classify_points
 from ._critical_sets import CriticalSet, make_set, set_dimension
@@ -43,7 +45,8 @@ def group(
     (:meth:`~gradflow._pieces.SampledPiece.components`, joined where a finer grid shows them one:
     :func:`_joined_finer`); for a curve, each run of neighbouring samples is one polyline.
     The sample point of the generic set is the point of the piece nearest the box centre
-    (:func:`_nearest_on_piece`).
+    (:func:`_nearest_on_piece`), and each other component's point nearest it follows
+    (:func:`_component_samples`).
     """
     out = []
     for kind in KINDS:
@@ -72,8 +75,8 @@ def group(
             )
             if generic:
                 nullity = int(classes.nullity[rows].max())
-                sample = _nearest_on_piece(landscape, piece, made, box, kind, nullity)
-                made = dataclasses.replace(made, sample=sample)
+                samples = _component_samples(landscape, piece, made, box, kind, nullity)
+                made = dataclasses.replace(made, samples=samples)
             if dimension == 1 and sampled.dimension == 1:
                 starts = np.flatnonzero(np.diff(sampled.order[rows]) != 1) + 1
                 made = dataclasses.replace(made, segments=(0, *starts.tolist()))
@@ -121,7 +124,7 @@ def _joined_finer(sampled: SampledPiece, rows: np.ndarray, labels: np.ndarray) -
     return np.unique(joined[coarse.reshape(-1)], return_inverse=True)[1].reshape(-1)
 
 
-def _nearest_on_piece(
+def _component_samples(
     landscape: Landscape,
     piece: ClosedForm,
     made: CriticalSet,
@@ -129,23 +132,59 @@ def _nearest_on_piece(
     kind: str,
     nullity: int,
 ) -> np.ndarray:
+    """The set's sample (:func:`_nearest_on_piece` over the whole piece), then the point nearest
+    the box centre of each component whose samples lie nearer another component's, shape
+    ``(k, dim)``: the branches ``y = 1/x²``, ``x ≷ 0`` of one piece of ``(x²y − 1)²`` have the
+    mirror-image points ``(±2^{1/6}, 2^{-1/3})``, not one refined point and one lattice point."""
+    owner = _owner(made)
+    samples = [_nearest_on_piece(landscape, piece, made, box, kind, nullity)]
+    for label in range(made.n_components):
+        if not np.any(owner(np.array(samples)) == label):
+            samples.append(_nearest_on_piece(landscape, piece, made, box, kind, nullity, label))
+    return np.array(samples)
+
+
+def _owner(made: CriticalSet) -> Callable[[np.ndarray], np.ndarray]:
+    """The component of the set's sample nearest each of some points, shape ``(n, dim)`` →
+    ``(n,)``."""
+    tree = cKDTree(made.points)
+    return lambda points: made.components[tree.query(points)[1]]
+
+
+def _nearest_on_piece(
+    landscape: Landscape,
+    piece: ClosedForm,
+    made: CriticalSet,
+    box: np.ndarray,
+    kind: str,
+    nullity: int,
+    component: int | None = None,
+) -> np.ndarray:
     """The point of a closed-form piece nearest the centre of ``box``, of the set's kind and
     with a Hessian nullity at most ``nullity`` (a generic point of the set, not a more
-    degenerate one such as the origin on an axis of ``(1 − abc)²``).
+    degenerate one such as the origin on an axis of ``(1 − abc)²``); with ``component``, the
+    nearest one whose nearest sample of the set lies in that component.
 
     The start is the nearest point of that kind whose free coordinates lie on a lattice fixed by
     the landscape's default ranges (:func:`_lattice`), whatever box was searched; Nelder–Mead then
     moves the varying free coordinates to minimise the distance to the centre, and the result is
     kept where it is on the piece, inside the box and of the same kind.  So every report prints
-    the same point, however densely and in however wide a box the set was sampled.
+    the same point, however densely and in however wide a box the set was sampled.  Without a
+    lattice point to start from, the set's (or the component's) sample nearest the centre.
     """
     center = box.mean(axis=1)
+    owner = _owner(made)
+    within = made.points if component is None else made.component_points(component)
+    fallback = within[int(np.argmin(np.linalg.norm(within - center, axis=1)))]
     coarse = _lattice(landscape, piece, box)
     if len(coarse):
         classes = classify_points(landscape, coarse, landscape.global_min_loss)
-        coarse = coarse[(classes.kinds == kind) & (classes.nullity <= nullity)]
+        keep = (classes.kinds == kind) & (classes.nullity <= nullity)
+        if component is not None:
+            keep &= owner(coarse) == component
+        coarse = coarse[keep]
     if not len(coarse):
-        return made.sample
+        return fallback
     start = coarse[int(np.argmin(np.linalg.norm(coarse - center, axis=1)))]
     free = list(piece.free)
     varying = [j for j, i in enumerate(free) if box[i, 0] < box[i, 1]]
@@ -173,6 +212,8 @@ def _nearest_on_piece(
         )
     best = point(result.x)
     if best is None or result.fun > np.sum((start - center) ** 2):
+        return start
+    if component is not None and owner(best[None])[0] != component:
         return start
     classes = classify_points(landscape, best[None], landscape.global_min_loss)
     same = classes.kinds[0] == kind and classes.nullity[0] <= nullity

@@ -57,9 +57,10 @@ class CriticalSet:
             differences of ``∇L`` where the former is not finite, or loss probes).
         components: the connected component of each point, labels ``0 … n_components - 1``,
             shape ``(n,)``.
-        sample: the set's point nearest the centre of the searched box, shape ``(dim,)``
-            (for a closed-form set, found on the set itself, so it does not depend on how densely
-            the set was sampled): the one point every report prints.
+        samples: representative points, shape ``(k, dim)``: first the set's :attr:`sample`,
+            then, for closed-form sets, the point nearest the centre of the searched box of each
+            component that holds no earlier one (found on the set itself in the same way), so
+            the two branches of a set symmetric about the centre have mirror-image points.
         segments: for a curve known in closed form, the offsets in ``points`` at which each
             polyline starts (samples in order along the curve); empty for point clouds.
     """
@@ -75,8 +76,15 @@ class CriticalSet:
     nullity: int
     hessian_method: str
     components: np.ndarray
-    sample: np.ndarray
+    samples: np.ndarray
     segments: tuple[int, ...] = ()
+
+    @property
+    def sample(self) -> np.ndarray:
+        """The set's point nearest the centre of the searched box, shape ``(dim,)`` (for a
+        closed-form set, found on the set itself, so it does not depend on how densely the set
+        was sampled): the one point every report prints."""
+        return self.samples[0]
 
     @property
     def n_components(self) -> int:
@@ -315,7 +323,7 @@ def make_set(
         nullity=int(classes.nullity[rep]),
         hessian_method=str(classes.hessian_method[rep]),
         components=np.unique(labels, return_inverse=True)[1].reshape(-1),
-        sample=points[nearest],
+        samples=points[nearest][None],
     )
 
 

@@ -47,12 +47,18 @@ def merge(sets: list[CriticalSet], center: np.ndarray) -> list[CriticalSet]:
                 dimension=max(m.dimension, s.dimension),
                 points=np.concatenate([m.points, s.points]),
                 components=np.concatenate([m.components, s.components + m.n_components]),
-                sample=min((m.sample, s.sample), key=lambda p: float(np.sum((p - center) ** 2))),
+                samples=_nearest_first(np.concatenate([m.samples, s.samples]), center),
                 segments=(*m.segments, *(len(m.points) + i for i in s.segments)),
             )
         else:
             merged[key if s.name != "numerical" else (f"numerical{len(merged)}", s.kind)] = s
     return sorted(merged.values(), key=lambda s: (KINDS.index(s.kind), s.loss))
+
+
+def _nearest_first(samples: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """``samples`` (shape ``(k, dim)``) ordered by distance to ``center``; ties keep their
+    order."""
+    return samples[np.argsort(np.sum((samples - center) ** 2, axis=1), kind="stable")]
 
 
 SAME_LOSS = 1e-9
@@ -134,6 +140,7 @@ def _union(m: CriticalSet, s: CriticalSet, i: int, j: int) -> CriticalSet:
         equation=equation,
         points=np.concatenate([m.points, s.points]),
         components=np.unique(labels, return_inverse=True)[1].reshape(-1),
+        samples=np.concatenate([m.samples, s.samples]),
         segments=(*m.segments, *(len(m.points) + k for k in s.segments)),
     )
 
@@ -228,18 +235,20 @@ def without_repeats(sets: list[CriticalSet]) -> list[CriticalSet]:
 
 def _restricted(s: CriticalSet, keep: np.ndarray) -> CriticalSet:
     """The set ``s`` with only the points ``keep`` (components renumbered, polylines cut); its
-    sample stays where the sample nearest it is kept."""
+    samples stay where the point nearest them is kept (if none is, the kept point nearest its
+    sample is its sample)."""
     before = np.concatenate([[0], np.cumsum(keep)])
     starts = sorted({int(before[i]) for i in s.segments} - {int(keep.sum())})
     points = s.points[keep]
-    sample = s.sample
-    if not keep[int(np.argmin(np.linalg.norm(s.points - s.sample, axis=1)))]:
-        sample = points[int(np.argmin(np.linalg.norm(points - s.sample, axis=1)))]
+    _, nearest = cKDTree(s.points).query(s.samples)
+    samples = s.samples[keep[nearest]]
+    if not len(samples):
+        samples = points[[int(np.argmin(np.linalg.norm(points - s.sample, axis=1)))]]
     return dataclasses.replace(
         s,
         points=points,
         components=np.unique(s.components[keep], return_inverse=True)[1].reshape(-1),
-        sample=sample,
+        samples=samples,
         segments=tuple(starts) if s.segments else (),
         dimension=s.dimension if len(points) > 1 else 0,
     )

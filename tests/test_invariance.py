@@ -135,6 +135,23 @@ def test_a_symmetric_loss_has_a_symmetric_map(tilted_map) -> None:
     assert measure_zero == {low: False, high: False, saddle: True}
 
 
+def test_mirror_image_branches_of_one_piece_have_mirror_image_points() -> None:
+    """(x²y − 1)² is even in x; its minima y = 1/x² are one closed-form piece with two
+    components, x < 0 and x > 0.  The point of each nearest the centre of the box [-2, 2]²
+    minimises x² + x⁻⁴: 2x − 4x⁻⁵ = 0, so x = ±2^{1/6}, y = 2^{−1/3}; each component is
+    represented by its own, bit for bit a mirror image of the other."""
+    model = ReducedModel(
+        "x2y", (x, y), (x**2 * y - 1) ** 2, bounds={"x": (-2, 2), "y": (-2, 2)}
+    ).bind()
+    (minima,) = [s for s in gradflow.critical_sets(model) if s.kind == "global_min"]
+    assert minima.n_components == 2
+    points = minima.samples[np.argsort(minima.samples[:, 0])]
+    np.testing.assert_allclose(
+        points, [[-(2 ** (1 / 6)), 2 ** (-1 / 3)], [2 ** (1 / 6), 2 ** (-1 / 3)]], atol=1e-7
+    )
+    np.testing.assert_array_equal(points[0], points[1] * [-1.0, 1.0])
+
+
 def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
     """(1.2, -1.2) lies on the stable manifold b = -a: one flow and the map both end at the
     saddle; (1.2, -1.0) lies above it and ends at (1, 1)."""
