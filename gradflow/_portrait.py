@@ -336,14 +336,15 @@ def portrait(
         with np.errstate(all="ignore"):
             invariant = (name, flows.invariant(name, stream_points))
     base = getattr(flows, "base", None)
+    reach = (*bounds[region.plane[0]], *bounds[region.plane[1]])
     return Portrait(
         landscape=flows,
         basin_map=basin_map,
         critical=on_slice,
-        separatrix=separatrices(flows, on_slice, region.box, region.plane),
+        separatrix=separatrices(flows, on_slice, region.box, region.plane, reach),
         euclidean_separatrix=[]
         if base is None
-        else separatrices(base, on_slice, region.box, region.plane),
+        else separatrices(base, on_slice, region.box, region.plane, reach),
         region=region,
         stream=(stream.xs, stream.ys, moving[..., ix], moving[..., iy]),
         invariant=invariant,

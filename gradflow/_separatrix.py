@@ -47,37 +47,62 @@ def separatrices(
     critical: Sequence[CriticalSet],
     box: tuple[float, float, float, float],
     plane: tuple[str, str] | None = None,
+    reach: tuple[float, float, float, float] | None = None,
 ) -> list[np.ndarray]:
-    """Stable manifolds of the isolated saddles inside ``box`` of a two-parameter landscape.
+    """Stable manifolds of the isolated saddles of a two-parameter landscape, where they cross
+    ``box``.
+
+    A separatrix bounds basins also where its saddle lies outside the box: the canonical
+    model's, seen in the box ``e ≥ 0.1``, comes from the saddle ``(0, −1/√2)`` on ``e = 0``.
+    So the saddles inside ``reach`` are followed: a saddle's branches are traced inside ``box``
+    where the saddle lies in it (on the finest contour grid), else inside ``reach``, and each
+    branch is kept where it runs inside ``box``.
 
     Args:
         model: a landscape with ``dim == 2``.
         critical: its classified critical sets.
         box: ``(xmin, xmax, ymin, ymax)`` in plane coordinates.
         plane: the parameters on the x and y axes (default the landscape's plane).
+        reach: the box, holding ``box``, in which saddles are followed (default ``box``).
 
     Returns:
-        Polylines in plane coordinates, each of shape ``(n, 2)``, starting at a saddle.
-        Empty for models with more than two parameters (their separatrices are surfaces).
+        Polylines in plane coordinates, each of shape ``(n, 2)``: each run of a branch inside
+        ``box``, with its vertices just outside it where it crosses the edge (a branch of a
+        saddle inside the box starts at the saddle).  Empty for models with more than two
+        parameters (their separatrices are surfaces).
     """
     if model.dim != 2:
         return []
     plane = plane or model.plane
+    reach = box if reach is None else reach
     order = [model.index(plane[0]), model.index(plane[1])]
     lines: list[np.ndarray] = []
     for s in critical:
         if s.kind != "saddle" or s.dimension != 0:
             continue
         saddle = s.points[0]
-        if not _inside(saddle[order], box):
+        if not _inside(saddle[order], reach):
             continue
+        traced = box if _inside(saddle[order], box) else reach
         if s.nullity == 0:
-            lines += _ascent_branches(model, saddle, box, order)
+            branches = _ascent_branches(model, saddle, traced, order)
         elif model.invariant_names:
-            lines += _level_set_branches(model, saddle, box, order)
+            branches = _level_set_branches(model, saddle, traced, order)
         else:
-            lines += _approach_branches(model, saddle, box, order)
+            branches = _approach_branches(model, saddle, traced, order)
+        lines += [run for branch in branches for run in _runs_inside(branch, box)]
     return lines
+
+
+def _runs_inside(xy: np.ndarray, box: tuple[float, float, float, float]) -> list[np.ndarray]:
+    """The runs of the polyline ``xy`` inside ``box``, each with the vertex before and after it
+    (where the line crosses the edge), so that a drawing clipped to the box reaches its edge."""
+    inside = (
+        (xy[:, 0] >= box[0]) & (xy[:, 0] <= box[1]) & (xy[:, 1] >= box[2]) & (xy[:, 1] <= box[3])
+    )
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], inside.astype(int), [0]])))
+    runs = [xy[max(a - 1, 0) : b + 1] for a, b in zip(edges[::2], edges[1::2])]
+    return [run for run in runs if len(run) >= 2]
 
 
 def _inside(xy: np.ndarray, box: tuple[float, float, float, float]) -> bool:

@@ -180,6 +180,27 @@ def test_separatrix_is_the_saddle_energy_level_out_to_the_box(p: float, q: float
     assert signs == {-1.0, 1.0}
 
 
+@pytest.mark.parametrize("p, q", [(0.5, 0.8), (0.2, 0.3)])
+def test_a_separatrix_crosses_a_box_that_does_not_hold_its_saddle(p: float, q: float) -> None:
+    """The box ``e ∈ [0.1, 1.6]`` leaves out the saddle ``(0, −1/√2)``, but its stable manifold
+    ``{E = E_sad}, e > 0`` crosses it, in from the edge ``e = 0.1`` and out through ``e = 1.6``:
+    for p + q > 1 within ``−1/√2 < w < 0`` (``e → ∞`` as ``w → 0⁻``), for p + q < 1 within
+    ``w < −1/√2``, where ``e² = E_sad + w² − ln|w|`` reaches 1.6² at ``w = −2.0282…`` (root of
+    ``w² − ln|w| = 2.56 − E_sad``), inside ``w ≥ −2.5``.  The portrait draws it (one run, a
+    vertex past each edge it crosses)."""
+    result = gradflow.portrait(markov.canonical(p, q), box=(-2.5, 2.0, 0.1, 1.6), show_basins=False)
+    (line,) = result.separatrix
+    w, e = line.T
+    assert e[0] < 0.1 <= e[1] and e[-2] <= 1.6 < e[-1]
+    np.testing.assert_allclose(energy(e[1:-1], w[1:-1]), E_SADDLE, atol=2e-4)
+    if p + q > 1:
+        assert np.all((w[1:-1] > W_SADDLE) & (w[1:-1] < 0))
+    else:
+        assert np.all(w[1:-1] < W_SADDLE)
+        t = (1.6 - e[-2]) / (e[-1] - e[-2])
+        assert w[-2] + t * (w[-1] - w[-2]) == pytest.approx(-2.0282, abs=2e-3)
+
+
 def test_bias_model_critical_sets_and_flow() -> None:
     """L(e, w, b): Γ* lifted with b = c*/(2(1 + 2w|w|)) + logit(p); e = 0 needs b = ln(p/q)."""
     p, q = 0.7, 0.6
