@@ -89,6 +89,17 @@ class JaxLandscape(Landscape):
             jax.jit(jax.vmap(jax.jacfwd(f.grad), in_axes=(0, None))),
         )
 
+    @functools.cached_property
+    def _at_point(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        f = self.field
+        return jax.jit(f.grad), jax.jit(jax.jacfwd(f.grad))
+
+    def point_grad(self, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(self._at_point[0](np.asarray(theta, np.float64), self.fn_args))
+
+    def point_hessian(self, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(self._at_point[1](np.asarray(theta, np.float64), self.fn_args))
+
     def loss(self, theta: Any) -> np.ndarray:
         return padded_call(self._batched[0], theta, self.dim, (), self.fn_args)
 

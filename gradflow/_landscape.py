@@ -60,7 +60,8 @@ def padded_call(
     args: Any,
     sizes: tuple[int, ...] | None = None,
 ) -> np.ndarray:
-    """Apply a batched JAX function ``fn(θ (B, dim), args)`` to points of shape ``(..., dim)``.
+    """Apply a batched, jitted JAX function ``fn(θ (B, dim), args)`` to points of shape
+    ``(..., dim)``.
 
     The points are padded to the smallest batch size in ``sizes`` that holds them, and cut into
     chunks of the largest (default :data:`CALL_SIZES`: 512, 16,384 and 65,536 points), so
@@ -78,7 +79,7 @@ def padded_call(
         part = flat[start : start + size]
         if len(part) < size:
             part = np.concatenate([part, np.zeros((size - len(part), dim))])
-        out.append(np.asarray(fn(jax.numpy.asarray(part), args)))
+        out.append(np.asarray(fn(part, args)))
     return np.concatenate(out)[:n].reshape(arr.shape[:-1] + tail)
 
 
@@ -143,6 +144,11 @@ class Landscape(Protocol):
         """``∇L`` at one point ``θ`` of shape ``(dim,)``: the per-point path of root finders,
         which call it thousands of times (override it where a faster path exists)."""
         return self.grad(theta)
+
+    def point_hessian(self, theta: np.ndarray) -> np.ndarray:
+        """``∇²L`` at one point ``θ`` of shape ``(dim,)``, shape ``(dim, dim)``: the Jacobian of
+        :meth:`point_grad` for root finders (override it where a faster path exists)."""
+        return self.hessian(theta)
 
     @property
     def field(self) -> GradientField:

@@ -84,7 +84,7 @@ def runs_between(
         found = root(
             landscape.point_grad,
             0.5 * (a + b),
-            jac=lambda y: landscape.hessian(y),
+            jac=landscape.point_hessian,
             method="lm",
             options={"xtol": 1e-14, "ftol": 1e-14},
         ).x
@@ -184,7 +184,7 @@ def joined_on_set(
             found = root(
                 landscape.point_grad,
                 a + t * (b - a),
-                jac=lambda y: landscape.hessian(y),
+                jac=landscape.point_hessian,
                 method="lm",
                 options={"xtol": 1e-14, "ftol": 1e-14},
             ).x

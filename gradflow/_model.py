@@ -391,7 +391,7 @@ class BoundModel(Landscape):
     def index(self, name: str) -> int:
         return self.model.index(name)
 
-    @property
+    @functools.cached_property
     def h(self) -> jnp.ndarray:
         """Hyperparameter values as a float64 array, in the order of ``model.hyperparams``."""
         return jnp.asarray([self.values[n] for n in self.model.hyperparam_names], dtype=jnp.float64)
