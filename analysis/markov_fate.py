@@ -49,6 +49,7 @@ from gradflow import (
     atomic_outputs,
     basins,
     flow_endpoints,
+    in_metric,
     open_checkpoint,
 )
 from gradflow.models.full_model import MarkovFullModel
@@ -385,15 +386,10 @@ def full_options(config: FateConfig) -> FlowOptions:
 def _reduced_predictions(config: FateConfig, full: MarkovFullModel) -> dict[str, np.ndarray]:
     """Predicted fates on the grid from the reduced basin maps in both metrics."""
     bound = full.reduced.bind(p=config.p, q=config.q)
+    induced = in_metric(bound, full.metric, name="induced")
     out = {}
-    for name, metric in (("euclidean", "euclidean"), ("induced", full.metric)):
-        bm = basins(
-            bound,
-            region=config.region(),
-            options=FlowOptions(),
-            metric=metric,
-            progress=False,
-        )
+    for name, landscape in (("euclidean", bound), ("induced", induced)):
+        bm = basins(landscape, region=config.region(), options=FlowOptions(), progress=False)
         out[name] = np.vectorize(reduced_label)(np.asarray(LABELS)[bm.labels])
     return out
 

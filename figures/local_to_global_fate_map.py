@@ -105,7 +105,7 @@ def _tag(p: float, q: float) -> str:
 
 def compute(config: Config) -> Data:
     """The fate map (σ = 0) and the induced-metric portrait of each case."""
-    from gradflow import portrait
+    from gradflow import in_metric, portrait
     from gradflow.analysis.markov_fate import FateConfig, fate_map
 
     fates, portraits = [], []
@@ -124,17 +124,18 @@ def compute(config: Config) -> Data:
         full = fate_config.full()
         portraits.append(
             portrait(
-                full.reduced.bind(p=p, q=q),
+                in_metric(full.reduced.bind(p=p, q=q), full.metric, name="induced"),
                 grid=config.basin_grid,
                 box=BOX,
-                metric=full.metric,
             )
         )
     return Data(config=config, fates=tuple(fates), portraits=tuple(portraits))
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """One panel per case: induced-metric basins, both separatrices, full fates as markers."""
+    """One panel per case: induced-metric basins, both separatrices, full fates as markers; the
+    legend lists the reduced model's layers in its left column and the full model's fates in its
+    right one."""
     from matplotlib.lines import Line2D
 
     axes = fig.subplots(1, 2)
@@ -146,9 +147,10 @@ def draw(data: Data, fig: Figure) -> None:
             f"{100 * share['induced']['0']:.0f} % induced, "
             f"{100 * share['euclidean']['0']:.0f} % Euclidean"
         )
-        handles = result.draw(
+        reduced = result.draw(
             ax, layers=("basins", "separatrix", "critical"), title=title, legend=False
         )
+        full: list[Any] = []
         names = fate.fate_names()[0]
         ww, ee = np.meshgrid(fate.ws, fate.es)
         for name, (marker, color) in MARKERS.items():
@@ -157,7 +159,7 @@ def draw(data: Data, fig: Figure) -> None:
                 ax.scatter(
                     ww[at], ee[at], marker=marker, color=color, s=28, zorder=5, clip_on=False
                 )
-                handles.append(
+                full.append(
                     Line2D([], [], ls="", marker=marker, color=color, label=f"full model: {name}")
                 )
         wrong = names != fate.reduced["induced"]
@@ -171,16 +173,29 @@ def draw(data: Data, fig: Figure) -> None:
             zorder=6,
             clip_on=False,
         )
-        handles.append(
+        full.append(
             Line2D(
                 [], [], ls="", marker="o", mfc="none", mec="red", label="disagrees (induced metric)"
             )
         )
-        unique = {h.get_label(): h for h in handles}
         ax.legend(
-            handles=list(unique.values()),
+            handles=_columns(reduced, full),
             loc="upper center",
             bbox_to_anchor=(0.5, -0.12),
             fontsize=7,
             ncol=2,
         )
+
+
+def _columns(reduced: list[Any], full: list[Any]) -> list[Any]:
+    """Legend handles for two columns: the reduced model's (basins, separatrices, critical sets)
+    on the left, the full model's fates on the right, the shorter one padded with blank rows."""
+    from matplotlib.lines import Line2D
+
+    left = list({h.get_label(): h for h in reduced}.values())
+    rows = max(len(left), len(full))
+
+    def padded(handles: list[Any]) -> list[Any]:
+        return handles + [Line2D([], [], ls="", label=" ") for _ in range(rows - len(handles))]
+
+    return padded(left) + padded(full)

@@ -133,7 +133,11 @@ def _batched(fn: Callable[[jax.Array, Any], jax.Array]) -> Callable[[jax.Array, 
 
 
 def in_metric(
-    landscape: Landscape, metric: str | Metric | None = None, *, at: Any = None
+    landscape: Landscape,
+    metric: str | Metric | None = None,
+    *,
+    at: Any = None,
+    name: str | None = None,
 ) -> Landscape:
     """The landscape whose gradient flow runs in ``metric``.
 
@@ -144,6 +148,9 @@ def in_metric(
             metric ``JᵀJ`` its embedding into a full model induces,
             :attr:`~gradflow.Landscape.induced_metric`), or a callable ``G(θ, args)``.
         at: a point of shape ``(dim,)`` at which the metric is checked.
+        name: how reports and legends name a callable ``metric`` (default its ``__name__``):
+            ``"induced"`` for the metric of a full model of another length than the
+            landscape's own embedding.
 
     Raises:
         GradflowError: an unknown metric name, ``"induced"`` for a landscape without an
@@ -168,7 +175,7 @@ def in_metric(
             )
         wrapped = MetricLandscape(landscape, induced, "induced")
     elif callable(metric):
-        wrapped = MetricLandscape(landscape, metric, getattr(metric, "__name__", "custom"))
+        wrapped = MetricLandscape(landscape, metric, name or getattr(metric, "__name__", "custom"))
     else:
         raise GradflowError(
             f"metric must be one of {', '.join(METRICS)} or a callable G(θ, args), got {metric!r}"

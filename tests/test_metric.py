@@ -90,6 +90,9 @@ def test_basins_in_a_metric_keep_the_attractors_and_name_the_metric():
     assert bent.metric == "diagonal_metric" and plain.metric == "euclidean"
     assert sorted(a.kind for a in bent.reached()) == sorted(a.kind for a in plain.reached())
     assert (bent.attractor_ids != plain.attractor_ids).any()
+    named = gf.basins(gf.in_metric(land, diagonal_metric, name="rescaled"), **kwargs)
+    assert named.metric == "rescaled"
+    np.testing.assert_array_equal(named.attractor_ids, bent.attractor_ids)
 
 
 def test_canonical_separatrix_in_a_diagonal_metric_is_a_level_set_of_the_rescaled_energy():
