@@ -18,7 +18,9 @@ into its connected components (two wells of a double well are two components of 
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -73,8 +75,9 @@ def critical_sets(
 
     Returns:
         The sets ordered by kind (global minima first) and loss, with what is known of the
-        lower bound (and the certificate).  Their kinds come from the Hessian in the whole parameter space, also on a
-        slice.
+        lower bound (and the certificate).  Their kinds come from the Hessian in the whole
+        parameter space, also on a slice.  Asked again for the same landscape object and
+        arguments, the same result (its arrays are read-only).
 
     Raises:
         GradflowError: a bound with ``lo ≥ hi``, an unknown name, a non-finite fixed value, or a
@@ -82,6 +85,35 @@ def critical_sets(
             slice, or a reported critical point where the certificate proves ``∇L ≠ 0``.
     """
     box = search_box(landscape, bounds, fixed)
+    key = (box.tobytes(), tuple(sorted((fixed or {}).items())), samples, starts, seed, certify)
+    try:
+        known = _KNOWN.setdefault(landscape, {})
+    except TypeError:  # a landscape that is not hashable or not weakly referenceable
+        known = {}
+    if key not in known:
+        known[key] = _frozen(_critical_sets(landscape, box, samples, starts, seed, certify))
+    return known[key]
+
+
+_KNOWN: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], CriticalSets]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The critical sets already found, per landscape object and arguments: a portrait of each of
+three slices of one model needs the model's critical sets in the same box three times."""
+
+
+def _frozen(sets: CriticalSets) -> CriticalSets:
+    """``sets`` with every array read-only: one result is handed to every caller that asks."""
+    for array in (sets.box, *(a for s in sets for a in vars(s).values())):
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return sets
+
+
+def _critical_sets(
+    landscape: Landscape, box: np.ndarray, samples: int, starts: int, seed: int, certify: bool
+) -> CriticalSets:
+    """:func:`critical_sets` in the checked box ``box`` (shape ``(dim, 2)``)."""
     global_loss = landscape.global_min_loss
     sampled = [
         (piece, sample_piece(landscape, piece, box, samples)) for piece in landscape.closed_forms
