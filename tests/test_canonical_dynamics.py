@@ -116,14 +116,15 @@ def test_the_search_finds_nothing_beyond_the_complete_closed_forms(p: float, q: 
 
 
 @pytest.mark.parametrize("p, q", [(0.9, 0.9), (0.1, 0.1), (0.2, 0.85)])
-def test_basin_map_agrees_with_the_energy_classification(p: float, q: float) -> None:
+def test_basin_map_agrees_with_the_energy_classification(p: float, q: float, long_programs) -> None:
     """Every endpoint reaches a set the model names in closed form (they are complete), none an
     attractor "found by the flow": at ``p = 0.2, q = 0.85`` the branches of ``Γ*`` rise steeply
     to ``e = ±∞`` at ``w = −1/√2``, between its samples ``w = −0.9`` and the asymptote, where
     flows end at ``e ≈ 1.8…3``; they are points of ``Γ*``, joined to its samples along it.
     The loss is even in ``e``, so the two branches of ``Γ*`` are shown at mirror-image points,
     bit for bit."""
-    bm = basins(markov.canonical(p, q), grid=81, progress=False)
+    with long_programs():
+        bm = basins(markov.canonical(p, q), grid=81, progress=False)
     branches = [a.point for a in bm.attractors if a.set == "Γ*"]
     assert len(branches) == 2
     np.testing.assert_array_equal(branches[1], branches[0] * [-1.0, 1.0])
