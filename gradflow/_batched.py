@@ -2,7 +2,8 @@
 
 Trajectories are integrated in rounds of a bounded number of solver steps on fixed-size chunks;
 the members still running after a round are re-batched for the next, so no member waits for the
-slowest one of the batch.  Each chunk is split over every visible JAX device along the batch
+slowest one of the batch, and each continues with the step size it had reached (the steps of one
+long solve).  Each chunk is split over every visible JAX device along the batch
 axis (``jax.sharding``), so the same code uses two forced host devices on a 2-core CPU, several
 GPUs, or the devices of several hosts under ``jax.distributed``.  Several stages (e.g. an
 explicit solver, then an implicit one for the stiff remainder) can be chained: members whose
@@ -55,10 +56,12 @@ class FlowEndpoints:
 
 @dataclass
 class _BatchState:
-    """Mutable per-member state of a batched integration."""
+    """Mutable per-member state of a batched integration: ``dt`` is the step a member tries
+    next in its stage (0: none yet)."""
 
     y: np.ndarray
     t: np.ndarray
+    dt: np.ndarray
     steps: np.ndarray
     status: np.ndarray
 
@@ -113,6 +116,7 @@ def integrate_batch(
     state = _BatchState(
         y=np.array(thetas0, dtype=dtype),
         t=np.zeros(n, dtype=dtype),
+        dt=np.zeros(n, dtype=dtype),
         steps=np.zeros(n, dtype=np.int64),
         status=np.full(n, int(Status.NOT_CONVERGED)),
     )
@@ -128,6 +132,7 @@ def integrate_batch(
                 break
             limit = np.zeros(n, dtype=np.int64)
             limit[pending] = state.steps[pending] + stage.max_steps
+            state.dt[pending] = 0
             advance = _round_function(field, stage, steps_per_round)
             chunk = _padded(pending.size, chunk_size)
             finish = None if i + 1 == len(stages) else _Finish(field, stage, args, level, chunk)
@@ -185,10 +190,11 @@ def _run_stage(
         size = _round_size(queue.size, chunk)
         take = queue[:size]
         idx = np.resize(take, size)
-        y0, t0 = _spread(state.y[idx]), _spread(state.t[idx])
-        yy, tt, nn, ss = advance(y0, t0, args, level)
+        y0, t0, dt0 = _spread(state.y[idx]), _spread(state.t[idx]), _spread(state.dt[idx])
+        yy, tt, dd, nn, ss = advance(y0, t0, dt0, args, level)
         m = take.size
         state.y[take], state.t[take] = np.asarray(yy)[:m], np.asarray(tt)[:m]
+        state.dt[take] = np.asarray(dd)[:m]
         taken = np.asarray(nn)[:m]
         state.steps[take] += taken
         code = np.asarray(ss)[:m]
@@ -303,7 +309,9 @@ def _round_function(
 ) -> Callable[..., tuple[jax.Array, ...]]:
     """Jitted: advance a chunk of members by at most ``steps`` solver steps each.
 
-    Returns ``(y, t, steps, status)`` per member (``steps`` counts rejected steps too: a member
+    Maps ``(y0, t0, dt0, args, level)`` to ``(y, t, dt, steps, status)`` per member: ``dt`` the
+    step the member tries next, which the next round starts from (0 from a diffrax round, which
+    restarts its step-size control), ``steps`` counting rejected steps too (a member
     whose steps are all rejected, as at a blow-up, must still spend its budget), with status
     ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) runs
     as one batched program (:class:`BatchedRK`); any other solver through diffrax, vectorized.
@@ -311,20 +319,20 @@ def _round_function(
     if tableau_of(options.solver) is not None:
         advance = _explicit_round(field, dataclasses.replace(options, gtol=1.0), steps)
         gtol = options.gtol
-        return lambda y0, t0, args, level: advance(y0, t0, (args, level, gtol))
+        return lambda y0, t0, dt0, args, level: advance(y0, t0, dt0, (args, level, gtol))
 
     import diffrax
 
     saveat = diffrax.SaveAt(t1=True)
 
-    def one(y0: jax.Array, t0: jax.Array, args: Any, level: jax.Array):
+    def one(y0: jax.Array, t0: jax.Array, dt0: jax.Array, args: Any, level: jax.Array):
         sol = solve(field, options, y0, t0, args, level, steps, saveat)
         y, t = sol.ys[-1], sol.ts[-1]
         running = sol.result == diffrax.RESULTS.max_steps_reached
         code = jnp.where(running, -1, status_code(field, options, y, args, level))
-        return y, t, sol.stats["num_steps"], code
+        return y, t, jnp.zeros_like(dt0), sol.stats["num_steps"], code
 
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, None, None)))
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
 
 
 @functools.cache

@@ -203,14 +203,18 @@ class BatchedRK:
 
     def advance(
         self, field: Field, stop: StopRule, steps: int
-    ) -> Callable[[jax.Array, jax.Array, Any], tuple[jax.Array, ...]]:
+    ) -> Callable[[jax.Array, jax.Array, jax.Array, Any], tuple[jax.Array, ...]]:
         """A jitted function advancing members by at most ``steps`` steps each.
 
-        It maps ``(y0, t0, args)`` (shapes ``(B, dim)``, ``(B,)``, any pytree shared by the
-        members) to ``(y, t, steps, status)``: the states and flow times reached, the steps
-        taken by each member (accepted and rejected), and each member's :class:`Status` code, or
-        ``-1`` for a member still running.  A member that meets its stop rule at ``t0`` takes no
-        step.  Compiled once per ``(self, field, stop, steps)`` and batch shape.
+        It maps ``(y0, t0, dt0, args)`` (shapes ``(B, dim)``, ``(B,)``, ``(B,)``, any pytree
+        shared by the members) to ``(y, t, dt, steps, status)``: the states and flow times
+        reached, the step each member tries next, the steps taken by each member (accepted and
+        rejected), and each member's :class:`Status` code, or ``-1`` for a member still running.
+        ``dt0`` is the step a member tries first, or 0 for :meth:`initial_step`'s: passing back
+        the ``dt`` of a previous call continues the step-size control where it stopped, so a
+        trajectory advanced in several calls takes the steps of one long solve.  A member that
+        meets its stop rule at ``t0`` takes no step.  Compiled once per
+        ``(self, field, stop, steps)`` and batch shape.
         """
         return _advance(self, field, stop, steps)
 
@@ -255,9 +259,9 @@ def _stepper(
     rk: BatchedRK, field: Field, stop: StopRule, args: Any, dtype: Any
 ) -> tuple[Callable[..., tuple[jax.Array, ...]], Callable[..., tuple[jax.Array, ...]]]:
     """``(start, step)`` of the members' state ``(y, t, dt, f(y), steps, status)``, with ``y`` laid
-    out ``(dim, B)``: ``start(y0, t0)`` is the state at the start (the initial step, the stop
-    rule applied), ``step(state)`` tries one step of every running member and returns the new
-    state and which members accepted it."""
+    out ``(dim, B)``: ``start(y0, t0, dt0)`` is the state at the start (the step ``dt0``, or the
+    initial step where it is 0; the stop rule applied), ``step(state)`` tries one step of every
+    running member and returns the new state and which members accepted it."""
     tab, ctl = rk.tableau, rk.control
     order = float(tab.order)
     t_max = jnp.asarray(rk.t_max, dtype)
@@ -268,10 +272,11 @@ def _stepper(
     def status(y: jax.Array) -> jax.Array:
         return jax.vmap(stop, in_axes=(1, None))(y, args).astype(jnp.int32)
 
-    def start(y0: jax.Array, t0: jax.Array) -> tuple[jax.Array, ...]:
+    def start(y0: jax.Array, t0: jax.Array, dt0: jax.Array) -> tuple[jax.Array, ...]:
         code = status(y0)
         code = jnp.where((code == int(Status.NOT_CONVERGED)) & (t0 < t_max), RUNNING, code)
-        dt, k1 = rk.initial_step(f, y0)
+        first, k1 = rk.initial_step(f, y0)
+        dt = jnp.where(dt0 > 0, dt0.astype(first.dtype), first)
         return y0, t0, dt, k1, jnp.zeros(y0.shape[1], dtype=jnp.int32), code
 
     def step(state: tuple[jax.Array, ...]) -> tuple[tuple[jax.Array, ...], jax.Array]:
@@ -311,8 +316,8 @@ def _stepper(
 @functools.cache
 def _advance(
     rk: BatchedRK, field: Field, stop: StopRule, steps: int
-) -> Callable[[jax.Array, jax.Array, Any], tuple[jax.Array, ...]]:
-    def run(y0: jax.Array, t0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
+) -> Callable[[jax.Array, jax.Array, jax.Array, Any], tuple[jax.Array, ...]]:
+    def run(y0: jax.Array, t0: jax.Array, dt0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
         start, step = _stepper(rk, field, stop, args, y0.dtype)
 
         def body(state: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -321,8 +326,8 @@ def _advance(
         def going(state: tuple[Any, ...]) -> jax.Array:
             return (state[0] < steps) & jnp.any(state[1][-1] == RUNNING)
 
-        _, (y, t, _, _, n, code) = jax.lax.while_loop(going, body, (0, start(y0.T, t0)))
-        return y.T, t, n, code
+        _, (y, t, dt, _, n, code) = jax.lax.while_loop(going, body, (0, start(y0.T, t0, dt0)))
+        return y.T, t, dt, n, code
 
     return jax.jit(run)
 
@@ -348,7 +353,7 @@ def _path(
         def going(carry: tuple[Any, ...]) -> jax.Array:
             return (carry[0] < max_steps) & (carry[-1][-1][0] == RUNNING)
 
-        state = start(y0[:, None], jnp.zeros(1, y0.dtype))
+        state = start(y0[:, None], jnp.zeros(1, y0.dtype), jnp.zeros(1, y0.dtype))
         carry = jax.lax.while_loop(going, body, (0, jnp.int32(0), ys, ts, state))
         _, count, ys, ts, state = carry
         return ys, ts, count, state[-1][0]

@@ -183,8 +183,40 @@ def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
     invariant = path[:, 0] ** 2 - path[:, 1] ** 2
     np.testing.assert_allclose(invariant, start[0] ** 2 - start[1] ** 2, atol=1e-6)
     np.testing.assert_allclose(path[-1], _hyperbola_end(start), atol=ENDPOINT_TOL)
-    y, t, steps, status = rk.advance(descent, stop, OPTIONS.max_steps)(
-        jnp.asarray(start[None]), jnp.zeros(1), None
+    y, t, _, steps, status = rk.advance(descent, stop, OPTIONS.max_steps)(
+        jnp.asarray(start[None]), jnp.zeros(1), jnp.zeros(1), None
     )
     np.testing.assert_array_equal(np.asarray(y)[0], path[-1])
     assert float(t[0]) == ts[n] and int(status[0]) == int(code) and int(steps[0]) >= n
+
+
+def test_advancing_in_short_rounds_takes_the_steps_of_one_solve() -> None:
+    """Passing each round's next step back continues the step-size control: on ``(1 − xy)²``,
+    rounds of 3 steps end where one solve ends, after as many steps (each member's), at the
+    same flow time; the endpoints are on ``xy = 1`` where the conserved ``x² − y²`` puts them."""
+    rk = BatchedRK(TSIT5, StepControl(OPTIONS.rtol, OPTIONS.atol), OPTIONS.t_max)
+    field = HYPERBOLA.field
+
+    def descent(y, args):
+        return -field.grad(y, args)
+
+    def stop(y, args):
+        small = jnp.linalg.norm(field.grad(y, args)) <= OPTIONS.gtol
+        return jnp.where(small, int(Status.CONVERGED), int(Status.NOT_CONVERGED))
+
+    y0 = jnp.asarray(STARTS)
+    zeros = jnp.zeros(len(STARTS))
+    y1, t1, _, n1, code1 = rk.advance(descent, stop, OPTIONS.max_steps)(y0, zeros, zeros, None)
+    short = rk.advance(descent, stop, 3)
+    y, t, dt, n = y0, zeros, zeros, np.zeros(len(STARTS), dtype=int)
+    for _ in range(OPTIONS.max_steps):
+        y, t, dt, taken, code = short(y, t, dt, None)
+        n += np.asarray(taken)
+        if np.all(np.asarray(code) >= 0):
+            break
+    np.testing.assert_array_equal(np.asarray(code), np.asarray(code1))
+    np.testing.assert_array_equal(n, np.asarray(n1))
+    np.testing.assert_allclose(np.asarray(t), np.asarray(t1), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y), np.asarray(y1), atol=1e-12)
+    for start, end in zip(STARTS, np.asarray(y)):
+        np.testing.assert_allclose(end, _hyperbola_end(start), atol=ENDPOINT_TOL)
