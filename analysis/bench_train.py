@@ -2,10 +2,13 @@
 
 Training: AdamW steps per second at each ``--length`` N (d = 8, batch 16, float32, one seed,
 p = 0.5, q = 0.8, a fresh batch every step), the way :func:`gradflow.analysis.markov_training.train`
-runs them (compiled ``lax.scan`` chunks).  The baseline, measured in the same run when PyTorch is
-installed, is the same step written in PyTorch (eager, vectorized sampler,
-:mod:`gradflow.analysis.torch_reference`); without PyTorch the report says so.  The cost growth
-from the shortest to the longest length is reported too.
+runs them (compiled ``lax.scan`` chunks).  Compilation is not timed.  The lengths are timed in
+turn, one chunk of each per round (:func:`~gradflow.analysis.markov_training.training_rates`), so
+that on a shared machine the chunks of one round see the same load: the cost growth from the
+shortest to the longest length is the median over the rounds of their ratio, with its range, and
+each length's rate the median over the rounds.  The baseline, measured in the same run when
+PyTorch is installed, is the same step written in PyTorch (eager, vectorized sampler,
+:mod:`gradflow.analysis.torch_reference`); without PyTorch the report says so.
 
 Exact enumeration: one evaluation of the exact population loss over all 2^12 input sequences,
 and of the loss with its gradient, float64 (what the reduced-vs-full checks call).
@@ -17,6 +20,7 @@ rejected option answer before JAX is loaded.
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +57,10 @@ class Config:
             "help": "sequence lengths N",
         },
     )
-    steps: int = field(default=200, metadata={"help": "timed training steps per length"})
+    steps: int = field(
+        default=200,
+        metadata={"help": "timed training steps per length (rounded up to whole chunks)"},
+    )
     torch_steps: int = field(
         default=60, metadata={"help": "timed steps of the PyTorch step per length (≥ 20)"}
     )
@@ -61,7 +68,9 @@ class Config:
         default=1,
         metadata={"help": "PyTorch threads (1 avoids OpenMP spin-waiting on a shared machine)"},
     )
-    chunk: int = field(default=50, metadata={"help": "steps per compiled chunk"})
+    chunk: int = field(
+        default=25, metadata={"help": "steps per compiled chunk (one chunk per length per round)"}
+    )
     repeats: int = field(default=20, metadata={"help": "timed exact-loss evaluations"})
 
     def __post_init__(self) -> None:
@@ -79,7 +88,9 @@ class Report:
     """What :func:`bench` measured.
 
     Attributes:
-        lengths: per ``N``: gradflow's steps/s, PyTorch's (``None`` without PyTorch), their ratio.
+        lengths: per ``N``: gradflow's steps/s (median over the rounds) and its range, PyTorch's
+            (``None`` without PyTorch), their ratio.
+        growths: per round, gradflow's steps/s at the shortest length over the longest.
         exact: sequences enumerated, ms per loss and per loss with gradient, compile times (s).
         torch: whether PyTorch was available.
         cores: CPU cores of the machine; devices: JAX's devices.
@@ -87,6 +98,7 @@ class Report:
 
     config: Config
     lengths: dict[str, dict[str, float | None]]
+    growths: tuple[float, ...]
     exact: dict[str, float]
     torch: bool
     cores: int
@@ -94,9 +106,9 @@ class Report:
 
     @property
     def growth(self) -> float:
-        """Cost per step at the longest length over the shortest (gradflow)."""
-        rates = [self.lengths[str(n)]["steps_per_second"] for n in sorted(self.config.lengths)]
-        return rates[0] / rates[-1]
+        """Cost per step at the longest length over the shortest (gradflow), median of the
+        rounds."""
+        return statistics.median(self.growths)
 
     def to_dict(self) -> dict[str, Any]:
         """Settings, per-length timings and ratios, the exact-loss timings, the machine."""
@@ -111,6 +123,7 @@ class Report:
             },
             "lengths": self.lengths,
             "cost_growth": self.growth,
+            "cost_growth_per_round": list(self.growths),
             "torch": self.torch,
             "exact": self.exact,
             "cores": self.cores,
@@ -122,7 +135,8 @@ class Report:
         rows = [
             [
                 n,
-                f"{r['steps_per_second']:.1f}",
+                f"{r['steps_per_second']:.1f} ({r['min_steps_per_second']:.1f}–"
+                f"{r['max_steps_per_second']:.1f})",
                 "-"
                 if r["torch_steps_per_second"] is None
                 else f"{r['torch_steps_per_second']:.1f}",
@@ -137,10 +151,12 @@ class Report:
                 f"full Markov transformer training, d = {D}, batch {BATCH}, float32, AdamW, "
                 f"p = {P}, q = {Q}, {self.cores} cores",
                 format_table(
-                    ["N", "gradflow steps/s", "PyTorch steps/s", "gradflow / PyTorch"], rows
+                    ["N", "gradflow steps/s (range)", "PyTorch steps/s", "gradflow / PyTorch"],
+                    rows,
                 ),
                 f"  cost growth from N = {min(self.config.lengths)} to N = {max(self.config.lengths)}: "
-                f"{self.growth:.1f}×{baseline}",
+                f"{self.growth:.1f}× (median of {len(self.growths)} rounds, "
+                f"{min(self.growths):.1f}–{max(self.growths):.1f}×){baseline}",
                 f"\nexact population loss, N = {EXACT_LENGTH} ({exact['sequences']:,} sequences), "
                 f"float64, best of {self.config.repeats}:",
                 f"  loss            {exact['loss_ms']:.2f} ms   (compile {exact['compile_loss_s']:.1f} s)",
@@ -188,16 +204,16 @@ def bench(config: Config) -> Report:
     """Time training at every length (gradflow, and PyTorch when installed) and the exact loss."""
     import jax
 
-    from .markov_training import training_steps_per_second
+    from .markov_training import training_rates
     from .torch_reference import torch_available, torch_steps_per_second
 
     has_torch = torch_available()
+    rounds = -(-config.steps // config.chunk)
+    rates = training_rates(config.lengths, rounds, chunk=config.chunk, d=D, batch=BATCH, p=P, q=Q)
     lengths: dict[str, dict[str, float | None]] = {}
-    with progress_bar(total=len(config.lengths), unit="length", enabled=True) as bar:
+    with progress_bar(total=len(config.lengths), unit="length", enabled=has_torch) as bar:
         for n in config.lengths:
-            ours = training_steps_per_second(
-                n, config.steps, chunk=config.chunk, d=D, batch=BATCH, p=P, q=Q
-            )
+            ours = statistics.median(rates[n])
             theirs = (
                 torch_steps_per_second(
                     n, config.torch_steps, d=D, batch=BATCH, p=P, q=Q, threads=config.torch_threads
@@ -207,13 +223,17 @@ def bench(config: Config) -> Report:
             )
             lengths[str(n)] = {
                 "steps_per_second": ours,
+                "min_steps_per_second": min(rates[n]),
+                "max_steps_per_second": max(rates[n]),
                 "torch_steps_per_second": theirs,
                 "ratio": None if theirs is None else ours / theirs,
             }
             bar.update(1)
+    short, long = rates[min(config.lengths)], rates[max(config.lengths)]
     return Report(
         config=config,
         lengths=lengths,
+        growths=tuple(a / b for a, b in zip(short, long)),
         exact=_exact(config.repeats),
         torch=has_torch,
         cores=os.cpu_count() or 1,

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradflow import format_table, progress_bar
+from gradflow import GradflowError, format_table, progress_bar
 from gradflow.models.markov_data import sample_chains
 from gradflow.models.markov_embedding import canonical_coordinates, paper_init, rank_one_diagnostics
 from gradflow.models.markov_math import entropy_rate, unigram_loss
@@ -53,7 +53,7 @@ __all__ = [
     "references",
     "switching_field",
     "train",
-    "training_steps_per_second",
+    "training_rates",
 ]
 
 
@@ -389,44 +389,69 @@ def train(
     )
 
 
-def training_steps_per_second(
-    length: int,
-    steps: int,
+def training_rates(
+    lengths: tuple[int, ...],
+    rounds: int,
     *,
-    chunk: int = 50,
+    chunk: int = 25,
     d: int = 8,
     batch: int = 16,
     p: float = 0.5,
     q: float = 0.8,
     attention: Literal["softmax", "linear"] = "softmax",
-) -> float:
-    """Training steps per second of :func:`train`'s compiled step, wall clock, one seed.
+) -> dict[int, list[float]]:
+    """Training steps per second of :func:`train`'s compiled step at each length, wall clock, one
+    seed: one rate per timed chunk, the lengths taken in turn.
 
     The step :func:`train` runs (fresh batch, loss and gradient, AdamW), ``chunk`` steps per
-    compiled ``lax.scan``; the first chunk (compilation) is not timed, then ``ceil(steps / chunk)``
-    chunks are.  Standard init, float32, default ``lr`` and weight decay.
+    compiled ``lax.scan``.  Every length's first chunk (compilation) runs before any timing; then
+    each of the ``rounds`` times one chunk of every length, so that the chunks of one round share
+    the machine's load and their ratio is the cost ratio of the lengths under the same
+    conditions.  Standard init, float32, default ``lr`` and weight decay, a schedule of
+    ``rounds × chunk`` steps.
 
     Args:
-        length: positions ``N``.
-        steps: timed steps (rounded up to whole chunks); also the length of the schedule.
+        lengths: positions ``N``.
+        rounds: timed chunks per length.
         chunk: steps per compiled chunk.
 
+    Returns:
+        ``{N: [steps/s of round 1, …]}``.
+
     Raises:
-        GradflowError: invalid settings (as :class:`TrainConfig`, ``chunk`` as ``eval_every``).
+        GradflowError: ``rounds`` or ``chunk`` below 1, other settings as :class:`TrainConfig`.
     """
-    config = TrainConfig(
-        p, q, steps=steps, length=length, d=d, batch=batch, eval_every=chunk, attention=attention
-    )
-    chunks = -(-config.steps // chunk)
-    step, models, states, keys = _setup(config, None)
-    keys, sub = _split(keys)
-    jax.block_until_ready(_chunk(models, states, sub, *step, chunk))
-    begin = time.perf_counter()
-    for _ in range(chunks):
+    for name, value in (("rounds", rounds), ("chunk", chunk)):
+        if value < 1:
+            raise GradflowError(f"{name} = {value} must be ≥ 1")
+    runs = {}
+    for n in lengths:
+        config = TrainConfig(
+            p,
+            q,
+            steps=rounds * chunk,
+            length=n,
+            d=d,
+            batch=batch,
+            eval_every=chunk,
+            attention=attention,
+        )
+        step, models, states, keys = _setup(config, None)
         keys, sub = _split(keys)
         models, states, losses = _chunk(models, states, sub, *step, chunk)
-    jax.block_until_ready(losses)
-    return chunks * chunk / (time.perf_counter() - begin)
+        jax.block_until_ready(losses)
+        runs[n] = [step, models, states, keys]
+    rates: dict[int, list[float]] = {n: [] for n in lengths}
+    for _ in range(rounds):
+        for n, run in runs.items():
+            step, models, states, keys = run
+            begin = time.perf_counter()
+            keys, sub = _split(keys)
+            models, states, losses = _chunk(models, states, sub, *step, chunk)
+            jax.block_until_ready(losses)
+            rates[n].append(chunk / (time.perf_counter() - begin))
+            run[1:] = models, states, keys
+    return rates
 
 
 @jax.jit

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gradflow import GradflowError
-from gradflow.analysis.markov_training import TrainConfig, train, training_steps_per_second
+from gradflow.analysis.markov_training import TrainConfig, train, training_rates
 from gradflow.models.markov_transformer import standard_init
 
 P, Q = 0.5, 0.8
@@ -85,9 +85,12 @@ def test_a_nan_loss_stops_the_run_and_names_the_step():
 
 
 def test_training_speed_is_measured_on_the_training_step():
-    rate = training_steps_per_second(8, 3, chunk=2)
-    assert np.isfinite(rate) and rate > 0
-    with pytest.raises(GradflowError, match="steps = 0"):
-        training_steps_per_second(8, 0)
-    with pytest.raises(GradflowError, match="eval_every = 0"):
-        training_steps_per_second(8, 4, chunk=0)
+    rates = training_rates((8, 4), 3, chunk=2)
+    assert list(rates) == [8, 4]
+    assert all(len(r) == 3 and np.all(np.isfinite(r)) and min(r) > 0 for r in rates.values())
+    with pytest.raises(GradflowError, match="rounds = 0"):
+        training_rates((8,), 0)
+    with pytest.raises(GradflowError, match="chunk = 0"):
+        training_rates((8,), 4, chunk=0)
+    with pytest.raises(GradflowError, match="N = 0"):
+        training_rates((8, 0), 2)
