@@ -175,6 +175,9 @@ def test_bench_train(cli):
     record = json.loads(out)
     assert set(record["lengths"]) == {"16", "32"} and record["exact"]["sequences"] == 4096
     for timing in record["lengths"].values():
-        assert timing["steps_per_second"] > 0
+        assert 0 < timing["min_steps_per_second"] <= timing["steps_per_second"]
+        assert timing["steps_per_second"] <= timing["max_steps_per_second"]
         assert (timing["ratio"] is None) == (not record["torch"])
+    growths = record["cost_growth_per_round"]  # 40 steps in chunks of 20: two rounds
+    assert len(growths) == 2 and record["cost_growth"] == pytest.approx(sum(growths) / 2)
     assert record["cores"] >= 1
