@@ -209,7 +209,9 @@ def bench(config: Config) -> Report:
 
     has_torch = torch_available()
     rounds = -(-config.steps // config.chunk)
-    rates = training_rates(config.lengths, rounds, chunk=config.chunk, d=D, batch=BATCH, p=P, q=Q)
+    rates = training_rates(
+        config.lengths, rounds, chunk=config.chunk, d=D, batch=BATCH, p=P, q=Q, progress=True
+    )
     lengths: dict[str, dict[str, float | None]] = {}
     with progress_bar(total=len(config.lengths), unit="length", enabled=has_torch) as bar:
         for n in config.lengths:

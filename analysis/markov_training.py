@@ -399,6 +399,7 @@ def training_rates(
     p: float = 0.5,
     q: float = 0.8,
     attention: Literal["softmax", "linear"] = "softmax",
+    progress: bool | None = False,
 ) -> dict[int, list[float]]:
     """Training steps per second of :func:`train`'s compiled step at each length, wall clock, one
     seed: one rate per timed chunk, the lengths taken in turn.
@@ -414,6 +415,8 @@ def training_rates(
         lengths: positions ``N``.
         rounds: timed chunks per length.
         chunk: steps per compiled chunk.
+        progress: a progress bar over the compilations and rounds on stderr (``None``: after
+            1.5 s).
 
     Returns:
         ``{N: [steps/s of round 1, …]}``.
@@ -425,32 +428,35 @@ def training_rates(
         if value < 1:
             raise GradflowError(f"{name} = {value} must be ≥ 1")
     runs = {}
-    for n in lengths:
-        config = TrainConfig(
-            p,
-            q,
-            steps=rounds * chunk,
-            length=n,
-            d=d,
-            batch=batch,
-            eval_every=chunk,
-            attention=attention,
-        )
-        step, models, states, keys = _setup(config, None)
-        keys, sub = _split(keys)
-        models, states, losses = _chunk(models, states, sub, *step, chunk)
-        jax.block_until_ready(losses)
-        runs[n] = [step, models, states, keys]
     rates: dict[int, list[float]] = {n: [] for n in lengths}
-    for _ in range(rounds):
-        for n, run in runs.items():
-            step, models, states, keys = run
-            begin = time.perf_counter()
+    with progress_bar(len(lengths) + rounds, "stage", enabled=progress, desc="bench") as bar:
+        for n in lengths:
+            config = TrainConfig(
+                p,
+                q,
+                steps=rounds * chunk,
+                length=n,
+                d=d,
+                batch=batch,
+                eval_every=chunk,
+                attention=attention,
+            )
+            step, models, states, keys = _setup(config, None)
             keys, sub = _split(keys)
             models, states, losses = _chunk(models, states, sub, *step, chunk)
             jax.block_until_ready(losses)
-            rates[n].append(chunk / (time.perf_counter() - begin))
-            run[1:] = models, states, keys
+            runs[n] = [step, models, states, keys]
+            bar.update(1)
+        for _ in range(rounds):
+            for n, run in runs.items():
+                step, models, states, keys = run
+                begin = time.perf_counter()
+                keys, sub = _split(keys)
+                models, states, losses = _chunk(models, states, sub, *step, chunk)
+                jax.block_until_ready(losses)
+                rates[n].append(chunk / (time.perf_counter() - begin))
+                run[1:] = models, states, keys
+            bar.update(1)
     return rates
 
 
