@@ -65,8 +65,9 @@ _OWNED = pytest.StashKey[str]()
 def programs_that_run_long() -> Iterator[None]:
     """Programs first compiled inside the block get LLVM's optimization level 3 instead of the
     suite's level 0 (:data:`TEST_XLA_FLAGS`): for tests whose programs run for seconds (a
-    basin map's 32 rounds of 16,384 members, 50,000 importance samples at each of 8 positions,
-    300 training steps), where level 0 halves the compile time but doubles the run time.
+    basin map's 32 rounds of 16,384 members, 50,000 importance samples at each of 8 positions),
+    where level 0 halves the compile time but doubles the run time.  Not where compiling
+    dominates: 300 training steps of a transformer take longer in all at level 3.
 
     Floating-point semantics are the same at every level (no fast-math).  A program already
     compiled keeps its level; one compiled here keeps level 3 in later tests.  Where JAX's

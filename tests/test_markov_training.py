@@ -31,12 +31,11 @@ GAP = H_PI - H_RATE
 
 
 @pytest.fixture(scope="module")
-def runs(long_programs):
-    with long_programs():
-        return {
-            init: train(TrainConfig(init=init, **SHORT), progress=False)
-            for init in ("standard", "paper")
-        }
+def runs():
+    return {
+        init: train(TrainConfig(init=init, **SHORT), progress=False)
+        for init in ("standard", "paper")
+    }
 
 
 def _tolerance(se: np.ndarray) -> np.ndarray:
