@@ -173,14 +173,14 @@ def _nearest_on_piece(
     lattice point to start from, the set's (or the component's) sample nearest the centre.
     """
     center = box.mean(axis=1)
-    owner = _owner(made)
+    owner = None if component is None else _owner(made)
     within = made.points if component is None else made.component_points(component)
     fallback = within[int(np.argmin(np.linalg.norm(within - center, axis=1)))]
     coarse = _lattice(landscape, piece, box)
     if len(coarse):
         classes = classify_points(landscape, coarse, landscape.global_min_loss)
         keep = (classes.kinds == kind) & (classes.nullity <= nullity)
-        if component is not None:
+        if owner is not None:
             keep &= owner(coarse) == component
         coarse = coarse[keep]
     if not len(coarse):
@@ -213,7 +213,7 @@ def _nearest_on_piece(
     best = point(result.x)
     if best is None or result.fun > np.sum((start - center) ** 2):
         return start
-    if component is not None and owner(best[None])[0] != component:
+    if owner is not None and owner(best[None])[0] != component:
         return start
     classes = classify_points(landscape, best[None], landscape.global_min_loss)
     same = classes.kinds[0] == kind and classes.nullity[0] <= nullity

@@ -97,16 +97,19 @@ def separatrices(
 def _runs_inside(xy: np.ndarray, box: tuple[float, float, float, float]) -> list[np.ndarray]:
     """The runs of the polyline ``xy`` inside ``box``, each with the vertex before and after it
     (where the line crosses the edge), so that a drawing clipped to the box reaches its edge."""
-    inside = (
-        (xy[:, 0] >= box[0]) & (xy[:, 0] <= box[1]) & (xy[:, 1] >= box[2]) & (xy[:, 1] <= box[3])
-    )
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], inside.astype(int), [0]])))
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], _within(xy, box).astype(int), [0]])))
     runs = [xy[max(a - 1, 0) : b + 1] for a, b in zip(edges[::2], edges[1::2])]
     return [run for run in runs if len(run) >= 2]
 
 
 def _inside(xy: np.ndarray, box: tuple[float, float, float, float]) -> bool:
-    return box[0] <= xy[0] <= box[1] and box[2] <= xy[1] <= box[3]
+    return bool(_within(xy[None], box)[0])
+
+
+def _within(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
+    """Whether each point of ``xy`` (shape ``(n, 2)``) lies in ``box`` (edges included)."""
+    x, y = xy[:, 0], xy[:, 1]
+    return (x >= box[0]) & (x <= box[1]) & (y >= box[2]) & (y <= box[3])
 
 
 def _ascent_branches(
@@ -198,9 +201,7 @@ def _approach_branches(
 
 def _clip(xy: np.ndarray, box: tuple[float, float, float, float]) -> np.ndarray:
     """The polyline up to its first vertex outside ``box``."""
-    outside = ~(
-        (xy[:, 0] >= box[0]) & (xy[:, 0] <= box[1]) & (xy[:, 1] >= box[2]) & (xy[:, 1] <= box[3])
-    )
+    outside = ~_within(xy, box)
     stop = int(np.argmax(outside)) if outside.any() else len(xy)
     return xy[: stop + 1] if stop < len(xy) else xy
 
