@@ -159,10 +159,9 @@ def test_a_member_already_at_a_critical_point_takes_no_step() -> None:
     assert jnp.allclose(result.endpoints[1], jnp.array([1.0, 0.0]), atol=ENDPOINT_TOL)
 
 
-def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
-    """:meth:`BatchedRK.path` on ``(1 − xy)²``: every recorded vertex conserves ``x² − y²``
-    (to the tolerances), the flow times increase, and the path takes the steps :meth:`advance`
-    takes, to the closed-form end on ``xy = 1``."""
+def _hyperbola_descent():
+    """Tsit5 at :data:`OPTIONS`' tolerances, the descent field of ``(1 − xy)²`` and the stop
+    rule ``‖∇L‖ ≤ gtol``."""
     rk = BatchedRK(TSIT5, StepControl(OPTIONS.rtol, OPTIONS.atol), OPTIONS.t_max)
     field = HYPERBOLA.field
 
@@ -173,6 +172,14 @@ def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
         small = jnp.linalg.norm(field.grad(y, args)) <= OPTIONS.gtol
         return jnp.where(small, int(Status.CONVERGED), int(Status.NOT_CONVERGED))
 
+    return rk, descent, stop
+
+
+def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
+    """:meth:`BatchedRK.path` on ``(1 − xy)²``: every recorded vertex conserves ``x² − y²``
+    (to the tolerances), the flow times increase, and the path takes the steps :meth:`advance`
+    takes, to the closed-form end on ``xy = 1``."""
+    rk, descent, stop = _hyperbola_descent()
     start = STARTS[2]
     ys, ts, n, code = rk.path(descent, stop, OPTIONS.max_steps)(jnp.asarray(start), None)
     n = int(n)
@@ -194,16 +201,7 @@ def test_advancing_in_short_rounds_takes_the_steps_of_one_solve() -> None:
     """Passing each round's next step back continues the step-size control: on ``(1 − xy)²``,
     rounds of 3 steps end where one solve ends, after as many steps (each member's), at the
     same flow time; the endpoints are on ``xy = 1`` where the conserved ``x² − y²`` puts them."""
-    rk = BatchedRK(TSIT5, StepControl(OPTIONS.rtol, OPTIONS.atol), OPTIONS.t_max)
-    field = HYPERBOLA.field
-
-    def descent(y, args):
-        return -field.grad(y, args)
-
-    def stop(y, args):
-        small = jnp.linalg.norm(field.grad(y, args)) <= OPTIONS.gtol
-        return jnp.where(small, int(Status.CONVERGED), int(Status.NOT_CONVERGED))
-
+    rk, descent, stop = _hyperbola_descent()
     y0 = jnp.asarray(STARTS)
     zeros = jnp.zeros(len(STARTS))
     y1, t1, _, n1, code1 = rk.advance(descent, stop, OPTIONS.max_steps)(y0, zeros, zeros, None)
