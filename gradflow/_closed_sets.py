@@ -75,7 +75,7 @@ def group(
             )
             if generic:
                 nullity = int(classes.nullity[rows].max())
-                samples = _component_samples(landscape, piece, made, box, kind, nullity)
+                samples = _component_samples(landscape, piece, made, box, nullity)
                 made = dataclasses.replace(made, samples=samples)
             if dimension == 1 and sampled.dimension == 1:
                 starts = np.flatnonzero(np.diff(sampled.order[rows]) != 1) + 1
@@ -125,22 +125,17 @@ def _joined_finer(sampled: SampledPiece, rows: np.ndarray, labels: np.ndarray) -
 
 
 def _component_samples(
-    landscape: Landscape,
-    piece: ClosedForm,
-    made: CriticalSet,
-    box: np.ndarray,
-    kind: str,
-    nullity: int,
+    landscape: Landscape, piece: ClosedForm, made: CriticalSet, box: np.ndarray, nullity: int
 ) -> np.ndarray:
     """The set's sample (:func:`_nearest_on_piece` over the whole piece), then the point nearest
     the box centre of each component whose samples lie nearer another component's, shape
     ``(k, dim)``: the branches ``y = 1/x²``, ``x ≷ 0`` of one piece of ``(x²y − 1)²`` have the
     mirror-image points ``(±2^{1/6}, 2^{-1/3})``, not one refined point and one lattice point."""
     owner = _owner(made)
-    samples = [_nearest_on_piece(landscape, piece, made, box, kind, nullity)]
+    samples = [_nearest_on_piece(landscape, piece, made, box, nullity)]
     for label in range(made.n_components):
         if not np.any(owner(np.array(samples)) == label):
-            samples.append(_nearest_on_piece(landscape, piece, made, box, kind, nullity, label))
+            samples.append(_nearest_on_piece(landscape, piece, made, box, nullity, label))
     return np.array(samples)
 
 
@@ -156,7 +151,6 @@ def _nearest_on_piece(
     piece: ClosedForm,
     made: CriticalSet,
     box: np.ndarray,
-    kind: str,
     nullity: int,
     component: int | None = None,
 ) -> np.ndarray:
@@ -172,7 +166,7 @@ def _nearest_on_piece(
     the same point, however densely and in however wide a box the set was sampled.  Without a
     lattice point to start from, the set's (or the component's) sample nearest the centre.
     """
-    center = box.mean(axis=1)
+    center, kind = box.mean(axis=1), made.kind
     owner = None if component is None else _owner(made)
     within = made.points if component is None else made.component_points(component)
     fallback = within[int(np.argmin(np.linalg.norm(within - center, axis=1)))]
