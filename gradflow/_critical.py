@@ -3,7 +3,7 @@
 1. Closed form: the landscape's closed-form sets (for a reduced model: its declared sets and the
    solutions of ``sympy.solve(∇L = 0)``).  Each is sampled inside the bounds, checked
    (``∇L = 0`` there, or the declaration is wrong) and classified point by point.
-2. Numerical: multi-start Levenberg–Marquardt on ``∇L = 0`` (optimistix, all starts at once).
+2. Numerical: multi-start Levenberg–Marquardt on ``∇L = 0`` (all starts in one compiled loop).
    Solutions lying on a closed-form set are absorbed by it; the rest are classified and grouped
    into clusters, whose dimension comes from their geometry (a Morse–Bott set of minima is
    reported as one set, not as the hundreds of points the search lands on).

@@ -1,5 +1,5 @@
-"""The numerical search for ``∇L = 0``: multi-start Levenberg–Marquardt (optimistix, all starts at
-once), each root kept only where its Newton step is short.
+"""The numerical search for ``∇L = 0``: multi-start Levenberg–Marquardt (all starts at
+once, in one compiled loop), each root kept only where its Newton step is short.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ times the landscape's length scale (see :func:`_near_a_zero`)."""
 def numerical_solutions(
     landscape: Landscape, box: np.ndarray, starts: int, seed: int
 ) -> np.ndarray:
-    """Critical points found by Levenberg–Marquardt (optimistix) on ``∇L = 0``, all starts at
+    """Critical points found by Levenberg–Marquardt (:func:`_batched_root`) on ``∇L = 0``, all starts at
     once.
 
     The ``starts`` initial points are uniform in ``box`` (seeded).  A coordinate whose bounds are
@@ -86,31 +86,75 @@ def _near_a_zero(landscape: Landscape, ys: np.ndarray) -> np.ndarray:
     return ~finite | (steps <= NEWTON_STEP * loss_scales(landscape).length)
 
 
+LM_DAMPING = 1e-3
+"""The first damping ``μ₀ = τ·max diag(JᵀJ)`` of each start, ``τ`` (Madsen, Nielsen & Tingleff)."""
+
+
 @functools.cache
 def _batched_root(field: GradientField) -> Callable[..., jax.Array]:
-    """Jitted, vmapped Levenberg–Marquardt on the residual ``∇L(θ, args) / scale`` from many
-    starts (one scale per start), the coordinates where ``free`` is false held at ``pinned``;
-    compiled once per field (hyperparameters and the slice are arguments, so a sweep compiles
-    once)."""
-    import optimistix as optx
+    """Jitted, vmapped Levenberg–Marquardt on the residual ``r(θ) = ∇L(θ, args) / scale`` from
+    many starts (one scale per start), the coordinates where ``free`` is false held at
+    ``pinned``; compiled once per field (hyperparameters and the slice are arguments, so a
+    sweep compiles once).
 
-    solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
+    The iteration is Nielsen's (K. Madsen, H. B. Nielsen, O. Tingleff, *Methods for non-linear
+    least squares problems*, 2nd ed., 2004, Algorithm 3.16), with ``J = ∂r/∂θ = H/scale``:
 
-    def residual(y: jax.Array, a: tuple[Any, jax.Array, jax.Array, jax.Array]) -> jax.Array:
-        args, scale, free, pinned = a
+    - the step ``h = −(JᵀJ + μI)⁻¹ Jᵀr``, zero along pinned coordinates (their columns of
+      ``J`` are zeroed);
+    - the gain ratio ``ϱ = (F(θ) − F(θ + h)) / (½ hᵀ(μh − Jᵀr))`` with ``F = ½‖r‖²``; a step
+      with ``ϱ > 0`` is taken and ``μ ← μ·max(1/3, 1 − (2ϱ − 1)³)``, ``ν ← 2``; otherwise
+      ``μ ← μν``, ``ν ← 2ν`` (a non-finite residual counts as ``ϱ ≤ 0``);
+    - a start stops when ``‖h‖ ≤`` :data:`ROOT_TOL` ``· (‖θ‖ + ROOT_TOL)``, when ``Jᵀr`` or
+      ``r`` vanishes, when its residual is not finite, or after :data:`ROOT_STEPS` steps.
+
+    A purpose-built loop instead of a library's solver: the search is traced and compiled once
+    per loss, and a general solver's abstractions cost several times more to trace and compile
+    than its iterations cost to run (``tests/test_roots.py`` compares its roots with
+    optimistix's ``LevenbergMarquardt``).
+    """
+
+    def residual(y: jax.Array, args: Any, scale: jax.Array, free: jax.Array, pinned: jax.Array):
         return field.grad(jnp.where(free, y, pinned), args) / scale
+
+    def linearized(y: jax.Array, *a: Any) -> tuple[jax.Array, jax.Array]:
+        """``(r, J)`` at ``y``, the pinned columns of ``J`` zero."""
+        r = residual(y, *a)
+        return r, jax.jacfwd(residual)(y, *a) * a[2]
 
     def one(
         y0: jax.Array, args: Any, scale: jax.Array, free: jax.Array, pinned: jax.Array
     ) -> jax.Array:
-        solution = optx.least_squares(
-            residual,
-            solver,
-            y0,
-            args=(args, scale, free, pinned),
-            max_steps=ROOT_STEPS,
-            throw=False,
-        )
-        return jnp.where(free, solution.value, pinned)
+        a = (args, scale, free, pinned)
+        r0, j0 = linearized(y0, *a)
+        eye = jnp.eye(y0.shape[0], dtype=y0.dtype)
+        tiny = jnp.finfo(y0.dtype).tiny
+        mu0 = LM_DAMPING * jnp.maximum(jnp.max(jnp.diag(j0.T @ j0)), tiny)
+
+        def running(state: tuple[jax.Array, ...]) -> jax.Array:
+            return ~state[-1]
+
+        def step(state: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+            y, r, jac, mu, nu, k, _ = state
+            g = jac.T @ r
+            h = -jnp.linalg.solve(jac.T @ jac + mu * eye, g)
+            y_new = y + h
+            r_new, jac_new = linearized(y_new, *a)
+            gain = (r @ r - r_new @ r_new) / (h @ (mu * h - g))
+            take = jnp.isfinite(gain) & (gain > 0) & jnp.all(jnp.isfinite(jac_new))
+            shrink = jnp.maximum(1.0 / 3.0, 1.0 - (2.0 * gain - 1.0) ** 3)
+            mu = jnp.where(take, mu * shrink, mu * nu)
+            nu = jnp.where(take, 2.0, 2.0 * nu)
+            y, r, jac = (
+                jnp.where(take, new, old) for new, old in ((y_new, y), (r_new, r), (jac_new, jac))
+            )
+            small = jnp.linalg.norm(h) <= ROOT_TOL * (jnp.linalg.norm(y) + ROOT_TOL)
+            solved = ~jnp.any(jac.T @ r) | ~jnp.any(r)
+            stop = small | solved | ~jnp.isfinite(mu) | (k + 1 >= ROOT_STEPS)
+            return y, r, jac, mu, nu, k + 1, stop
+
+        start = (y0, r0, j0, mu0, jnp.asarray(2.0, y0.dtype), 0, ~jnp.all(jnp.isfinite(r0)))
+        y = jax.lax.while_loop(running, step, start)[0]
+        return jnp.where(free, y, pinned)
 
     return jax.jit(jax.vmap(one, in_axes=(0, None, 0, None, None)))

@@ -41,6 +41,7 @@ PRIVATE_IN_TESTS = {
     ("tests.test_engine", "gradflow._integrate"),
     ("tests.test_newton_finish", "gradflow._newton_finish"),
     ("tests.test_rk", "gradflow._batched"),
+    ("tests.test_roots", "gradflow._roots"),
     ("tests.test_rk", "gradflow._rk"),
     ("tests.test_registry", "gradflow.cli._registry"),
     ("tests.test_streamlines", "gradflow._draw"),

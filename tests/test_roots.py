@@ -1,0 +1,121 @@
+"""The numerical search for ``∇L = 0`` (a batched Levenberg–Marquardt loop written for it) against
+critical points worked out by hand and against optimistix's ``LevenbergMarquardt``, the library
+it replaced, as the reference."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import gradflow as gf
+from gradflow._roots import ROOT_STEPS, ROOT_TOL, numerical_solutions
+
+BOX = np.array([[-2.0, 2.0], [-2.0, 2.0]])
+STARTS = 256
+
+
+def double_well(t: jax.Array, c: float) -> jax.Array:
+    """``c((x² − 1)² + y²)``: minima (±1, 0), a saddle at the origin."""
+    return c * ((t[0] ** 2 - 1) ** 2 + t[1] ** 2)
+
+
+def cubic(t: jax.Array, _: object = None) -> jax.Array:
+    """``x³/3 − x + y²``, unbounded below: a minimum at (1, 0), a saddle at (−1, 0)."""
+    return t[0] ** 3 / 3 - t[0] + t[1] ** 2
+
+
+def depth_two(t: jax.Array, _: object = None) -> jax.Array:
+    """``(1 − xy)²``: minima on the hyperbola xy = 1, a saddle at the origin."""
+    return (1 - t[0] * t[1]) ** 2
+
+
+def himmelblau(t: jax.Array, _: object = None) -> jax.Array:
+    """Himmelblau's function: four minima, four saddles and a maximum in [−5, 5]²."""
+    return (t[0] ** 2 + t[1] - 11) ** 2 + (t[0] + t[1] ** 2 - 7) ** 2
+
+
+def distinct(points: np.ndarray, tol: float = 1e-7) -> np.ndarray:
+    """The points of ``points`` (shape ``(n, dim)``) at least ``tol`` apart, sorted."""
+    kept: list[np.ndarray] = []
+    for p in points[np.lexsort(points.T[::-1])]:
+        if all(np.max(np.abs(p - q)) > tol for q in kept):
+            kept.append(p)
+    return np.array(kept)
+
+
+def roots(fn, box: np.ndarray = BOX, fn_args: object = 1.0) -> np.ndarray:
+    names = tuple("xyz"[: len(box)])
+    land = gf.JaxLandscape(fn, names, fn_args=fn_args)
+    return numerical_solutions(land, box, STARTS, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [
+        (double_well, [[-1.0, 0.0], [0.0, 0.0], [1.0, 0.0]]),
+        (cubic, [[-1.0, 0.0], [1.0, 0.0]]),
+    ],
+    ids=["double well", "x³/3 − x + y²"],
+)
+def test_every_isolated_critical_point_is_found_and_nothing_else(fn, expected) -> None:
+    found = roots(fn)
+    assert len(found) > STARTS // 2
+    np.testing.assert_allclose(distinct(found), expected, atol=1e-9)
+
+
+def test_roots_of_a_curve_of_minima_lie_on_it() -> None:
+    """``(1 − xy)²``: every root is the saddle (0, 0) or on ``xy = 1``, and both branches of the
+    hyperbola are reached."""
+    found = roots(depth_two)
+    on_curve = np.abs(found[:, 0] * found[:, 1] - 1) < 1e-9
+    at_saddle = np.all(np.abs(found) < 1e-9, axis=1)
+    assert np.all(on_curve | at_saddle)
+    assert at_saddle.any()
+    assert (found[on_curve, 0] > 0).any() and (found[on_curve, 0] < 0).any()
+
+
+@pytest.mark.parametrize("c", [1e-6, 1e6])
+def test_the_roots_do_not_depend_on_the_loss_scale(c: float) -> None:
+    """Each start's residual is ``∇L / ‖∇L(θ0)‖``: the same iteration at every scale."""
+    np.testing.assert_allclose(roots(double_well, fn_args=c), roots(double_well), atol=1e-12)
+
+
+def test_a_pinned_coordinate_finds_only_the_critical_points_on_its_slice() -> None:
+    """``x² + y² + (z − 1)²`` has one critical point, (0, 0, 1): on the slice z = 1 it is found,
+    on z = 0 nothing is (the search still asks the whole gradient to vanish)."""
+
+    def bowl(t: jax.Array, _: object = None) -> jax.Array:
+        return t[0] ** 2 + t[1] ** 2 + (t[2] - 1) ** 2
+
+    on = roots(bowl, np.array([[-2.0, 2.0], [-2.0, 2.0], [1.0, 1.0]]))
+    np.testing.assert_allclose(distinct(on), [[0.0, 0.0, 1.0]], atol=1e-9)
+    assert len(roots(bowl, np.array([[-2.0, 2.0], [-2.0, 2.0], [0.0, 0.0]]))) == 0
+
+
+def test_the_roots_are_optimistixs() -> None:
+    """From the same seeded starts in [−5, 5]², optimistix's ``LevenbergMarquardt`` (same
+    residual, tolerances and step budget) and the search find the same nine critical points
+    of Himmelblau's function."""
+    import optimistix as optx
+
+    box = np.array([[-5.0, 5.0], [-5.0, 5.0]])
+    field = gf.JaxLandscape(himmelblau, ("x", "y")).field
+    y0 = np.random.default_rng(0).uniform(box[:, 0], box[:, 1], size=(STARTS, 2))
+    scale = np.linalg.norm(jax.vmap(field.grad, in_axes=(0, None))(y0, None), axis=1)
+    solver = optx.LevenbergMarquardt(rtol=ROOT_TOL, atol=ROOT_TOL)
+
+    def residual(y: jax.Array, s: jax.Array) -> jax.Array:
+        return field.grad(y, None) / s
+
+    def one(start: jax.Array, s: jax.Array) -> jax.Array:
+        return optx.least_squares(
+            residual, solver, start, args=s, max_steps=ROOT_STEPS, throw=False
+        ).value
+
+    reference = np.asarray(jax.jit(jax.vmap(one))(jnp.asarray(y0), jnp.asarray(scale)))
+    gradients = np.linalg.norm(jax.vmap(field.grad, in_axes=(0, None))(reference, None), axis=1)
+    expected = distinct(reference[gradients < 1e-9])
+    assert len(expected) == 9
+    np.testing.assert_allclose(distinct(roots(himmelblau, box)), expected, atol=1e-9)
