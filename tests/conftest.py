@@ -36,19 +36,71 @@ import gradflow  # noqa: E402, F401  (enables float64 before any test builds an 
 from gradflow.cli import main  # noqa: E402
 
 SHARED_CACHE = "GRADFLOW_TEST_XLA_CACHE"
-"""The environment variable naming the compilation cache of one test run."""
+"""The environment variable naming the compilation cache of the test runs: a folder (kept), or
+empty for a folder of this run alone (removed when it ends).  Unset: :func:`kept_cache`."""
+
+CACHE_MIN_COMPILE_SECONDS = 0.0
+"""Programs compiled in at least this long are written to the cache: every one, since the
+suite compiles about 3,000 programs, most of them small, and the next run loads them all."""
+
+CACHE_MAX_BYTES = 2 * 1024**3
+"""A kept cache larger than this is emptied before a run (a whole run writes about 25 MB; each
+change to the engine adds the programs it changes)."""
+
+
+def kept_cache() -> str:
+    """``$XDG_CACHE_HOME/gradflow/tests-xla`` (default ``~/.cache/gradflow/tests-xla``): where
+    test runs keep their compiled programs for the next run, beside the command line's own
+    cache (``gradflow/jax``), which tests never touch."""
+    home = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+    return os.path.join(home, "gradflow", "tests-xla")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """One persistent compilation cache per test run, shared by its xdist workers: a program
-    that tests in both workers compile (the canonical model's rounds, its loss and Hessian) is
-    compiled once.  Created by the controlling process before the workers start (they inherit
-    its environment) and removed when the run ends; nothing is kept between runs."""
-    if SHARED_CACHE not in os.environ:
+    """One persistent compilation cache for the test runs, shared by a run's xdist workers and
+    kept for the next run (:func:`kept_cache`, or ``$GRADFLOW_TEST_XLA_CACHE``): a program
+    that tests compile in both workers (the canonical model's rounds, its loss and Hessian), or
+    in the last run, is loaded instead of compiled.  JAX keys each program by its whole lowered
+    module, the compile options and flags (the suite's LLVM level included) and the jax and
+    jaxlib versions, so a kept program is the one compiling would give; the tests' results do
+    not depend on the cache, only their time does.  ``GRADFLOW_TEST_XLA_CACHE=""``, or a home
+    folder that cannot be written, gives the run a folder of its own, removed when it ends (a
+    run as on a new machine).  The controlling process decides before the workers start; they
+    inherit its environment, and so do the processes tests start (the notebook's kernel, the
+    command line in a child process), which read JAX's settings from it."""
+    if os.environ.get(SHARED_CACHE) is None:
+        os.environ[SHARED_CACHE] = _writable(kept_cache())
+    if not os.environ[SHARED_CACHE]:
         os.environ[SHARED_CACHE] = tempfile.mkdtemp(prefix="gradflow-tests-xla-")
         config.stash[_OWNED] = os.environ[SHARED_CACHE]
-    jax.config.update("jax_compilation_cache_dir", os.environ[SHARED_CACHE])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.2)
+    elif "PYTEST_XDIST_WORKER" not in os.environ:
+        _empty_if_full(os.environ[SHARED_CACHE])
+    os.makedirs(os.environ[SHARED_CACHE], exist_ok=True)
+    settings = {
+        "jax_compilation_cache_dir": os.environ[SHARED_CACHE],
+        "jax_persistent_cache_min_compile_time_secs": CACHE_MIN_COMPILE_SECONDS,
+    }
+    for name, value in settings.items():
+        jax.config.update(name, value)
+        os.environ[name.upper()] = str(value)
+
+
+def _writable(folder: str) -> str:
+    """``folder``, created if missing, or ``""`` where it cannot be (a read-only home)."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return ""
+    return folder if os.access(folder, os.W_OK) else ""
+
+
+def _empty_if_full(folder: str) -> None:
+    """Remove ``folder`` if its files pass :data:`CACHE_MAX_BYTES` (JAX's own size limit keeps
+    access times that the command line's runs in child processes, which share the folder, do
+    not write)."""
+    sizes = (entry.stat().st_size for entry in os.scandir(folder)) if os.path.isdir(folder) else ()
+    if sum(sizes) > CACHE_MAX_BYTES:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
