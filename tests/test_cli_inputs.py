@@ -310,16 +310,20 @@ def test_help_marks_the_hyperparameters_the_paper_models_require(cli) -> None:
 
 
 @pytest.mark.slow
-def test_a_sum_of_400_squares_has_one_minimum_at_the_mean(cli) -> None:
-    """Σ_k (x - k/400)² + y² has ∇L = (2 Σ_k (x - k/400), 2y) = 0 only at x = mean(k/400) =
-    401/800, y = 0, a minimum (Hessian diag(800, 2)); L there = Σ_k (k/400)² - 400 x² =
-    (400 · 401 · 801 / 6) / 400² - 401² / 1600."""
-    run = cli("critical", "--loss", squares(400), "--params", "x,y", "--json")
+def test_the_largest_sum_of_squares_compiled_has_one_minimum_at_the_mean(cli) -> None:
+    """Σ_k (x - k/n)² + y², k = 1 … n, has ∇L = (2 Σ_k (x - k/n), 2y) = 0 only at x = mean(k/n) =
+    (n + 1)/(2n), y = 0, a minimum (Hessian diag(2n, 2)); L there = Σ_k (k/n)² - n x² =
+    (n + 1)(2n + 1)/(6n) - (n + 1)²/(4n).  n = 399 is the largest sum of at most 2,000 nodes
+    (5n + 4), the most the command line compiles."""
+    n = 399
+    run = cli("critical", "--loss", squares(n), "--params", "x,y", "--json")
     assert run.code == 0, run.err
     (only,) = json.loads(run.out)["critical_sets"]
-    assert only["points"] == [[401 / 800, 0.0]] and only["morse_index"] == 0
-    np.testing.assert_allclose(only["hessian_eigenvalues"], [2.0, 800.0])
-    np.testing.assert_allclose(only["loss"], 401 * 801 / 2400 - 401**2 / 1600, rtol=1e-12)
+    assert only["points"] == [[(n + 1) / (2 * n), 0.0]] and only["morse_index"] == 0
+    np.testing.assert_allclose(only["hessian_eigenvalues"], [2.0, 2.0 * n])
+    expected = (n + 1) * (2 * n + 1) / (6 * n) - (n + 1) ** 2 / (4 * n)
+    np.testing.assert_allclose(only["loss"], expected, rtol=1e-12)
+    assert "2004 nodes" in cli("critical", "--loss", squares(n + 1)).err
 
 
 def test_bare_gradflow_prints_the_help_and_version_is_known(cli) -> None:
