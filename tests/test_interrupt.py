@@ -45,20 +45,12 @@ DRIVER = textwrap.dedent(
 )
 
 
-def uncached() -> dict[str, str]:
-    """The environment with no compilation cache: the command line's turned off, and not the
-    test run's either (which ``tests/conftest.py`` passes to child processes), so that a child
-    process compiles."""
-    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
-    return env | {"GRADFLOW_CACHE_DIR": ""}
-
-
 def interrupted(folder: Path, where: str, when: str, *argv: str) -> subprocess.CompletedProcess:
     """Run ``gradflow argv`` in ``folder``, sending SIGINT when ``where`` (``module:function``)
     is entered (``when="before"``), when it returns (``"after"``), or a number of seconds after
     it is entered (``"0.5"``)."""
     module, function = where.split(":")
-    env = uncached()
+    env = {**os.environ, "GRADFLOW_CACHE_DIR": ""}
     command = [sys.executable, "-c", DRIVER, module, function, when, *argv]
     return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=600)
 
@@ -95,7 +87,7 @@ def test_an_interrupted_sweep_keeps_its_cells_and_the_same_command_resumes(tmp_p
     assert "kept in sweep.cells/" in run.stderr and "run the same command again" in run.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.cells"]
     assert len(list((tmp_path / "sweep.cells").glob("*.npz"))) == 1
-    env = uncached()
+    env = {**os.environ, "GRADFLOW_CACHE_DIR": ""}
     command = [sys.executable, "-c", "import sys; from gradflow.cli import main; sys.exit(main())"]
     done = subprocess.run([*command, *argv], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

@@ -10,6 +10,7 @@ here.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -148,3 +149,26 @@ def test_xla_flags_are_tried_once_and_unknown_ones_left_out(tmp_path, monkeypatc
     monkeypatch.setattr(_setup, "_xla_accepts", never)
     assert _setup.known_xla_flags([made_up]) == []
     assert (tmp_path / "gradflow" / "xla-flags.json").exists()
+
+
+def test_the_cache_turned_off_is_off_also_where_jax_s_environment_turns_it_on(tmp_path) -> None:
+    """``GRADFLOW_CACHE_DIR=""`` turns the compilation cache off: a program compiled after
+    :func:`~gradflow.cli._setup.configure_jax` is not written to the folder that
+    ``JAX_COMPILATION_CACHE_DIR`` names (with every program written, were the cache on)."""
+    folder = tmp_path / "jax-cache"
+    folder.mkdir()
+    env = {
+        **os.environ,
+        "GRADFLOW_CACHE_DIR": "",
+        "JAX_COMPILATION_CACHE_DIR": str(folder),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+    }
+    script = (
+        "from gradflow.cli._setup import configure_jax; configure_jax(); import jax; "
+        "print(float(jax.jit(lambda x: x * 2.0 + 1.0)(3.0)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "7.0"
+    assert list(folder.iterdir()) == []

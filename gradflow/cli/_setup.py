@@ -39,26 +39,30 @@ def configure_jax() -> None:
     machine goes without them, :func:`known_xla_flags`).
 
     Compiling the batched flow takes seconds on a CPU; with the cache a repeated
-    ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped,
-    and with the cache turned off the flags are left alone too.
+    ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped.
+    With the cache turned off (``GRADFLOW_CACHE_DIR=""``) JAX's persistent cache is disabled,
+    also one that ``JAX_COMPILATION_CACHE_DIR`` in the environment would turn on, and the flags
+    are left alone.
     The settings go through JAX's environment variables, read when JAX is imported, so that a
     command that refuses its input never imports JAX; if JAX is already loaded (the command line
     called from Python), they are set on its config.
     """
     path = cache_dir()
+    settings: dict[str, object]
     if path is None:
-        return
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return
-    if "jax" not in sys.modules:
-        current = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = with_xla_flags(current, FAST_COMPILE_FLAGS, wait=False)
-    settings = {
-        "jax_compilation_cache_dir": str(path),
-        "jax_persistent_cache_min_compile_time_secs": 0.0,
-    }
+        settings = {"jax_enable_compilation_cache": False}
+    else:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            return
+        if "jax" not in sys.modules:
+            current = os.environ.get("XLA_FLAGS", "")
+            os.environ["XLA_FLAGS"] = with_xla_flags(current, FAST_COMPILE_FLAGS, wait=False)
+        settings = {
+            "jax_compilation_cache_dir": str(path),
+            "jax_persistent_cache_min_compile_time_secs": 0.0,
+        }
     for name, value in settings.items():
         os.environ.setdefault(name.upper(), str(value))
     if "jax" in sys.modules:
