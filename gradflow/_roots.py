@@ -32,8 +32,8 @@ times the landscape's length scale (see :func:`_near_a_zero`)."""
 def numerical_solutions(
     landscape: Landscape, box: np.ndarray, starts: int, seed: int
 ) -> np.ndarray:
-    """Critical points found by Levenberg–Marquardt (:func:`_batched_root`) on ``∇L = 0``, all starts at
-    once.
+    """Critical points found by Levenberg–Marquardt (:func:`_batched_root`) on ``∇L = 0``, all
+    starts at once.
 
     The ``starts`` initial points are uniform in ``box`` (seeded).  A coordinate whose bounds are
     equal is pinned there (a slice): the search moves only the other coordinates and still asks
