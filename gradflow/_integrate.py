@@ -20,7 +20,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from ._errors import GradflowError
-from ._landscape import GradientField
+from ._landscape import GradientField, padded_call
 from ._text import format_point
 
 if TYPE_CHECKING:
@@ -351,9 +351,29 @@ def integrate(
     if ts is not None and (times.size == 0 or times[-1] < float(sol.stats["t_stop"])):
         times = np.append(times, float(sol.stats["t_stop"]))
         ys = np.concatenate([ys, np.asarray(sol.stats["y_stop"])[None]])
-    status = Status(int(status_code(field, options, jnp.asarray(ys[-1]), args, -jnp.inf)))
-    losses = np.asarray(jax.vmap(field.loss, in_axes=(0, None))(jnp.asarray(ys), args))
+    status = Status(int(_final_status(field, options, jnp.asarray(ys[-1]), args)))
+    losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
     return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
+
+
+PATH_SIZES = tuple(64 << k for k in range(11))
+"""The lengths a recorded path is padded to when its losses are evaluated: powers of two from
+64 to 65,536 (longer paths go in chunks of 65,536).  Paths differ in length from one start to
+the next, and a program per length cost three compilations per trajectory; padding to a power
+of two at most doubles the evaluations, which matters where the loss is a full model's."""
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _final_status(field: GradientField, options: FlowOptions, y: jax.Array, args: Any) -> jax.Array:
+    """:func:`status_code` of the state where a path stopped, one compiled program per
+    ``(field, options)`` (evaluated eagerly it compiled a dozen one-operation programs)."""
+    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype))
+
+
+@functools.cache
+def _path_losses(field: GradientField) -> Callable[[jax.Array, Any], jax.Array]:
+    """``field.loss`` at each row of a path, jitted once per field."""
+    return jax.jit(jax.vmap(field.loss, in_axes=(0, None)))
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))

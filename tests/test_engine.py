@@ -342,6 +342,34 @@ def test_gradient_flow_compiles_once_per_loss() -> None:
     np.testing.assert_allclose(second.thetas[1], np.array([-3.0, 0.5]) * np.exp(-1.0), rtol=1e-5)
 
 
+def test_a_second_trajectory_of_another_length_traces_no_program() -> None:
+    """Paths from two starts have different lengths; the second flow of the same landscape
+    traces nothing (its losses are evaluated on a padded, shared shape, its stop in one compiled
+    program).  L = ½‖θ‖² gives θ(t) = θ0 e^{-t} and L = ½‖θ‖² at every recorded point."""
+    import jax.monitoring
+
+    model = gradflow.loss_model("x**2/2 + y**2/2").bind()
+    options = gradflow.FlowOptions(solver="Tsit5", rtol=1e-8, atol=1e-10)
+    first = gradflow.flow(model, [1.0, 2.0], options)
+    traces = []
+
+    def count(event: str, duration: float, **kwargs) -> None:
+        if event == "/jax/core/compile/jaxpr_trace_duration":
+            traces.append(duration)
+
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        second = gradflow.flow(model, [30.0, -5.0], options)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(count)
+    assert len(first.ts) != len(second.ts)
+    assert traces == []
+    for path, start in ((first, [1.0, 2.0]), (second, [30.0, -5.0])):
+        np.testing.assert_allclose(path.losses, 0.5 * np.sum(path.thetas**2, axis=1), rtol=1e-12)
+        exact = np.asarray(start) * np.exp(-path.ts)[:, None]
+        np.testing.assert_allclose(path.thetas, exact, rtol=1e-5, atol=1e-9)
+
+
 def test_a_declared_bound_may_be_a_plain_number() -> None:
     """``global_min_loss=0`` (an int) is ``inf L`` of the double well, as ``sp.S.Zero`` would be;
     a bound depending on a hyperparameter is evaluated at its value."""
