@@ -120,10 +120,9 @@ def integrate_batch(
         steps=np.zeros(n, dtype=np.int64),
         status=np.full(n, int(Status.NOT_CONVERGED)),
     )
-    level = jnp.asarray(-np.inf if decide_below is None else decide_below, dtype=dtype)
+    level = jax.device_put(np.asarray(-np.inf if decide_below is None else decide_below, dtype))
     args = jax.tree.map(
-        lambda a: jnp.asarray(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
-        args,
+        lambda a: _cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a, args
     )
     pending = np.arange(n)
     with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
@@ -143,6 +142,12 @@ def integrate_batch(
         steps=state.steps,
         status=state.status,
     )
+
+
+def _cast(value: Any, dtype: Any) -> jax.Array:
+    """``value`` as a device array of ``dtype``, cast on the host: a cast on the device is a
+    program of its own per shape and type (traced, and compiled or loaded, every process)."""
+    return jax.device_put(np.asarray(value, dtype))
 
 
 MIN_CHUNK = 64

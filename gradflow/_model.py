@@ -394,7 +394,8 @@ class BoundModel(Landscape):
     @functools.cached_property
     def h(self) -> jnp.ndarray:
         """Hyperparameter values as a float64 array, in the order of ``model.hyperparams``."""
-        return jnp.asarray([self.values[n] for n in self.model.hyperparam_names], dtype=jnp.float64)
+        values = [self.values[n] for n in self.model.hyperparam_names]
+        return jax.device_put(np.asarray(values, dtype=np.float64))
 
     @property
     def compiled(self) -> CompiledLoss:
