@@ -270,17 +270,16 @@ def status_code(
     """Status code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
     (a traced value, so that programs differing only in it compile once).
 
-    A state that meets no stopping condition can only have stopped because its budget ran out.
+    The first condition met, in the order diverged, converged, decided, gives the code; a state
+    that meets none can only have stopped because its budget ran out.  Written as nested
+    ``where``, not ``jnp.select``: vectorized over a batch, ``select``'s argmax over the
+    stacked conditions compiles to a reduction XLA does not vectorize on a CPU, which made a
+    round of the batched integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
     """
-    return jnp.select(
-        [
-            diverged(y, options),
-            jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol),
-            field.loss(y, args) < level,
-        ],
-        [int(Status.DIVERGED), int(Status.CONVERGED), int(Status.DECIDED)],
-        int(Status.NOT_CONVERGED),
-    )
+    converged = jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol)
+    code = jnp.where(field.loss(y, args) < level, int(Status.DECIDED), int(Status.NOT_CONVERGED))
+    code = jnp.where(converged, int(Status.CONVERGED), code)
+    return jnp.where(diverged(y, options), int(Status.DIVERGED), code)
 
 
 def solve(

@@ -6,13 +6,21 @@ import dataclasses
 import subprocess
 import sys
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
 
 import gradflow
-from gradflow import GradflowError, ReducedModel, classify_points, critical_sets, save_with_data
+from gradflow import (
+    GradflowError,
+    ReducedModel,
+    Status,
+    classify_points,
+    critical_sets,
+    save_with_data,
+)
 
 x, y = sp.symbols("x y", real=True)
 k = sp.symbols("k", positive=True)
@@ -368,6 +376,27 @@ def test_a_second_trajectory_of_another_length_traces_no_program() -> None:
         np.testing.assert_allclose(path.losses, 0.5 * np.sum(path.thetas**2, axis=1), rtol=1e-12)
         exact = np.asarray(start) * np.exp(-path.ts)[:, None]
         np.testing.assert_allclose(path.thetas, exact, rtol=1e-5, atol=1e-9)
+
+
+def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> None:
+    """Status codes of a batch of states, vectorized as the integrators call them.  The double
+    well L = (x² − 1)² + y² has ∇L = (4x(x² − 1), 2y): at (1, 0) it is 0 and L = 0, at (0.5, 0)
+    it is (−1.5, 0) and L = 0.5625.  A constant loss has ∇L = 0 everywhere, so a state beyond
+    the divergence radius is both converged and diverged (diverged wins); NaN is diverged."""
+    from gradflow._integrate import status_code
+
+    well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
+    flat = gradflow.JaxLandscape(lambda t, _: 0.0 * t[0], ("x", "y"))
+    options = gradflow.FlowOptions(gtol=1e-3, divergence_radius=10.0)
+
+    def codes(landscape, states, level):
+        batch = jax.vmap(lambda y: status_code(landscape.field, options, y, None, level))
+        return [Status(int(c)) for c in batch(jnp.asarray(states))]
+
+    states = [[1.0, 0.0], [0.5, 0.0], [np.nan, 0.0]]
+    assert codes(well, states, 1.0) == [Status.CONVERGED, Status.DECIDED, Status.DIVERGED]
+    assert codes(well, states, 0.5) == [Status.CONVERGED, Status.NOT_CONVERGED, Status.DIVERGED]
+    assert codes(flat, [[20.0, 0.0], [1.0, 1.0]], 1.0) == [Status.DIVERGED, Status.CONVERGED]
 
 
 def test_a_declared_bound_may_be_a_plain_number() -> None:
