@@ -172,3 +172,26 @@ def test_the_cache_turned_off_is_off_also_where_jax_s_environment_turns_it_on(tm
     )
     assert run.stdout.strip() == "7.0"
     assert list(folder.iterdir()) == []
+
+
+def test_a_command_collects_garbage_less_often_and_restores_the_thresholds(monkeypatch) -> None:
+    """During a command the youngest generation's threshold is ``GC_YOUNGEST``; after it (also
+    after a refused argument) the caller's thresholds are back."""
+    import gc
+
+    import gradflow.cli.models
+    from gradflow.cli import main
+    from gradflow.cli._setup import GC_YOUNGEST
+
+    seen = []
+    monkeypatch.setattr(gradflow.cli.models, "run", lambda args: seen.append(gc.get_threshold()))
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(321, 9, 8)
+        assert main(["models"]) == 0
+        assert seen == [(GC_YOUNGEST, 9, 8)]
+        assert gc.get_threshold() == (321, 9, 8)
+        assert main(["portrait", "--p", "1.5"]) == 2
+        assert gc.get_threshold() == (321, 9, 8)
+    finally:
+        gc.set_threshold(*before)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ._interrupt import EXIT_INTERRUPTED, interruptible
 from ._registry import COMMANDS
+from ._setup import fewer_collections
 
 __all__ = ["COMMANDS", "main"]
 
@@ -23,7 +24,7 @@ DESCRIPTION = "gradflow: gradient flows, critical sets and basins of the reduced
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     held: list[argparse.Namespace] = []
-    with interruptible(lambda: _interrupted(held)):
+    with interruptible(lambda: _interrupted(held)), fewer_collections():
         return _main(list(sys.argv[1:] if argv is None else argv), held)
 
 
