@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import tempfile
@@ -10,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradflow.cli._setup import with_xla_flags
+from gradflow.cli._setup import GC_YOUNGEST, with_xla_flags
 
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 """How the test runs compile: most of the suite's CPU time is XLA compiling small programs that
@@ -67,7 +68,12 @@ def pytest_configure(config: pytest.Config) -> None:
     folder that cannot be written, gives the run a folder of its own, removed when it ends (a
     run as on a new machine).  The controlling process decides before the workers start; they
     inherit its environment, and so do the processes tests start (the notebook's kernel, the
-    command line in a child process), which read JAX's settings from it."""
+    command line in a child process), which read JAX's settings from it.
+
+    Each process also collects cyclic garbage less often, as the command line does
+    (:data:`~gradflow.cli._setup.GC_YOUNGEST`): a whole run spent 17.8 CPU s in the collector,
+    14.3 of them walking the imported libraries in full collections, and 8.7 s with it."""
+    gc.set_threshold(GC_YOUNGEST, *gc.get_threshold()[1:])
     if os.environ.get(SHARED_CACHE) is None:
         os.environ[SHARED_CACHE] = _writable(kept_cache())
     if not os.environ[SHARED_CACHE]:
