@@ -174,6 +174,33 @@ def test_the_cache_turned_off_is_off_also_where_jax_s_environment_turns_it_on(tm
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.parametrize("named", [True, False])
+def test_the_cache_folder_named_by_gradflow_wins_over_jax_s_and_jax_s_over_the_default(
+    tmp_path, named
+) -> None:
+    """With ``JAX_COMPILATION_CACHE_DIR`` in the environment (as a process started by a gradflow
+    process inherits it), a program compiled after
+    :func:`~gradflow.cli._setup.configure_jax` is written to ``GRADFLOW_CACHE_DIR`` where that is
+    set, and to JAX's folder where it is not."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    theirs.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "GRADFLOW_CACHE_DIR"}
+    env |= {"JAX_COMPILATION_CACHE_DIR": str(theirs), "XDG_CACHE_HOME": str(tmp_path / "home")}
+    if named:
+        env["GRADFLOW_CACHE_DIR"] = str(ours)
+    script = (
+        "from gradflow.cli._setup import configure_jax; configure_jax(); import jax; "
+        "print(float(jax.jit(lambda x: x * 2.0 + 1.0)(3.0)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "7.0"
+    written, untouched = (ours, theirs) if named else (theirs, tmp_path / "home")
+    assert any(written.iterdir())
+    assert not untouched.exists() or not any(untouched.rglob("*cache*"))
+
+
 def test_a_command_collects_garbage_less_often_and_restores_the_thresholds(monkeypatch) -> None:
     """During a command the youngest generation's threshold is ``GC_YOUNGEST``; after it (also
     after a refused argument) the caller's thresholds are back."""

@@ -73,9 +73,11 @@ def configure_jax() -> None:
 
     Compiling the batched flow takes seconds on a CPU; with the cache a repeated
     ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped.
-    With the cache turned off (``GRADFLOW_CACHE_DIR=""``) JAX's persistent cache is disabled,
-    also one that ``JAX_COMPILATION_CACHE_DIR`` in the environment would turn on, and the flags
-    are left alone.
+    ``GRADFLOW_CACHE_DIR``, where it is set, decides over JAX's own variables: its folder is
+    the cache even where ``JAX_COMPILATION_CACHE_DIR`` names another (as in a process started by
+    a gradflow process, which inherits the variables this function sets), and with the cache
+    turned off (``GRADFLOW_CACHE_DIR=""``) JAX's persistent cache is disabled and the flags are
+    left alone.  Where it is not set, a ``JAX_COMPILATION_CACHE_DIR`` in the environment is kept.
     The settings go through JAX's environment variables, read when JAX is imported, so that a
     command that refuses its input never imports JAX; if JAX is already loaded (the command line
     called from Python), they are set on its config.
@@ -96,10 +98,12 @@ def configure_jax() -> None:
             "jax_compilation_cache_dir": str(path),
             "jax_persistent_cache_min_compile_time_secs": 0.0,
         }
-    for name, value in settings.items():
-        os.environ.setdefault(name.upper(), str(value))
+    explicit = "GRADFLOW_CACHE_DIR" in os.environ
+    chosen = {k: v for k, v in settings.items() if explicit or k.upper() not in os.environ}
+    for name, value in chosen.items():
+        os.environ[name.upper()] = str(value)
     if "jax" in sys.modules:
-        for name, value in settings.items():
+        for name, value in chosen.items():
             sys.modules["jax"].config.update(name, value)
 
 
