@@ -151,6 +151,19 @@ def test_xla_flags_are_tried_once_and_unknown_ones_left_out(tmp_path, monkeypatc
     assert (tmp_path / "gradflow" / "xla-flags.json").exists()
 
 
+def _compile_one_program(env: dict[str, str]) -> None:
+    """In a child process with ``env``: :func:`~gradflow.cli._setup.configure_jax`, then one
+    jitted program (``2x + 1`` at 3), whose value is checked."""
+    script = (
+        "from gradflow.cli._setup import configure_jax; configure_jax(); import jax; "
+        "print(float(jax.jit(lambda x: x * 2.0 + 1.0)(3.0)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert run.stdout.strip() == "7.0"
+
+
 def test_the_cache_turned_off_is_off_also_where_jax_s_environment_turns_it_on(tmp_path) -> None:
     """``GRADFLOW_CACHE_DIR=""`` turns the compilation cache off: a program compiled after
     :func:`~gradflow.cli._setup.configure_jax` is not written to the folder that
@@ -163,14 +176,7 @@ def test_the_cache_turned_off_is_off_also_where_jax_s_environment_turns_it_on(tm
         "JAX_COMPILATION_CACHE_DIR": str(folder),
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
     }
-    script = (
-        "from gradflow.cli._setup import configure_jax; configure_jax(); import jax; "
-        "print(float(jax.jit(lambda x: x * 2.0 + 1.0)(3.0)))"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-    )
-    assert run.stdout.strip() == "7.0"
+    _compile_one_program(env)
     assert list(folder.iterdir()) == []
 
 
@@ -188,14 +194,7 @@ def test_the_cache_folder_named_by_gradflow_wins_over_jax_s_and_jax_s_over_the_d
     env |= {"JAX_COMPILATION_CACHE_DIR": str(theirs), "XDG_CACHE_HOME": str(tmp_path / "home")}
     if named:
         env["GRADFLOW_CACHE_DIR"] = str(ours)
-    script = (
-        "from gradflow.cli._setup import configure_jax; configure_jax(); import jax; "
-        "print(float(jax.jit(lambda x: x * 2.0 + 1.0)(3.0)))"
-    )
-    run = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-    )
-    assert run.stdout.strip() == "7.0"
+    _compile_one_program(env)
     written, untouched = (ours, theirs) if named else (theirs, tmp_path / "home")
     assert any(written.iterdir())
     assert not untouched.exists() or not any(untouched.rglob("*cache*"))
