@@ -31,9 +31,9 @@ results agree to rounding (no fast-math either way)."""
 GC_YOUNGEST = 10_000
 """Allocations between collections of the garbage collector's youngest generation during a
 command (Python's default is 700).  A command imports JAX, SymPy, SciPy and matplotlib, millions
-of long-lived objects that every full collection walks again: the main job spent 0.53–0.60 s of
-its 4.6–4.9 s in 704 collections, 0.40–0.45 s of it in full ones, and 0.21–0.22 s in 47 with this
-threshold (docs/performance.md)."""
+of long-lived objects that every full collection walks again: the warm main job spent
+0.53–0.60 s in 702–705 collections, 0.40–0.45 s of it in full ones, and 0.24–0.27 s in 69, none
+full, with this threshold (docs/performance.md)."""
 
 
 @contextmanager
