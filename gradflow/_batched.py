@@ -120,7 +120,7 @@ def integrate_batch(
         steps=np.zeros(n, dtype=np.int64),
         status=np.full(n, int(Status.NOT_CONVERGED)),
     )
-    level = jax.device_put(np.asarray(-np.inf if decide_below is None else decide_below, dtype))
+    level = _cast(-np.inf if decide_below is None else decide_below, dtype)
     args = jax.tree.map(
         lambda a: _cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a, args
     )

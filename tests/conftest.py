@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradflow.cli._setup import GC_YOUNGEST, with_xla_flags
+from gradflow.cli._setup import GC_YOUNGEST, _gradflow_cache, with_xla_flags
 
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 """How the test runs compile: most of the suite's CPU time is XLA compiling small programs that
@@ -53,8 +53,7 @@ def kept_cache() -> str:
     """``$XDG_CACHE_HOME/gradflow/tests-xla`` (default ``~/.cache/gradflow/tests-xla``): where
     test runs keep their compiled programs for the next run, beside the command line's own
     cache (``gradflow/jax``), which tests never touch."""
-    home = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-    return os.path.join(home, "gradflow", "tests-xla")
+    return str(_gradflow_cache() / "tests-xla")
 
 
 def pytest_configure(config: pytest.Config) -> None:
