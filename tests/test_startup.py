@@ -100,6 +100,7 @@ def test_bench_startup_times_every_help_and_the_main_job(cli) -> None:
     expected = {f"gradflow {' '.join(argv)}" for argv in _argv_lists() if argv[-1:] == ["--help"]}
     assert set(helps) == expected | {"gradflow --help"}
     assert 0 < report["warm_seconds"] and 0 < report["cold_seconds"]
+    assert 0 < report["floor_seconds"] < report["warm_seconds"]
 
 
 MAIN_JOB = """
