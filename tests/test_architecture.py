@@ -38,6 +38,7 @@ PRIVATE_IN_TESTS = {
     ("tests.conftest", "gradflow.cli._setup"),
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
     ("tests.test_engine", "gradflow._attractors"),
+    ("tests.test_invariance", "gradflow._closed_sets"),
     ("tests.test_engine", "gradflow._integrate"),
     ("tests.test_newton_finish", "gradflow._newton_finish"),
     ("tests.test_rk", "gradflow._batched"),

@@ -152,6 +152,54 @@ def test_mirror_image_branches_of_one_piece_have_mirror_image_points() -> None:
     np.testing.assert_array_equal(points[0], points[1] * [-1.0, 1.0])
 
 
+def test_each_sheet_of_xyz_1_gets_its_nearest_point_by_the_search_s_tolerance(
+    monkeypatch,
+) -> None:
+    """``(1 − xyz)²`` in ``[−3, 2] × [−2, 3] × [−1, 2.5]`` (centre ``c = (−½, ½, ¾)``): the
+    minima ``xyz = 1`` are four sheets, by the signs of ``(x, y, z)``: ``+++``, ``+−−``,
+    ``−+−``, ``−−+``.  Each sheet's sample is its point nearest ``c``: on the sheet, with
+    ``p − c`` along the normal ``∇(xyz) = (yz, xz, xy)`` (Lagrange), and no nearer than any
+    point of a dense grid of the sheet (``z = 1/(xy)`` over 600² values of ``(x, y)``, kept
+    where it lies in the box).  And every Nelder–Mead search behind them stops because its
+    simplex is narrow, not because its iterations ran out: where the values near the
+    optimum rounded apart, a tolerance on the squared distance below its rounding kept two of
+    them going for 4,000 iterations."""
+    import gradflow._closed_sets as closed_sets
+
+    statuses, minimize = [], closed_sets.minimize
+
+    def recorded(*args, **kwargs):
+        result = minimize(*args, **kwargs)
+        statuses.append(int(result.status))
+        return result
+
+    monkeypatch.setattr(closed_sets, "minimize", recorded)
+    box = {"x": (-3.0, 2.0), "y": (-2.0, 3.0), "z": (-1.0, 2.5)}
+    bound = gradflow.loss_model("(1 - x*y*z)**2", ["x", "y", "z"]).bind()
+    (minima,) = [
+        s for s in gradflow.critical_sets(bound, bounds=box, starts=16) if s.kind == "global_min"
+    ]
+    assert statuses and all(status == 0 for status in statuses), statuses
+    lo, hi = np.array(list(box.values())).T
+    center = (lo + hi) / 2
+    sheets = {tuple(np.sign(p).astype(int)): p for p in minima.samples}
+    assert set(sheets) == {(1, 1, 1), (1, -1, -1), (-1, 1, -1), (-1, -1, 1)}
+    gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 600), np.linspace(lo[1], hi[1], 600))
+    with np.errstate(divide="ignore"):
+        gz = 1 / (gx * gy)
+    grid = np.stack([gx.ravel(), gy.ravel(), gz.ravel()], axis=1)
+    grid = grid[np.all((grid >= lo) & (grid <= hi), axis=1)]
+    for signs, p in sheets.items():
+        x_, y_, z_ = p
+        assert x_ * y_ * z_ == pytest.approx(1.0, abs=1e-9)
+        normal = np.array([y_ * z_, x_ * z_, x_ * y_])
+        gap = np.linalg.norm(np.cross(p - center, normal))
+        assert gap <= 1e-8 * np.linalg.norm(p - center) * np.linalg.norm(normal), signs
+        same = grid[np.all(np.sign(grid).astype(int) == signs, axis=1)]
+        nearest = np.min(np.linalg.norm(same - center, axis=1))
+        assert np.linalg.norm(p - center) <= nearest + 1e-12, signs
+
+
 def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
     """(1.2, -1.2) lies on the stable manifold b = -a: one flow and the map both end at the
     saddle; (1.2, -1.0) lies above it and ends at (1, 1)."""
