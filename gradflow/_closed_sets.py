@@ -163,17 +163,17 @@ def _nearest_on_piece(
     component: int | None = None,
 ) -> np.ndarray:
     """The point of a closed-form piece nearest the centre of ``box``, of the set's kind and
-        with a Hessian nullity at most ``nullity`` (a generic point of the set, not a more
-        degenerate one such as the origin on an axis of ``(1 − abc)²``); with ``component``, the
-        nearest one whose nearest sample of the set lies in that component.
+    with a Hessian nullity at most ``nullity`` (a generic point of the set, not a more
+    degenerate one such as the origin on an axis of ``(1 − abc)²``); with ``component``, the
+    nearest one whose nearest sample of the set lies in that component.
 
-        The start is the nearest point of that kind whose free coordinates lie on a lattice fixed by
-        the landscape's default ranges (:func:`_lattice`), whatever box was searched; Nelder–Mead then
-        moves the varying free coordinates to minimise the distance to the centre (to
-    :data:`NEAREST_XTOL`), and the result is
-        kept where it is on the piece, inside the box and of the same kind.  So every report prints
-        the same point, however densely and in however wide a box the set was sampled.  Without a
-        lattice point to start from, the set's (or the component's) sample nearest the centre.
+    The start is the nearest point of that kind whose free coordinates lie on a lattice fixed by
+    the landscape's default ranges (:func:`_lattice`), whatever box was searched; Nelder–Mead then
+    moves the varying free coordinates to minimise the distance to the centre (to
+    :data:`NEAREST_XTOL`), and the result is kept where it is on the piece, inside the box and
+    of the same kind.  So every report prints the same point, however densely and in however
+    wide a box the set was sampled.  Without a lattice point to start from, the set's (or the
+    component's) sample nearest the centre.
     """
     center, kind = box.mean(axis=1), made.kind
     owner = None if component is None else _owner(made)
