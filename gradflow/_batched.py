@@ -29,7 +29,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, solve, status_code
-from ._landscape import GradientField
+from ._landscape import GradientField, host_cast
 from ._newton_finish import newton_finish
 from ._progress import progress_bar
 from ._rk import BatchedRK, StepControl, tableau_of
@@ -120,9 +120,10 @@ def integrate_batch(
         steps=np.zeros(n, dtype=np.int64),
         status=np.full(n, int(Status.NOT_CONVERGED)),
     )
-    level = _cast(-np.inf if decide_below is None else decide_below, dtype)
+    level = host_cast(-np.inf if decide_below is None else decide_below, dtype)
     args = jax.tree.map(
-        lambda a: _cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a, args
+        lambda a: host_cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
+        args,
     )
     pending = np.arange(n)
     with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
@@ -142,12 +143,6 @@ def integrate_batch(
         steps=state.steps,
         status=state.status,
     )
-
-
-def _cast(value: Any, dtype: Any) -> jax.Array:
-    """``value`` as a device array of ``dtype``, cast on the host: a cast on the device is a
-    program of its own per shape and type (traced, and compiled or loaded, every process)."""
-    return jax.device_put(np.asarray(value, dtype))
 
 
 MIN_CHUNK = 64

@@ -28,11 +28,18 @@ __all__ = [
     "ClosedForm",
     "GradientField",
     "Landscape",
+    "host_cast",
     "padded_call",
 ]
 
 DEFAULT_BOUND = (-3.0, 3.0)
 """The range of a parameter whose landscape declares none."""
+
+
+def host_cast(value: Any, dtype: Any) -> jax.Array:
+    """``value`` as a device array of ``dtype``, cast on the host: a cast on the device is a
+    program of its own per shape and type (traced, and compiled or loaded, every process)."""
+    return jax.device_put(np.asarray(value, dtype))
 
 
 @dataclass(frozen=True, eq=False)

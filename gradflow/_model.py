@@ -22,7 +22,14 @@ from jax.flatten_util import ravel_pytree
 
 from ._compiled import CompiledLoss, compile_loss
 from ._errors import GradflowError
-from ._landscape import DEFAULT_BOUND, MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
+from ._landscape import (
+    DEFAULT_BOUND,
+    MATRIX_CALL_SIZES,
+    GradientField,
+    Landscape,
+    host_cast,
+    padded_call,
+)
 from ._lowering import lambdify_numpy
 from ._symbolic import (
     gradient_jumps,
@@ -394,8 +401,7 @@ class BoundModel(Landscape):
     @functools.cached_property
     def h(self) -> jnp.ndarray:
         """Hyperparameter values as a float64 array, in the order of ``model.hyperparams``."""
-        values = [self.values[n] for n in self.model.hyperparam_names]
-        return jax.device_put(np.asarray(values, dtype=np.float64))
+        return host_cast([self.values[n] for n in self.model.hyperparam_names], np.float64)
 
     @property
     def compiled(self) -> CompiledLoss:
