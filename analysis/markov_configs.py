@@ -220,6 +220,9 @@ class FateConfig:
             grid below 2, an empty box, a negative ``σ``, no seeds, a bad length or budget.
     """
 
+    QUICK: ClassVar[dict[str, Any]] = {"grid": 4, "sigma": (0.0,), "seeds": 1}
+    """A small map (``gradflow fate --quick``): 16 runs without noise."""
+
     p: float = switching_field("p")
     q: float = switching_field("q")
     model: str = field(

@@ -36,6 +36,7 @@ _EXPORTS = {
     "grid_axis": "._region",
     "widened_bounds": "._basins",
     "FlowEndpoints": "._batched",
+    "run_cells": "._cells",
     "Certificate": "._certify",
     "CertifiedPoint": "._certify",
     "Explanation": "._certify",
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
     from ._basin_map import LABELS, BasinMap, Label
     from ._basins import basins, default_basin_options, widened_bounds
     from ._batched import FlowEndpoints
+    from ._cells import run_cells
     from ._certify import Certificate, CertifiedPoint, Explanation, certify
     from ._classify import KINDS, classify_points
     from ._continuation import BIFURCATION_TYPES, Bifurcation, Branch, stability
@@ -185,6 +187,7 @@ __all__ = [
     "SweepCell",
     "follow",
     "remove_checkpoint",
+    "run_cells",
     "sweep",
     "FUNCTION_NAMES",
     "LOWERED_FUNCTIONS",

@@ -40,7 +40,8 @@ def test_every_command_figure_and_benchmark_module_is_registered() -> None:
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_module_parses_and_runs(name) -> None:
-    """A command is one module named after it with ``add_arguments`` and ``run``, or, for a
+    """A command is one module named after it with ``add_arguments`` (or
+    ``add_arguments_from``, options that depend on an earlier option) and ``run``, or, for a
     command with entries of its own, ``SUBCOMMANDS`` (a registry), ``attach``, ``METAVAR`` and
     ``run``."""
     module = importlib.import_module(COMMANDS[name].module)
@@ -50,7 +51,9 @@ def test_every_command_module_parses_and_runs(name) -> None:
         assert module.SUBCOMMANDS in (FIGURES, BENCHES)
         assert callable(module.attach) and module.METAVAR
     else:
-        assert callable(module.add_arguments)
+        assert callable(getattr(module, "add_arguments", None)) or callable(
+            getattr(module, "add_arguments_from", None)
+        )
 
 
 @pytest.mark.parametrize("name", sorted(FIGURES))

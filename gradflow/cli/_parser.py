@@ -82,7 +82,9 @@ def add_subcommands(
     imported, so a command starts without loading the others (figures import matplotlib,
     analyses import equinox and optax).
 
-    A command module provides ``add_arguments(parser)`` and ``run(args)``.  A command with
+    A command module provides ``add_arguments(parser)`` and ``run(args)``; one whose options
+    depend on an earlier option (``fate --model NAME``) provides ``add_arguments_from(parser,
+    words)`` instead, given the words after the command's name.  A command with
     entries of its own (``figures``, ``bench``) provides ``SUBCOMMANDS`` (a registry) and
     ``attach(parser, module)``, which adds the options of the selected entry's module and sets
     ``_run``, and ``METAVAR``, what an entry is called in messages (``FIGURE``); ``attach`` is
@@ -102,6 +104,9 @@ def add_subcommands(
             add_subcommands(
                 p, module.SUBCOMMANDS, rest, f"{dest}_name", module.attach, module.METAVAR
             )
+        elif hasattr(module, "add_arguments_from"):
+            module.add_arguments_from(p, list(argv[list(argv).index(name) + 1 :]))
+            p.set_defaults(_run=module.run)
         else:
             module.add_arguments(p)
             p.set_defaults(_run=module.run)

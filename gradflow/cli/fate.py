@@ -1,37 +1,78 @@
-"""``gradflow fate``: where full transformer training ends from a grid of reduced inits, against
-the reduced basin map in the Euclidean and the induced metric (:mod:`gradflow.analysis.markov_fate`).
+"""``gradflow fate``: where full-model training ends against the reduced model's prediction, over
+a grid of a system's own axes (:mod:`gradflow.analysis.fate`).
 
     gradflow fate --p 0.5 --q 0.8 --grid 12 --sigma 0,0.01,0.1 --seeds 3
+    gradflow fate --model NAME --quick --json
 
-Finished runs are checkpointed in ``--out``'s ``.runs`` folder; run again with the same arguments,
-an interrupted map continues where it stopped and writes the same files.
+``--model`` picks the system (default ``canonical``); the other options are that system's
+(``gradflow fate --model NAME --help`` lists them).  Finished cells are checkpointed in
+``--out``'s ``.runs`` folder; run again with the same arguments, an interrupted map continues
+where it stopped and writes the same files.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+from collections.abc import Sequence
 
-from gradflow.analysis.markov_configs import FateConfig
+from gradflow.analysis.fate import FATE_SYSTEMS, config_type, quick_config
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
 
+DEFAULT = "canonical"
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_config_arguments(parser, FateConfig)
-    add_output_arguments(
-        parser, "fate.npz", "agreement, counts, mismatches as one JSON object on stdout"
+
+def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) -> None:
+    """``--model NAME`` and the options of that system's configuration."""
+    parser.add_argument(
+        "--model",
+        choices=tuple(FATE_SYSTEMS),
+        default=DEFAULT,
+        help="the system: "
+        + "; ".join(f"{k}: {v.help}" for k, v in FATE_SYSTEMS.items())
+        + f" (default {DEFAULT})",
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small map (≤ 60 s on 2 cores): the system's quick settings for every option "
+        "not given",
+    )
+    name = _selected(words)
+    if name in FATE_SYSTEMS:
+        system = FATE_SYSTEMS[name]
+        add_config_arguments(parser, config_type(name), skip=tuple(system.fixed))
+    add_output_arguments(
+        parser,
+        "fate.npz",
+        "agreement, reasons, mismatches as one JSON object on stdout",
+        picture=True,
+    )
+
+
+def _selected(words: Sequence[str]) -> str:
+    """The value of ``--model`` among ``words`` (``--model X`` or ``--model=X``), else the
+    default; an unknown name is left for argparse to refuse."""
+    for i, word in enumerate(words):
+        if word == "--model" and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith("--model="):
+            return word.partition("=")[2]
+    return DEFAULT
 
 
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the fate map")
-    config = config_from_args(FateConfig, args)
-    from gradflow.analysis.markov_fate import fate_map
+    system = FATE_SYSTEMS[args.model]
+    config = config_from_args(config_type(args.model), args, **system.fixed)
+    if args.quick:
+        config = quick_config(config)
+    from gradflow.analysis.fate import run_fate
 
     runs = args.out.with_suffix(".runs")
-    result = fate_map(config, checkpoint=runs)
+    result = run_fate(args.model, config, checkpoint=runs)
     save_and_report(args, result)
-    shutil.rmtree(runs)
+    shutil.rmtree(runs, ignore_errors=True)
     return 0
