@@ -133,6 +133,7 @@ def basins(
             dtype=np.float32,
             chunk_size=FAST_CHUNK,
             steps_per_round=FAST_ROUND,
+            escape_check=False,
         )
         ids, status, endpoints = _attractor_ids(
             landscape, index, critical, first, level, stages, add_found=False

@@ -164,7 +164,9 @@ def joined_on_set(
     """Whether ``a`` and ``b`` lie on one connected piece of the critical set of loss ``loss``.
 
     From :data:`JOIN_STEPS` + 1 evenly spaced points of the segment ``ab`` the critical point
-    nearest is found (Levenberg–Marquardt on ``∇L = 0``); the two are joined when every one of
+    nearest is found (Levenberg–Marquardt on ``∇L = 0``, from a point that is not critical
+    already: from one that is, on a flat set such as a line of minima, its steps wander along
+    the Hessian's null space as far as its trust region lets them); the two are joined when every one of
     them is critical with loss ``loss`` and consecutive ones lie within four steps of each other
     (a path along the set shadows the segment), or, up to ``depth`` times, are joined in the
     same way along the segment between them: where the set bends away from the segment (a
@@ -181,13 +183,15 @@ def joined_on_set(
     previous, path = a, []
     with np.errstate(all="ignore"):
         for t in np.linspace(0.0, 1.0, JOIN_STEPS + 1)[1:]:
-            found = root(
-                landscape.point_grad,
-                a + t * (b - a),
-                jac=landscape.point_hessian,
-                method="lm",
-                options={"xtol": 1e-14, "ftol": 1e-14},
-            ).x
+            found = a + t * (b - a)
+            if not np.linalg.norm(landscape.point_grad(found)) <= tol:
+                found = root(
+                    landscape.point_grad,
+                    found,
+                    jac=landscape.point_hessian,
+                    method="lm",
+                    options={"xtol": 1e-14, "ftol": 1e-14},
+                ).x
             if not (
                 np.all(np.isfinite(found))
                 and np.linalg.norm(landscape.grad(found)) <= tol

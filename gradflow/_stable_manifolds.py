@@ -71,7 +71,9 @@ def stable_manifolds(
     top = max(stops)
     loose = dataclasses.replace(stage, gtol=SADDLE_PASS)
     below = top - PASSED * max(loss_scales(landscape).loss, abs(top))
-    passing = flow_endpoints(landscape, flat[edge], loose, decide_below=below, progress=False)
+    passing = flow_endpoints(
+        landscape, flat[edge], loose, decide_below=below, progress=False, escape_check=False
+    )
     near = np.where(passing.status == Status.CONVERGED, index.match(passing.endpoints), -1)
     via = (near >= 0) & ~minima[near] & hyperbolic[near]
     ids = ids.copy()
