@@ -150,7 +150,9 @@ def basin_convergence(
         grids: points per axis, each nested in the finest (default :data:`CONVERGENCE_GRIDS`).
         tolerances: ``rtol`` of the float64 stages (:func:`tolerance_stages`; default
             :data:`CONVERGENCE_TOLERANCES`); every map has the float32 first pass.
-        box, fixed, plane: the region, as for :func:`gradflow.basins`.
+        box: the box, as for :func:`gradflow.basins`.
+        fixed: the values off the plane, as for :func:`gradflow.basins`.
+        plane: the plane, as for :func:`gradflow.basins`.
         critical: the critical sets (default: searched once over the widened box).
         progress: progress bars of the maps.
         metric: the metric of the flow.

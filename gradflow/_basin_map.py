@@ -82,7 +82,8 @@ class FractionError:
 
     Attributes:
         id: the attractor's id.
-        count: grid points that reach it; ``points``: grid points in all.
+        count: grid points that reach it.
+        points: grid points in all.
         wilson: the :data:`CONFIDENCE` Wilson score interval of ``count`` out of ``points``
             (``scipy.stats.binomtest(count, points).proportion_ci(method="wilson")``; E. B.
             Wilson, *J. Am. Stat. Assoc.* 22 (1927) 209): the interval of a random sample of

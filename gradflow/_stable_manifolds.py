@@ -56,7 +56,9 @@ def stable_manifolds(
     saddles and maxima whose Hessian is nondegenerate across them count: near a degenerate one
     (a vanishing Hessian) ``∇L`` is small far from it, and trajectories passing by would stop.
     A trajectory whose loss falls :data:`PASSED` below every such set's loss can no longer stop
-    at one (the loss never increases along the flow), so it is not followed further.
+    at one (the loss never increases along the flow), so it is not followed further.  The loose
+    pass keeps every stop at a small gradient (no escape check): stopping where a trajectory
+    passes the saddle is its purpose.
     """
     minima = np.array([a.kind in MINIMA for a in index.attractors] + [False])
     edge = np.flatnonzero(uncertain(ids, shape) & minima[ids])
