@@ -142,8 +142,9 @@ def integrate_batch(
         if audit is not None and done.size:
             leaving = done[np.asarray(audit(state.y[done].astype(np.float64)), dtype=bool)]
             state.status[leaving] = int(Status.NOT_CONVERGED)
-            bar.total += leaving.size
-            run(leaving, bar, strict=True)
+            if leaving.size:
+                bar.total += leaving.size
+                run(leaving, bar, strict=True)
     return FlowEndpoints(
         endpoints=state.y.astype(np.float64),
         times=state.t.astype(np.float64),

@@ -213,21 +213,27 @@ def flow_endpoints(
         steps_per_round=steps_per_round,
         progress=progress,
         dtype=dtype,
-        audit=_escape_audit(landscape) if escape_check else None,
+        audit=_escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
+        if escape_check
+        else None,
     )
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
 
 
-def _escape_audit(landscape: Landscape) -> Callable[[np.ndarray], np.ndarray] | None:
-    """The escape test of endpoints from the landscape's Hessian and gradient (the programs
-    its classification compiles), or ``None`` above :data:`ESCAPE_FULL_DIM` parameters."""
+def _escape_audit(
+    landscape: Landscape, horizon: float
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The escape test within the flow time ``horizon`` of endpoints, from the landscape's
+    Hessian and gradient (the programs its classification compiles), or ``None`` above
+    :data:`ESCAPE_FULL_DIM` parameters."""
     if landscape.dim > ESCAPE_FULL_DIM:
         return None
 
     def audit(points: np.ndarray) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return escape_test(np, landscape.hessian(points), landscape.grad(points))
+            h, g = landscape.hessian(points), landscape.grad(points)
+            return escape_test(np, h, g, horizon)
 
     return audit
 

@@ -275,47 +275,54 @@ saddle's stable manifold has none (exactly, on the invariant line of a symmetric
 beside the saddle has a share of order one; a trajectory arriving along the stable manifold
 has a share that grows as it nears the saddle, and one within ``ESCAPE_SHARE·gtol`` of the
 manifold (in units of the loss's length) when it meets ``gtol`` is taken to lie on it."""
-UNSTABLE_EIGENVALUE = 1e-7
-"""An eigenvalue of the symmetrized Jacobian is unstable below ``-UNSTABLE_EIGENVALUE·max|λ|``:
-rounding on a set of critical points (a zero eigenvalue) is not an unstable direction."""
+ESCAPE_FOLDS = 36.0
+"""A direction is unstable where the flow's Jacobian has an eigenvalue ``λ`` with
+``λ·t_max < -ESCAPE_FOLDS``: a component along it grows by ``e^36 ≈ 2^52`` within the flow-time
+budget, so even one at rounding grows to the size of the state.  A slower direction leaves no
+mark within the budget: a zero eigenvalue perturbed by rounding, or by a point's offset from a
+line of critical points (beside the canonical model's degenerate saddle ``(0, -1/√2)`` on the
+line of minima ``e = 0``, ``λ ≈ -2·10⁻⁸`` against a largest ``2·10⁻³``)."""
 ESCAPE_FULL_DIM = 16
 """Up to this many parameters the escape test diagonalizes the Jacobian (``dim`` forward-mode
-derivatives of the field); above, it uses the Rayleigh quotient ``Fᵀ(∂F)F`` alone (one
+derivatives of the field); above, it uses the Rayleigh quotient ``Fᵀ(∂F)F/‖F‖²`` alone (one
 Jacobian–vector product): a negative quotient means an unstable direction carries the field,
 though a positive one may hide a small unstable share."""
 
 
-def escape_test(xp: Any, jacobian: Any, field: Any) -> Any:
+def escape_test(xp: Any, jacobian: Any, field: Any, horizon: float) -> Any:
     """Whether the flow ``dθ/dt = -F`` escapes from points with Jacobian ``∂F`` (shape
-    ``(..., dim, dim)``) and field ``F`` (shape ``(..., dim)``), computed with the array module
-    ``xp`` (``numpy`` or ``jax.numpy``).
+    ``(..., dim, dim)``) and field ``F`` (shape ``(..., dim)``) within the flow time
+    ``horizon``, computed with the array module ``xp`` (``numpy`` or ``jax.numpy``).
 
-    Escaping means: the share of ``F`` along eigenvectors of ``(∂F + ∂Fᵀ)/2`` with eigenvalues
-    below ``-UNSTABLE_EIGENVALUE·max|λ|`` exceeds :data:`ESCAPE_SHARE`.  For the gradient flow
-    ``∂F`` is the Hessian and this is exact: near a critical point ``F ≈ H(θ − θ*)``, and the
-    component of ``θ − θ*`` along an eigenvector with ``λ < 0`` grows as ``e^{|λ|t}``.  In a
-    metric (``F = G⁻¹∇L``) the symmetrized Jacobian stands for ``G⁻¹H``, whose eigenvalues have
-    the Hessian's signs.  Scale-free: ``c·L`` has the same test.  A non-finite Jacobian shows
+    Escaping means: the share of ``F`` along eigenvectors of ``(∂F + ∂Fᵀ)/2`` whose eigenvalues
+    have ``λ·horizon < -ESCAPE_FOLDS`` (:data:`ESCAPE_FOLDS`) exceeds :data:`ESCAPE_SHARE`.  For
+    the gradient flow ``∂F`` is the Hessian and this is exact: near a critical point
+    ``F ≈ H(θ − θ*)``, and the component of ``θ − θ*`` along an eigenvector with ``λ < 0`` grows
+    as ``e^{|λ|t}``.  In a metric (``F = G⁻¹∇L``) the symmetrized Jacobian stands for
+    ``G⁻¹H``, whose eigenvalues have the Hessian's signs.  Scale-free: ``c·L`` has ``c`` times
+    the eigenvalues and the same flow in ``1/c`` times the time.  A non-finite Jacobian shows
     no unstable direction.  Returns a boolean array of shape ``(...)``.
     """
     sym = 0.5 * (jacobian + xp.swapaxes(jacobian, -1, -2))
     finite = xp.all(xp.isfinite(sym), axis=(-2, -1))
     lam, vec = xp.linalg.eigh(xp.where(finite[..., None, None], sym, 0.0))
-    floor = UNSTABLE_EIGENVALUE * xp.max(xp.abs(lam), axis=-1, keepdims=True)
-    along = xp.einsum("...ji,...j->...i", vec, field) * (lam < -floor)
+    along = xp.einsum("...ji,...j->...i", vec, field) * (lam * horizon < -ESCAPE_FOLDS)
     norm = xp.sqrt(xp.sum(field * field, axis=-1))
     return finite & (xp.sqrt(xp.sum(along * along, axis=-1)) > ESCAPE_SHARE * norm)
 
 
-def escaping(field: GradientField, y: jax.Array, args: Any) -> jax.Array:
-    """Whether the flow of ``field`` escapes from the state ``y`` of shape ``(dim,)``
-    (:func:`escape_test`; above :data:`ESCAPE_FULL_DIM` parameters the Rayleigh quotient
+def escaping(field: GradientField, y: jax.Array, args: Any, horizon: float) -> jax.Array:
+    """Whether the flow of ``field`` escapes from the state ``y`` of shape ``(dim,)`` within the
+    flow time ``horizon`` (:func:`escape_test`; above :data:`ESCAPE_FULL_DIM` parameters the
+    Rayleigh quotient ``ρ = Fᵀ(∂F)F/‖F‖²`` with ``ρ·horizon < -ESCAPE_FOLDS`` and
     ``Fᵀ(∂F)F < -ESCAPE_SHARE·‖F‖·‖(∂F)F‖``)."""
     f = field.grad(y, args)
     if y.shape[-1] > ESCAPE_FULL_DIM:
         _, jf = jax.jvp(lambda t: field.grad(t, args), (y,), (f,))
-        return jnp.dot(f, jf) < -ESCAPE_SHARE * jnp.linalg.norm(f) * jnp.linalg.norm(jf)
-    return escape_test(jnp, jax.jacfwd(field.grad)(y, args), f)
+        quotient = jnp.dot(f, jf)
+        fast = quotient * horizon < -ESCAPE_FOLDS * jnp.dot(f, f)
+        return fast & (quotient < -ESCAPE_SHARE * jnp.linalg.norm(f) * jnp.linalg.norm(jf))
+    return escape_test(jnp, jax.jacfwd(field.grad)(y, args), f, horizon)
 
 
 def status_code(
@@ -332,7 +339,8 @@ def status_code(
 
     The first condition met, in the order diverged, converged, decided, gives the code; a state
     that meets none can only have stopped because its budget ran out.  ``strict`` adds the
-    escape test to convergence (:func:`escaping`, evaluated only where ``‖∇L‖ ≤ gtol``; under
+    escape test to convergence (:func:`escaping` within ``options.t_max``, evaluated only where
+    ``‖∇L‖ ≤ gtol``; under
     ``vmap`` at every member): without it a small gradient is a steady state, and the batched
     integrator checks its converged members afterwards (``audit`` of
     :func:`~gradflow._batched.integrate_batch`).  Written as nested ``where``, not
@@ -343,7 +351,9 @@ def status_code(
     converged = jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol)
     if strict:
         converged &= ~jax.lax.cond(
-            converged, lambda: escaping(field, y, args), lambda: jnp.zeros((), bool)
+            converged,
+            lambda: escaping(field, y, args, options.t_max),
+            lambda: jnp.zeros((), bool),
         )
     code = jnp.where(field.loss(y, args) < level, int(Status.DECIDED), int(Status.NOT_CONVERGED))
     code = jnp.where(converged, int(Status.CONVERGED), code)

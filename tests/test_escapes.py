@@ -114,3 +114,18 @@ def test_the_command_line_flow_leaves_the_plateau(cli) -> None:
     assert code == 0 and result["reached"] == "global_min" and result["converged"]
     np.testing.assert_allclose(result["endpoint"], [np.sqrt(3), np.sqrt(3)], rtol=1e-7)
     assert result["time"] == pytest.approx(9.7, abs=0.3)
+
+
+def test_an_unstable_direction_counts_only_if_it_acts_within_the_budget() -> None:
+    """x²/2 - εy²/2 from (0, 1e-3): the gradient (0, -ε·1e-3) lies wholly along the unstable
+    direction y, which grows as e^{εt}.  With ε = 1, y reaches the divergence radius 1e4 at
+    t = ln(1e7) ≈ 16: diverged.  With ε = 1e-12 it grows by e^{εT} - 1 ≈ 1e-7 over the whole
+    budget T = 1e5·ℓ/g (ℓ = 3 on the default ranges [-3, 3]², g = median ‖∇L‖ = O(1)): the
+    start is a steady state within the budget, converged at t = 0."""
+    fast = gradflow.loss_model("x**2/2 - y**2/2", params=("x", "y")).bind()
+    slow = gradflow.loss_model("x**2/2 - 1e-12*y**2/2", params=("x", "y")).bind()
+    out = gradflow.flow(fast, [0.0, 1e-3])
+    assert out.status is Status.DIVERGED
+    assert out.time == pytest.approx(np.log(1e7), rel=0.05)
+    still = gradflow.flow(slow, [0.0, 1e-3])
+    assert still.status is Status.CONVERGED and still.time == 0.0
