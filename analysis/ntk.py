@@ -33,6 +33,7 @@ __all__ = [
     "block_names",
     "empirical_ntk",
     "feature_matrix",
+    "kernel_blocks",
     "softmax_deviation",
 ]
 
@@ -64,7 +65,17 @@ def _ntk_jacobian(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
 
 
 @eqx.filter_jit
-def _ntk_per_sample(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
+def kernel_blocks(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
+    """``J_b J_bᵀ`` per trained block from the per-sample gradients (``"per-sample"`` of
+    :func:`empirical_ntk`), as JAX arrays: traceable, so it can be ``vmap``-ped over networks.
+
+    Args:
+        model: the network.
+        X: inputs, shape ``(N, d_s, d)``.
+
+    Returns:
+        ``{"Q", "K", "V", "O"[, "H"]}``, each of shape ``(N, N)`` (no ``"total"``).
+    """
     grads = jax.vmap(jax.grad(lambda m, x: m(x)), in_axes=(None, 0))(model, X)
     return _gram_blocks(model, grads)
 
@@ -98,7 +109,7 @@ def _ntk_vector_products(
 
 
 _IMPLEMENTATIONS: dict[str, Callable[..., dict[str, jax.Array]]] = {
-    "per-sample": _ntk_per_sample,
+    "per-sample": kernel_blocks,
     "jacobian": _ntk_jacobian,
     "ntvp": _ntk_vector_products,
 }
