@@ -21,10 +21,10 @@ finite or above ``10³ ℓ_0``; ``stalled`` otherwise.
 
 - ``width``: ``d_m ≥ N^α`` (the sufficient width, its constant taken as 1);
 - ``features`` (Proposition 1's bound): ``α_0² ≥ d_m λ* / 4``, where ``λ* = λ_min(Φ)`` and
-  ``Φ = E[F_pre F_preᵀ] / d_m`` is the features' mean Gram per unit under uniform attention,
-  ``Φ_ij = σ_in² ‖x̄_i‖‖x̄_j‖ κ1(θ_ij)`` (:func:`gradflow.models.ntk_limit.limit_kernel`'s ``O``
-  block over ``τ1² d_m``).  It fails for every ``d_m < N`` (``α_0 = 0``) and, as a square random
-  matrix's smallest singular value is near 0, at ``d_m = N``;
+  ``Φ = E[F_pre F_preᵀ] / d_m`` is the features' mean Gram per unit under uniform attention
+  (:func:`~gradflow.analysis.ntk.feature_floor`, :func:`~gradflow.analysis.ntk.proposition1_holds`).
+  It fails for every ``d_m < N`` (``α_0 = 0``) and, as a square random matrix's smallest
+  singular value is near 0, at ``d_m = N``;
 - ``tokens``: ``d ≥ N``, so that the ``N`` mean tokens can be linearly independent.
 
 A predicted ``converges`` agrees with a run that converged within the guaranteed rate (the bound
@@ -62,13 +62,12 @@ from gradflow.models.ntk_limit import limit_kernel
 from gradflow.models.shallow_encoder import init_encoder, pad_width, synthetic_data
 
 from .fate import FateCell, FateResult
-from .ntk import kernel_blocks
+from .ntk import PROPOSITION1_MARGIN, feature_floor, kernel_blocks, proposition1_holds
 from .ntk_config import SUFFICIENT_EXPONENT, NtkFateConfig
 from .ntk_dynamics import linearized_descent, loss_bound, run_gd
 from .ntk_threshold import Exponent, bootstrap_exponent
 
 __all__ = [
-    "CONCENTRATION",
     "KERNEL_MOVED",
     "OUTCOMES",
     "FateRun",
@@ -83,10 +82,6 @@ OUTCOMES = ("converged", "stalled", "diverged")
 """Outcomes of a full run, in the order of their codes."""
 BLOCK_ORDER = ("Q", "K", "V", "O")
 """The kernel blocks, in the order of the ``traces`` arrays."""
-CONCENTRATION = 0.25
-"""Proposition 1's bound is taken as met where ``α_0² ≥ CONCENTRATION · d_m λ*``: the features
-concentrated to at least a quarter of their mean (a margin chosen here; the statement's
-constants were not recovered)."""
 KERNEL_MOVED = 0.5
 """A relative kernel change ``‖K_end - K_0‖_F / ‖K_0‖_F`` above which a run left the kernel
 regime."""
@@ -270,7 +265,7 @@ def compute_cell(run: FateRun) -> dict[str, np.ndarray]:
         rate = np.where(diverged, np.nan, -np.log(last / losses[:, 0]) / np.maximum(stop, 1))
         rate_bound = -np.log1p(-np.minimum(lr * tau1**2 * alpha0**2 / 2, 1.0))
 
-    limits = _limits(X, run, np.asarray(tau1), f0 - np.asarray(y)[None], lr)
+    limits = _limits(X, run, f0 - np.asarray(y)[None], lr)
     return {
         "losses": losses,
         "outcome": outcome,
@@ -293,20 +288,20 @@ def compute_cell(run: FateRun) -> dict[str, np.ndarray]:
 
 
 def _limits(
-    X: jax.Array, run: FateRun, tau1: np.ndarray, residual0: np.ndarray, lr: np.ndarray
+    X: jax.Array, run: FateRun, residual0: np.ndarray, lr: np.ndarray
 ) -> dict[str, np.ndarray]:
     """``lambda_star``, ``lambda_limit`` and ``steps_limit`` per network (:func:`compute_cell`)."""
     star, limit, steps = [], [], []
     for b, (init, scaling) in enumerate(run.pairs):
-        kernel = limit_kernel(X, init, run.d_m)
-        star.append(np.linalg.eigvalsh(kernel["O"] / (tau1[b] ** 2 * run.d_m))[0])
+        star.append(feature_floor(X, init, run.d_m))
         if scaling != "linear":
             limit.append(np.nan)
             steps.append(-2)
             continue
-        limit.append(np.linalg.eigvalsh(kernel["total"])[0])
+        kernel = limit_kernel(X, init, run.d_m)["total"]
+        limit.append(np.linalg.eigvalsh(kernel)[0])
         with np.errstate(over="ignore", invalid="ignore"):  # γ λ_max(K∞) > 2: it diverges
-            curve = linearized_descent(kernel["total"], residual0[b], float(lr[b]), run.steps)
+            curve = linearized_descent(kernel, residual0[b], float(lr[b]), run.steps)
         hit = np.flatnonzero(curve <= run.eps * curve[0])
         steps.append(int(hit[0]) if hit.size else -1)
     return {
@@ -339,8 +334,8 @@ def failed_assumptions(
     exponent = SUFFICIENT_EXPONENT[scaling]
     if d_m < n_samples**exponent:
         out.append(f"width: d_m = {d_m} < N^{exponent:g} = {n_samples**exponent:g}")
-    needed = CONCENTRATION * d_m * lambda_star
-    if not alpha0**2 >= needed:
+    if not proposition1_holds(alpha0, d_m, lambda_star):
+        needed = PROPOSITION1_MARGIN * d_m * lambda_star
         out.append(
             f"features: α0² = {alpha0**2:.3g} < d_m λ*/4 = {needed:.3g} (Proposition 1's bound)"
         )
