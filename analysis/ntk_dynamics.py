@@ -28,6 +28,7 @@ from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_los
 
 __all__ = [
     "Descent",
+    "bound_holds",
     "linearized_descent",
     "linearized_flow",
     "loss_bound",
@@ -197,6 +198,13 @@ def linearized_descent(K: np.ndarray, residual0: np.ndarray, lr: float, steps: i
     coefficients = U.T @ np.asarray(residual0)
     factors = (1.0 - lr * lam)[None, :] ** np.arange(steps + 1)[:, None]
     return 0.5 * np.sum((factors * coefficients) ** 2, axis=1)
+
+
+def bound_holds(losses: np.ndarray, bound: np.ndarray) -> bool:
+    """Whether a loss curve stays within :func:`loss_bound` at every step, up to rounding (1e-9
+    relative, and 1e-12 of ``ℓ_0`` absolute)."""
+    losses = np.asarray(losses)
+    return bool(np.all(losses <= np.asarray(bound) * (1 + 1e-9) + 1e-12 * losses[0]))
 
 
 def loss_bound(loss0: float, lr: float, tau1: float, alpha0: float, steps: int) -> np.ndarray:

@@ -64,7 +64,7 @@ from gradflow.models.shallow_encoder import init_encoder, pad_width, synthetic_d
 from .fate import FateCell, FateResult
 from .ntk import PROPOSITION1_MARGIN, feature_floor, kernel_blocks, proposition1_holds
 from .ntk_config import SUFFICIENT_EXPONENT, NtkFateConfig
-from .ntk_dynamics import linearized_descent, loss_bound, run_gd
+from .ntk_dynamics import bound_holds, linearized_descent, loss_bound, run_gd
 from .ntk_threshold import Exponent, bootstrap_exponent
 
 __all__ = [
@@ -203,6 +203,18 @@ def _first(mask: np.ndarray) -> np.ndarray:
     return np.where(mask.any(axis=1), mask.argmax(axis=1), -1)
 
 
+def _outcomes(losses: np.ndarray, ran: int, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per network, the outcome's code (:data:`OUTCOMES`: whichever of ``ℓ_k ≤ ε ℓ_0`` and
+    divergence comes first, else stalled) and its step (the last step run if stalled)."""
+    recorded = np.arange(losses.shape[1])[None, :] <= ran
+    reached = _first(recorded & (losses <= eps * losses[:, :1]))
+    blown = _first(recorded & ~(losses <= DIVERGED * losses[:, :1]))
+    converged = (reached >= 0) & ((blown < 0) | (reached < blown))
+    diverged = ~converged & (blown >= 0)
+    outcome = np.where(converged, 0, np.where(diverged, 2, 1))
+    return outcome, np.where(converged, reached, np.where(diverged, blown, ran))
+
+
 def compute_cell(run: FateRun) -> dict[str, np.ndarray]:
     """Train the networks of one cell and measure them (module docstring).
 
@@ -233,10 +245,9 @@ def compute_cell(run: FateRun) -> dict[str, np.ndarray]:
     blocks, features, f0, deviation = (np.asarray(a) for a in _measure(models, X))
     K0 = blocks.sum(axis=1)
     eigenvalues = np.linalg.eigvalsh(K0)
-    n = run.n_samples
     alpha0 = (
         np.linalg.svd(features[:, :, : run.d_m], compute_uv=False)[:, -1]
-        if n <= run.d_m
+        if run.n_samples <= run.d_m
         else np.zeros(len(run.pairs))
     )
     lr = run.eta / eigenvalues[:, -1]
@@ -245,31 +256,22 @@ def compute_cell(run: FateRun) -> dict[str, np.ndarray]:
     K_end = np.asarray(_measure(trained, X)[0]).sum(axis=1)
     change = np.linalg.norm(K_end - K0, axis=(1, 2)) / np.linalg.norm(K0, axis=(1, 2))
 
-    recorded = np.arange(run.steps + 1)[None, :] <= ran
-    l0 = losses[:, :1]
-    reached = _first(recorded & (losses <= run.eps * l0))
-    blown = _first(recorded & ~(losses <= DIVERGED * l0))
-    converged = (reached >= 0) & ((blown < 0) | (reached < blown))
-    diverged = ~converged & (blown >= 0)
-    outcome = np.where(converged, 0, np.where(diverged, 2, 1))
-    stop = np.where(converged, reached, np.where(diverged, blown, ran))
-
-    held, descending = [], []
-    for b in range(len(run.pairs)):
-        curve = losses[b, : stop[b] + 1]
-        bound = loss_bound(curve[0], lr[b], tau1[b], alpha0[b], stop[b])
-        held.append(bool(np.all(curve <= bound * (1 + 1e-9) + 1e-12 * curve[0])))
-        descending.append(bool(curve[-1] < 0.5 * curve[(3 * stop[b]) // 4]))
+    outcome, stop = _outcomes(losses, ran, run.eps)
+    held = [
+        bound_holds(curve[: k + 1], loss_bound(curve[0], g, t, a, k))
+        for curve, k, g, t, a in zip(losses, stop, lr, tau1, alpha0)
+    ]
+    descending = [curve[k] < 0.5 * curve[(3 * k) // 4] for curve, k in zip(losses, stop)]
     last = losses[np.arange(len(run.pairs)), stop]
     with np.errstate(divide="ignore", invalid="ignore"):
-        rate = np.where(diverged, np.nan, -np.log(last / losses[:, 0]) / np.maximum(stop, 1))
+        rate = np.where(outcome == 2, np.nan, -np.log(last / losses[:, 0]) / np.maximum(stop, 1))
         rate_bound = -np.log1p(-np.minimum(lr * tau1**2 * alpha0**2 / 2, 1.0))
 
     limits = _limits(X, run, f0 - np.asarray(y)[None], lr)
     return {
         "losses": losses,
         "outcome": outcome,
-        "steps_to_eps": np.where(converged, reached, -1),
+        "steps_to_eps": np.where(outcome == 0, stop, -1),
         "stop": stop,
         "lambda_min": eigenvalues[:, 0],
         "lambda_max": eigenvalues[:, -1],

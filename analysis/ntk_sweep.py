@@ -52,7 +52,13 @@ from .ntk_config import (
     width_list,
     widths_field,
 )
-from .ntk_dynamics import linearized_descent, linearized_flow, loss_bound, train_gd
+from .ntk_dynamics import (
+    bound_holds,
+    linearized_descent,
+    linearized_flow,
+    loss_bound,
+    train_gd,
+)
 
 __all__ = [
     "AssumptionWarning",
@@ -131,7 +137,7 @@ class WidthRun:
     @property
     def bound_holds(self) -> bool:
         """Whether ``ℓ_k`` stays within the bound at every step (up to rounding, 1e-9 relative)."""
-        return bool(np.all(self.losses <= self.bound * (1 + 1e-9) + 1e-12 * self.losses[0]))
+        return bound_holds(self.losses, self.bound)
 
     @property
     def proposition1(self) -> bool:
