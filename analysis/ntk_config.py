@@ -14,10 +14,12 @@ from gradflow import GradflowError
 from gradflow.models.shallow_scheme import INITS, SCALINGS, check_size
 
 __all__ = [
+    "SMALLEST_SHAPE",
     "SUFFICIENT_EXPONENT",
     "NtkFateConfig",
     "SweepConfig",
     "check_runs",
+    "compiled_width",
     "name_list",
     "positive_int",
     "positive_list",
@@ -211,6 +213,21 @@ class SweepConfig:
         check_runs(self)
 
 
+SMALLEST_SHAPE = 16
+"""The fate map runs its networks padded (exactly,
+:func:`~gradflow.models.shallow_encoder.pad_width`) to the smallest of 16, 64, 256, … (powers
+of 4 from this) at least their width, so that a map compiles three programs per ``N`` for widths
+up to 256 instead of one per width: compiling, not running, dominates the cost of small widths."""
+
+
+def compiled_width(d_m: int) -> int:
+    """The width a network of width ``d_m`` is run at in the fate map (:data:`SMALLEST_SHAPE`)."""
+    width = SMALLEST_SHAPE
+    while width < d_m:
+        width *= 4
+    return width
+
+
 SUFFICIENT_EXPONENT = {"sqrt": 2.0, "linear": 1.0}
 """The width Wu et al. (2023) find sufficient for GD to converge, ``d_m ≥ N^α`` (up to constants
 and logarithms the statement hides): ``α = 2`` under ``τ0 = d_m^{-1/2}``, ``α = 1`` under
@@ -299,3 +316,17 @@ class NtkFateConfig:
     def pairs(self) -> list[tuple[str, str]]:
         """``(init, scaling)`` of the networks of every cell, in the arrays' order."""
         return [(i, s) for i in self.inits for s in self.scalings]
+
+    SIZES: ClassVar[tuple[str, ...]] = ("widths", "n_samples", "d_s", "d")
+    """The fields that set the memory a map needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory of the largest cell (float64): its networks, run together at the
+        widest padded width ``W``, hold per-sample gradients of ``N`` outputs over
+        ``(3d + 1) W`` parameters with their kernels and gradient-descent copies, and the
+        ``N × d_s × W`` activations with their gradients."""
+        width = float(compiled_width(max(self.widths)))
+        n = float(max(self.n_samples))
+        networks = len(self.inits) * len(self.scalings)
+        params = (3 * self.d + 1) * width
+        return 8.0 * networks * (3 * n * params + 6 * n * self.d_s * width)

@@ -63,7 +63,7 @@ from gradflow.models.shallow_encoder import init_encoder, pad_width, synthetic_d
 
 from .fate import FateCell, FateResult
 from .ntk import PROPOSITION1_MARGIN, feature_floor, kernel_blocks, proposition1_holds
-from .ntk_config import SUFFICIENT_EXPONENT, NtkFateConfig
+from .ntk_config import SUFFICIENT_EXPONENT, NtkFateConfig, compiled_width
 from .ntk_dynamics import bound_holds, linearized_descent, loss_bound, run_gd
 from .ntk_threshold import Exponent, bootstrap_exponent
 
@@ -89,19 +89,6 @@ DIVERGED = 1e3
 """A loss above ``DIVERGED · ℓ_0`` (or not finite) is divergence."""
 CHUNK = 100
 """GD steps between checks whether every network of a cell is done."""
-SMALLEST_SHAPE = 16
-"""Networks are padded (exactly, :func:`~gradflow.models.shallow_encoder.pad_width`) to the
-smallest of 16, 64, 256, … (powers of 4 from this) at least their width, so that a map compiles
-three programs per ``N`` for widths up to 256 instead of one per width: compiling, not running,
-dominates the cost of the small widths."""
-
-
-def compiled_width(d_m: int) -> int:
-    """The width a network of width ``d_m`` is run at (:data:`SMALLEST_SHAPE`)."""
-    width = SMALLEST_SHAPE
-    while width < d_m:
-        width *= 4
-    return width
 
 
 @dataclass(frozen=True)

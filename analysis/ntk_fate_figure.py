@@ -7,7 +7,8 @@ guarantee); the sufficient width ``d_m = N^α`` (dashed) and the fitted threshol
 ``d_m* = c N^α̂`` (solid, with ``α̂`` and its bootstrap interval in the title).
 
 Bottom row, against ``d_m`` at the largest ``N`` (medians over the draws): (g) ``λ_min(K_0) /
-λ_min(K∞)`` under ``τ0 = d_m^{-1}``, which tends to 1; (h) the share of the ``Q, K`` blocks in
+λ_min(K∞)`` under ``τ0 = d_m^{-1}``, which tends to 1 (LeCun lies under He: the He network is
+√2 times the LeCun one, its kernel and its limit twice theirs); (h) the share of the ``Q, K`` blocks in
 ``tr K_0``, the only part of the kernel ``τ0`` enters at uniform attention; (i) the measured rate
 of GD per step (solid) and the guaranteed one ``-ln(1 - γ τ1² α_0² / 2)`` (dotted).
 """
