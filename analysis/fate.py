@@ -85,6 +85,12 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
         "three-scalar model L(e, w, a) at a = 0: full transformer from a grid of (e, w)",
         {"model": "canonical-attention"},
     ),
+    "two-mixture": FateSystem(
+        "gradflow.analysis.mixture_settings:MixtureFateConfig",
+        "gradflow.analysis.mixture_fate:fate_map",
+        "two-mixture classification (reconstruction): full transformer of width m against the "
+        "m → ∞ reduced dynamics over K × ω × m, attention trained and frozen",
+    ),
 }
 """Every system ``gradflow fate --model NAME`` runs."""
 
