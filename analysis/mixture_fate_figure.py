@@ -114,21 +114,23 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
             full_run = stages["full", group, m, w]
             full = getattr(full_run, key)
             limit = getattr(stages["limit", group, config.particles, w], key)
-            values[i, j] = np.log2(full / limit)
+            with np.errstate(divide="ignore"):  # an escape at t = 0 is off the scale
+                values[i, j] = np.clip(np.log2(full / limit), -RATIO_RANGE, RATIO_RANGE)
             cell = cells[group, m, w]
             text = f"{full / limit:.2f}" if np.isfinite(values[i, j]) else _missing(full, full_run)
             if not cell.agree:
                 text += f" {cell.reason[0].upper()}"
                 ax.add_patch(_box(j, i))
             ax.text(j, i, text, ha="center", va="center", fontsize=7)
+    from matplotlib import colormaps
+
     image = ax.imshow(
         np.ma.masked_invalid(values),
-        cmap="RdBu_r",
+        cmap=colormaps["RdBu_r"].with_extremes(bad="0.85"),
         vmin=-RATIO_RANGE,
         vmax=RATIO_RANGE,
         aspect="auto",
     )
-    image.cmap.set_bad("0.85")
     ax.set_xticks(range(len(omegas)), [f"{w:g}" for w in omegas])
     ax.set_yticks(
         range(len(rows)),
@@ -148,8 +150,8 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
 
 def _missing(full: float, run: Any) -> str:
     """The text of a grid cell without a ratio: the full run's final hard loss where it never
-    fitted, else ``—``."""
-    return f"L = {run.hard_loss:.3f}" if not np.isfinite(full) else "—"
+    reached the stage, else its time over the limit's ``—``."""
+    return f"L = {run.hard_loss:.3f}" if not np.isfinite(full) else f"{full:.0f}/—"
 
 
 def _agreement(result: MixtureFate, K: int) -> dict[str, float]:
