@@ -5,8 +5,8 @@
 (markers, light to dark with ``m``).  (b) The agreement grid: columns ``ω``, rows the widths of
 each group; the colour is ``log₂`` of the full run's stage time over the limit's (the escape
 time with the attention trained, the hard-fit time with it frozen), the text the ratio, or
-``L =`` the full run's final hard loss where it never fitted; a disagreement is boxed and carries
-its reason's initial.  (c) The hard samples' loss against
+``L`` and the final hard losses of the full run and the limit where the full run never reached
+the stage; a disagreement is boxed and carries its reason's initial.  (c) The hard samples' loss against
 time at the middle ``ω``: the limit and the widest full run, attention trained (solid) and
 frozen (dashed).
 """
@@ -111,13 +111,19 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
     for i, (group, m) in enumerate(rows):
         key = "t_escape" if group == "joint" else "t_fit"
         for j, w in enumerate(omegas):
-            full_run = stages["full", group, m, w]
-            full = getattr(full_run, key)
-            limit = getattr(stages["limit", group, config.particles, w], key)
+            full_run, limit_run = (
+                stages["full", group, m, w],
+                stages["limit", group, config.particles, w],
+            )
+            full, limit = getattr(full_run, key), getattr(limit_run, key)
             with np.errstate(divide="ignore"):  # an escape at t = 0 is off the scale
                 values[i, j] = np.clip(np.log2(full / limit), -RATIO_RANGE, RATIO_RANGE)
             cell = cells[group, m, w]
-            text = f"{full / limit:.2f}" if np.isfinite(values[i, j]) else _missing(full, full_run)
+            text = (
+                f"{full / limit:.2f}"
+                if np.isfinite(values[i, j])
+                else _missing(full, full_run, limit_run)
+            )
             if not cell.agree:
                 text += f" {cell.reason[0].upper()}"
                 ax.add_patch(_box(j, i))
@@ -148,10 +154,12 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
     fig.colorbar(image, ax=ax, label="log₂ (full / limit)", shrink=0.9)
 
 
-def _missing(full: float, run: Any) -> str:
-    """The text of a grid cell without a ratio: the full run's final hard loss where it never
-    reached the stage, else its time over the limit's ``—``."""
-    return f"L = {run.hard_loss:.3f}" if not np.isfinite(full) else f"{full:.0f}/—"
+def _missing(full: float, run: Any, limit: Any) -> str:
+    """The text of a grid cell without a ratio: the final hard losses of the full run and the
+    limit where the full run never reached the stage, else its time over the limit's ``—``."""
+    return (
+        f"L {run.hard_loss:.3f}/{limit.hard_loss:.3f}" if not np.isfinite(full) else f"{full:.0f}/—"
+    )
 
 
 def _agreement(result: MixtureFate, K: int) -> dict[str, float]:
