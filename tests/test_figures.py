@@ -53,6 +53,14 @@ SMALL = {
     "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
     "shallow-ntk-fate-map": {"n_samples": (2, 4), "widths": (1, 4), "seeds": 2, "steps": 20},
     "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
+    "two-mixture-fate-map": {
+        "ks": (2,),
+        "omegas": (0.1, 0.3),
+        "widths": (4, 8),
+        "particles": 16,
+        "t_max": 200.0,
+        "records": 20,
+    },
 }
 """A small configuration of every registered figure."""
 DEFAULT_SUITE = {

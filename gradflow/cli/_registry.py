@@ -119,6 +119,10 @@ FIGURES = {
         "gradflow.figures.two_mixture",
         "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
     ),
+    "two-mixture-fate-map": Command(
+        "gradflow.figures.two_mixture_fate_map",
+        "Two-mixture (reconstruction): full transformer of width m vs the m → ∞ reduced dynamics over K × ω × m: escape law, agreement, attention needed or not",
+    ),
 }
 
 BENCHES = {
