@@ -18,7 +18,18 @@ import pytest
 
 from gradflow.cli import COMMANDS, bench, figures
 
-HEAVY = ("jax", "jaxlib", "equinox", "diffrax", "optax", "optimistix", "matplotlib", "torch")
+HEAVY = (
+    "jax",
+    "jaxlib",
+    "equinox",
+    "diffrax",
+    "optax",
+    "optimistix",
+    "matplotlib",
+    "torch",
+    "dask",
+    "distributed",
+)
 """Libraries a command may import only once its arguments are accepted."""
 
 REJECTED = [
