@@ -67,8 +67,8 @@ def _selected(words: Sequence[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_out(args, "the fate map")
     check_cluster(args)
+    check_out(args, "the fate map")
     system = FATE_SYSTEMS[args.model]
     config = config_from_args(config_type(args.model), args, **system.fixed)
     if args.quick:
