@@ -124,6 +124,7 @@ def test_a_killed_worker_loses_no_finished_cell_and_its_cell_runs_again(client, 
     killed = int((marks / "0.3-0.2").read_text().split()[0])
     assert int(results[GRID.index(ODD)]["pid"]) != killed
     assert len(list(folder.glob("cell*.npz"))) == len(GRID)
+    client.wait_for_workers(2, timeout=60)
 
 
 def test_an_interrupted_run_resumes_from_its_checkpoint(client, tmp_path) -> None:
@@ -201,3 +202,17 @@ def test_a_sweep_on_two_workers_writes_the_serial_files_and_compiles_each_progra
     for hits, misses in client.run(_compiles).values():
         assert len(set(hits + misses)) == len(hits + misses)
         assert not misses
+
+
+def test_the_sweep_command_on_a_running_cluster_writes_the_files_of_the_serial_run(
+    client, cli
+) -> None:
+    sweep = ["sweep", "--loss", "(x**2 - a)**2 + y**2", "--params", "x,y", "--grid", "9"]
+    sweep += ["--hyper", "a=-0.5,1"]
+    assert cli(*sweep, "--out", "one.npz").code == 0
+    address = client.scheduler_info()["address"]
+    run = cli(*sweep, "--out", "two.npz", "--scheduler", address)
+    assert run.code == 0, run.err
+    assert f"cells on the Dask cluster at {address} (2 workers now); dashboard http" in run.err
+    for suffix in (".npz", ".json"):
+        assert Path(f"one{suffix}").read_bytes() == Path(f"two{suffix}").read_bytes()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -69,6 +70,8 @@ def cluster_client(args: argparse.Namespace, command: str) -> Iterator[Any]:
 
     with contextlib.ExitStack() as stack:
         if args.workers is not None:
+            nanny = logging.getLogger("distributed.nanny")
+            stack.callback(nanny.setLevel, nanny.level)
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=args.workers,
@@ -78,6 +81,9 @@ def cluster_client(args: argparse.Namespace, command: str) -> Iterator[Any]:
                 )
             )
             client = stack.enter_context(Client(cluster))
+            # closing, the nannies warn of worker processes slow to exit (killed after 4 s, as
+            # a process that has run JAX often is): not the user's concern once cells are written
+            stack.callback(nanny.setLevel, logging.ERROR)
             where = f"a local Dask cluster of {args.workers} worker processes"
         else:
             try:
