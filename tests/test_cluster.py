@@ -216,3 +216,19 @@ def test_the_sweep_command_on_a_running_cluster_writes_the_files_of_the_serial_r
     assert f"cells on the Dask cluster at {address} (2 workers now); dashboard http" in run.err
     for suffix in (".npz", ".json"):
         assert Path(f"one{suffix}").read_bytes() == Path(f"two{suffix}").read_bytes()
+
+
+def test_workers_get_the_client_s_jax_settings_and_one_with_other_xla_flags_is_refused() -> None:
+    from types import SimpleNamespace
+
+    from gradflow._cluster import JaxSettings, jax_settings
+
+    settings = jax_settings()
+    assert settings["JAX_ENABLE_X64"] == "1"
+    assert settings["JAX_COMPILATION_CACHE_DIR"] == jax.config.jax_compilation_cache_dir
+    assert settings["XLA_FLAGS"] == os.environ.get("XLA_FLAGS", "")
+    worker = SimpleNamespace(address="tcp://worker:1")
+    JaxSettings(settings).setup(worker)
+    other = {**settings, "XLA_FLAGS": "--xla_cpu_enable_fast_math=true"}
+    with pytest.raises(GradflowError, match="tcp://worker:1 started JAX with XLA_FLAGS="):
+        JaxSettings(other).setup(worker)
