@@ -94,7 +94,9 @@ def cluster_client(args: argparse.Namespace, command: str) -> Iterator[Any]:
                     f"{CONNECT_SECONDS} s ({error})"
                 ) from None
             workers = len(client.scheduler_info()["workers"])
-            where = f"the Dask cluster at {args.scheduler} ({workers} workers now)"
+            where = (
+                f"the Dask cluster at {args.scheduler} ({workers} worker{'s' * (workers != 1)} now)"
+            )
         print(
             f"gradflow {command}: cells on {where}; dashboard {client.dashboard_link}",
             file=sys.stderr,
