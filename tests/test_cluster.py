@@ -240,3 +240,16 @@ def test_workers_get_the_client_s_jax_settings_and_one_with_other_xla_flags_is_r
     other = {**settings, "XLA_FLAGS": "--xla_cpu_enable_fast_math=true"}
     with pytest.raises(GradflowError, match="tcp://worker:1 started JAX with XLA_FLAGS="):
         JaxSettings(other).setup(worker)
+
+
+def test_the_fate_command_on_a_running_cluster_writes_the_files_of_the_serial_run(
+    client, cli
+) -> None:
+    fate = ["fate", "--model", "shallow-ntk", "--n-samples", "4", "--widths", "2,8"]
+    fate += ["--seeds", "1", "--steps", "60", "--init", "lecun,ntk"]
+    client.wait_for_workers(2, timeout=60)
+    assert cli(*fate, "--out", "one.npz").code == 0
+    run = cli(*fate, "--out", "two.npz", "--scheduler", client.scheduler_info()["address"])
+    assert run.code == 0, run.err
+    for suffix in (".npz", ".json", ".png"):
+        assert Path(f"one{suffix}").read_bytes() == Path(f"two{suffix}").read_bytes()
