@@ -6,7 +6,10 @@ The model's compiled functions take ``h`` as an argument, so the whole sweep com
 cell's trajectories are spread over every JAX device (:mod:`gradflow._batched`).  With a
 checkpoint folder, each finished cell is written there at once; a sweep interrupted (Ctrl-C, a
 crash) and run again with the same arguments loads the finished cells and computes the rest, and
-its results are identical to an uninterrupted run's.
+its results are identical to an uninterrupted run's.  The cells are a grid of
+:func:`gradflow.run_cells` (:class:`CellOfSweep`), so with a Dask client they run on its
+workers, with the same results and files; following branches and bifurcations across the cells
+(:func:`follow`) runs afterwards, in this process.
 """
 
 from __future__ import annotations
