@@ -36,6 +36,7 @@ PACKAGES = {
 
 PRIVATE_IN_TESTS = {
     ("tests.conftest", "gradflow.cli._setup"),
+    ("tests.test_cluster", "gradflow._cluster"),
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
     ("tests.test_engine", "gradflow._attractors"),
     ("tests.test_invariance", "gradflow._closed_sets"),
