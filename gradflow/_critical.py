@@ -140,9 +140,10 @@ def _critical_sets(
     result = without_subsets(landscape, grouped)
     result += numerical_sets(landscape, found[~on_closed_form], global_loss, box)
     certificate = certify_box(landscape, box) if certify else None
-    caveats: tuple[str, ...] = ()
+    caveats = tuple(landscape.symbolic_caveats)
     if certificate is not None:
-        result, caveats = _with_certificate(landscape, result, certificate, box)
+        result, dropped = _with_certificate(landscape, result, certificate, box)
+        caveats += dropped
     return CriticalSets(
         sets=tuple(joined(landscape, without_repeats(merge(result, box.mean(axis=1))))),
         box=box,
