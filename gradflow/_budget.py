@@ -3,8 +3,9 @@
 ``sympy.solve`` has no time limit and no way to be interrupted; on some rational losses it
 runs for many minutes (three Lennard-Jones atoms on a line).  :func:`within` runs such a
 step in a worker thread and waits until it has used its budget of CPU time (wall-clock time
-where the platform has no per-thread CPU clock), or three times that in wall-clock time,
-whichever comes first.  Then the step is **stopped**, not abandoned: an exception is raised
+where the platform has no per-thread CPU clock), so that the answer does not depend on how
+loaded the machine is, or :data:`WALL_FACTOR` times that in wall-clock time (a thread starved of
+CPU), whichever comes first.  Then the step is **stopped**, not abandoned: an exception is raised
 inside the worker thread (CPython's ``PyThreadState_SetAsyncExc``), which pure-Python code
 such as SymPy's sees at its next bytecode, so the thread unwinds (its ``finally`` blocks run,
 its caches keep only completed entries) and its CPU is free again within milliseconds.  A
@@ -34,9 +35,10 @@ DEFAULT_SECONDS = 20.0
 """CPU seconds each symbolic step may use (``GRADFLOW_SYMBOLIC_SECONDS`` overrides it)."""
 ENV = "GRADFLOW_SYMBOLIC_SECONDS"
 """The environment variable that sets the budget of each symbolic step, in CPU seconds."""
-WALL_FACTOR = 3.0
-"""A step is also stopped after this many times its budget in wall-clock time (a loaded
-machine gives its thread a fraction of a core)."""
+WALL_FACTOR = 10.0
+"""A step is also stopped after this many times its budget in wall-clock time: a guard against
+a thread starved of CPU, not the budget itself (a machine running a few other jobs gives the
+thread a fraction of a core, and the answer should not change with that)."""
 GRACE = 2.0
 """Seconds to wait for a stopped step's thread to unwind before leaving it to finish."""
 POLL = 0.02

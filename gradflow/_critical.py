@@ -124,19 +124,10 @@ def _critical_sets(
     on_closed_form = np.zeros(len(found), dtype=bool)
     for piece, _ in sampled:
         on_closed_form |= on_piece(landscape, piece, found)
-    grouped = [
-        (
-            piece,
-            group(
-                landscape,
-                piece,
-                points,
-                classify_points(landscape, points.points, global_loss),
-                box,
-            ),
-        )
-        for piece, points in sampled
-    ]
+    grouped = []
+    for piece, points in sampled:
+        classes = classify_points(landscape, points.points, global_loss)
+        grouped.append((piece, group(landscape, piece, points, classes, box)))
     result = without_subsets(landscape, grouped)
     result += numerical_sets(landscape, found[~on_closed_form], global_loss, box)
     certificate = certify_box(landscape, box) if certify else None
