@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ._budget import OutOfTime, within
 from ._classify import classify_points
 from ._errors import GradflowError
 from ._interval import Arithmetic, arithmetic, decide, interval_function
@@ -255,7 +256,8 @@ def certify(
 
     Raises:
         GradflowError: a landscape without a SymPy loss, a pinned parameter (a slice), a
-            budget or width out of range, a function without an interval form.
+            budget or width out of range, a function without an interval form, a SymPy setup
+            (differentiating, factoring) that runs out of the symbolic time budget.
     """
     if not isinstance(landscape, BoundModel):
         raise GradflowError(
@@ -268,7 +270,10 @@ def certify(
     if not 0 < min_width < 1:
         raise GradflowError(f"min_width = {min_width!r} must be in (0, 1)")
     start = time.perf_counter()
-    system = _system(landscape.model, interval)
+    try:
+        system = within("the certificate's SymPy setup", _system, landscape.model, interval)
+    except OutOfTime as out:
+        raise GradflowError(f"certify: {out}") from None
     hyper = [landscape.values[s.name] for s in landscape.model.hyperparams]
     search = _Search(system, hyper, np.asarray(box, dtype=float), max_boxes, min_width)
     search.run()
@@ -320,9 +325,13 @@ class _Graph:
 
     @property
     def factors(self) -> list[tuple[int, Callable[..., list[Any]]]]:
-        """``(d, Q)`` of test (b), worked out in SymPy on first use."""
+        """``(d, Q)`` of test (b), worked out in SymPy on first use (none where that runs out
+        of the symbolic time budget)."""
         if self.found_factors is None:
-            self.found_factors = self.factor_source()
+            try:
+                self.found_factors = within("the factors of ∇L", self.factor_source)
+            except OutOfTime:
+                self.found_factors = []
         return self.found_factors
 
 

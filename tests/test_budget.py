@@ -43,11 +43,14 @@ def spin(seconds: float) -> int:
 
 
 def test_a_step_that_runs_out_is_stopped_and_its_thread_ends() -> None:
+    """Stopped after 0.2 s of its CPU time (the process's CPU time counts it, whatever the
+    load), or ten times that in wall-clock time on a starved machine; the thread is gone."""
     before = threading.active_count()
-    start = time.monotonic()
+    wall, cpu = time.monotonic(), time.process_time()
     with pytest.raises(OutOfTime, match=rf"spin ran out of its 0.2 s budget \({ENV} sets it\)"):
         within("spin", spin, 60.0, seconds=0.2)
-    assert time.monotonic() - start < 0.2 * WALL_FACTOR + GRACE + 1
+    assert time.process_time() - cpu < 0.2 + 0.5
+    assert time.monotonic() - wall < 0.2 * WALL_FACTOR + GRACE + 5
     assert threading.active_count() == before
 
 
@@ -69,9 +72,11 @@ def test_a_solve_that_runs_out_falls_back_to_the_search(monkeypatch: pytest.Monk
     the one minimum ``(s, 2s)``."""
     monkeypatch.setenv(ENV, str(BUDGET))
     model = gradflow.loss_model(CHAIN).bind()
-    start = time.monotonic()
+    wall, cpu = time.monotonic(), time.process_time()
     assert model.symbolic_caveats and "sympy.solve(∇L = 0) ran out" in model.symbolic_caveats[0]
-    assert time.monotonic() - start < BUDGET * WALL_FACTOR + GRACE + 1
+    steps = 2  # sympy.solve, and the proof of L ≥ 0 (which fails quickly)
+    assert time.process_time() - cpu < steps * BUDGET + 1
+    assert time.monotonic() - wall < steps * (BUDGET * WALL_FACTOR + GRACE) + 5
     sets = gradflow.critical_sets(model, bounds={"x": (0.8, 3), "y": (1.6, 5)})
     s = (2 * (1 + 2**-13) / (1 + 2**-7)) ** (1 / 6)
     assert [(c.kind, c.name) for c in sets] == [("local_min", "numerical")]
