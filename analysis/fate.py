@@ -85,6 +85,18 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
         "three-scalar model L(e, w, a) at a = 0: full transformer from a grid of (e, w)",
         {"model": "canonical-attention"},
     ),
+    "shallow-ntk": FateSystem(
+        "gradflow.analysis.ntk_config:NtkFateConfig",
+        "gradflow.analysis.ntk_fate:fate_map",
+        "shallow encoder (Wu et al. 2023): GD over (N, d_m) for each init and scaling, against "
+        "the theorem's sufficient width; the fitted threshold d_m* ∝ N^α",
+    ),
+    "two-mixture": FateSystem(
+        "gradflow.analysis.mixture_settings:MixtureFateConfig",
+        "gradflow.analysis.mixture_fate:fate_map",
+        "two-mixture classification (reconstruction): full transformer of width m against the "
+        "m → ∞ reduced dynamics over K × ω × m, attention trained and frozen",
+    ),
 }
 """Every system ``gradflow fate --model NAME`` runs."""
 

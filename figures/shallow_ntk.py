@@ -38,7 +38,7 @@ STYLES = {"sqrt": ("-", "o", "τ0 = d_m^-1/2"), "linear": ("--", "s", "τ0 = d_m
 
 @dataclass(frozen=True)
 class Config:
-    """Settings of the figure: the sweep's widths, steps and seeds, the pair of panel (c).
+    """Settings of the figure: the sweep's widths, steps and seeds, the pair of panel (d).
 
     Raises:
         GradflowError: a width, step or seed count that is not a positive integer, or ``curves``
@@ -50,7 +50,10 @@ class Config:
     seeds: int = seeds_field(2)
     curves: str = field(
         default="lecun/sqrt",
-        metadata={"help": "the (init, scaling) of panel (c)", "metavar": "INIT/SCALING"},
+        metadata={
+            "help": "the (init, scaling) of panel (d), GD against the linearized flow",
+            "metavar": "INIT/SCALING",
+        },
     )
 
     def __post_init__(self) -> None:
@@ -71,7 +74,7 @@ class Config:
 
 @dataclass(frozen=True)
 class Data:
-    """The width sweep behind the three panels."""
+    """The width sweep behind the four panels."""
 
     config: Config
     sweep: Sweep
@@ -81,7 +84,7 @@ class Data:
         return self.sweep.arrays()
 
     def metadata(self) -> dict[str, Any]:
-        """The sweep's configuration, runs and slopes, and the pair of panel (c)."""
+        """The sweep's configuration, runs and slopes, and the pair of panel (d)."""
         record = self.sweep.metadata()
         return {
             "config": record["config"],

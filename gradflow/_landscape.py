@@ -261,6 +261,12 @@ class Landscape(Protocol):
         return False
 
     @property
+    def symbolic_caveats(self) -> tuple[str, ...]:
+        """What the report must say about symbolic steps that ran out of their time budget
+        (``sympy.solve`` on a rational loss, say); none for a landscape without SymPy."""
+        return ()
+
+    @property
     def nonsmooth_terms(self) -> tuple[str, ...]:
         """Terms where ``L`` has kinks (``Abs(x)``, ``Max(0, x)``), empty for a smooth loss."""
         return ()

@@ -6,7 +6,10 @@ The model's compiled functions take ``h`` as an argument, so the whole sweep com
 cell's trajectories are spread over every JAX device (:mod:`gradflow._batched`).  With a
 checkpoint folder, each finished cell is written there at once; a sweep interrupted (Ctrl-C, a
 crash) and run again with the same arguments loads the finished cells and computes the rest, and
-its results are identical to an uninterrupted run's.
+its results are identical to an uninterrupted run's.  The cells are a grid of
+:func:`gradflow.run_cells` (:class:`CellOfSweep`), so with a Dask client they run on its
+workers, with the same results and files; following branches and bifurcations across the cells
+(:func:`follow`) runs afterwards, in this process.
 """
 
 from __future__ import annotations
@@ -26,22 +29,19 @@ import sympy as sp
 from ._basin_map import LABELS
 from ._basins import basins, widened_bounds
 from ._batched import small_tails
+from ._cells import run_cells
 from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
 from ._critical import critical_sets
 from ._errors import GradflowError
-from ._io import atomic_outputs, open_checkpoint, package_versions, to_jsonable, write_npz
+from ._io import package_versions, to_jsonable
 from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
 from ._model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
-from ._progress import progress_bar
 from ._region import OnRegion, Region
 from ._search_box import search_box
 from ._symbolic import degenerate_set_values, singular_critical_points
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
-
-MANIFEST = "sweep.json"
-"""The file in a checkpoint folder that says which sweep the cells belong to."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +212,7 @@ def sweep(
     checkpoint: Path | str | None = None,
     progress: bool | None = None,
     bifurcations: bool = True,
+    client: Any = None,
 ) -> Sweep:
     """Critical sets and basin fractions in every cell of a grid of hyperparameter values.
 
@@ -227,6 +228,9 @@ def sweep(
         progress: a progress bar over the cells (default: shown after 1.5 s).
         bifurcations: follow the isolated critical points from cell to cell and locate the
             bifurcations between cells (:func:`follow`).
+        client: a ``dask.distributed.Client`` whose workers compute the cells
+            (:func:`gradflow.run_cells`); the result and the checkpoint are those of a run in
+            this process.  Following the cells runs here, after them.
 
     Returns:
         The cells, in the order of ``itertools.product`` over ``axes``.
@@ -240,31 +244,55 @@ def sweep(
         if not vals:
             raise GradflowError(f"the sweep over {name} has no values")
     held = dict(values or {})
-    points = [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
-    bound = [model.bind(**held, **point) for point in points]
-    region = Region.of(bound[0], grid, box, fixed, plane)
-    folder = (
-        None
-        if checkpoint is None
-        else _open_checkpoint(Path(checkpoint), model, axes, held, region)
+    points = [
+        model.validate({**held, **dict(zip(axes, combo))})
+        for combo in itertools.product(*axes.values())
+    ]
+    region = Region.of(BoundModel(model, points[0]), grid, box, fixed, plane)
+    done = run_cells(
+        CellOfSweep(model, region),
+        points,
+        names=[f"cell-{i:05d}" for i in range(len(points))],
+        checkpoint=checkpoint,
+        manifest=None if checkpoint is None else _manifest(model, axes, held, region),
+        progress=progress,
+        client=client,
     )
-    cells = []
-    with progress_bar(total=len(points), unit="cell", enabled=progress) as bar, small_tails():
-        for i, landscape in enumerate(bound):
-            cell = _load(folder, i) if folder is not None else None
-            if cell is None:
-                cell = _cell(landscape, region)
-                if folder is not None:
-                    _store(folder, i, cell)
-            cells.append(cell)
-            bar.update(1)
     result = Sweep(
         model=model.name,
         axes=axes,
         region=region,
-        cells=tuple(cells),
+        cells=tuple(
+            SweepCell(
+                values=json.loads(str(arrays["values"])),
+                record=json.loads(str(arrays["record"])),
+                labels=arrays["labels"],
+                attractor_ids=arrays["attractor_ids"],
+            )
+            for arrays in done
+        ),
     )
     return follow(model, result) if bifurcations else result
+
+
+@dataclass(frozen=True)
+class CellOfSweep:
+    """What a sweep computes in each cell (picklable, so that cells run on other processes):
+    the model at the cell's validated values (a ``{name: value}`` in the model's order), its
+    critical sets and basin map on ``region``, as the arrays a checkpoint keeps."""
+
+    model: ReducedModel
+    region: Region
+
+    def __call__(self, values: dict[str, float]) -> dict[str, np.ndarray]:
+        with small_tails():
+            cell = _cell(BoundModel(self.model, values), self.region)
+        return {
+            "labels": cell.labels,
+            "attractor_ids": cell.attractor_ids,
+            "record": np.array(json.dumps(cell.record, ensure_ascii=False)),
+            "values": np.array(json.dumps(cell.values)),
+        }
 
 
 def follow(model: ReducedModel, result: Sweep) -> Sweep:
@@ -437,19 +465,14 @@ def _cell(landscape: Landscape, region: Region) -> SweepCell:
     )
 
 
-def _open_checkpoint(
-    folder: Path,
+def _manifest(
     model: ReducedModel,
     axes: dict[str, tuple[float, ...]],
     held: dict[str, float],
     region: Region,
-) -> Path:
-    """Create the checkpoint folder, or check that an existing one is of this same sweep.
-
-    Raises:
-        GradflowError: the folder holds the cells of a different sweep.
-    """
-    manifest = {
+) -> dict[str, Any]:
+    """What identifies a sweep in its checkpoint folder: a folder of another sweep is refused."""
+    return {
         "model": model.name,
         "loss": str(model.loss),
         "axes": axes,
@@ -460,39 +483,6 @@ def _open_checkpoint(
         "plane": region.plane,
         "versions": package_versions(),
     }
-    return open_checkpoint(folder, MANIFEST, manifest, "the cells of a different sweep")
-
-
-def _cell_path(folder: Path, i: int) -> Path:
-    return folder / f"cell-{i:05d}.npz"
-
-
-def _store(folder: Path, i: int, cell: SweepCell) -> None:
-    """Write a finished cell atomically."""
-    with atomic_outputs(_cell_path(folder, i)) as (temp,):
-        write_npz(
-            temp,
-            {
-                "labels": cell.labels,
-                "attractor_ids": cell.attractor_ids,
-                "record": np.array(json.dumps(cell.record, ensure_ascii=False)),
-                "values": np.array(json.dumps(cell.values)),
-            },
-        )
-
-
-def _load(folder: Path, i: int) -> SweepCell | None:
-    """A cell finished by an earlier run, or ``None``."""
-    path = _cell_path(folder, i)
-    if not path.exists():
-        return None
-    with np.load(path) as data:
-        return SweepCell(
-            values=json.loads(str(data["values"])),
-            record=json.loads(str(data["record"])),
-            labels=data["labels"],
-            attractor_ids=data["attractor_ids"],
-        )
 
 
 def remove_checkpoint(folder: Path | str) -> None:

@@ -51,7 +51,16 @@ SMALL = {
         "grid": 5,
     },
     "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
+    "shallow-ntk-fate-map": {"n_samples": (2, 4), "widths": (1, 4), "seeds": 2, "steps": 20},
     "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
+    "two-mixture-fate-map": {
+        "ks": (2,),
+        "omegas": (0.1, 0.3),
+        "widths": (4, 8),
+        "particles": 16,
+        "t_max": 200.0,
+        "records": 20,
+    },
 }
 """A small configuration of every registered figure."""
 DEFAULT_SUITE = {
@@ -269,3 +278,20 @@ def test_train_picture_shows_the_losses_against_the_references_and_the_projected
     assert len(paths) == 2
     np.testing.assert_array_equal(paths[0].get_xdata(), coords[0, :, 1])
     np.testing.assert_array_equal(paths[0].get_ydata(), coords[0, :, 0])
+
+
+@pytest.mark.slow
+def test_shallow_ntk_help_names_the_panel_its_option_sets(drawn):
+    """``--curves`` of ``gradflow figures shallow-ntk`` picks the (init, scaling) of the panel of
+    loss curves; its help names that panel's letter."""
+    import dataclasses
+
+    _, fig, _ = drawn("shallow-ntk")
+    (curves,) = [ax for ax in fig.get_axes() if "linearized flow" in ax.get_title()]
+    letter = curves.get_title().split()[0]
+    help_text = next(
+        f.metadata["help"]
+        for f in dataclasses.fields(FIGURES["shallow-ntk"].Config)
+        if f.name == "curves"
+    )
+    assert f"panel {letter}" in help_text

@@ -82,7 +82,7 @@ def test_ctrl_c_at_any_moment_exits_130_and_writes_nothing(where, when, tmp_path
 def test_an_interrupted_sweep_keeps_its_cells_and_the_same_command_resumes(tmp_path):
     argv = ["sweep", "--loss", "(x**2 - a)**2 + y**2", "--params", "x,y"]
     argv += ["--hyper", "a=0.5,1,2", "--grid", "5"]
-    run = interrupted(tmp_path, "gradflow._sweep:_store", "after", *argv)
+    run = interrupted(tmp_path, "gradflow._cells:store_cell", "after", *argv)
     assert run.returncode == 130 and "Traceback" not in run.stderr, run.stderr
     assert "kept in sweep.cells/" in run.stderr and "run the same command again" in run.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.cells"]

@@ -19,6 +19,7 @@ BAD = [
     (["--schedule", "cyclic"], "--schedule"),
     (["--method", "adam"], "--method"),
     (["--readout", "max"], "--readout"),
+    (["--neurons", "pairs"], "--neurons"),
     (["--bogus"], "unrecognized arguments"),
     (["--m", "two"], "--m"),
     (["--lr", "0.07"], "whole number"),

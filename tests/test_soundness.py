@@ -6,6 +6,8 @@ running gradflow.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -266,3 +268,69 @@ def test_a_flow_ends_at_the_removable_singularity_of_an_angle() -> None:
     assert path.losses[-1] == pytest.approx(0.0, abs=1e-12)
     at = gradflow.classify_points(tian, np.array([[0.0, 2.0]]), None)
     np.testing.assert_allclose(at.eigenvalues[0], [0.5, 0.5], atol=1e-5)
+
+
+def test_a_small_but_nonzero_gradient_is_no_critical_point(cli) -> None:
+    """``(x − 1)³/3 + 10⁻⁷x + y²/2``: ``∂L/∂x = (x − 1)² + 10⁻⁷ ≥ 10⁻⁷``, so there is no critical
+    point (and ``sympy.solve``'s roots ``x = 1 ± i·10^{-3.5}`` are complex).  Neither the search
+    nor the certificate reports one, and ``--certify`` proves the box empty."""
+    loss = "(x-1)**3/3 + 1e-7*x + y**2/2"
+    run = cli("critical", "--loss", loss, "--params", "x,y", "--json")
+    assert run.code == 0 and json.loads(run.out)["critical_sets"] == []
+    run = cli("critical", "--loss", loss, "--params", "x,y", "--certify", "--json")
+    assert run.code == 0, run.err
+    report = json.loads(run.out)
+    assert report["critical_sets"] == [] and report["certificate"]["complete"]
+    assert report["certificate"]["isolated"] == []
+
+
+def test_a_sphere_of_minima_is_one_surface(cli) -> None:
+    """``(x² + y² + z² − 1)²``: ``∇L = 4(r² − 1)(x, y, z)`` vanishes on the unit sphere (``L = 0``,
+    global minima, one connected surface) and at the origin (``L = 1``, Hessian ``−4I``: a
+    maximum).  ``sympy.solve`` also returns the circles ``x = 0, z = ±√(1 − y²)``, which lie on
+    the sphere: not sets of their own."""
+    run = cli("critical", "--loss", "(x**2+y**2+z**2-1)**2", "--params", "x,y,z", "--json")
+    assert run.code == 0, run.err
+    sets = json.loads(run.out)["critical_sets"]
+    assert [(s["kind"], s["dimension"], s["components"]) for s in sets] == [
+        ("global_min", 2, 1),
+        ("local_max", 0, 1),
+    ]
+    assert np.linalg.norm(sets[0]["points"], axis=1) == pytest.approx(1.0, abs=1e-12)
+    assert sets[1]["sample"] == [0, 0, 0] and sets[1]["morse_index"] == 3
+
+
+def test_a_cylinder_of_minima_is_one_surface() -> None:
+    """``(x² + y² − 1)²(1 + z²)``: ``∇L = ((1 + z²)4x(ρ² − 1), (1 + z²)4y(ρ² − 1), 2z(ρ² − 1)²)``
+    with ``ρ² = x² + y²`` vanishes on the cylinder ``ρ = 1`` (``L = 0``, global minima, one
+    connected surface of dimension 2, though ``sympy.solve`` gives it as the two graphs
+    ``y = ±√(1 − x²)``) and where ``x = y = 0`` and ``z = 0``: ``L = 1`` with Hessian
+    ``diag(−4, −4, 2)``, a saddle of index 2."""
+    z = sp.Symbol("z", real=True)
+    model = ReducedModel("cylinder", (x, y, z), (x**2 + y**2 - 1) ** 2 * (1 + z**2)).bind()
+    sets = gradflow.critical_sets(model)
+    assert [(s.kind, s.dimension, s.n_components) for s in sets] == [
+        ("global_min", 2, 1),
+        ("saddle", 0, 1),
+    ]
+    assert np.hypot(sets[0].points[:, 0], sets[0].points[:, 1]) == pytest.approx(1, abs=1e-12)
+    np.testing.assert_allclose(sets[1].hessian_eigenvalues, [-4, -4, 2], atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "loss, expected",
+    [
+        # ∇L = 4(ρ² − 1)(x, y, 0): the cylinder ρ = 1 (minima) and the z axis, where L = 1 and
+        # the Hessian is diag(−4, −4, 0): a line of maxima.
+        ("cylinder", [("global_min", 2, 1), ("local_max", 1, 1)]),
+        # ∇L = 2(x + y + z − 1)(1, 1, 1): the plane x + y + z = 1, all minima.
+        ("plane", [("global_min", 2, 1)]),
+    ],
+)
+def test_cylinders_and_planes_of_minima_are_one_surface(loss, expected) -> None:
+    z = sp.Symbol("z", real=True)
+    losses = {"cylinder": (x**2 + y**2 - 1) ** 2, "plane": (x + y + z - 1) ** 2}
+    model = ReducedModel(loss, (x, y, z), losses[loss]).bind()
+    sets = gradflow.critical_sets(model)
+    assert [(s.kind, s.dimension, s.n_components) for s in sets] == expected

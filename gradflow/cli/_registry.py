@@ -111,9 +111,17 @@ FIGURES = {
         "gradflow.figures.shallow_ntk",
         "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
     ),
+    "shallow-ntk-fate-map": Command(
+        "gradflow.figures.shallow_ntk_fate_map",
+        "Wu et al. 2023: GD outcome over (N, d_m) per init and scaling vs the sufficient width; fitted threshold; NTK vs limit; rates",
+    ),
     "two-mixture": Command(
         "gradflow.figures.two_mixture",
         "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
+    ),
+    "two-mixture-fate-map": Command(
+        "gradflow.figures.two_mixture_fate_map",
+        "Two-mixture (reconstruction): full transformer of width m vs the m → ∞ reduced dynamics over K × ω × m: escape law, agreement, attention needed or not",
     ),
 }
 

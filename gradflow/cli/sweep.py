@@ -5,7 +5,8 @@
 Each hyperparameter is a value, a comma list (``0.1,0.5``) or ``start:stop:count`` (both ends
 included).  Finished cells are checkpointed in ``--out``'s ``.cells`` folder; a sweep
 interrupted and run again with the same arguments continues where it stopped, and writes the
-same files as an uninterrupted run.
+same files as an uninterrupted run.  ``--workers N`` computes the cells on a local Dask cluster
+of ``N`` processes, ``--scheduler ADDRESS`` on a running one; the files are the same.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._options import (
     add_box_arguments,
     add_json_argument,
@@ -67,6 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="data path (default sweep.npz); the .json goes beside it, finished cells in sweep.cells/",
     )
     add_json_argument(parser, "model, grid, box and every cell as one JSON object on stdout")
+    add_cluster_arguments(parser)
     parser.set_defaults(_interrupted=interrupted)
 
 
@@ -130,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
     from ._sizes import check_grid
 
     check_output(args.out, (".npz",), "the sweep")
+    check_cluster(args)
     texts = {n: getattr(args, n) for n in MODEL_HYPERPARAMETERS if getattr(args, n) is not None}
     texts |= _pairs_text("--hyper", args.hyper)
     axes = {name: axis(f"--{name}", text) for name, text in texts.items()}
@@ -155,16 +159,18 @@ def run(args: argparse.Namespace) -> int:
 
     checkpoint = args.out.with_suffix(".cells")
     print(f"gradflow sweep: {estimate(cells, args.grid)}", file=sys.stderr, flush=True)
-    result = sweep(
-        model,
-        {k: v for k, v in axes.items() if len(v) > 1},
-        values={k: v[0] for k, v in axes.items() if len(v) == 1},
-        grid=args.grid,
-        box=None if args.box is None else tuple(args.box),
-        fixed=fixed_of(args),
-        plane=tuple(args.plane) if args.plane else None,
-        checkpoint=checkpoint,
-    )
+    with cluster_client(args, "sweep") as client:
+        result = sweep(
+            model,
+            {k: v for k, v in axes.items() if len(v) > 1},
+            values={k: v[0] for k, v in axes.items() if len(v) == 1},
+            grid=args.grid,
+            box=None if args.box is None else tuple(args.box),
+            fixed=fixed_of(args),
+            plane=tuple(args.plane) if args.plane else None,
+            checkpoint=checkpoint,
+            client=client,
+        )
     save_and_report(args, result)
     remove_checkpoint(checkpoint)
     return 0
