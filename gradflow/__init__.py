@@ -27,6 +27,9 @@ _EXPORTS = {
     "Attractor": "._attractors",
     "AttractorIndex": "._attractors",
     "BasinMap": "._basin_map",
+    "FractionError": "._basin_map",
+    "BasinConvergence": "._basin_convergence",
+    "basin_convergence": "._basin_convergence",
     "LABELS": "._basin_map",
     "Label": "._basin_map",
     "basin_memory": "._memory",
@@ -129,7 +132,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._attractors import Attractor, AttractorIndex
-    from ._basin_map import LABELS, BasinMap, Label
+    from ._basin_convergence import BasinConvergence, basin_convergence
+    from ._basin_map import LABELS, BasinMap, FractionError, Label
     from ._basins import basins, default_basin_options, widened_bounds
     from ._batched import FlowEndpoints
     from ._cells import run_cells
@@ -199,6 +203,7 @@ __all__ = [
     "Label",
     "Attractor",
     "AttractorIndex",
+    "BasinConvergence",
     "BasinMap",
     "BoundModel",
     "ClosedForm",
@@ -209,6 +214,7 @@ __all__ = [
     "CriticalSets",
     "FlowEndpoints",
     "FlowOptions",
+    "FractionError",
     "GradflowError",
     "GradientField",
     "JaxLandscape",
@@ -228,6 +234,7 @@ __all__ = [
     "Status",
     "Trajectory",
     "atomic_outputs",
+    "basin_convergence",
     "basin_memory",
     "basins",
     "binary_cross_entropy",

@@ -77,7 +77,9 @@ def basins(
     diverged, stuck, near no attractor, at a saddle or maximum, or next to a grid point with
     another attractor (the basin boundaries) — are integrated again in float64 with the default
     stages.  On a CPU a float32 step costs about an eighth of a float64 one, and the boundaries
-    hold a vanishing share of a fine grid.
+    hold a vanishing share of a fine grid.  The float32 pass keeps its stops at a small
+    gradient unchecked for an escape from a saddle (its stops at saddles are integrated
+    again); the float64 pass checks them (``escape_check`` of :func:`gradflow.flow_endpoints`).
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
@@ -133,6 +135,7 @@ def basins(
             dtype=np.float32,
             chunk_size=FAST_CHUNK,
             steps_per_round=FAST_ROUND,
+            escape_check=False,
         )
         ids, status, endpoints = _attractor_ids(
             landscape, index, critical, first, level, stages, add_found=False

@@ -7,7 +7,7 @@ landscape's own field, check the initial points, and say what each trajectory re
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,14 @@ from ._classify import classify_points
 from ._critical_sets import CriticalSets
 from ._descent import descend
 from ._errors import GradflowError
-from ._integrate import FlowOptions, Status, Trajectory, integrate
+from ._integrate import (
+    ESCAPE_FULL_DIM,
+    FlowOptions,
+    Status,
+    Trajectory,
+    escape_test,
+    integrate,
+)
 from ._landscape import GradientField, Landscape
 from ._metric import Metric, in_metric
 from ._scales import loss_scales, unit_field
@@ -159,6 +166,7 @@ def flow_endpoints(
     progress: bool | None = None,
     dtype: Any = np.float64,
     metric: str | Metric | None = None,
+    escape_check: bool = True,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped.
 
@@ -177,6 +185,12 @@ def flow_endpoints(
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (see :func:`gradflow._batched.integrate_batch`).
         metric: the metric of the flow (see :func:`flow`).
+        escape_check: a member stopped at a small gradient from which the flow escapes along
+            an unstable direction of the Hessian (beside a saddle, off its stable manifold:
+            :func:`gradflow._integrate.escaping`) is integrated on until it stops where it
+            does not (with up to 16 parameters; the Hessian and gradient checked are the
+            Euclidean ones in any metric).  ``False`` keeps every small-gradient stop (for a
+            pass whose stops at saddles are integrated again).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
@@ -199,9 +213,29 @@ def flow_endpoints(
         steps_per_round=steps_per_round,
         progress=progress,
         dtype=dtype,
+        audit=_escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
+        if escape_check
+        else None,
     )
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
+
+
+def _escape_audit(
+    landscape: Landscape, horizon: float
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The escape test within the flow time ``horizon`` of endpoints, from the landscape's
+    Hessian and gradient (the programs its classification compiles), or ``None`` above
+    :data:`ESCAPE_FULL_DIM` parameters."""
+    if landscape.dim > ESCAPE_FULL_DIM:
+        return None
+
+    def audit(points: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            h, g = landscape.hessian(points), landscape.grad(points)
+            return escape_test(np, h, g, horizon)
+
+    return audit
 
 
 def gradient_descent(

@@ -1,9 +1,16 @@
 """One trajectory of a gradient flow ``dθ/dt = -∇L(θ, args)``, integrated with diffrax.
 
-A trajectory stops at a steady state (``‖∇L‖₂ ≤ gtol``), on divergence (``‖θ‖₂ >
-divergence_radius`` or a non-finite value), when its loss falls below an optional decision level,
-or when its budget (``t_max`` flow time, ``max_steps`` solver steps) runs out.  Every stop is
-labelled by a :class:`Status`.
+A trajectory stops at a steady state, on divergence (``‖θ‖₂ > divergence_radius`` or a
+non-finite value), when its loss falls below an optional decision level, or when its budget
+(``t_max`` flow time, ``max_steps`` solver steps) runs out.  Every stop is labelled by a
+:class:`Status`.
+
+A steady state is a point with ``‖∇L‖₂ ≤ gtol`` from which the flow does not escape
+(:func:`escaping`): beside a saddle, where the gradient is small, the flow still leaves along an
+unstable direction of the Hessian unless the gradient has no component along it.  The start
+``(10⁻⁸, 10⁻⁸)`` of ``(3 − ab)²/2`` has ``‖∇L‖ ≈ 4·10⁻⁸`` along the unstable direction
+``(1, 1)`` of the saddle at the origin, and the flow leaves it on Saxe et al.'s sigmoidal curve
+(*Exact solutions to the nonlinear dynamics of learning in deep linear networks*, ICLR 2014).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "Status",
     "Trajectory",
     "diverged",
+    "escaping",
     "gradient_flow",
     "integrate",
     "solve",
@@ -45,7 +53,8 @@ class Status(enum.IntEnum):
     """Why a trajectory stopped."""
 
     CONVERGED = 0
-    """``‖∇L‖₂ ≤ gtol``: at a critical point."""
+    """``‖∇L‖₂ ≤ gtol`` with no escape along an unstable direction (:func:`escaping`): at a
+    critical point."""
     DECIDED = 1
     """The loss fell below the decision level, so the trajectory must end at a global minimum."""
     DIVERGED = 2
@@ -259,6 +268,63 @@ def diverged(y: jax.Array, options: FlowOptions) -> jax.Array:
     )
 
 
+ESCAPE_SHARE = 1e-3
+"""A small gradient is no steady state where more than this share of it (Euclidean norm) lies
+along unstable directions of the flow's Jacobian: the flow leaves along them.  A start on a
+saddle's stable manifold has none (exactly, on the invariant line of a symmetric loss); a start
+beside the saddle has a share of order one; a trajectory arriving along the stable manifold
+has a share that grows as it nears the saddle, and one within ``ESCAPE_SHARE·gtol`` of the
+manifold (in units of the loss's length) when it meets ``gtol`` is taken to lie on it."""
+ESCAPE_FOLDS = 36.0
+"""A direction is unstable where the flow's Jacobian has an eigenvalue ``λ`` with
+``λ·t_max < -ESCAPE_FOLDS``: a component along it grows by ``e^36 ≈ 2^52`` within the flow-time
+budget, so even one at rounding grows to the size of the state.  A slower direction leaves no
+mark within the budget: a zero eigenvalue perturbed by rounding, or by a point's offset from a
+line of critical points (beside the canonical model's degenerate saddle ``(0, -1/√2)`` on the
+line of minima ``e = 0``, ``λ ≈ -2·10⁻⁸`` against a largest ``2·10⁻³``)."""
+ESCAPE_FULL_DIM = 16
+"""Up to this many parameters the escape test diagonalizes the Jacobian (``dim`` forward-mode
+derivatives of the field); above, it uses the Rayleigh quotient ``Fᵀ(∂F)F/‖F‖²`` alone (one
+Jacobian–vector product): a negative quotient means an unstable direction carries the field,
+though a positive one may hide a small unstable share."""
+
+
+def escape_test(xp: Any, jacobian: Any, field: Any, horizon: float) -> Any:
+    """Whether the flow ``dθ/dt = -F`` escapes from points with Jacobian ``∂F`` (shape
+    ``(..., dim, dim)``) and field ``F`` (shape ``(..., dim)``) within the flow time
+    ``horizon``, computed with the array module ``xp`` (``numpy`` or ``jax.numpy``).
+
+    Escaping means: the share of ``F`` along eigenvectors of ``(∂F + ∂Fᵀ)/2`` whose eigenvalues
+    have ``λ·horizon < -ESCAPE_FOLDS`` (:data:`ESCAPE_FOLDS`) exceeds :data:`ESCAPE_SHARE`.  For
+    the gradient flow ``∂F`` is the Hessian and this is exact: near a critical point
+    ``F ≈ H(θ − θ*)``, and the component of ``θ − θ*`` along an eigenvector with ``λ < 0`` grows
+    as ``e^{|λ|t}``.  In a metric (``F = G⁻¹∇L``) the symmetrized Jacobian stands for
+    ``G⁻¹H``, whose eigenvalues have the Hessian's signs.  Scale-free: ``c·L`` has ``c`` times
+    the eigenvalues and the same flow in ``1/c`` times the time.  A non-finite Jacobian shows
+    no unstable direction.  Returns a boolean array of shape ``(...)``.
+    """
+    sym = 0.5 * (jacobian + xp.swapaxes(jacobian, -1, -2))
+    finite = xp.all(xp.isfinite(sym), axis=(-2, -1))
+    lam, vec = xp.linalg.eigh(xp.where(finite[..., None, None], sym, 0.0))
+    along = xp.einsum("...ji,...j->...i", vec, field) * (lam * horizon < -ESCAPE_FOLDS)
+    norm = xp.sqrt(xp.sum(field * field, axis=-1))
+    return finite & (xp.sqrt(xp.sum(along * along, axis=-1)) > ESCAPE_SHARE * norm)
+
+
+def escaping(field: GradientField, y: jax.Array, args: Any, horizon: float) -> jax.Array:
+    """Whether the flow of ``field`` escapes from the state ``y`` of shape ``(dim,)`` within the
+    flow time ``horizon`` (:func:`escape_test`; above :data:`ESCAPE_FULL_DIM` parameters the
+    Rayleigh quotient ``ρ = Fᵀ(∂F)F/‖F‖²`` with ``ρ·horizon < -ESCAPE_FOLDS`` and
+    ``Fᵀ(∂F)F < -ESCAPE_SHARE·‖F‖·‖(∂F)F‖``)."""
+    f = field.grad(y, args)
+    if y.shape[-1] > ESCAPE_FULL_DIM:
+        _, jf = jax.jvp(lambda t: field.grad(t, args), (y,), (f,))
+        quotient = jnp.dot(f, jf)
+        fast = quotient * horizon < -ESCAPE_FOLDS * jnp.dot(f, f)
+        return fast & (quotient < -ESCAPE_SHARE * jnp.linalg.norm(f) * jnp.linalg.norm(jf))
+    return escape_test(jnp, jax.jacfwd(field.grad)(y, args), f, horizon)
+
+
 def status_code(
     field: GradientField,
     options: FlowOptions,
@@ -266,17 +332,29 @@ def status_code(
     args: Any,
     level: jax.Array,
     gtol: jax.Array | None = None,
+    strict: bool = False,
 ) -> jax.Array:
     """Status code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
     (a traced value, so that programs differing only in it compile once).
 
     The first condition met, in the order diverged, converged, decided, gives the code; a state
-    that meets none can only have stopped because its budget ran out.  Written as nested
-    ``where``, not ``jnp.select``: vectorized over a batch, ``select``'s argmax over the
-    stacked conditions compiles to a reduction XLA does not vectorize on a CPU, which made a
-    round of the batched integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
+    that meets none can only have stopped because its budget ran out.  ``strict`` adds the
+    escape test to convergence (:func:`escaping` within ``options.t_max``, evaluated only where
+    ``‖∇L‖ ≤ gtol``; under
+    ``vmap`` at every member): without it a small gradient is a steady state, and the batched
+    integrator checks its converged members afterwards (``audit`` of
+    :func:`~gradflow._batched.integrate_batch`).  Written as nested ``where``, not
+    ``jnp.select``: vectorized over a batch, ``select``'s argmax over the stacked conditions
+    compiles to a reduction XLA does not vectorize on a CPU, which made a round of the batched
+    integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
     """
     converged = jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol)
+    if strict:
+        converged &= ~jax.lax.cond(
+            converged,
+            lambda: escaping(field, y, args, options.t_max),
+            lambda: jnp.zeros((), bool),
+        )
     code = jnp.where(field.loss(y, args) < level, int(Status.DECIDED), int(Status.NOT_CONVERGED))
     code = jnp.where(converged, int(Status.CONVERGED), code)
     return jnp.where(diverged(y, options), int(Status.DIVERGED), code)
@@ -291,15 +369,18 @@ def solve(
     level: jax.Array,
     max_steps: int,
     saveat: diffrax.SaveAt,
+    strict: bool = False,
 ) -> diffrax.Solution:
-    """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event."""
+    """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event
+    (``strict``: with the escape test, see :func:`status_code`)."""
     import diffrax
 
     def vector_field(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
         return -field.grad(y, a[0])
 
     def stop(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array], **kwargs: Any) -> jax.Array:
-        return status_code(field, options, y, a[0], a[1]) != int(Status.NOT_CONVERGED)
+        code = status_code(field, options, y, a[0], a[1], strict=strict)
+        return code != int(Status.NOT_CONVERGED)
 
     return diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
@@ -366,7 +447,7 @@ of two at most doubles the evaluations, which matters where the loss is a full m
 def _final_status(field: GradientField, options: FlowOptions, y: jax.Array, args: Any) -> jax.Array:
     """:func:`status_code` of the state where a path stopped, one compiled program per
     ``(field, options)`` (evaluated eagerly it compiled a dozen one-operation programs)."""
-    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype))
+    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype), strict=True)
 
 
 @functools.cache
@@ -386,7 +467,9 @@ def _integrate_path(
         saveat = diffrax.SaveAt(t0=True, steps=True)
     else:
         saveat = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
-    sol = solve(field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat)
+    sol = solve(
+        field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat, strict=True
+    )
     if ts is None:
         return sol
     (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys

@@ -190,18 +190,20 @@ def joined_on_set(
     """Whether ``a`` and ``b`` lie on one connected piece of the critical set of loss ``loss``.
 
     From :data:`JOIN_STEPS` + 1 evenly spaced points of the segment ``ab`` the critical point
-    nearest is found (Levenberg–Marquardt on ``∇L = 0``); the two are joined when every one of
-    them is critical with loss ``loss`` and consecutive ones lie within four steps of each other
-    (a path along the set shadows the segment), or, up to ``depth`` times, are joined in the
-    same way along the segment between them: where the set bends away from the segment (a
-    branch of the canonical ``Γ*`` rising steeply towards its asymptote ``w = −1/√2``) the
-    nearest points of the first few segment points spread out.  Between two components of
-    ``abc = 1`` the segment crosses a coordinate plane, where the nearest critical point is an
-    axis (loss 1) or jumps to the other sheet.  With ``regular``, every point found must also have Hessian
-    nullity ``regular`` (the path runs through regular points of a manifold of that dimension,
-    not through a crossing such as the origin where two coordinate axes meet).  With
-    ``pinned`` (a mask, shape ``(dim,)``), the root finder moves only the other coordinates
-    and still asks the whole gradient to vanish.
+    nearest is found (Levenberg–Marquardt on ``∇L = 0``, from a point that is not critical
+    already: from one that is, on a flat set such as a line of minima, its steps wander along
+    the Hessian's null space as far as its trust region lets them); the two are joined when
+    every one of them is critical with loss ``loss`` and consecutive ones lie within four steps
+    of each other (a path along the set shadows the segment), or, up to ``depth`` times, are
+    joined in the same way along the segment between them: where the set bends away from the
+    segment (a branch of the canonical ``Γ*`` rising steeply towards its asymptote
+    ``w = −1/√2``) the nearest points of the first few segment points spread out. Between two
+    components of ``abc = 1`` the segment crosses a coordinate plane, where the nearest critical
+    point is an axis (loss 1) or jumps to the other sheet. With ``regular``, every point found
+    must also have Hessian nullity ``regular`` (the path runs through regular points of a
+    manifold of that dimension, not through a crossing such as the origin where two coordinate
+    axes meet). With ``pinned`` (a mask, shape ``(dim,)``), the root finder moves only the other
+    coordinates and still asks the whole gradient to vanish.
     """
     step = float(np.linalg.norm(b - a)) / JOIN_STEPS
     scale = loss_scales(landscape).loss
@@ -209,7 +211,12 @@ def joined_on_set(
     previous, path = a, []
     with np.errstate(all="ignore"):
         for t in np.linspace(0.0, 1.0, JOIN_STEPS + 1)[1:]:
-            found = _nearest_root(landscape, a + t * (b - a), pinned)
+            start = a + t * (b - a)
+            found = (
+                start
+                if np.linalg.norm(landscape.point_grad(start)) <= tol
+                else _nearest_root(landscape, start, pinned)
+            )
             if not (
                 np.all(np.isfinite(found))
                 and np.linalg.norm(landscape.grad(found)) <= tol

@@ -22,7 +22,7 @@ from ._errors import GradflowError
 if TYPE_CHECKING:
     from ._landscape import Landscape
 
-__all__ = ["OnRegion", "Region", "check_region", "grid_axis"]
+__all__ = ["OnRegion", "Region", "check_region", "grid_axis", "nested_grids"]
 
 
 @dataclass(frozen=True)
@@ -219,6 +219,26 @@ def check_region(
             )
         if not math.isfinite(value):
             raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+
+
+def nested_grids(grids: Sequence[int]) -> tuple[int, ...]:
+    """``grids`` (points per axis) ascending, each nested in the finest: its points are every
+    ``(G - 1)/(g - 1)``-th point of the finest grid ``G`` on the same box.
+
+    Raises:
+        GradflowError: a grid below 2, or one whose ``g - 1`` does not divide ``G - 1``.
+    """
+    out = tuple(sorted({int(g) for g in grids}))
+    if not out or out[0] < 2:
+        raise GradflowError(f"grids {list(grids)}: each must be at least 2 points per axis")
+    finest = out[-1]
+    odd = [g for g in out if (finest - 1) % (g - 1)]
+    if odd:
+        raise GradflowError(
+            f"grids {odd} are not nested in the {finest}-point grid: N - 1 must divide "
+            f"{finest - 1} (e.g. 101, 201, 401, 801)"
+        )
+    return out
 
 
 def grid_axis(lo: float, hi: float, n: int) -> np.ndarray:
