@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     precheck_model(args, grid=args.grid)
     from gradflow import check_output
 
-    check_output(args.out, (".npz",), "the basin map")
+    check_output(args.out, (".npz",), "the basin map", "--out")
     from gradflow import basins
 
     from ._sizes import check_grid

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from ._models import MODEL_HYPERPARAMETERS, _pairs_text, load_model, note_loss_parameters
     from ._sizes import check_grid
 
-    check_output(args.out, (".npz",), "the sweep")
+    check_output(args.out, (".npz",), "the sweep", "--out")
     texts = {n: getattr(args, n) for n in MODEL_HYPERPARAMETERS if getattr(args, n) is not None}
     texts |= _pairs_text("--hyper", args.hyper)
     axes = {name: axis(f"--{name}", text) for name, text in texts.items()}

@@ -1,0 +1,72 @@
+"""Outputs that cannot be written are refused before any work: one line, exit status 2."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import gradflow
+from gradflow import GradflowError
+from gradflow.figures import local_to_global_fig1 as fig1
+
+
+def _no_work(*args, **kwargs):
+    raise AssertionError("the command computed before checking where it writes")
+
+
+def test_a_figure_into_an_unwritable_folder_is_refused_before_it_computes(
+    cli, unwritable, monkeypatch
+) -> None:
+    monkeypatch.setattr(fig1, "compute", _no_work)
+    start = time.perf_counter()
+    cli.assert_rejected(["figures", fig1.NAME, "--out", str(unwritable)], "cannot write in")
+    assert time.perf_counter() - start < 5.0
+
+
+def test_a_figure_from_an_unwritable_working_folder_is_refused_before_it_computes(
+    cli, unwritable, monkeypatch, capsys
+) -> None:
+    monkeypatch.setattr(fig1, "compute", _no_work)
+    monkeypatch.chdir(unwritable)
+    code, _, err = cli("figures", fig1.NAME)
+    assert code == 2
+    assert len(err.strip().split("\n")) == 1 and "--out '.': cannot write in" in err
+
+
+@pytest.mark.parametrize(
+    "argv, computes",
+    [
+        (["basins", "--p", "0.7", "--q", "0.6", "--out", "{ro}/b.npz"], "basins"),
+        (["portrait", "--p", "0.7", "--q", "0.6", "--out", "{ro}/p.png"], "portrait"),
+        (["sweep", "--p", "0.5,0.6", "--q", "0.6", "--out", "{ro}/s.npz"], "sweep"),
+    ],
+)
+def test_model_commands_refuse_an_unwritable_folder_before_any_work(
+    argv, computes, cli, unwritable, monkeypatch
+) -> None:
+    monkeypatch.setattr(gradflow, computes, _no_work)
+    argv = [a.format(ro=unwritable) for a in argv]
+    cli.assert_rejected(argv, "cannot write in")
+
+
+def test_python_errors_name_the_argument_not_the_option(unwritable) -> None:
+    from gradflow.figures import save
+
+    with pytest.raises(GradflowError, match=r"^folder '.*': cannot write in"):
+        save(fig1, None, unwritable)
+    with pytest.raises(GradflowError, match=r"^out '.*': folder '.*' does not exist"):
+        gradflow.check_output(unwritable / "missing" / "x.npz", (".npz",), "the map")
+
+
+def test_a_checkpoint_folder_that_cannot_be_written_is_refused_before_the_first_cell(
+    unwritable,
+) -> None:
+    with pytest.raises(GradflowError, match="checkpoint folder .* cannot be written"):
+        gradflow.run_cells(_cell, [1, 2], checkpoint=unwritable / "cells", manifest={"a": 1})
+    with pytest.raises(GradflowError, match="checkpoint folder .* cannot be written"):
+        gradflow.run_cells(_cell, [1, 2], checkpoint=unwritable, manifest={"a": 1})
+
+
+def _cell(cell: int) -> dict[str, int]:
+    raise AssertionError("a cell was computed before the checkpoint folder was checked")
