@@ -4,6 +4,7 @@ and one writer puts them on disk together or not at all."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,3 +126,30 @@ def test_the_critical_sets_picture_shows_every_legend_line(results) -> None:
     ]
     box = legend.get_window_extent()
     assert box.y0 >= 0 and box.x0 >= 0 and box.x1 <= figure.bbox.x1
+
+
+@pytest.mark.parametrize(
+    "bounds, named",
+    [
+        ((-3, 3, -3, 3), "box= of basins and portrait"),
+        ({"x": 3}, "bounds['x'] = 3: expected (lo, hi)"),
+        ([("x", (-1, 1))], "bounds must map parameter names to (lo, hi)"),
+    ],
+)
+def test_critical_sets_bounds_of_the_wrong_form_are_one_clear_error(bounds, named) -> None:
+    landscape = gradflow.loss_model("(x**2 - 1)**2 + y**2").bind()
+    with pytest.raises(GradflowError, match=r"e\.g\. bounds=\{'x': \(-3, 3\), 'y': \(-3, 3\)\}"):
+        gradflow.critical_sets(landscape, bounds=bounds)
+    with pytest.raises(GradflowError) as error:
+        gradflow.critical_sets(landscape, bounds=bounds)
+    assert named in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_documented_record_of_critical_sets_is_their_metadata() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    assert "CriticalSets" in text and "metadata()" in text
+    sets = gradflow.critical_sets(gradflow.loss_model("(x**2 - 1)**2 + y**2").bind())
+    record = sets.metadata()
+    kinds = sorted((s["kind"], tuple(np.round(s["sample"], 6))) for s in record["critical_sets"])
+    assert kinds == [("global_min", (-1, 0)), ("global_min", (1, 0)), ("saddle", (0, 0))]
+    assert record["global_min_loss"] == 0
