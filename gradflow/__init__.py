@@ -30,6 +30,7 @@ _EXPORTS = {
     "LABELS": "._basin_map",
     "Label": "._basin_map",
     "basin_memory": "._memory",
+    "sweep_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
     "Region": "._region",
@@ -169,7 +170,7 @@ if TYPE_CHECKING:
         lambdify_numpy,
         stabilize,
     )
-    from ._memory import basin_memory
+    from ._memory import basin_memory, sweep_memory
     from ._metric import METRICS, Metric, MetricLandscape, in_metric
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
@@ -231,6 +232,7 @@ __all__ = [
     "Trajectory",
     "atomic_outputs",
     "basin_memory",
+    "sweep_memory",
     "basins",
     "binary_cross_entropy",
     "check_folder",

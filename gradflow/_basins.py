@@ -28,6 +28,7 @@ from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
 from ._landscape import Landscape
+from ._memory import basin_memory, check_memory
 from ._metric import Metric, in_metric
 from ._region import Region
 from ._scales import loss_scales
@@ -102,9 +103,12 @@ def basins(
 
     Raises:
         GradflowError: an invalid grid, box, plane or fixed value (one line naming it, see
-            :func:`gradflow.Region`), or ``region`` given with any of them.
+            :func:`gradflow.Region`), ``region`` given with any of them, or a grid whose map
+            needs more than half of the memory available now (:func:`gradflow.basin_memory`).
     """
     region = region_of(landscape, region, grid, box, fixed, plane)
+    nx, ny = region.grid
+    check_memory(f"grid {nx} × {ny}", basin_memory((nx, ny), landscape.dim))
     thetas = region.points()
     if float32_first is None:
         float32_first = options is None
@@ -133,6 +137,7 @@ def basins(
             dtype=np.float32,
             chunk_size=FAST_CHUNK,
             steps_per_round=FAST_ROUND,
+            desc="basin map, float32 pass",
         )
         ids, status, endpoints = _attractor_ids(
             landscape, index, critical, first, level, stages, add_found=False
@@ -147,6 +152,7 @@ def basins(
             stages,
             decide_below=level,
             progress=progress and not float32_first,
+            desc="basin map, float64" + (" (uncertain points)" if float32_first else ""),
         )
         found = _attractor_ids(landscape, index, critical, again, level, stages, add_found=True)
         ids[redo], status[redo], endpoints[redo] = found

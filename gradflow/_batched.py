@@ -77,6 +77,7 @@ def integrate_batch(
     steps_per_round: int = 32,
     progress: bool | None = None,
     dtype: Any = np.float64,
+    desc: str | None = None,
 ) -> FlowEndpoints:
     """Integrate the trajectories from ``thetas0`` (shape ``(B, dim)``, finite) to their stops.
 
@@ -102,6 +103,8 @@ def integrate_batch(
         dtype: the floating type of the integration (``numpy.float32`` for a fast first pass:
             on a CPU, float32 transcendental functions cost about an eighth of float64's); the
             floating arguments are cast to it.
+        desc: what the progress bar is of (``"σ = 0.01, seed 2"``); it counts finished
+            trajectories, without a time left (they finish in rounds, most at the end).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``
@@ -126,7 +129,7 @@ def integrate_batch(
         args,
     )
     pending = np.arange(n)
-    with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
+    with progress_bar(n, "trajectory", progress, desc, even=False) as bar:
         for i, stage in enumerate(stages):
             if not pending.size:
                 break

@@ -159,6 +159,7 @@ def flow_endpoints(
     progress: bool | None = None,
     dtype: Any = np.float64,
     metric: str | Metric | None = None,
+    desc: str | None = None,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped.
 
@@ -177,6 +178,7 @@ def flow_endpoints(
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (see :func:`gradflow._batched.integrate_batch`).
         metric: the metric of the flow (see :func:`flow`).
+        desc: what the progress bar is of (a fate map's ``"σ = 0.01, seed 2"``).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
@@ -199,6 +201,7 @@ def flow_endpoints(
         steps_per_round=steps_per_round,
         progress=progress,
         dtype=dtype,
+        desc=desc,
     )
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
