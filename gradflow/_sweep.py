@@ -143,11 +143,22 @@ class Sweep(OnRegion):
         lines += [f"    {_event_text(event, self.region.names)}" for event in events]
         return "\n".join(lines)
 
-    def figure(self) -> None:
-        """No picture of its own: the phase-diagram and bifurcation figures
+    def figure(self) -> Any:
+        """A new matplotlib figure: the share of the grid reaching each kind over the swept
+        hyperparameters, with the bifurcations (:func:`gradflow._draw.sweep_figure`).  The
+        paper's phase diagram and the bifurcation diagram
         (``gradflow figures local-to-global-phase-diagram``, ``bifurcation-diagram``) draw
-        sweeps."""
-        return None
+        sweeps in more detail."""
+        from ._draw import sweep_figure
+
+        fractions = {label: self.fraction(label) for label in LABELS}
+        shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
+        return sweep_figure(
+            {k: np.asarray(v) for k, v in self.axes.items()},
+            fractions,
+            [b.to_dict() for b in self.bifurcations],
+            f"{self.model}: sweep over {shape}, {self.grid} × {self.grid} grid each",
+        )
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"model", "axes", "grid", "box", "plane", "fixed", "cells",

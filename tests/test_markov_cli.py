@@ -78,6 +78,13 @@ def test_compare_report(cli):
     assert report["dynamics"]["full_loss"] == pytest.approx(H_RATE, abs=1e-6)
     code, out, _ = cli(*argv, "--lr", "0.1")
     assert code == 0 and "max deviation" in out and "canonical-attention-bias" in out
+    assert sorted(p.name for p in cli.folder.iterdir()) == [
+        "compare.json",
+        "compare.npz",
+        "compare.png",
+    ]
+    with np.load(cli.folder / "compare.npz") as saved:
+        assert saved["full"].shape == saved["reduced"].shape == (len(saved["times"]), 4)
 
 
 @pytest.mark.slow

@@ -95,7 +95,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         default=Path("sweep.npz"),
-        help="data path (default sweep.npz); the .json goes beside it, finished cells in sweep.cells/",
+        help="data path (default sweep.npz); the .json and the picture (.png) go beside it, finished cells in sweep.cells/",
     )
     parser.add_argument(
         "--allow-long",
