@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, basin_memory
+from gradflow import GradflowError, sweep_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -55,8 +55,8 @@ class Config:
         },
     )
 
-    SIZES: ClassVar[tuple[str, ...]] = ("grid",)
-    """The field that sets the memory the figure needs (cells are computed one at a time)."""
+    SIZES: ClassVar[tuple[str, ...]] = ("cells", "grid")
+    """The fields that set the memory the figure needs."""
 
     def __post_init__(self) -> None:
         if self.cells < 2 or self.grid < 2:
@@ -65,8 +65,9 @@ class Config:
             raise GradflowError(f"need 0 < lo < hi < 1, got lo = {self.lo}, hi = {self.hi}")
 
     def memory_bytes(self) -> float:
-        """One cell's basin map at a time (nothing when a saved sweep is drawn)."""
-        return 0.0 if self.sweep else basin_memory(self.grid, 2)
+        """The sweep's every cell kept and one basin map at a time
+        (:func:`gradflow.sweep_memory`; nothing when a saved sweep is drawn)."""
+        return 0.0 if self.sweep else sweep_memory(self.cells**2, self.grid, 2)
 
 
 @dataclass(frozen=True)
