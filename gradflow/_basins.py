@@ -27,6 +27,7 @@ from ._critical_sets import CriticalSets
 from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
+from ._kink_settle import settled
 from ._landscape import Landscape
 from ._memory import basin_memory, check_memory
 from ._metric import Metric, in_metric
@@ -280,7 +281,10 @@ def _attractor_ids(
 
     Decided members are resolved to the global-minimum component of their sublevel set; those
     that cannot be resolved are integrated on without the decision level.  Converged endpoints
-    near no known set become new attractors with ``add_found``, else keep id ``-1``.
+    near no known set become new attractors with ``add_found``, else keep id ``-1``.  On a loss
+    with kinks, members stalled on one, or out of budget beside one (the float32 pass's
+    chatter), go to the attractor their sublevel set decides
+    (:func:`gradflow._kink_settle.settled`), keeping their status.
     """
     status, endpoints = result.status.copy(), result.endpoints.copy()
     ids = np.full(len(status), -1)
@@ -297,6 +301,10 @@ def _attractor_ids(
         loose = converged[ids[converged] < 0]
         if add_found:
             ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
+    unfinished = (status == Status.NON_SMOOTH) | (status == Status.NOT_CONVERGED)
+    stalled = np.flatnonzero(unfinished & (ids < 0)) if landscape.nonsmooth_terms else []
+    if len(stalled):
+        ids[stalled] = settled(landscape, index, critical, endpoints[stalled])
     return ids, status, endpoints
 
 

@@ -402,23 +402,22 @@ def critical_figure(sets: Any) -> Any:
 
 
 def trajectory_figure(trajectory: Any) -> Any:
-    """A figure of a trajectory: its path in the first two coordinates, and its loss in time."""
+    """A figure of a trajectory: its path in its plane (``trajectory.plane``, else the first
+    two coordinates), and its loss in time."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9.0, 3.6), layout="constrained")
     path_ax, loss_ax = fig.subplots(1, 2)
     names = trajectory.param_names or tuple(f"θ{i}" for i in range(trajectory.thetas.shape[1]))
     if trajectory.thetas.shape[1] >= 2:
-        path_ax.plot(trajectory.thetas[:, 0], trajectory.thetas[:, 1], color="#1f5fbf", lw=1.4)
-        path_ax.plot(*trajectory.thetas[0, :2], "o", color="black", ms=4)
-        path_ax.plot(
-            *trajectory.thetas[-1, :2],
-            "X",
-            color=KIND_COLORS.get(trajectory.reached, "black"),
-            ms=8,
-        )
-        path_ax.set_xlabel(f"${names[0]}$")
-        path_ax.set_ylabel(f"${names[1]}$", rotation=0, ha="right")
+        plane = trajectory.plane or names[:2]
+        i, j = names.index(plane[0]), names.index(plane[1])
+        path = trajectory.thetas[:, [i, j]]
+        path_ax.plot(path[:, 0], path[:, 1], color="#1f5fbf", lw=1.4)
+        path_ax.plot(*path[0], "o", color="black", ms=4)
+        path_ax.plot(*path[-1], "X", color=KIND_COLORS.get(trajectory.reached, "black"), ms=8)
+        path_ax.set_xlabel(f"${plane[0]}$")
+        path_ax.set_ylabel(f"${plane[1]}$", rotation=0, ha="right")
     else:
         path_ax.plot(trajectory.ts, trajectory.thetas[:, 0], color="#1f5fbf")
         path_ax.set_xlabel("flow time")

@@ -19,6 +19,7 @@ from ._critical_sets import CriticalSets
 from ._descent import descend
 from ._errors import GradflowError
 from ._integrate import FlowOptions, Status, Trajectory, integrate
+from ._kink_settle import settled
 from ._landscape import GradientField, Landscape
 from ._metric import Metric, in_metric
 from ._scales import loss_scales, unit_field
@@ -108,7 +109,9 @@ def reached(
     landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
 ) -> Trajectory:
     """``path`` with what it reached: the kind at a converged endpoint (and the attractor
-    given ``critical``), the kink for a trajectory stuck on one, else its status."""
+    given ``critical``), the kink for a trajectory stuck on one — with the attractor its
+    sublevel set decides it slides to, given ``critical`` (:func:`gradflow._kink_settle.settled`)
+    — else its status."""
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
         path,
@@ -116,7 +119,14 @@ def reached(
         kink=kink[0],
         param_names=tuple(landscape.param_names),
         unit=landscape.loss_unit,
+        plane=tuple(landscape.plane) if landscape.dim >= 2 else None,
     )
+    if path.status is Status.NON_SMOOTH and critical is not None:
+        index = AttractorIndex(landscape, critical, critical.box)
+        found = int(settled(landscape, index, critical, path.endpoint[None])[0])
+        if found >= 0:
+            attractor = index.attractors[found]
+            return dataclasses.replace(path, reached=attractor.kind, attractor=attractor)
     if path.status is not Status.CONVERGED:
         return dataclasses.replace(path, reached=str(path.status))
     global_loss = landscape.global_min_loss

@@ -167,6 +167,9 @@ class Trajectory:
         kink: for status ``NON_SMOOTH``, the non-smooth term whose kink holds the endpoint.
         param_names: the names of the coordinates of ``thetas``.
         unit: the unit of the losses (``"nats"``), or ``""``.
+        plane: the two parameters its picture draws the path in, horizontal axis first (the
+            landscape's plane, the one its portraits use: ``(w, e)`` for the canonical model,
+            whose points are ``(e, w)``); ``None``: the first two.
     """
 
     ts: np.ndarray
@@ -178,6 +181,7 @@ class Trajectory:
     kink: str | None = None
     param_names: tuple[str, ...] = ()
     unit: str = ""
+    plane: tuple[str, str] | None = None
 
     @property
     def endpoint(self) -> np.ndarray:

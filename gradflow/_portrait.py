@@ -36,7 +36,6 @@ from ._landscape import Landscape
 from ._metric import Metric, in_metric, velocity
 from ._region import OnRegion, Region
 from ._separatrix import separatrices
-from ._text import format_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -160,7 +159,7 @@ class Portrait(OnRegion):
             basins = f", basins on {nx} × {ny}"
         return (
             f"Portrait of {self.landscape.title} in the ({self.plane[0]}, {self.plane[1]}) plane, "
-            f"box {format_point(self.box)}:\n  {len(self.critical)} critical sets, "
+            f"{self.region.box_text()}:\n  {len(self.critical)} critical sets, "
             f"{len(self.separatrix)} separatrix branches{basins}"
         )
 

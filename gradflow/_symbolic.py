@@ -70,8 +70,12 @@ def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr
 
 @functools.cache
 def proves_nonnegative(loss: sp.Expr) -> bool:
-    """Whether SymPy's assumption system proves ``L ≥ 0`` for all real parameters."""
-    return bool(loss.is_nonnegative)
+    """Whether SymPy's assumption system proves ``L ≥ 0`` for all real parameters: of ``L`` as
+    written, or with ``max``/``min`` written through ``|·|`` (``max(a, b) = (a + b + |a − b|)/2``:
+    ``max(x, −x) + (y − 1)²`` is ``|x| + (y − 1)²``, which it proves)."""
+    if loss.is_nonnegative:
+        return True
+    return bool(loss.has(sp.Max, sp.Min) and loss.rewrite(sp.Abs).is_nonnegative)
 
 
 def nonsmooth_atoms(expr: sp.Expr) -> list[sp.Expr]:
