@@ -34,6 +34,20 @@ STAGE_STYLE = {
     "t_fit": ("-.", "fit"),
 }
 """Line style and legend text of each detected stage time."""
+SLOT_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#e377c2",
+    "#bcbd22",
+    "#17becf",
+)
+"""The colour of each signal direction ``c_1 … c_K, v_1 … v_K`` (alignment and score panels)."""
+LOSS_COLORS = ("#8c564b", "#7f7f7f")
+"""The hard and the consistent part of the loss: no direction's colour (a curve of the loss
+panel must not read as a key of the score panels)."""
 
 
 def draw_run(report: MixtureReport, fig: Figure, grid: GridSpec) -> None:
@@ -76,7 +90,7 @@ def _alignment_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
                 run.ts,
                 cosines[:, h, a],
                 style,
-                color=f"C{a}",
+                color=SLOT_COLORS[a % len(SLOT_COLORS)],
                 label=f"head {'+-'[h]}: |cos(w, {name})|",
             )
     ax.plot(run.ts, run.span_cosine, color="k", lw=1.5, label="cosine of w with span U")
@@ -89,8 +103,10 @@ def _alignment_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
 
 def _loss_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
     ax.semilogy(run.ts, run.loss, color="k", label="population loss")
-    ax.semilogy(run.ts, run.loss_hard, color="C3", label="hard samples (ε = −y)")
-    ax.semilogy(run.ts, run.loss_consistent, color="C0", label="consistent samples (ε = y)")
+    ax.semilogy(run.ts, run.loss_hard, "--", color=LOSS_COLORS[0], label="hard samples (ε = −y)")
+    ax.semilogy(
+        run.ts, run.loss_consistent, "-.", color=LOSS_COLORS[1], label="consistent samples (ε = y)"
+    )
     ax.axhline(np.log(2), color="0.5", lw=0.8, label="ln 2 (f ≡ 0)")
     _mark_stages(ax, stages)
     ax.set_title("(b) loss (nats)", fontsize=10)
@@ -110,7 +126,14 @@ def _score_panel(
         q = offset + index
         for a, name in enumerate(names):
             label = f"key {name}" if index == 0 else None
-            ax.plot(run.ts, run.scores[:, head, a, q], style, color=f"C{a}", lw=1, label=label)
+            ax.plot(
+                run.ts,
+                run.scores[:, head, a, q],
+                style,
+                color=SLOT_COLORS[a % len(SLOT_COLORS)],
+                lw=1,
+                label=label,
+            )
     ax.set_yscale("symlog", linthresh=1e-3)
     _mark_stages(ax, stages)
     ax.set_title(

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "canonical-attention"
-SIZE = (16.0, 11.0)
+SIZE = (16.0, 14.0)
 P, Q = 0.5, 0.8
 SLICES = (-0.5, 0.0, 0.5)
 BOX = (-2.5, 1.5, -2.0, 2.0)
@@ -158,13 +158,13 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Slices (top row); rays, trajectories on (w, e) and on (a, e) (bottom row)."""
+    """Slices (top row), each with its own legend below it (its critical sets and attractors
+    are its own); rays, trajectories on (w, e) and on (a, e) (bottom row)."""
     axes = fig.subplots(2, 3)
     for ax, a, picture in zip(axes[0], SLICES, data.slices):
         picture.draw(
             ax,
             layers=("basins", "streamlines", "critical"),
-            legend=a == SLICES[-1],
             title=f"slice a = {a:g}: basins of the 3-D flow, streamlines in the slice",
         )
     _rays_panel(axes[1, 0], data)

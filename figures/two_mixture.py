@@ -109,7 +109,9 @@ def _law_panel(
     ax: Any, omegas: np.ndarray, times: tuple[StageTimes, ...], law: LogLaw | None
 ) -> None:
     durations = np.array([t.attention_duration for t in times])
-    ax.semilogx(omegas, durations, "o", color="C3", label="attention stage t_attention − t_align")
+    ax.semilogx(
+        omegas, durations, "o", color="black", label="attention stage t_attention − t_align"
+    )
     if law is not None:
         grid = np.geomspace(min(omegas), max(omegas), 100)
         ax.semilogx(

@@ -62,6 +62,9 @@ KIND_TEXT = {
     "local_max": "local maxima",
     "degenerate": "degenerate critical points",
 }
+LABEL_EQUATION = 64
+"""A set's equation in a legend is cut only beyond this many characters: the three-scalar
+model's ``e²(1 + a e²/4)(1 + 2w|w|) = c*`` is 32 and must be read whole."""
 INVARIANT_LEVELS = 16
 """Level sets drawn of a conserved quantity (spaced by quantiles of its values)."""
 STREAM_COLOR = "#555555"
@@ -283,7 +286,7 @@ def draw_separatrices(
 
 def critical_label(s: Any, unit: str) -> str:
     """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
-    name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, 28)}"
+    name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, LABEL_EQUATION)}"
     detail = ""
     if s.kind == "saddle":
         degenerate = s.nullity == len(s.hessian_eigenvalues)
@@ -327,12 +330,14 @@ def draw_critical(
 
 
 def draw_overlays(ax: Axes, overlays: Sequence[Any]) -> list[Any]:
-    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)`` and ``color``), start dotted."""
+    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)``, ``color`` and ``linestyle``),
+    a dot at the start."""
     handles = []
     for overlay in overlays:
-        ax.plot(overlay.path[:, 0], overlay.path[:, 1], color=overlay.color, lw=1.4)
+        style = {"color": overlay.color, "lw": 1.4, "ls": overlay.linestyle}
+        ax.plot(overlay.path[:, 0], overlay.path[:, 1], **style)
         ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
-        handles.append(line_handle(color=overlay.color, lw=1.4, label=overlay.label))
+        handles.append(line_handle(**style, label=overlay.label))
     return handles
 
 

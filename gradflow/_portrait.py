@@ -53,11 +53,13 @@ CRITICAL_SAMPLES = 801
 
 @dataclass(frozen=True)
 class Overlay:
-    """A path drawn over a portrait, in the portrait's plane coordinates, shape ``(n, 2)``."""
+    """A path drawn over a portrait, in the portrait's plane coordinates, shape ``(n, 2)``, in
+    ``color`` and ``linestyle`` (matplotlib's)."""
 
     label: str
     path: np.ndarray
     color: str = "black"
+    linestyle: str = "-"
 
 
 @dataclass(frozen=True)

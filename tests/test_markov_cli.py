@@ -51,7 +51,7 @@ BAD = {
         "too long for exact enumeration (valid range 1…14): it sums over all 2^N = 32,768 sequences",
     ),
     "compare q": (["compare", "--p", "0.5", "--q", "1"], "q = 1 is outside the valid range (0, 1)"),
-    "training figure seeds": (["figures", "local-to-global-training", "--seeds", "2"], "--seeds 2"),
+    "training figure seeds": (["figures", "local-to-global-training", "--seeds", "0"], "seeds = 0"),
 }
 
 
