@@ -47,7 +47,10 @@ class Config:
     seeds: int = seeds_field(2)
     curves: str = field(
         default="lecun/sqrt",
-        metadata={"help": "the (init, scaling) of panel (c)", "metavar": "INIT/SCALING"},
+        metadata={
+            "help": "the (init, scaling) of panel (d), GD against the linearized flow",
+            "metavar": "INIT/SCALING",
+        },
     )
 
     def __post_init__(self) -> None:
