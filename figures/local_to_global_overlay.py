@@ -29,9 +29,10 @@ NAME = "local-to-global-overlay"
 SIZE = (8.5, 9.0)
 P, Q = 0.5, 0.8
 BOX = (-2.5, 2.0, 0.0, 1.6)
-COLORS = {"standard": "black", "paper": "#e6007e"}
-"""One colour per init, neither a colour of a kind of critical set nor of a basin's tint (green,
-blue, orange, red, purple): a training path must not read as a separatrix or a set."""
+COLORS = {"standard": "#6b3e26", "paper": "#e6007e"}
+"""One colour per init (dark brown, magenta), neither a colour of a kind of critical set nor of a
+basin's tint (green, blue, orange, red, purple), nor the black of the separatrix: a training path
+must not read as a separatrix or a set."""
 STYLES = ("-", "--", ":")
 """One line style per seed."""
 

@@ -162,7 +162,7 @@ def draw_basins(
         if a.fraction > 0:
             where = _point_text(a.point, param_names)
             kind = a.kind.replace("_", " ")
-            name = shorten(a.equation or a.set, 24)
+            name = shorten(a.equation or a.set, LABEL_EQUATION)
             text = f"#{a.id} {kind} {name} at {where} ({share_text(a.fraction)})"
             if a.measure_zero:
                 text += ", on its stable manifold (measure zero)"

@@ -125,3 +125,21 @@ def test_metric_arguments_are_checked():
         gf.in_metric(land, lambda t, a: -jnp.eye(2), at=np.zeros(2))
     with pytest.raises(gf.GradflowError, match=r"\(2, 2\) matrix"):
         gf.in_metric(land, lambda t, a: jnp.eye(3), at=np.zeros(2))
+
+
+def test_an_endpoint_on_a_closed_form_line_beyond_the_searched_box_is_that_line():
+    """p = 0.7, q = 0.6 (p + q > 1): every point of e = 0 is critical with loss H(π), a local
+    minimum for w > -1/√2 and a maximum for w < -1/√2.  The flow in the induced metric carries
+    the starts at the box's corners out to (e, w) = (0, 6.28), beyond the box [-6, 6]² searched
+    for a portrait of [-3, 3]²: such an endpoint reaches the attractor of e = 0 on its side, not
+    a new one "found by the flow"."""
+    m = markov.canonical(0.7, 0.6)
+    land = gf.in_metric(m, "induced")
+    sets = gf.critical_sets(m, bounds=gf.widened_bounds(m, {"w": (-3, 3), "e": (-3, 3)}))
+    index = gf.AttractorIndex(land, sets, sets.box)
+    known = len(index.attractors)
+    (right,) = index.add_found(land, np.array([[0.0, 7.5]]), sets.global_min_loss)
+    (left,) = index.add_found(land, np.array([[0.0, -7.5]]), sets.global_min_loss)
+    assert len(index.attractors) == known
+    assert index.attractors[right].kind == "local_min" and index.attractors[right].set == "e = 0"
+    assert index.attractors[left].kind == "local_max" and index.attractors[left].set == "e = 0"
