@@ -45,9 +45,10 @@ SLOT_COLORS = (
     "#17becf",
 )
 """The colour of each signal direction ``c_1 … c_K, v_1 … v_K`` (alignment and score panels)."""
-LOSS_COLORS = ("#8c564b", "#7f7f7f")
-"""The hard and the consistent part of the loss: no direction's colour (a curve of the loss
-panel must not read as a key of the score panels)."""
+LOSS_COLORS = ("#8c564b", "#00707a")
+"""The hard and the consistent part of the loss, drawn solid: no direction's colour (a curve of
+the loss panel must not read as a key of the score panels) and not the grey dashes of the
+stage times."""
 
 
 def draw_run(report: MixtureReport, fig: Figure, grid: GridSpec) -> None:
@@ -103,9 +104,9 @@ def _alignment_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
 
 def _loss_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
     ax.semilogy(run.ts, run.loss, color="k", label="population loss")
-    ax.semilogy(run.ts, run.loss_hard, "--", color=LOSS_COLORS[0], label="hard samples (ε = −y)")
+    ax.semilogy(run.ts, run.loss_hard, color=LOSS_COLORS[0], label="hard samples (ε = −y)")
     ax.semilogy(
-        run.ts, run.loss_consistent, "-.", color=LOSS_COLORS[1], label="consistent samples (ε = y)"
+        run.ts, run.loss_consistent, color=LOSS_COLORS[1], label="consistent samples (ε = y)"
     )
     ax.axhline(np.log(2), color="0.5", lw=0.8, label="ln 2 (f ≡ 0)")
     _mark_stages(ax, stages)
