@@ -61,6 +61,26 @@ def test_quadratic_flow_in_a_constant_metric_is_the_matrix_exponential():
     np.testing.assert_allclose(path.thetas, exact, atol=1e-7)
 
 
+@pytest.mark.parametrize("dim", [3, 5], ids=["unrolled Cholesky", "LAPACK"])
+def test_the_metric_flow_solves_with_G_in_every_dimension(dim):
+    """θ' = -G⁻¹Aθ with constant symmetric positive definite G and A: θ(t) = exp(-G⁻¹A t) θ0,
+    whether ``G⁻¹∇L`` is solved by the unrolled factorization (dim ≤ 4) or by LAPACK."""
+    rng = np.random.default_rng(dim)
+    a = np.diag(np.linspace(1.0, 2.0, dim))
+    root = rng.standard_normal((dim, dim))
+    g = root @ root.T + dim * np.eye(dim)
+    land = gf.JaxLandscape(
+        lambda t, _: 0.5 * t @ jnp.asarray(a) @ t, tuple(f"x{i}" for i in range(dim))
+    )
+    theta0 = rng.standard_normal(dim)
+    options = gf.FlowOptions(rtol=1e-10, atol=1e-12)
+    path = gf.flow(land, theta0, options, metric=lambda t, _: jnp.asarray(g, t.dtype))
+    rate = np.linalg.solve(g, a)
+    exact = np.stack([scipy.linalg.expm(-rate * t) @ theta0 for t in path.ts])
+    assert path.converged
+    np.testing.assert_allclose(path.thetas, exact, atol=1e-7)
+
+
 @pytest.fixture(scope="module")
 def double_well_grid() -> np.ndarray:
     xs = np.linspace(-1.5, 1.5, 16)
