@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -59,6 +59,9 @@ from .ntk_dynamics import (
     loss_bound,
     train_gd,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "AssumptionWarning",
@@ -358,9 +361,17 @@ class Sweep:
             "slopes": {f"{i}/{s}": v for (i, s), v in self.slopes().items()},
         }
 
-    def figure(self) -> None:
-        """No picture of its own: the shallow-NTK figure (``gradflow figures shallow-ntk``) draws the sweep."""
-        return None
+    def figure(self) -> Figure:
+        """A new matplotlib figure of the sweep (:func:`~gradflow.analysis.ntk_draw.draw_sweep`),
+        panel (d) for the first init and scaling; the ``shallow-ntk`` figure draws the same
+        panels over every init and scaling."""
+        from matplotlib.figure import Figure
+
+        from .ntk_draw import SIZE, draw_sweep
+
+        fig = Figure(figsize=SIZE, layout="constrained")
+        draw_sweep(self, fig, self.config.inits[0], self.config.scalings[0])
+        return fig
 
     def text(self) -> str:
         """A heading, one table row per run, and the fitted log-log slopes."""

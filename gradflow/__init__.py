@@ -33,6 +33,7 @@ _EXPORTS = {
     "LABELS": "._basin_map",
     "Label": "._basin_map",
     "basin_memory": "._memory",
+    "sweep_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
     "Region": "._region",
@@ -65,6 +66,7 @@ _EXPORTS = {
     "gradient_flow": "._integrate",
     "integrate": "._integrate",
     "atomic_outputs": "._io",
+    "check_folder": "._io",
     "check_output": "._io",
     "open_checkpoint": "._io",
     "save_with_data": "._io",
@@ -152,6 +154,7 @@ if TYPE_CHECKING:
         FORMATS,
         Result,
         atomic_outputs,
+        check_folder,
         check_output,
         open_checkpoint,
         save_result,
@@ -171,7 +174,7 @@ if TYPE_CHECKING:
         lambdify_numpy,
         stabilize,
     )
-    from ._memory import basin_memory
+    from ._memory import basin_memory, sweep_memory
     from ._metric import METRICS, Metric, MetricLandscape, in_metric
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
@@ -236,8 +239,10 @@ __all__ = [
     "atomic_outputs",
     "basin_convergence",
     "basin_memory",
+    "sweep_memory",
     "basins",
     "binary_cross_entropy",
+    "check_folder",
     "check_output",
     "certify",
     "classify_points",

@@ -311,7 +311,9 @@ class AttractorIndex:
             samples = self._points[self._owners == a.id]
             if not len(samples):
                 samples = a.point[None]
-            if _joined_on_piece(landscape, point, a.set.split(" ∪ "), samples, self._box):
+            if _joined_on_piece(
+                landscape, point, a.set.split(" ∪ "), samples, _around(self._box, point)
+            ):
                 return a.id
             nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
             if joined_on_set(landscape, point, nearest, loss):
@@ -346,6 +348,16 @@ def _joined_on_piece(
 def _edge_length(points: np.ndarray, edge: tuple[int, int]) -> float:
     """The length of the edge ``(i, j)`` between two of ``points``."""
     return float(np.linalg.norm(points[edge[0]] - points[edge[1]]))
+
+
+def _around(box: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """``box`` (shape ``(dim, 2)``) grown to hold ``point`` with a margin of a tenth of its width
+    on every side: a closed-form set runs on outside the searched box, and an endpoint there (the
+    flow in the induced metric carries the canonical model's starts at the box's corners out to
+    ``(e, w) = (0, 6.28)`` on the line ``e = 0``) lies on it all the same."""
+    lo, hi = np.minimum(box[:, 0], point), np.maximum(box[:, 1], point)
+    pad = 0.1 * (hi - lo)
+    return np.stack([lo - pad, hi + pad], axis=1)
 
 
 def _linked(

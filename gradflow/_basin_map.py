@@ -283,12 +283,11 @@ class BasinMap(OnRegion):
         return self.text()
 
     def text(self) -> str:
-        """The grid, its plane and box, then :meth:`table`."""
+        """The grid, its plane and box (each range named), then :meth:`table`."""
         ny, nx = self.labels.shape
         return (
             f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane"
-            f"{self.region.fixed_text()}, "
-            f"box {format_point(self.box)}\n{self.table()}"
+            f"{self.region.fixed_text()}: {self.region.box_text()}\n{self.table()}"
         )
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -78,6 +78,7 @@ def integrate_batch(
     progress: bool | None = None,
     dtype: Any = np.float64,
     audit: Callable[[np.ndarray], np.ndarray] | None = None,
+    desc: str | None = None,
 ) -> FlowEndpoints:
     """Integrate the trajectories from ``thetas0`` (shape ``(B, dim)``, finite) to their stops.
 
@@ -110,6 +111,8 @@ def integrate_batch(
             stopping rule (``strict``, :func:`~gradflow._integrate.status_code`), which no
             longer stops them until they have left.  ``None``: no audit (a first pass whose
             endpoints at saddles are integrated again anyway).
+        desc: what the progress bar is of (``"σ = 0.01, seed 2"``); it counts finished
+            trajectories, without a time left (they finish in rounds, most at the end).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``
@@ -136,7 +139,7 @@ def integrate_batch(
     run = functools.partial(
         _run_stages, field, args, level, state, stages, chunk_size, steps_per_round
     )
-    with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
+    with progress_bar(n, "trajectory", progress, desc, even=False) as bar:
         run(np.arange(n), bar, strict=False)
         done = np.flatnonzero(state.status == Status.CONVERGED)
         if audit is not None and done.size:

@@ -7,6 +7,9 @@
    Solutions lying on a closed-form set are absorbed by it; the rest are classified and grouped
    into clusters, whose dimension comes from their geometry (a Morse–Bott set of minima is
    reported as one set, not as the hundreds of points the search lands on).
+3. Kinks: where ``∇L`` jumps across a kink (``|x|`` at ``x = 0``), the Clarke-stationary points
+   on the kinks (``0 ∈ ∂L``: the minimum of ``|x| + y²`` at the origin, where ``∇L = (±1, 0)``),
+   classified from the loss along and across the kinks (:mod:`gradflow._kink_points`).
 
 A set is a **global minimum** only when its loss equals a proven lower bound of ``L`` (see
 :attr:`gradflow.Landscape.global_min_loss`); otherwise the lowest minimum found is a local
@@ -31,6 +34,7 @@ from ._closed_sets import group
 from ._clusters import numerical_sets
 from ._critical_sets import CriticalSet, CriticalSets, make_set
 from ._errors import GradflowError
+from ._kink_points import kink_sets
 from ._landscape import Landscape
 from ._merging import joined, merge, restricted, without_repeats, without_subsets
 from ._pieces import (
@@ -130,6 +134,8 @@ def _critical_sets(
         grouped.append((piece, group(landscape, piece, points, classes, box)))
     result = without_subsets(landscape, grouped)
     result += numerical_sets(landscape, found[~on_closed_form], global_loss, box)
+    if searched:
+        result += kink_sets(landscape, box, global_loss, seed=seed)
     certificate = certify_box(landscape, box) if certify else None
     caveats = tuple(landscape.symbolic_caveats)
     if certificate is not None:

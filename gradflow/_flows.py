@@ -26,6 +26,7 @@ from ._integrate import (
     escape_test,
     integrate,
 )
+from ._kink_settle import settled
 from ._landscape import GradientField, Landscape
 from ._metric import Metric, in_metric
 from ._scales import loss_scales, unit_field
@@ -115,7 +116,9 @@ def reached(
     landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
 ) -> Trajectory:
     """``path`` with what it reached: the kind at a converged endpoint (and the attractor
-    given ``critical``), the kink for a trajectory stuck on one, else its status."""
+    given ``critical``), the kink for a trajectory stuck on one — with the attractor its
+    sublevel set decides it slides to, given ``critical`` (:func:`gradflow._kink_settle.settled`)
+    — else its status."""
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
         path,
@@ -123,7 +126,14 @@ def reached(
         kink=kink[0],
         param_names=tuple(landscape.param_names),
         unit=landscape.loss_unit,
+        plane=tuple(landscape.plane) if landscape.dim >= 2 else None,
     )
+    if path.status is Status.NON_SMOOTH and critical is not None:
+        index = AttractorIndex(landscape, critical, critical.box)
+        found = int(settled(landscape, index, critical, path.endpoint[None])[0])
+        if found >= 0:
+            attractor = index.attractors[found]
+            return dataclasses.replace(path, reached=attractor.kind, attractor=attractor)
     if path.status is not Status.CONVERGED:
         return dataclasses.replace(path, reached=str(path.status))
     global_loss = landscape.global_min_loss
@@ -167,6 +177,7 @@ def flow_endpoints(
     dtype: Any = np.float64,
     metric: str | Metric | None = None,
     escape_check: bool = True,
+    desc: str | None = None,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped.
 
@@ -191,6 +202,7 @@ def flow_endpoints(
             does not (with up to 16 parameters; the Hessian and gradient checked are the
             Euclidean ones in any metric).  ``False`` keeps every small-gradient stop (for a
             pass whose stops at saddles are integrated again).
+        desc: what the progress bar is of (a fate map's ``"σ = 0.01, seed 2"``).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
@@ -216,6 +228,7 @@ def flow_endpoints(
         audit=_escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
         if escape_check
         else None,
+        desc=desc,
     )
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)

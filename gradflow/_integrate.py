@@ -98,7 +98,15 @@ class FlowOptions:
             explicit solver stalls at its stability limit).
         rtol, atol: tolerances of the PID step-size controller.
         gtol: steady-state test ``‖∇L‖₂ ≤ gtol`` (loss units per parameter unit).
-        t_max: flow-time budget (time units of the flow).
+        t_max: flow-time budget (time units of the flow).  The default, ``1e8 = 1/gtol`` in
+            the units of :func:`gradflow.flow` (``ℓ/g`` and ``g``), is the time the flow needs to
+            meet the steady-state test beside a minimum whose smallest curvature is ``gtol``,
+            and more than it needs beside a degenerate one: on ``x⁴ + y⁴`` from ``(1, 1)``,
+            ``x(t) = (1 + 8t)^{-1/2}`` and ``‖∇L‖₂ = 4√2 x³`` falls to ``gtol·g`` at
+            ``t ≈ 6.7e3`` (``≈ 3e5`` in units of ``ℓ/g``), past the ``1e5`` this budget once
+            was, which left the trajectory ``not_converged`` at ``L ≈ 7e-10``; a flat minimum of
+            order ``2k`` needs ``τ ~ gtol^{-(2k-2)/(2k-1)} < 1/gtol``.  Implicit solvers take
+            steps growing with ``t`` there, so the step budget is not what a long time costs.
         max_steps: solver-step budget per trajectory.
         divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged.
 
@@ -111,7 +119,7 @@ class FlowOptions:
     rtol: float = 1e-7
     atol: float = 1e-9
     gtol: float = 1e-8
-    t_max: float = 1e5
+    t_max: float = 1e8
     max_steps: int = 20_000
     divergence_radius: float = 1e4
 
@@ -168,6 +176,9 @@ class Trajectory:
         kink: for status ``NON_SMOOTH``, the non-smooth term whose kink holds the endpoint.
         param_names: the names of the coordinates of ``thetas``.
         unit: the unit of the losses (``"nats"``), or ``""``.
+        plane: the two parameters its picture draws the path in, horizontal axis first (the
+            landscape's plane, the one its portraits use: ``(w, e)`` for the canonical model,
+            whose points are ``(e, w)``); ``None``: the first two.
     """
 
     ts: np.ndarray
@@ -179,6 +190,7 @@ class Trajectory:
     kink: str | None = None
     param_names: tuple[str, ...] = ()
     unit: str = ""
+    plane: tuple[str, str] | None = None
 
     @property
     def endpoint(self) -> np.ndarray:
@@ -243,7 +255,7 @@ class Trajectory:
         return "\n".join(
             [
                 f"  endpoint  ({point})",
-                f"  loss      {self.losses[-1]:.6f}{' ' + self.unit if self.unit else ''}",
+                f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
                 f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
                 f"  reached   {self._reached_text()}",
             ]

@@ -275,6 +275,14 @@ class Landscape(Protocol):
         """The non-smooth terms whose kink passes through the point ``θ`` (shape ``(dim,)``)."""
         return []
 
+    def kink_values(self, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The kink function ``k`` of each of :attr:`nonsmooth_terms` (``u`` for ``|u|``,
+        ``a - b`` for ``max(a, b)``: zero on the kink) and its gradient, at points of shape
+        ``(..., dim)``: shapes ``(..., K)`` and ``(..., K, dim)``, ``K`` the number of terms."""
+        theta = np.asarray(theta, dtype=float)
+        shape = theta.shape[:-1]
+        return np.zeros((*shape, 0)), np.zeros((*shape, 0, theta.shape[-1]))
+
     @property
     def title(self) -> str:
         """``name, h1 = v1, h2 = v2`` for figure titles."""

@@ -580,6 +580,20 @@ class BoundModel(Landscape):
                 if abs(float(fn(*point, *self._subs.values()))) <= scale
             ]
 
+    def kink_values(self, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+        theta = np.asarray(theta, dtype=float)
+        shape, dim = theta.shape[:-1], theta.shape[-1]
+        functions = _kink_gradients(self.model)
+        values = np.zeros((*shape, len(functions)))
+        grads = np.zeros((*shape, len(functions), dim))
+        args = (*np.moveaxis(theta, -1, 0), *self._subs.values())
+        with np.errstate(all="ignore"):
+            for i, (value, gradient) in enumerate(functions):
+                values[..., i] = np.broadcast_to(value(*args), shape)
+                for j, part in enumerate(gradient):
+                    grads[..., i, j] = np.broadcast_to(part(*args), shape)
+        return values, grads
+
     def describe(self) -> dict[str, Any]:
         return {
             **Landscape.describe(self),
@@ -602,6 +616,27 @@ def _kink_functions(model: ReducedModel) -> tuple[tuple[str, Callable[..., Any]]
         for atom in nonsmooth_atoms(model.loss)
         if str(atom) in jumping
     )
+
+
+@functools.cache
+def _kink_gradients(
+    model: ReducedModel,
+) -> tuple[tuple[Callable[..., Any], tuple[Callable[..., Any], ...]], ...]:
+    """``(k, (∂k/∂θ_1, …))`` in NumPy for the kink function ``k`` of each term of
+    :func:`gradient_jumps` (in its order), functions of the parameters and hyperparameters."""
+    jumping = gradient_jumps(model.params, model.loss)
+    atoms = {str(atom): atom for atom in nonsmooth_atoms(model.loss)}
+    symbols = (*model.params, *model.hyperparams)
+    out = []
+    for term in jumping:
+        k = kink_function(atoms[term])
+        out.append(
+            (
+                lambdify_numpy(symbols, k),
+                tuple(lambdify_numpy(symbols, sp.diff(k, s)) for s in model.params),
+            )
+        )
+    return tuple(out)
 
 
 @functools.cache

@@ -125,6 +125,13 @@ class Region:
         nx, ny = (grid, grid) if np.isscalar(grid) else grid
         return dataclasses.replace(self, grid=(nx, ny))
 
+    def box_text(self) -> str:
+        """``"w ∈ [-3, 3], e ∈ [-3, 3]"``: the box with each range named by its parameter,
+        horizontal axis first (a printed box never leaves the order of its numbers to be
+        guessed)."""
+        (x, y), (x0, x1, y0, y1) = self.plane, self.box
+        return f"{x} ∈ [{x0:.4g}, {x1:.4g}], {y} ∈ [{y0:.4g}, {y1:.4g}]"
+
     def fixed_text(self) -> str:
         """``", a = 0.5, b = 0"``: the values off the plane, for titles (empty on a plane)."""
         return "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
@@ -198,7 +205,10 @@ def check_region(
                 raise GradflowError(f"grid = {n!r} must be an integer ≥ 2")
     if box is not None:
         if len(box) != 4:
-            raise GradflowError(f"box {tuple(box)}: expected (xmin, xmax, ymin, ymax)")
+            (x, y) = plane
+            raise GradflowError(
+                f"box {tuple(box)}: expected four numbers ({x}min, {x}max, {y}min, {y}max)"
+            )
         xmin, xmax, ymin, ymax = (float(v) for v in box)
         for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):

@@ -36,6 +36,7 @@ from ._errors import GradflowError
 from ._io import package_versions, to_jsonable
 from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
+from ._memory import check_memory, sweep_memory
 from ._model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
 from ._region import OnRegion, Region
 from ._search_box import search_box
@@ -123,7 +124,10 @@ class Sweep(OnRegion):
 
     def text(self) -> str:
         """The cells, the range of the global-minimum share, and the transitions, branches and
-        bifurcations found."""
+        bifurcations found; a bifurcation located many times along one curve of the
+        hyperparameters (a set changing kind on ``p + q = 1``, crossed between every pair of
+        neighbouring cells it separates) is one event, printed once (:func:`_same_events`)."""
+        events = _same_events(self.bifurcations)
         shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
         share = self.fraction("global_min")
         lines = [
@@ -133,16 +137,28 @@ class Sweep(OnRegion):
             f"  kinds that change between neighbouring cells: {len(self.transitions())} "
             "transitions",
             f"  branches of isolated critical points followed across cells: {len(self.branches)}",
-            f"  bifurcations: {len(self.bifurcations)}",
+            f"  bifurcations: {len(self.bifurcations)}"
+            + (f", {len(events)} distinct" if len(events) < len(self.bifurcations) else ""),
         ]
-        lines += [f"    {found.text(self.region.names)}" for found in self.bifurcations]
+        lines += [f"    {_event_text(event, self.region.names)}" for event in events]
         return "\n".join(lines)
 
-    def figure(self) -> None:
-        """No picture of its own: the phase-diagram and bifurcation figures
+    def figure(self) -> Any:
+        """A new matplotlib figure: the share of the grid reaching each kind over the swept
+        hyperparameters, with the bifurcations (:func:`gradflow._draw.sweep_figure`).  The
+        paper's phase diagram and the bifurcation diagram
         (``gradflow figures local-to-global-phase-diagram``, ``bifurcation-diagram``) draw
-        sweeps."""
-        return None
+        sweeps in more detail."""
+        from ._draw import sweep_figure
+
+        fractions = {label: self.fraction(label) for label in LABELS}
+        shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
+        return sweep_figure(
+            {k: np.asarray(v) for k, v in self.axes.items()},
+            fractions,
+            [b.to_dict() for b in self.bifurcations],
+            f"{self.model}: sweep over {shape}, {self.grid} × {self.grid} grid each",
+        )
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"model", "axes", "grid", "box", "plane", "fixed", "cells",
@@ -175,6 +191,55 @@ class Sweep(OnRegion):
             "label_names": np.array(LABELS),
             **{f"axis_{name}": np.asarray(values) for name, values in self.axes.items()},
         }
+
+
+def _same_events(found: Sequence[Bifurcation]) -> list[list[Bifurcation]]:
+    """The bifurcations grouped into events: those of one type and one set on one curve of the
+    hyperparameters (``q = 1 - p`` and ``p = 1 - q`` are one curve) are one event; each other
+    bifurcation is an event of its own.  In the order of each event's first bifurcation."""
+    events: list[list[Bifurcation]] = []
+    curves: list[tuple[str, str | None, sp.Expr] | None] = []
+    for b in found:
+        key = None
+        if b.curve is not None and b.set is not None:
+            lhs, _, rhs = b.curve.partition(" = ")
+            key = (b.type, b.set, sp.sympify(lhs) - sp.sympify(rhs))
+        same = next(
+            (
+                i
+                for i, other in enumerate(curves)
+                if key is not None
+                and other is not None
+                and other[:2] == key[:2]
+                and (sp.simplify(other[2] - key[2]) == 0 or sp.simplify(other[2] + key[2]) == 0)
+            ),
+            None,
+        )
+        if same is None:
+            events.append([b])
+            curves.append(key)
+        else:
+            events[same].append(b)
+    return events
+
+
+def _event_text(event: list[Bifurcation], names: Sequence[str]) -> str:
+    """One line per event: a single bifurcation as :meth:`Bifurcation.text`; one located
+    between several pairs of cells along its curve with the number of places, the first and
+    last of them and every change seen."""
+    if len(event) == 1:
+        return event[0].text(names)
+    first, last = event[0], event[-1]
+    changes = "; ".join(dict.fromkeys(f"{a} → {b}" for e in event for a, b in e.changes))
+
+    def at(b: Bifurcation) -> str:
+        return ", ".join(f"{k} = {v:.7g}" for k, v in b.at.items())
+
+    return (
+        f"{first.type} of {first.set} on the curve {first.curve}, located between "
+        f"{len(event)} pairs of neighbouring cells, from ({at(first)}) to ({at(last)})"
+        + (f": {changes}" if changes else "")
+    )
 
 
 def _changes(a: SweepCell, b: SweepCell) -> list[dict[str, Any]]:
@@ -237,13 +302,19 @@ def sweep(
 
     Raises:
         GradflowError: an empty axis, a value outside its domain, an axis that is not a
-            hyperparameter, a bad grid or box, or a checkpoint folder of another sweep.
+            hyperparameter, a bad grid or box, a checkpoint folder of another sweep, or cells
+            and a grid whose results need more than half of the memory available now
+            (:func:`gradflow.sweep_memory`), refused before any cell is bound.
     """
     axes = {name: tuple(float(v) for v in vals) for name, vals in axes.items()}
     for name, vals in axes.items():
         if not vals:
             raise GradflowError(f"the sweep over {name} has no values")
     held = dict(values or {})
+    cells = int(np.prod([len(v) for v in axes.values()]))
+    size = grid if isinstance(grid, int) else tuple(grid)
+    shown = " × ".join(f"{len(v)} {name}" for name, v in axes.items())
+    check_memory(f"a sweep of {shown} cells at grid {grid}", sweep_memory(cells, size, model.dim))
     points = [
         model.validate({**held, **dict(zip(axes, combo))})
         for combo in itertools.product(*axes.values())
@@ -256,6 +327,7 @@ def sweep(
         checkpoint=checkpoint,
         manifest=None if checkpoint is None else _manifest(model, axes, held, region),
         progress=progress,
+        desc=f"sweep over {', '.join(axes)}",
         client=client,
     )
     result = Sweep(

@@ -235,6 +235,10 @@ def test_the_2d_sweep_locates_p_plus_q_1_on_every_row_and_column_that_crosses_it
         other = "p" if b.axis == "q" else "q"
         assert b.curve == f"{b.axis} = 1 - {other}"
         assert sp.Rational(b.exact[b.axis]) == 1 - sp.Rational(str(b.at[other]))
+    text = result.text()
+    assert "bifurcations: 4, 1 distinct" in text
+    (line,) = [line for line in text.split("\n") if "degenerate crossing" in line]
+    assert "of e = 0 on the curve " in line and "between 4 pairs of neighbouring cells" in line
 
 
 def test_sweep_json_and_text_list_branches_and_bifurcations(cli) -> None:

@@ -295,3 +295,28 @@ def test_shallow_ntk_help_names_the_panel_its_option_sets(drawn):
         if f.name == "curves"
     )
     assert f"panel {letter}" in help_text
+
+
+def test_the_training_figure_says_where_each_seed_ends() -> None:
+    """At p = 0.5, q = 0.8: H(π) = h(0.5/1.3) = 0.666278, entropy rate 0.619015 (gap 0.0473).
+    A run ending 0.0003 above H(π) is on the unigram plateau; one that falls below H(π) − gap/2
+    at its 7th evaluation (step 600) and ends 0.0005 above the entropy rate has escaped."""
+    from types import SimpleNamespace
+
+    from gradflow.figures.local_to_global_training import outcome
+
+    unigram, rate = 0.666278, 0.619015
+    steps = np.arange(0, 1100, 100)
+    stuck = np.full(11, unigram + 0.0003)
+    escaped = np.concatenate([np.full(6, unigram + 0.001), np.linspace(0.63, rate + 0.0005, 5)])
+    run = SimpleNamespace(
+        references={"unigram_loss": unigram, "entropy_rate": rate},
+        test_loss=np.stack([stuck, escaped]),
+        test_se=np.full((2, 11), 4e-4),
+        eval_steps=steps,
+    )
+    assert outcome(run, 0) == ("unigram", "ends at H(π) +0.0003")
+    assert outcome(run, 1) == (
+        "entropy rate",
+        "ends at the entropy rate +0.0005, left H(π) by step 600",
+    )

@@ -62,6 +62,7 @@ def _small_run(cli, *extra: str) -> tuple[dict, dict, np.lib.npyio.NpzFile]:
     printed = json.loads(run.out)
     with np.load(out) as data:
         arrays = dict(data)
+    assert out.with_suffix(".png").exists()
     return printed, json.loads(out.with_suffix(".json").read_text()), arrays
 
 

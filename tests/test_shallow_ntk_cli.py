@@ -51,6 +51,7 @@ def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(cli):
         assert data["losses"].shape == (4, 11)
         np.testing.assert_allclose(data["lambda_min"], [r["lambda_min"] for r in report["runs"]])
     assert json.loads(out.with_suffix(".json").read_text())["config"]["widths"] == [2, 32]
+    assert out.with_suffix(".png").exists()
     text = cli(*argv.split()[:-1], "--out", str(cli.folder / "text.npz")).out
     header = next(
         line for line in text.splitlines() if line.split()[:3] == ["init", "scaling", "d_m"]

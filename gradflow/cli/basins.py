@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         if not all(0 < t < 1 for t in tolerances):
             raise GradflowError(f"--tolerances {args.tolerances}: each must be in (0, 1)")
         check_grid(grids[-1], 2, "--convergence")
-    check_output(args.out, (".npz",), "the basin map")
+    check_output(args.out, (".npz",), "the basin map", "--out")
     from gradflow import basin_convergence, basins
 
     model = bound_model(args)

@@ -30,7 +30,9 @@ MODEL = "shallow encoder transformer (Wu et al. 2023), gradflow.models.shallow_e
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, SweepConfig)
-    add_output_arguments(parser, "ntk-sweep.npz", json_help="results as one JSON object on stdout")
+    add_output_arguments(
+        parser, "ntk-sweep.npz", json_help="results as one JSON object on stdout", picture=True
+    )
 
 
 def run(args: argparse.Namespace) -> int:
