@@ -15,7 +15,9 @@ Training batches are drawn afresh at every step inside the jitted step (``lax.sc
 steps between evaluations).  The transformer trains in float32 with AdamW (the paper's optimizer,
 lr 5e-4, betas (0.9, 0.95), weight decay 0.1); the minimal model with plain SGD (its gradient flow
 is what the reduced model integrates); the reduced model by the engine (diffrax flow or gradient
-descent) on one fixed sample closed under relabelling.
+descent) on one fixed sample closed under relabelling.  ``RunSpec.optimizer`` swaps the trainer
+of the first two (:func:`optimizer_of`), ``init_scale`` and ``a0`` their start
+(:func:`minimal_start`).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ __all__ = [
     "train_transformer",
     "training_step",
     "minimal_setup",
+    "minimal_start",
+    "optimizer_of",
     "transformer_setup",
     "flow_reduced",
 ]
@@ -183,25 +187,48 @@ def _draw(spec: RunSpec, dtype: Any) -> Callable[[jax.Array], ICLBatch]:
     return draw
 
 
+def optimizer_of(spec: RunSpec) -> optax.GradientTransformation:
+    """The trainer of ``spec`` (:data:`~gradflow.analysis.icl_config.OPTIMIZERS`) with step
+    ``spec.step_size``: plain SGD, SGD with momentum 0.9, Adam or AdamW (betas (0.9, 0.95),
+    AdamW's weight decay 0.1)."""
+    lr = spec.step_size
+    return {
+        "sgd": lambda: optax.sgd(lr),
+        "momentum": lambda: optax.sgd(lr, momentum=0.9),
+        "adam": lambda: optax.adam(lr, b1=0.9, b2=0.95),
+        "adamw": lambda: optax.adamw(lr, b1=0.9, b2=0.95, weight_decay=0.1),
+    }[spec.trainer]()
+
+
+def minimal_start(spec: RunSpec) -> mm.Minimal:
+    """The minimal model's start: ``W = a0 I``, ``v`` as in
+    :func:`~gradflow.models.icl_minimal.initial`, plus ``N(0, init_scale²)`` on every entry of
+    ``W`` and ``v`` (drawn from the key ``fold_in(key(seed), 1)``, apart from the batches')."""
+    start = mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing)
+    W = start.W + spec.a0 * jnp.eye(spec.k)
+    if not spec.init_scale:
+        return mm.Minimal(W=W, v=start.v)
+    k_W, k_v = jax.random.split(jax.random.fold_in(jax.random.key(spec.seed), 1))
+    return mm.Minimal(
+        W=W + spec.init_scale * jax.random.normal(k_W, W.shape),
+        v=start.v + spec.init_scale * jax.random.normal(k_v, start.v.shape),
+    )
+
+
 def minimal_setup(
     spec: RunSpec,
 ) -> tuple[Callable, mm.Minimal, optax.GradientTransformation, Callable]:
-    """``(loss, initial parameters, optimizer, draw)`` of the minimal model's SGD training."""
+    """``(loss, initial parameters, optimizer, draw)`` of the minimal model's training."""
 
     def loss(params: mm.Minimal, batch: ICLBatch) -> jax.Array:
         return mm.minimal_loss(params, batch, spec.mixing)
 
-    return (
-        loss,
-        mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing),
-        optax.sgd(spec.step_size),
-        _draw(spec, jnp.float64),
-    )
+    return loss, minimal_start(spec), optimizer_of(spec), _draw(spec, jnp.float64)
 
 
 def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
-    """SGD (step ``lr``) on the minimal model from :func:`~gradflow.models.icl_minimal.initial`,
-    fresh batches each step."""
+    """The minimal model trained by its optimizer (SGD, step ``lr``, by default) from
+    :func:`minimal_start`, fresh batches each step."""
     evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
 
     def observe(params: mm.Minimal) -> dict[str, jax.Array]:
@@ -212,9 +239,9 @@ def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
             "off_family": mm.family_residual(params.W),
         }
 
-    loss, params, optimizer, draw = minimal_setup(spec)
+    loss, params, trainer, draw = minimal_setup(spec)
     return _optimize(
-        loss, params, optimizer, draw, jax.random.key(spec.seed), spec, observe, progress
+        loss, params, trainer, draw, jax.random.key(spec.seed), spec, observe, progress
     )
 
 
@@ -239,21 +266,23 @@ def _float32(model: Any) -> Any:
 def transformer_setup(
     spec: RunSpec,
 ) -> tuple[Callable, tr.ICLTransformer, optax.GradientTransformation, Callable, jax.Array]:
-    """``(loss, float32 model, AdamW, draw, data key)`` of the transformer's training."""
+    """``(loss, float32 model, optimizer, draw, data key)`` of the transformer's training; the
+    weights drawn with standard deviation ``init_scale`` (default 0.02)."""
     k_init, k_data = jax.random.split(jax.random.key(spec.seed))
-    model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d))
+    std = 0.02 if spec.init_scale is None else spec.init_scale
+    model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d, std=std))
 
     def loss(model: tr.ICLTransformer, batch: ICLBatch) -> jax.Array:
         return mm.cross_entropy(tr.transformer_logits(model, batch.x), batch)
 
-    optimizer = optax.adamw(spec.step_size, b1=0.9, b2=0.95, weight_decay=0.1)
-    return loss, model, optimizer, _draw(spec, jnp.float32), k_data
+    return loss, model, optimizer_of(spec), _draw(spec, jnp.float32), k_data
 
 
 def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
-    """AdamW (lr, betas (0.9, 0.95), weight decay 0.1) on the transformer, float32."""
+    """The transformer in float32, trained by its optimizer (AdamW: lr, betas (0.9, 0.95),
+    weight decay 0.1, by default)."""
     evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
-    loss, model, optimizer, draw, key = transformer_setup(spec)
+    loss, model, trainer, draw, key = transformer_setup(spec)
 
     def observe(model: tr.ICLTransformer) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(tr.transformer_logits(model, evalb.x))
@@ -262,21 +291,22 @@ def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
             "lag_profile": lag_profile(model, evalb.x[:64]),
         }
 
-    return _optimize(loss, model, optimizer, draw, key, spec, observe, progress)
+    return _optimize(loss, model, trainer, draw, key, spec, observe, progress)
 
 
 def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     """The reduced ``(a, b, v)`` dynamics on a fixed sample, integrated by the engine.
 
     The sample is ``spec.batch`` sequences from the training prior and all their ``k!``
-    relabellings; on it the family ``{aI + b11ᵀ}`` is exactly invariant.  ``solver = "flow"``
+    relabellings; on it the family ``{aI + b11ᵀ}`` is exactly invariant.  The start is the
+    projection of the minimal model's (:func:`minimal_start`).  ``solver = "flow"``
     integrates ``dθ/dt = -G⁻¹∇L`` with diffrax (Tsit5) to flow time ``lr · steps``;
     ``solver = "gd"`` takes ``steps`` gradient-descent steps of size ``lr`` in the same metric.
     """
     evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
     data = mm.relabel_all(sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T))
     field = mm.reduced_field(spec.mixing)
-    theta0 = mm.project(mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing))
+    theta0 = mm.project(minimal_start(spec))
     n_eval = -(-spec.steps // spec.eval_every)
     eval_steps = np.minimum(np.arange(n_eval + 1) * spec.eval_every, spec.steps).astype(float)
     lr = spec.step_size

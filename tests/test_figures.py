@@ -50,6 +50,16 @@ SMALL = {
         "seeds": 1,
         "grid": 5,
     },
+    "induction-heads-fate-map": {
+        "T": 12,
+        "shares": (0.0, 1.0),
+        "scales": (0.02, 0.1),
+        "transformer_steps": 12,
+        "minimal_steps": 12,
+        "reduced_n": 4,
+        "eval_n": 16,
+        "evaluations": 4,
+    },
     "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
     "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
 }
