@@ -49,13 +49,30 @@ DEFAULT_LR = {"minimal": 4.0, "transformer": 5e-4, "reduced": 4.0}
 the reduced model."""
 
 
-def check_start(init_scale: float | None, a0: float) -> None:
+def check_start(init_scale: float | None, a0: float, b0: float) -> None:
     """Raise :class:`GradflowError` unless ``init_scale`` is ``None`` or finite and ``≥ 0`` and
-    ``a0`` is finite."""
+    ``a0``, ``b0`` are finite."""
     if init_scale is not None and not (math.isfinite(init_scale) and init_scale >= 0):
         raise GradflowError(f"init_scale = {init_scale!r} must be a finite number ≥ 0")
-    if not math.isfinite(a0):
-        raise GradflowError(f"a0 = {a0!r} must be a finite number")
+    for name, value in (("a0", a0), ("b0", b0)):
+        if not math.isfinite(value):
+            raise GradflowError(f"{name} = {value!r} must be a finite number")
+
+
+STARTS = ("zero", "unigram")
+"""Starts of the fate map's minimal model and reduction (:class:`ICLFateConfig`)."""
+
+EVALUATIONS = ("task", "training")
+"""Where a run's stages are measured: on the task's sequences (Dirichlet prior) or on its
+training prior's."""
+
+
+def check_evaluation(evaluate_on: str) -> None:
+    """Raise :class:`GradflowError` unless ``evaluate_on`` is one of :data:`EVALUATIONS`."""
+    if evaluate_on not in EVALUATIONS:
+        raise GradflowError(
+            f"evaluate_on = {evaluate_on!r}: choose one of {', '.join(EVALUATIONS)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -80,10 +97,12 @@ class RunSpec:
             (transformer: every matrix and ``r_m`` drawn ``N(0, init_scale²)``, default the
             paper's 0.02; minimal: ``W`` and ``v`` around their standard start, default no
             noise; reduced: the projection of the minimal model's start).
-        a0: minimal and reduced models: ``W`` starts at ``a0 I`` (``a0 = 1`` is the authors'
-            code's start ``W = I``; default 0).
+        a0, b0: minimal and reduced models: ``W`` starts at ``a0 I + b0 11ᵀ`` (``a0 = 1``,
+            ``b0 = 0`` is the authors' code's start ``W = I``; default 0, 0).
         optimizer: one of :data:`OPTIMIZERS` (default :data:`DEFAULT_OPTIMIZER`); the reduced
             model has none (its ``solver`` integrates the gradient flow).
+        evaluate_on: ``task`` (the evaluation batch from the Dirichlet prior, whatever the
+            training prior) or ``training`` (from the training prior).
     """
 
     model: str
@@ -102,7 +121,9 @@ class RunSpec:
     solver: str = "flow"
     init_scale: float | None = None
     a0: float = 0.0
+    b0: float = 0.0
     optimizer: str | None = None
+    evaluate_on: str = "task"
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -119,7 +140,8 @@ class RunSpec:
             raise GradflowError(f"lr = {self.lr!r} must be > 0")
         if self.solver not in ("flow", "gd"):
             raise GradflowError(f"solver {self.solver!r}: choose flow or gd")
-        check_start(self.init_scale, self.a0)
+        check_start(self.init_scale, self.a0, self.b0)
+        check_evaluation(self.evaluate_on)
         if self.optimizer is not None:
             if self.model == "reduced":
                 raise GradflowError(
@@ -209,13 +231,23 @@ class ICLConfig:
         },
     )
     a0: float = field(
-        default=0.0, metadata={"help": "minimal/reduced: W starts at a0·I (the authors' code: 1)"}
+        default=0.0,
+        metadata={"help": "minimal/reduced: W starts at a0·I + b0·11ᵀ (the authors' code: a0 = 1)"},
     )
+    b0: float = field(default=0.0, metadata={"help": "minimal/reduced: see --a0"})
     optimizer: str | None = field(
         default=None,
         metadata={
             "help": f"minimal/transformer: {' | '.join(OPTIMIZERS)} (default: minimal sgd, "
             "transformer adamw)"
+        },
+    )
+    evaluate_on: str = field(
+        default="task",
+        metadata={
+            "help": "the evaluation batch: task (Dirichlet sequences) or training (the "
+            "training prior's)",
+            "choices": EVALUATIONS,
         },
     )
 
@@ -267,7 +299,9 @@ class ICLConfig:
                 solver=self.solver,
                 init_scale=self.init_scale,
                 a0=self.a0,
+                b0=self.b0,
                 optimizer=self.optimizer,
+                evaluate_on=self.evaluate_on,
             )
             for seed in range(self.seeds)
         ]
@@ -311,7 +345,7 @@ class ICLFateConfig:
         metadata={"help": "doubly-stochastic shares ρ of the training prior, comma-separated"},
     )
     scales: tuple[float, ...] = field(
-        default=(0.005, 0.02, 0.1),
+        default=(0.02, 0.05, 0.1),
         metadata={"help": "init scales σ (standard deviation of every weight), comma-separated"},
     )
     seeds: int = field(default=1, metadata={"help": "seeds per cell and model"})
@@ -325,14 +359,50 @@ class ICLFateConfig:
     )
     minimal_batch: int = field(default=64, metadata={"help": "minimal-model sequences per step"})
     reduced_n: int = field(
-        default=128,
-        metadata={"help": "reduction: sequences in its fixed sample (before the k! relabellings)"},
+        default=256,
+        metadata={"help": "reduction: sequences in its fixed sample"},
     )
     lags: int | None = field(
         default=None, metadata={"help": "minimal model and reduction: learnable lags (default T-1)"}
     )
     eval_n: int = field(default=256, metadata={"help": "sequences of the evaluation batch"})
-    evaluations: int = field(default=60, metadata={"help": "evaluations per run"})
+    evaluations: int = field(default=50, metadata={"help": "evaluations per run"})
+    evaluate_on: str = field(
+        default="task",
+        metadata={
+            "help": "where the stages are measured: task (Dirichlet sequences, the paper's "
+            "task) or training (each run's training prior)",
+            "choices": EVALUATIONS,
+        },
+    )
+    start: str = field(
+        default="zero",
+        metadata={
+            "help": "start of the minimal model and its reduction: zero (W = 0, v = 0, the "
+            "paper's) or unigram (W = b*·11ᵀ, the unigram stage already fitted by b alone)",
+            "choices": STARTS,
+        },
+    )
+
+    SIZES: ClassVar[tuple[str, ...]] = (
+        "k",
+        "T",
+        "transformer_batch",
+        "minimal_batch",
+        "reduced_n",
+        "d",
+    )
+    """The fields that set the memory a run needs."""
+
+    def memory_bytes(self) -> float:
+        """The largest of its runs' estimates (:meth:`ICLConfig.memory_bytes`): the map trains
+        one run at a time."""
+        sizes = dict(k=self.k, T=self.T, d=self.d)
+        return max(
+            ICLConfig(model="transformer", batch=self.transformer_batch, **sizes).memory_bytes(),
+            ICLConfig(model="minimal", batch=self.minimal_batch, **sizes).memory_bytes(),
+            ICLConfig(model="reduced", batch=self.reduced_n, **sizes).memory_bytes(),
+        )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "shares", tuple(float(r) for r in self.shares))
@@ -354,12 +424,16 @@ class ICLFateConfig:
         for name in ("seeds", "reduced_n", "evaluations"):
             if getattr(self, name) < 1:
                 raise GradflowError(f"{name} = {getattr(self, name)!r} must be ≥ 1")
+        if self.start not in STARTS:
+            raise GradflowError(f"start = {self.start!r}: choose one of {', '.join(STARTS)}")
         self.specs(self.shares[0], self.scales[0], 0)
 
     def specs(self, rho: float, sigma: float, seed: int) -> dict[str, RunSpec]:
         """The three runs of one cell and seed, by model: the transformer (AdamW), the minimal
         model (SGD) and its reduction (GD with the minimal model's step on a fixed sample,
-        started at the projection of the minimal model's start).
+        started at the projection of the minimal model's start).  With ``start = "unigram"``
+        the minimal model's and the reduction's ``b0`` is set by the run
+        (:func:`gradflow.analysis.icl_fate.run_cell`), which computes ``b*``.
 
         Raises:
             GradflowError: a size or budget out of range.
@@ -371,6 +445,7 @@ class ICLFateConfig:
             seed=seed,
             eval_n=self.eval_n,
             init_scale=sigma,
+            evaluate_on=self.evaluate_on,
         )
         minimal = dict(
             common,

@@ -8,11 +8,18 @@ same seed:
 - the two-layer attention-only transformer, trained by AdamW (the full model);
 - the minimal model ``f(E) = mask(E W (M E)ᵀ) E``, trained by SGD on fresh batches;
 - its reduction to ``(a, b, v)``, gradient descent with the minimal model's step on a fixed
-  sample closed under relabelling, started at the projection of the minimal model's start.
+  sample (the image of the minimal model's gradient descent on its relabelling closure),
+  started at the projection of the minimal model's start.
+
+Every weight starts with Gaussian noise of standard deviation ``σ`` around the model's start:
+for the minimal model ``W = 0``, ``v = 0`` (the paper's), or with ``start = "unigram"``
+``W = b* 11ᵀ``, the unigram stage already fitted by the unigram coordinate alone
+(:func:`gradflow.analysis.icl_drive.unigram_point`).
 
 Each run is summed up by its :class:`~gradflow.analysis.icl_phases.Stages` (the order of the
 nearest strategies, the final one, the time in the uniform and unigram stages, the transition
-times), all measured on one Dirichlet evaluation batch.  Four comparisons per cell:
+times), all measured on one Dirichlet evaluation batch (``evaluate_on = "training"``: on
+each run's training prior).  Four comparisons per cell:
 
 - ``reduced vs transformer`` and ``minimal vs transformer``: the stage order and the final
   stage equal (the paper's claim: uniform → unigram → bigram);
@@ -71,14 +78,20 @@ def run_cell(cell: dict[str, Any]) -> dict[str, np.ndarray]:
 
     Returns:
         ``steps`` and ``distance_mean`` (``(n,)``, ``(n, 3)``, nats), ``test_mean``, ``theta``
-        (``(n, 3)``: ``a, b, v_1``; NaN for the transformer) and ``off_family`` (``(n,)``:
+        (``(n, 3)``: ``a, b, v_1``; NaN for the transformer), ``off_family`` (``(n,)``:
         ``‖W - proj W‖_F / ‖W‖_F`` of the minimal model; 0 for the reduction, NaN for the
-        transformer).
+        transformer) and ``lag1`` (``(n,)``: the transformer's layer-1 attention mass at lag 1;
+        NaN for the others).
     """
     from .icl_train import train
 
     config = ICLFateConfig(**cell["config"])
     spec = config.specs(cell["rho"], cell["sigma"], cell["seed"])[cell["model"]]
+    if config.start == "unigram" and spec.model != "transformer":
+        from .icl_drive import unigram_point
+
+        b_star = unigram_point(spec.prior, spec.k, spec.T, config.reduced_n, spec.seed)
+        spec = dataclasses.replace(spec, b0=b_star)
     history = train(spec, progress=False)
     n = len(history.steps)
     theta = history.traces.get("theta")
@@ -87,12 +100,14 @@ def run_cell(cell: dict[str, Any]) -> dict[str, np.ndarray]:
         off = np.asarray(history.traces["off_family"]) / _family_norm(theta, config.k)
     else:
         off = np.full(n, np.nan if cell["model"] == "transformer" else 0.0)
+    lags = history.traces.get("lag_profile")
     return {
         "steps": history.steps,
         "distance_mean": history.distance_mean,
         "test_mean": history.test_mean,
         "theta": theta,
         "off_family": off,
+        "lag1": np.full(n, np.nan) if lags is None else np.asarray(lags)[:, 1],
     }
 
 
@@ -119,12 +134,16 @@ def reason(group: str, reduced: Stages, full: Stages, off_family: float) -> str:
 
     - a run (either) that never settled on bigram within its budget: ``slow-corner``;
     - ``reduced vs minimal`` where the minimal run's ``W`` was off the family by more than
-      :data:`OFF_FAMILY_SHARE` of its norm at its transition: ``off-reduction``, else ``assumption`` (the
-      reduction replaces the population loss by a fixed sample of sequences);
-    - the ``ρ-response``: ``assumption`` — the reduction's times are those of gradient flow,
-      and the transformer is trained by AdamW, whose per-coordinate normalization removes the
-      gradient magnitudes those times depend on; the unigram signal is what sets the size of
-      the induction coordinate's first gradient (docs/models/induction-heads.md);
+      :data:`OFF_FAMILY_SHARE` of its norm at its transition: ``off-reduction``, else
+      ``assumption`` (the reduction replaces the population loss by a fixed sample);
+    - ``ρ-response``: ``assumption``.  From ``W = 0`` the minimal model learns the unigram
+      stage partly through its induction coordinate ``a`` (at ``v = 0`` its induction feature
+      is a product of unigram frequencies, so the unigram signal pushes ``a`` off 0,
+      :func:`gradflow.models.icl_reduction.leading_drive`), which seeds its escape; removing
+      the unigram signal removes that seed.  A transformer that learns the unigram stage with
+      another circuit sits in it as in a trap, which the unigram signal deepens.  The
+      reduction assumes the first; ``start = "unigram"`` (``b`` alone fits the unigram stage)
+      is the second (docs/models/induction-heads.md);
     - otherwise ``unexplained``.
     """
     if reduced.transition_step is None or full.transition_step is None:

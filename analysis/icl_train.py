@@ -2,12 +2,13 @@
 
 Every run records, at evaluation steps, the test loss and the distance to each strategy
 (:func:`gradflow.models.icl_strategies.metrics`) on a fixed evaluation batch drawn from the
-Dirichlet prior (the task), whatever the training prior, plus model-specific traces:
+Dirichlet prior (the task), whatever the training prior (or, with
+``RunSpec.evaluate_on = "training"``, from the training prior), plus model-specific traces:
 
 - minimal and reduced: ``theta`` = ``(a, b, v…)`` (for the minimal model the projection of
   ``W`` on ``{aI + b11ᵀ}``); for the minimal model ``off_family`` = ``‖W - proj W‖_F``; for the
   reduced model ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
-  each component (spread over the ``batch`` independent sequences, each with its relabellings);
+  each component (spread over the ``batch`` independent sequences);
 - transformer: ``lag_profile``, the layer-1 attention mass at each lag ``m = 0 … T-1``, averaged
   over evaluation sequences and positions ``i ≥ m``.
 
@@ -16,13 +17,12 @@ steps between evaluations).  The transformer trains in float32 with AdamW (the p
 lr 5e-4, betas (0.9, 0.95), weight decay 0.1); the minimal model with plain SGD (its gradient flow
 is what the reduced model integrates); the reduced model by the engine (diffrax flow or gradient
 descent) on one fixed sample closed under relabelling.  ``RunSpec.optimizer`` swaps the trainer
-of the first two (:func:`optimizer_of`), ``init_scale`` and ``a0`` their start
+of the first two (:func:`optimizer_of`), ``init_scale``, ``a0`` and ``b0`` their start
 (:func:`minimal_start`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +37,7 @@ import optax
 from gradflow import FlowOptions, GradflowError, descend, integrate, progress_bar
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
-from gradflow.models.icl_data import Dirichlet, ICLBatch, sample
+from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, sample
 from gradflow.models.icl_strategies import metrics
 
 from .icl_config import MODELS, RunSpec
@@ -93,9 +93,17 @@ class History:
 EVAL_SEED = 20240214
 
 
-def evaluation_batch(k: int, T: int, n: int) -> ICLBatch:
-    """The fixed evaluation batch: ``n`` Dirichlet-prior sequences, seed :data:`EVAL_SEED`."""
-    return sample(jax.random.key(EVAL_SEED), Dirichlet(), n, k, T)
+def evaluation_batch(k: int, T: int, n: int, prior: Prior | None = None) -> ICLBatch:
+    """The fixed evaluation batch: ``n`` sequences of ``prior`` (default Dirichlet, the task),
+    seed :data:`EVAL_SEED`."""
+    return sample(jax.random.key(EVAL_SEED), Dirichlet() if prior is None else prior, n, k, T)
+
+
+def _evaluation(spec: RunSpec) -> ICLBatch:
+    """The evaluation batch of ``spec``: the task's, or its training prior's
+    (``evaluate_on``)."""
+    prior = spec.prior if spec.evaluate_on == "training" else None
+    return evaluation_batch(spec.k, spec.T, spec.eval_n, prior)
 
 
 def _history(records: list[dict[str, Any]], steps: list[float], spec: RunSpec) -> History:
@@ -201,11 +209,11 @@ def optimizer_of(spec: RunSpec) -> optax.GradientTransformation:
 
 
 def minimal_start(spec: RunSpec) -> mm.Minimal:
-    """The minimal model's start: ``W = a0 I``, ``v`` as in
+    """The minimal model's start: ``W = a0 I + b0 11ᵀ``, ``v`` as in
     :func:`~gradflow.models.icl_minimal.initial`, plus ``N(0, init_scale²)`` on every entry of
     ``W`` and ``v`` (drawn from the key ``fold_in(key(seed), 1)``, apart from the batches')."""
     start = mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing)
-    W = start.W + spec.a0 * jnp.eye(spec.k)
+    W = start.W + spec.a0 * jnp.eye(spec.k) + spec.b0 * jnp.ones((spec.k, spec.k))
     if not spec.init_scale:
         return mm.Minimal(W=W, v=start.v)
     k_W, k_v = jax.random.split(jax.random.fold_in(jax.random.key(spec.seed), 1))
@@ -229,7 +237,7 @@ def minimal_setup(
 def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
     """The minimal model trained by its optimizer (SGD, step ``lr``, by default) from
     :func:`minimal_start`, fresh batches each step."""
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+    evalb = _evaluation(spec)
 
     def observe(params: mm.Minimal) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(mm.minimal_logits(params, evalb.x, spec.mixing))
@@ -281,7 +289,7 @@ def transformer_setup(
 def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
     """The transformer in float32, trained by its optimizer (AdamW: lr, betas (0.9, 0.95),
     weight decay 0.1, by default)."""
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+    evalb = _evaluation(spec)
     loss, model, trainer, draw, key = transformer_setup(spec)
 
     def observe(model: tr.ICLTransformer) -> dict[str, jax.Array]:
@@ -297,14 +305,17 @@ def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
 def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     """The reduced ``(a, b, v)`` dynamics on a fixed sample, integrated by the engine.
 
-    The sample is ``spec.batch`` sequences from the training prior and all their ``k!``
-    relabellings; on it the family ``{aI + b11ᵀ}`` is exactly invariant.  The start is the
+    The sample is ``spec.batch`` sequences from the training prior.  Each sequence's reduced
+    loss is invariant under relabelling the states (``U`` and ``C`` are equivariant and the
+    target row is relabelled with them), so this flow is, to rounding, the flow on the sample
+    with all its ``k!`` relabellings, on which the family ``{aI + b11ᵀ}`` is exactly invariant:
+    the image of the minimal model's gradient flow there, at ``1/k!`` of the cost.  The start is the
     projection of the minimal model's (:func:`minimal_start`).  ``solver = "flow"``
     integrates ``dθ/dt = -G⁻¹∇L`` with diffrax (Tsit5) to flow time ``lr · steps``;
     ``solver = "gd"`` takes ``steps`` gradient-descent steps of size ``lr`` in the same metric.
     """
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
-    data = mm.relabel_all(sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T))
+    evalb = _evaluation(spec)
+    data = sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T)
     field = mm.reduced_field(spec.mixing)
     theta0 = mm.project(minimal_start(spec))
     n_eval = -(-spec.steps // spec.eval_every)
@@ -328,15 +339,12 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
             eval_steps = traj.ts / lr
         bar.update(1)
 
-    groups = math.factorial(spec.k)
-    grouped = jax.tree.map(
-        lambda arr: jnp.swapaxes(arr.reshape((groups, spec.batch) + arr.shape[1:]), 0, 1), data
-    )
+    single = jax.tree.map(lambda arr: arr[:, None], data)
 
     @jax.jit
     def observe(theta: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
-        per_sequence = jax.vmap(field.grad, in_axes=(None, 0))(theta, grouped)
+        per_sequence = jax.vmap(field.grad, in_axes=(None, 0))(theta, single)
         return (
             _metric_vector(probs, evalb),
             per_sequence.mean(0),

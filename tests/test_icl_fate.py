@@ -24,8 +24,10 @@ import sympy as sp
 
 from gradflow.analysis.fate import FATE_SYSTEMS, REASONS, config_type, quick_config
 from gradflow.analysis.icl_config import ICLFateConfig, RunSpec
+from gradflow.analysis.icl_drive import leading_field, unigram_point
 from gradflow.analysis.icl_fate import ICLFateMap, fate_map, response
 from gradflow.analysis.icl_phases import stages
+from gradflow.analysis.icl_train import minimal_start
 from gradflow.models import icl_data as d
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_reduction as R
@@ -109,6 +111,35 @@ def test_leading_drive_for_two_states_equals_sympy():
         np.testing.assert_allclose(
             numeric, [float(D_a.subs(values)), float(D_b.subs(values))], atol=1e-15
         )
+
+
+def test_unigram_point_is_the_minimum_of_the_convex_loss_in_b():
+    """``L(0, b, 0)`` is convex in ``b`` (logits ``b C``, cross-entropy convex in the logits):
+    Newton's root of ``∂L/∂b`` is its minimum, below the loss a little to either side."""
+    prior = d.Dirichlet()
+    b_star = unigram_point(prior, 3, 12, 64, seed=3)
+    data = d.sample(jax.random.key(3), prior, 64, 3, 12)
+
+    def loss(b):
+        return mm.reduced_loss(jnp.stack([0.0, b, 0.0]), data, "softmax")
+
+    assert abs(float(jax.grad(loss)(b_star))) < 1e-12
+    assert float(jax.grad(jax.grad(loss))(b_star)) > 0
+    assert float(loss(b_star)) < min(float(loss(b_star - 0.1)), float(loss(b_star + 0.1)))
+    assert b_star > 0  # Dirichlet data carry a unigram signal: b* > 0 fits it
+
+
+def test_leading_field_of_the_doubly_stochastic_prior_is_zero():
+    assert np.abs(leading_field(d.DoublyStochastic(), 3, 500).mean).max() < 1e-15
+    dirichlet = leading_field(d.Dirichlet(), 3, 20_000)
+    assert np.all(dirichlet.mean > 5 * dirichlet.se)  # both coordinates pushed up
+
+
+def test_a_start_on_the_family_projects_to_its_coordinates():
+    spec = RunSpec(model="minimal", k=3, T=12, a0=1.5, b0=-0.25)
+    np.testing.assert_allclose(np.asarray(mm.project(minimal_start(spec)))[:2], [1.5, -0.25])
+    noisy = minimal_start(RunSpec(model="minimal", k=3, T=12, init_scale=0.1, seed=4))
+    assert float(mm.family_residual(noisy.W)) > 0.01  # σ > 0 starts off the family
 
 
 def _distances(labels: list[int]) -> np.ndarray:
@@ -213,6 +244,10 @@ def test_configuration_is_checked_and_quick_is_small():
         RunSpec(model="reduced", optimizer="adam")
     with pytest.raises(Exception, match="give its lr"):
         RunSpec(model="minimal", optimizer="adam")
+    with pytest.raises(Exception, match="evaluate_on"):
+        RunSpec(model="minimal", evaluate_on="test")
+    with pytest.raises(Exception, match="start"):
+        ICLFateConfig(start="random")
 
 
 @pytest.mark.parametrize(
@@ -223,6 +258,7 @@ def test_configuration_is_checked_and_quick_is_small():
         (["--scales", "0.02,0"], "init scale 0.0"),
         (["--k", "5"], "k = 5"),
         (["--transformer-steps", "0"], "steps = 0"),
+        (["--start", "random"], "invalid choice"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(cli, argv, match):
