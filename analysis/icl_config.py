@@ -59,6 +59,10 @@ def check_start(init_scale: float | None, a0: float, b0: float) -> None:
             raise GradflowError(f"{name} = {value!r} must be a finite number")
 
 
+SOLVERS = ("flow", "gd", "sgd")
+"""How the reduced model is run: the engine's flow or gradient descent on a fixed sample, or
+SGD on fresh batches."""
+
 STARTS = ("zero", "unigram")
 """Starts of the fate map's minimal model and reduction (:class:`ICLFateConfig`)."""
 
@@ -92,7 +96,9 @@ class RunSpec:
         mixing: positional mixing of the minimal/reduced model.
         lags: learnable lags of the minimal/reduced model (default ``T - 1``).
         d: transformer width.
-        solver: reduced model only: ``flow`` (diffrax) or ``gd`` (the engine's gradient descent).
+        solver: reduced model only: ``flow`` (diffrax) or ``gd`` (the engine's gradient descent)
+            on a fixed sample of ``batch`` sequences, or ``sgd`` (fresh batches of ``batch``,
+            the minimal model's).
         init_scale: standard deviation of the Gaussian added to every weight at the start
             (transformer: every matrix and ``r_m`` drawn ``N(0, init_scale²)``, default the
             paper's 0.02; minimal: ``W`` and ``v`` around their standard start, default no
@@ -138,8 +144,8 @@ class RunSpec:
             raise GradflowError(f"lags = {self.lags!r} must lie in 1 … T-1 = {self.T - 1}")
         if self.lr is not None and not self.lr > 0:
             raise GradflowError(f"lr = {self.lr!r} must be > 0")
-        if self.solver not in ("flow", "gd"):
-            raise GradflowError(f"solver {self.solver!r}: choose flow or gd")
+        if self.solver not in SOLVERS:
+            raise GradflowError(f"solver {self.solver!r}: choose one of {', '.join(SOLVERS)}")
         check_start(self.init_scale, self.a0, self.b0)
         check_evaluation(self.evaluate_on)
         if self.optimizer is not None:
@@ -221,7 +227,13 @@ class ICLConfig:
     lags: int | None = field(
         default=None, metadata={"help": "minimal/reduced: learnable lags (default T-1)"}
     )
-    solver: str = field(default="flow", metadata={"help": "reduced: flow (diffrax) or gd"})
+    solver: str = field(
+        default="flow",
+        metadata={
+            "help": "reduced: flow (diffrax) or gd on a fixed sample of --batch sequences, or "
+            "sgd (fresh batches, the minimal model's)"
+        },
+    )
     d: int = field(default=16, metadata={"help": "transformer width"})
     init_scale: float | None = field(
         default=None,
@@ -331,7 +343,6 @@ class ICLFateConfig:
         "scales": (0.02,),
         "transformer_steps": 40,
         "minimal_steps": 40,
-        "reduced_n": 8,
         "eval_n": 32,
         "evaluations": 10,
     }
@@ -358,9 +369,17 @@ class ICLFateConfig:
         default=4.0, metadata={"help": "minimal-model SGD step (the reduction's GD step)"}
     )
     minimal_batch: int = field(default=64, metadata={"help": "minimal-model sequences per step"})
+    reduced_solver: str = field(
+        default="sgd",
+        metadata={
+            "help": "reduction: sgd (the minimal model's batches and steps) or gd (gradient "
+            "descent on a fixed sample of --reduced-n sequences)",
+            "choices": ("sgd", "gd"),
+        },
+    )
     reduced_n: int = field(
         default=256,
-        metadata={"help": "reduction: sequences in its fixed sample"},
+        metadata={"help": "reduction with --reduced-solver gd: sequences in its fixed sample"},
     )
     lags: int | None = field(
         default=None, metadata={"help": "minimal model and reduction: learnable lags (default T-1)"}
@@ -424,14 +443,16 @@ class ICLFateConfig:
         for name in ("seeds", "reduced_n", "evaluations"):
             if getattr(self, name) < 1:
                 raise GradflowError(f"{name} = {getattr(self, name)!r} must be ≥ 1")
+        if self.reduced_solver not in ("sgd", "gd"):
+            raise GradflowError(f"reduced_solver = {self.reduced_solver!r}: choose sgd or gd")
         if self.start not in STARTS:
             raise GradflowError(f"start = {self.start!r}: choose one of {', '.join(STARTS)}")
         self.specs(self.shares[0], self.scales[0], 0)
 
     def specs(self, rho: float, sigma: float, seed: int) -> dict[str, RunSpec]:
         """The three runs of one cell and seed, by model: the transformer (AdamW), the minimal
-        model (SGD) and its reduction (GD with the minimal model's step on a fixed sample,
-        started at the projection of the minimal model's start).  With ``start = "unigram"``
+        model (SGD) and its reduction (SGD on the minimal model's batches, or GD on a fixed
+        sample, with the minimal model's step, started at the projection of its start).  With ``start = "unigram"``
         the minimal model's and the reduction's ``b0`` is set by the run
         (:func:`gradflow.analysis.icl_fate.run_cell`), which computes ``b*``.
 
@@ -465,5 +486,10 @@ class ICLFateConfig:
                 **common,
             ),
             "minimal": RunSpec(model="minimal", batch=self.minimal_batch, **minimal),
-            "reduced": RunSpec(model="reduced", batch=self.reduced_n, solver="gd", **minimal),
+            "reduced": RunSpec(
+                model="reduced",
+                batch=self.minimal_batch if self.reduced_solver == "sgd" else self.reduced_n,
+                solver=self.reduced_solver,
+                **minimal,
+            ),
         }

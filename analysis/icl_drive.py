@@ -8,7 +8,8 @@ over the ``n`` independent sequences.  :func:`leading_field` gives its ``T → �
 (:func:`gradflow.models.icl_reduction.leading_drive`): zero for the doubly-stochastic prior,
 whatever ``T``.  :func:`unigram_point` is where the unigram coordinate ``b`` alone fits the
 data, ``b* = argmin_b L(0, b, 0)``: the state a model is left in when it learns the unigram
-stage without the induction coordinate.
+stage without the induction coordinate, and :func:`unigram_escape` the linear flow of
+``(a, v_1)`` there: how fast a run that sits at the unigram point leaves it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from gradflow.models import icl_minimal as mm
 from gradflow.models.icl_data import Prior, sample
 from gradflow.models.icl_reduction import leading_drive, metric_inverse
 
-__all__ = ["Estimate", "field_at", "leading_field", "unigram_point"]
+__all__ = ["Escape", "Estimate", "field_at", "leading_field", "unigram_escape", "unigram_point"]
 
 
 class Estimate(NamedTuple):
@@ -103,3 +104,38 @@ def unigram_point(prior: Prior, k: int, T: int, n: int, seed: int = 0) -> float:
         if abs(float(delta)) < 1e-12:
             return float(b)
     raise GradflowError(f"Newton's method for b* did not converge (last step {float(delta):.3g})")
+
+
+class Escape(NamedTuple):
+    """The lag-1 reduced flow linearized at the unigram point ``(a, b, v_1) = (0, b*, 0)``.
+
+    Attributes:
+        b_star: :func:`unigram_point`.
+        source: ``(da/dt, dv_1/dt)`` there, per unit flow time (``dv_1/dt = 0``: the positional
+            gradient vanishes with ``a``).
+        jacobian: ``∂(da/dt, dv_1/dt)/∂(a, v_1)`` there, ``(2, 2)``, ``b`` held at ``b*``.
+        growth: the largest real part of its eigenvalues: the rate at which ``(a, v_1)``
+            leaves the unigram point, per unit flow time.
+    """
+
+    b_star: float
+    source: np.ndarray
+    jacobian: np.ndarray
+    growth: float
+
+
+def unigram_escape(prior: Prior, k: int, T: int, n: int, seed: int = 0) -> Escape:
+    """The :class:`Escape` of the lag-1 reduced model (``v_m = 0`` for ``m ≥ 2``, softmax mixing)
+    at the unigram point, on ``n`` sequences of ``prior`` (seed ``seed``); the Jacobian by
+    forward-mode differentiation of the field."""
+    data = sample(jax.random.key(seed), prior, n, k, T)
+    b_star = unigram_point(prior, k, T, n, seed)
+    field = mm.reduced_field("softmax")
+
+    def slow(av: jax.Array) -> jax.Array:
+        out = -field.grad(jnp.stack([av[0], jnp.asarray(b_star), av[1]]), data)
+        return jnp.stack([out[0], out[2]])
+
+    at = jnp.zeros(2)
+    J = np.asarray(jax.jacfwd(slow)(at))
+    return Escape(b_star, np.asarray(slow(at)), J, float(np.max(np.linalg.eigvals(J).real)))

@@ -7,9 +7,10 @@ same seed:
 
 - the two-layer attention-only transformer, trained by AdamW (the full model);
 - the minimal model ``f(E) = mask(E W (M E)ᵀ) E``, trained by SGD on fresh batches;
-- its reduction to ``(a, b, v)``, gradient descent with the minimal model's step on a fixed
-  sample (the image of the minimal model's gradient descent on its relabelling closure),
-  started at the projection of the minimal model's start.
+- its reduction to ``(a, b, v)``, trained by SGD on the minimal model's own batches (each step
+  the image of the minimal model's step on the batch closed under relabelling; or, with
+  ``reduced_solver = "gd"``, gradient descent on a fixed sample), started at the projection of
+  the minimal model's start.
 
 Every weight starts with Gaussian noise of standard deviation ``σ`` around the model's start:
 for the minimal model ``W = 0``, ``v = 0`` (the paper's), or with ``start = "unigram"``
@@ -129,18 +130,20 @@ def response(t: float | None, t_ref: float | None, band: float = SAME_BAND) -> s
     return "sooner" if t < t_ref else "later"
 
 
-def reason(group: str, reduced: Stages, full: Stages, off_family: float) -> str:
+def reason(group: str, reduced: Stages, full: Stages, off_family: float, solver: str) -> str:
     """The :data:`~gradflow.analysis.fate.REASONS` key of a disagreement in ``group``.
 
     - a run (either) that never settled on bigram within its budget: ``slow-corner``;
-    - ``reduced vs minimal`` where the minimal run's ``W`` was off the family by more than
-      :data:`OFF_FAMILY_SHARE` of its norm at its transition: ``off-reduction``, else
-      ``assumption`` (the reduction replaces the population loss by a fixed sample);
+    - ``reduced vs minimal``: ``off-reduction`` where the reduction is trained by SGD on the
+      minimal model's batches (``solver = "sgd"``: the two differ only by the minimal model's
+      gradient off the family) or where the minimal run's ``W`` was off the family by more than
+      :data:`OFF_FAMILY_SHARE` of its norm at its transition; else ``assumption`` (the
+      reduction replaces the population loss by a fixed sample);
     - ``ρ-response``: ``assumption``.  From ``W = 0`` the minimal model learns the unigram
       stage partly through its induction coordinate ``a`` (at ``v = 0`` its induction feature
       is a product of unigram frequencies, so the unigram signal pushes ``a`` off 0,
       :func:`gradflow.models.icl_reduction.leading_drive`), which seeds its escape; removing
-      the unigram signal removes that seed.  A transformer that learns the unigram stage with
+      the unigram signal removes that seed.  A model that learns the unigram stage with
       another circuit sits in it as in a trap, which the unigram signal deepens.  The
       reduction assumes the first; ``start = "unigram"`` (``b`` alone fits the unigram stage)
       is the second (docs/models/induction-heads.md);
@@ -149,7 +152,8 @@ def reason(group: str, reduced: Stages, full: Stages, off_family: float) -> str:
     if reduced.transition_step is None or full.transition_step is None:
         return "slow-corner"
     if group == "reduced vs minimal":
-        return "off-reduction" if off_family > OFF_FAMILY_SHARE else "assumption"
+        drifted = solver == "sgd" or off_family > OFF_FAMILY_SHARE
+        return "off-reduction" if drifted else "assumption"
     if group == "ρ-response":
         return "assumption"
     return "unexplained"
@@ -198,6 +202,7 @@ class ICLFateMap(FateResult):
     def cells(self) -> list[FateCell]:
         out = []
         rho0 = min(self.config.shares)
+        solver = self.config.reduced_solver
         for rho, sigma, seed in self._points():
             coords = {"rho": rho, "sigma": sigma, "seed": seed}
             st = {m: self.stages(m, rho, sigma, seed) for m in MODELS}
@@ -217,7 +222,7 @@ class ICLFateMap(FateResult):
                         f.outcome,
                         agree,
                         group,
-                        None if agree else reason(group, r, f, off),
+                        None if agree else reason(group, r, f, off, solver),
                         _times(r, f),
                     )
                 )
@@ -237,7 +242,7 @@ class ICLFateMap(FateResult):
                         "ρ-response",
                         None
                         if agree
-                        else reason("ρ-response", st["reduced"], st["transformer"], off),
+                        else reason("ρ-response", st["reduced"], st["transformer"], off, solver),
                         f"transition at ρ = {rho0:g} → {rho:g}: reduced "
                         f"{_shown(ref['reduced'].transition_step)} → "
                         f"{_shown(st['reduced'].transition_step)}, transformer "
@@ -316,7 +321,7 @@ class ICLFateMap(FateResult):
                 )
         return {
             "config": dataclasses.asdict(c),
-            "trainers": {"transformer": "adamw", "minimal": "sgd", "reduced": "gd"},
+            "trainers": {"transformer": "adamw", "minimal": "sgd", "reduced": c.reduced_solver},
             "transition_ratio": {m: self.ratios(m) for m in ("reduced", "minimal")},
             "runs": runs,
         }

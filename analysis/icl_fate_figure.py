@@ -35,7 +35,7 @@ COLORS = {"transformer": "tab:blue", "minimal": "tab:orange", "reduced": "tab:gr
 TITLES = {
     "transformer": "(a) transformer (AdamW): transition step",
     "minimal": "(b) minimal model (SGD): transition step",
-    "reduced": "(c) (a, b, v) reduction (GD): transition step",
+    "reduced": "(c) (a, b, v) reduction: transition step",
 }
 
 
@@ -72,9 +72,13 @@ def _cross(ax: Any, marks: np.ndarray) -> None:
 
 
 def _heat(fig: Figure, ax: Any, values: np.ndarray, result: ICLFateMap, label: str) -> None:
+    """``values`` (σ rows, ρ columns) as colours, a cell without a value light grey."""
+    import matplotlib
+
     c = result.config
-    shown = np.where(np.isfinite(values), values, np.nan)
-    image = ax.imshow(shown, cmap="viridis", origin="lower", aspect="auto")
+    shown = np.ma.masked_invalid(values)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
+    image = ax.imshow(shown, cmap=cmap, origin="lower", aspect="auto")
     fig.colorbar(image, ax=ax, label=label)
     ax.set_xticks(range(len(c.shares)), [f"{r:g}" for r in c.shares])
     ax.set_yticks(range(len(c.scales)), [f"{s:g}" for s in c.scales])
@@ -91,8 +95,17 @@ def _grid_panel(fig: Figure, ax: Any, result: ICLFateMap, model: str) -> None:
         for j, rho in enumerate(c.shares):
             order = result.stages(model, rho, sigma, 0).order
             text = "→".join(LETTERS[m] for m in order)
-            value = "never" if not np.isfinite(median[i, j]) else f"{median[i, j]:g}"
-            ax.text(j, i, f"{text}\n{value}", ha="center", va="center", color="w", fontsize=10)
+            settled = np.isfinite(median[i, j])
+            value = f"{median[i, j]:g}" if settled else "no bigram"
+            ax.text(
+                j,
+                i,
+                f"{text}\n{value}",
+                ha="center",
+                va="center",
+                color="w" if settled else "k",
+                fontsize=10,
+            )
     if model != "transformer":
         _cross(ax, _mismatched(result, f"{model} vs transformer"))
     ax.set_title(TITLES[model])

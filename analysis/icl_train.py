@@ -7,7 +7,7 @@ Dirichlet prior (the task), whatever the training prior (or, with
 
 - minimal and reduced: ``theta`` = ``(a, b, v…)`` (for the minimal model the projection of
   ``W`` on ``{aI + b11ᵀ}``); for the minimal model ``off_family`` = ``‖W - proj W‖_F``; for the
-  reduced model ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
+  reduced model on a fixed sample ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
   each component (spread over the ``batch`` independent sequences);
 - transformer: ``lag_profile``, the layer-1 attention mass at each lag ``m = 0 … T-1``, averaged
   over evaluation sequences and positions ``i ≥ m``.
@@ -16,7 +16,7 @@ Training batches are drawn afresh at every step inside the jitted step (``lax.sc
 steps between evaluations).  The transformer trains in float32 with AdamW (the paper's optimizer,
 lr 5e-4, betas (0.9, 0.95), weight decay 0.1); the minimal model with plain SGD (its gradient flow
 is what the reduced model integrates); the reduced model by the engine (diffrax flow or gradient
-descent) on one fixed sample closed under relabelling.  ``RunSpec.optimizer`` swaps the trainer
+descent) on one fixed sample, or by SGD on the minimal model's batches.  ``RunSpec.optimizer`` swaps the trainer
 of the first two (:func:`optimizer_of`), ``init_scale``, ``a0`` and ``b0`` their start
 (:func:`minimal_start`).
 """
@@ -38,6 +38,7 @@ from gradflow import FlowOptions, GradflowError, descend, integrate, progress_ba
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
 from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, sample
+from gradflow.models.icl_reduction import metric_inverse
 from gradflow.models.icl_strategies import metrics
 
 from .icl_config import MODELS, RunSpec
@@ -49,6 +50,7 @@ __all__ = [
     "evaluation_batch",
     "train",
     "train_minimal",
+    "train_reduced",
     "train_transformer",
     "training_step",
     "minimal_setup",
@@ -302,6 +304,39 @@ def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
     return _optimize(loss, model, trainer, draw, key, spec, observe, progress)
 
 
+def train_reduced(spec: RunSpec, progress: bool | None = None) -> History:
+    """The reduced ``(a, b, v)`` dynamics trained by SGD on fresh batches (``solver = "sgd"``).
+
+    Each step ``θ ← θ - lr (G⁻¹∇_{(a,b)} L, ∇_v L)`` on a fresh batch of ``spec.batch``
+    sequences, drawn from the same key as the minimal model's batches (:func:`train_minimal`
+    with the same spec sees the same sequences).  A sequence's reduced loss is invariant under
+    relabelling the states, so each step is the image in ``(a, b, v)`` of the minimal model's
+    SGD step on the batch with all its ``k!`` relabellings, on which the family
+    ``{aI + b11ᵀ}`` is exactly invariant: the minimal model trained on the same batches differs
+    from it only by the part of its gradient off the family.  Starts at the projection of the
+    minimal model's start; records ``theta``.
+    """
+    evalb = _evaluation(spec)
+    G_inv = jnp.asarray(metric_inverse(spec.k))
+
+    def loss(theta: jax.Array, batch: ICLBatch) -> jax.Array:
+        return mm.reduced_loss(theta, batch, spec.mixing)
+
+    def in_metric(updates: jax.Array, params: Any = None) -> jax.Array:
+        return updates.at[:2].set(G_inv @ updates[:2])
+
+    def observe(theta: jax.Array) -> dict[str, jax.Array]:
+        probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
+        return {"metrics": _metric_vector(probs, evalb), "theta": theta}
+
+    trainer = optax.chain(optax.stateless(in_metric), optax.sgd(spec.step_size))
+    theta0 = mm.project(minimal_start(spec))
+    draw = _draw(spec, jnp.float64)
+    return _optimize(
+        loss, theta0, trainer, draw, jax.random.key(spec.seed), spec, observe, progress
+    )
+
+
 def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     """The reduced ``(a, b, v)`` dynamics on a fixed sample, integrated by the engine.
 
@@ -360,5 +395,7 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
 
 def train(spec: RunSpec, progress: bool | None = None) -> History:
     """Run ``spec`` with the trainer of its model."""
+    if spec.model == "reduced" and spec.solver == "sgd":
+        return train_reduced(spec, progress)
     runner = {"minimal": train_minimal, "transformer": train_transformer, "reduced": flow_reduced}
     return runner[spec.model](spec, progress)

@@ -56,7 +56,6 @@ SMALL = {
         "scales": (0.02, 0.1),
         "transformer_steps": 12,
         "minimal_steps": 12,
-        "reduced_n": 4,
         "eval_n": 16,
         "evaluations": 4,
     },
