@@ -46,12 +46,16 @@ def field_at(
 ) -> Estimate:
     """The reduced field ``dθ/dt = -(G⁻¹∇_{(a,b)}L, ∇_v L)`` at ``θ = (a, b, v_1 … v_L)``.
 
+    Each sequence's reduced loss is invariant under relabelling the states, so the field on
+    ``n`` sequences is the field on their relabelling closure, where it is the image of the
+    minimal model's gradient flow.
+
     Args:
         theta: the point, shape ``(2 + L,)``.
         prior: the prior of the sequences.
         k: number of states.
         T: sequence length.
-        n: sequences drawn (each with its ``k!`` relabellings, one independent draw).
+        n: sequences drawn.
         seed: PRNG seed of the sample.
         mixing: positional mixing.
 
@@ -59,13 +63,10 @@ def field_at(
         Mean and standard error over the ``n`` sequences, each shape ``(2 + L,)``, per unit
         flow time.
     """
-    data = mm.relabel_all(sample(jax.random.key(seed), prior, n, k, T))
-    groups = math.factorial(k)
-    grouped = jax.tree.map(
-        lambda arr: jnp.swapaxes(arr.reshape((groups, n) + arr.shape[1:]), 0, 1), data
-    )
+    data = sample(jax.random.key(seed), prior, n, k, T)
+    single = jax.tree.map(lambda arr: arr[:, None], data)
     field = mm.reduced_field(mixing)
-    per = -np.asarray(jax.jit(jax.vmap(field.grad, in_axes=(None, 0)))(jnp.asarray(theta), grouped))
+    per = -np.asarray(jax.jit(jax.vmap(field.grad, in_axes=(None, 0)))(jnp.asarray(theta), single))
     return Estimate(per.mean(0), per.std(0) / math.sqrt(n))
 
 

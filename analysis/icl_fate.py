@@ -23,10 +23,12 @@ times), all measured on one Dirichlet evaluation batch (``evaluate_on = "trainin
 each run's training prior).  Four comparisons per cell:
 
 - ``reduced vs transformer`` and ``minimal vs transformer``: the stage order and the final
-  stage equal (the paper's claim: uniform → unigram → bigram);
+  stage equal (the paper's claim: uniform → unigram → bigram; with ``start = "unigram"`` the
+  orders from the unigram stage on);
 - ``reduced vs minimal``: the same, the reduction's own check;
 - ``ρ-response``: at every share above the smallest, whether the transition comes sooner,
-  later or about the same (within :data:`SAME_BAND`) than at the smallest share, reduced
+  later or about the same (within :data:`SAME_BAND` or one evaluation interval, whichever is
+  larger: what one run can resolve) than at the smallest share, reduced
   against transformer: the paper's finding that removing the unigram signal shortens the
   plateau.
 
@@ -66,8 +68,9 @@ __all__ = [
 
 MODELS = ("transformer", "minimal", "reduced")
 """The runs of every cell: the full model, the minimal model, its reduction."""
-SAME_BAND = 0.1
-"""Relative change of the transition step within which a share's run counts as ``same``."""
+SAME_BAND = 0.05
+"""Relative change of the transition step within which a share's run counts as ``same`` (or
+one evaluation interval, if that is larger)."""
 OFF_FAMILY_SHARE = 0.1
 """Share of ``‖W‖_F`` off the family ``aI + b11ᵀ`` above which a minimal run has left the
 reduction (:func:`reason`)."""
@@ -119,13 +122,15 @@ def _family_norm(theta: np.ndarray, k: int) -> np.ndarray:
     return np.maximum(np.sqrt(np.maximum(k * a**2 + 2 * k * a * b + k**2 * b**2, 0.0)), 1e-300)
 
 
-def response(t: float | None, t_ref: float | None, band: float = SAME_BAND) -> str:
+def response(
+    t: float | None, t_ref: float | None, interval: float = 0.0, band: float = SAME_BAND
+) -> str:
     """How the transition step ``t`` compares with ``t_ref`` (the smallest share's):
-    ``sooner``, ``later``, ``same`` (within ``band`` of ``t_ref``), or ``censored`` when either
-    run never settled on bigram."""
+    ``sooner``, ``later``, ``same`` (within ``max(band · t_ref, interval)``, ``interval`` the
+    run's evaluation interval), or ``censored`` when either run never settled on bigram."""
     if t is None or t_ref is None:
         return "censored"
-    if abs(t - t_ref) <= band * t_ref:
+    if abs(t - t_ref) <= max(band * t_ref, interval):
         return "same"
     return "sooner" if t < t_ref else "later"
 
@@ -184,6 +189,18 @@ class ICLFateMap(FateResult):
         run = self.runs[(model, rho, sigma, seed)]
         return stages(run["steps"], run["distance_mean"])
 
+    def compared(self, order: tuple[str, ...]) -> tuple[str, ...]:
+        """The part of a stage order that is compared: all of it, or with ``start =
+        "unigram"`` (the minimal model and the reduction start in the unigram stage) from the
+        first unigram stage on, where there is one."""
+        if self.config.start == "unigram" and "unigram" in order:
+            return order[order.index("unigram") :]
+        return order
+
+    def interval(self, model: str, rho: float, sigma: float, seed: int) -> float:
+        """The evaluation interval of one run, steps."""
+        return float(np.diff(self.runs[(model, rho, sigma, seed)]["steps"][:2])[0])
+
     def off_family(self, rho: float, sigma: float, seed: int) -> float:
         """The minimal run's share of ``W`` off the family ``aI + b11ᵀ`` at its transition (at
         its end if it never settled on bigram): where its timing is decided."""
@@ -213,13 +230,14 @@ class ICLFateMap(FateResult):
                 ("reduced", "minimal"),
             ):
                 r, f = st[reduced], st[full]
-                agree = r.order == f.order and r.final == f.final
+                r_order, f_order = (self.compared(x.order) for x in (r, f))
+                agree = r_order == f_order and r.final == f.final
                 group = f"{reduced} vs {full}"
                 out.append(
                     FateCell(
                         coords,
-                        r.outcome,
-                        f.outcome,
+                        "→".join(r_order),
+                        "→".join(f_order),
                         agree,
                         group,
                         None if agree else reason(group, r, f, off, solver),
@@ -229,7 +247,11 @@ class ICLFateMap(FateResult):
             if rho != rho0:
                 ref = {m: self.stages(m, rho0, sigma, seed) for m in ("reduced", "transformer")}
                 said = {
-                    m: response(st[m].transition_step, ref[m].transition_step)
+                    m: response(
+                        st[m].transition_step,
+                        ref[m].transition_step,
+                        self.interval(m, rho, sigma, seed),
+                    )
                     for m in ("reduced", "transformer")
                 }
                 agree = said["reduced"] == said["transformer"]

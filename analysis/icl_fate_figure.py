@@ -4,12 +4,14 @@ Six panels over the grid of doubly-stochastic shares ``ρ`` (columns) × init sc
 (rows):
 
 (a, b, c) the transition step of the transformer, the minimal model and the reduction (median
-    over seeds, each model in its own steps), each cell labelled with its stage order
+    over seeds, each model in its own steps; colour by value), each cell labelled with its
+    stage order
     (``U`` uniform, ``1`` unigram, ``2`` bigram); in (b) and (c) a red ``×`` marks a cell whose
     stage order or final stage differs from the transformer's;
 (d) the transition step against ``ρ`` relative to each model's own at the smallest share, one
-    line per model and scale: the reduction agrees with the transformer where the lines slope
-    the same way;
+    line per model and scale (the minimal model's wide and pale, so that the reduction's shows
+    on it where they coincide): the reduction agrees with the transformer where the lines
+    slope the same way;
 (e) the transition-step ratio reduction/transformer, a red ``×`` where the two respond to
     ``ρ`` in opposite ways (the ``ρ-response`` comparison);
 (f) at the middle scale, the time each model spends in the uniform and in the unigram stage,
@@ -43,9 +45,9 @@ def draw(result: ICLFateMap, fig: Figure) -> None:
     """The six panels (module docstring) on ``fig``."""
     axes = fig.subplots(2, 3)
     for ax, model in zip(axes[0], ("transformer", "minimal", "reduced")):
-        _grid_panel(fig, ax, result, model)
+        _grid_panel(ax, result, model)
     _response_panel(axes[1, 0], result)
-    _ratio_panel(fig, axes[1, 1], result)
+    _ratio_panel(axes[1, 1], result)
     _stage_panel(axes[1, 2], result)
     c = result.config
     share = result.agreement()
@@ -71,26 +73,26 @@ def _cross(ax: Any, marks: np.ndarray) -> None:
         ax.plot(cols + 0.35, rows - 0.3, "x", color="red", ms=11, mew=2.5, ls="none")
 
 
-def _heat(fig: Figure, ax: Any, values: np.ndarray, result: ICLFateMap, label: str) -> None:
-    """``values`` (σ rows, ρ columns) as colours, a cell without a value light grey."""
+def _heat(ax: Any, values: np.ndarray, result: ICLFateMap) -> None:
+    """``values`` (σ rows, ρ columns) as colours (each cell also carries its number, so no
+    colour bar), a cell without a value light grey."""
     import matplotlib
 
     c = result.config
     shown = np.ma.masked_invalid(values)
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
-    image = ax.imshow(shown, cmap=cmap, origin="lower", aspect="auto")
-    fig.colorbar(image, ax=ax, label=label)
+    ax.imshow(shown, cmap=cmap, origin="lower", aspect="auto")
     ax.set_xticks(range(len(c.shares)), [f"{r:g}" for r in c.shares])
     ax.set_yticks(range(len(c.scales)), [f"{s:g}" for s in c.scales])
     ax.set_xlabel("doubly-stochastic share ρ")
     ax.set_ylabel("init scale σ")
 
 
-def _grid_panel(fig: Figure, ax: Any, result: ICLFateMap, model: str) -> None:
+def _grid_panel(ax: Any, result: ICLFateMap, model: str) -> None:
     c = result.config
     t = result.transitions(model)
     median = np.array([[_median(t[i, j]) for j in range(t.shape[1])] for i in range(t.shape[0])])
-    _heat(fig, ax, median, result, "steps")
+    _heat(ax, median, result)
     for i, sigma in enumerate(c.scales):
         for j, rho in enumerate(c.shares):
             order = result.stages(model, rho, sigma, 0).order
@@ -103,7 +105,7 @@ def _grid_panel(fig: Figure, ax: Any, result: ICLFateMap, model: str) -> None:
                 f"{text}\n{value}",
                 ha="center",
                 va="center",
-                color="w" if settled else "k",
+                color=_ink(median, i, j),
                 fontsize=10,
             )
     if model != "transformer":
@@ -123,6 +125,8 @@ def _response_panel(ax: Any, result: ICLFateMap) -> None:
                 styles[i % len(styles)],
                 marker="o",
                 color=COLORS[model],
+                lw=4 if model == "minimal" else 1.5,
+                alpha=0.45 if model == "minimal" else 1.0,
                 label=f"{model}, σ = {sigma:g}",
             )
     ax.axhline(1.0, color="k", lw=0.8)
@@ -132,17 +136,19 @@ def _response_panel(ax: Any, result: ICLFateMap) -> None:
     ax.legend(fontsize=7, ncol=2)
 
 
-def _ratio_panel(fig: Figure, ax: Any, result: ICLFateMap) -> None:
+def _ratio_panel(ax: Any, result: ICLFateMap) -> None:
     c = result.config
     ratio = result.transitions("reduced") / result.transitions("transformer")
     median = np.array(
         [[_median(ratio[i, j]) for j in range(len(c.shares))] for i in range(len(c.scales))]
     )
-    _heat(fig, ax, median, result, "reduction / transformer")
+    _heat(ax, median, result)
     for i in range(len(c.scales)):
         for j in range(len(c.shares)):
             if np.isfinite(median[i, j]):
-                ax.text(j, i, f"{median[i, j]:.3f}", ha="center", va="center", color="w")
+                ax.text(
+                    j, i, f"{median[i, j]:.3f}", ha="center", va="center", color=_ink(median, i, j)
+                )
     _cross(ax, _mismatched(result, "ρ-response"))
     r = result.ratios("reduced")
     ax.set_title(
@@ -176,13 +182,24 @@ def _stage_panel(ax: Any, result: ICLFateMap) -> None:
         alpha=0.7,
         label="unigram stage",
     )
+    total = np.nan_to_num(uniform) + np.nan_to_num(unigram)
+    ax.set_xlim(0, 1.45 * max(float(total.max()), 1e-9))  # room for the legend on the right
     ax.set_yticks(y, labels, fontsize=8)
     for tick, color in zip(ax.get_yticklabels(), colors):
         tick.set_color(color)
     ax.invert_yaxis()
     ax.set_xlabel(f"steps / the model's own transition at ρ = {c.shares[0]:g}")
     ax.set_title(f"(f) time in the uniform and unigram stages, σ = {sigma:g}")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper right")
+
+
+def _ink(values: np.ndarray, i: int, j: int) -> str:
+    """Black on the bright upper part of viridis and on grey (no value), white elsewhere."""
+    finite = values[np.isfinite(values)]
+    if not np.isfinite(values[i, j]) or finite.size == 0:
+        return "k"
+    span = finite.max() - finite.min()
+    return "k" if span > 0 and (values[i, j] - finite.min()) / span > 0.6 else "w"
 
 
 def _median(values: np.ndarray) -> float:

@@ -223,10 +223,10 @@ def _run(labels: list[int], every: float, off: float = 0.0) -> dict[str, np.ndar
 def _toy_map(censored: bool = False, off: float | None = None, solver: str = "sgd") -> ICLFateMap:
     """Shares 0 and 1 at one scale.  Transformer (every 20 steps): ρ = 0 u u 1 1 1 1 2 2
     (transition 120), ρ = 1 u u u 2 2 2 2 2 (60), or stuck at uniform; minimal and reduced
-    (every 4): ρ = 0 u 1 1 1 2 2 2 2 (16), ρ = 1 u u u u u 2 2 2 (20); with ``off`` given the
+    (every 4): ρ = 0 u 1 1 1 2 2 2 2 (16), ρ = 1 u u u u u u 2 2 (24); with ``off`` given the
     reduction at ρ = 0 goes u u 2 … instead and the minimal runs are ``off`` off the family."""
     config = ICLFateConfig(shares=(0.0, 1.0), scales=(0.02,), reduced_solver=solver)
-    slow = [0, 0, 0, 0, 0, 2, 2, 2]
+    slow = [0, 0, 0, 0, 0, 0, 2, 2]
     base = [0, 1, 1, 1, 2, 2, 2, 2]
     runs = {
         ("transformer", 0.0, 0.02, 0): _run([0, 0, 1, 1, 1, 1, 2, 2], 20),
@@ -253,8 +253,8 @@ def test_fate_map_comparisons_by_hand():
         "sooner",
         "assumption",
     )
-    ratio = fate.ratios("reduced")  # 16/120 and 20/60
-    assert ratio["runs"] == 2 and ratio["median"] == pytest.approx((16 / 120 + 20 / 60) / 2)
+    ratio = fate.ratios("reduced")  # 16/120 and 24/60; later by 8 steps, two evaluations
+    assert ratio["runs"] == 2 and ratio["median"] == pytest.approx((16 / 120 + 24 / 60) / 2)
     record = fate.metadata()
     assert record["system"] == "induction-heads" and record["cells"] == 7
     assert set(record["reasons"]) <= set(REASONS)
@@ -277,9 +277,27 @@ def test_a_run_out_of_budget_is_a_slow_corner_and_off_family_drift_is_named():
         assert ("reduced vs minimal", named) in {(m["group"], m["reason"]) for m in found}
 
 
+def test_from_the_unigram_point_orders_are_compared_from_the_unigram_stage_on():
+    """With ``start = "unigram"`` the minimal model and the reduction begin in the unigram
+    stage; the transformer's uniform stage before it is not compared."""
+    config = ICLFateConfig(shares=(0.0,), scales=(0.02,), start="unigram")
+    transformer = [0, 0, 1, 1, 1, 1, 2, 2]
+    from_unigram = [1, 1, 1, 2, 2, 2, 2, 2]
+    runs = {
+        ("transformer", 0.0, 0.02, 0): _run(transformer, 20),
+        ("minimal", 0.0, 0.02, 0): _run(from_unigram, 4),
+        ("reduced", 0.0, 0.02, 0): _run(from_unigram, 4),
+    }
+    fate = ICLFateMap(config, runs)
+    assert set(fate.agreement().values()) == {1.0}
+    zero = ICLFateMap(dataclasses.replace(config, start="zero"), runs)
+    assert zero.agreement()["reduced vs transformer"] == 0.0
+
+
 def test_response_band():
-    assert response(100.0, 100.0) == "same" and response(109.0, 100.0) == "same"
-    assert response(80.0, 100.0) == "sooner" and response(120.0, 100.0) == "later"
+    assert response(100.0, 100.0) == "same" and response(104.0, 100.0) == "same"
+    assert response(92.0, 100.0) == "sooner" and response(108.0, 100.0) == "later"
+    assert response(108.0, 100.0, interval=10.0) == "same"  # within one evaluation
     assert response(None, 100.0) == "censored"
 
 
