@@ -395,7 +395,7 @@ def _times(reduced: Stages, full: Stages) -> str:
     return f"reduced: {one(reduced)}; full: {one(full)}"
 
 
-def cell_list(config: ICLFateConfig) -> tuple[list[dict[str, Any]], list[str]]:
+def _cell_list(config: ICLFateConfig) -> tuple[list[dict[str, Any]], list[str]]:
     """The map's runs as plain-dict cells, and their checkpoint names."""
     settings = dataclasses.asdict(config)
     cells, names = [], []
@@ -426,7 +426,7 @@ def fate_map(
         GradflowError: a checkpoint folder of another map; a run whose predictions stopped
             being finite.
     """
-    cells, names = cell_list(config)
+    cells, names = _cell_list(config)
     results = run_cells(
         run_cell,
         cells,
