@@ -85,6 +85,12 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
         "three-scalar model L(e, w, a) at a = 0: full transformer from a grid of (e, w)",
         {"model": "canonical-attention"},
     ),
+    "induction-heads": FateSystem(
+        "gradflow.analysis.icl_config:ICLFateConfig",
+        "gradflow.analysis.icl_fate:fate_map",
+        "in-context Markov chains (Edelman et al. 2024): the transformer against the minimal "
+        "model and its (a, b, v) reduction over the doubly-stochastic share ρ × init scale σ",
+    ),
     "shallow-ntk": FateSystem(
         "gradflow.analysis.ntk_config:NtkFateConfig",
         "gradflow.analysis.ntk_fate:fate_map",

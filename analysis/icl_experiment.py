@@ -62,8 +62,10 @@ class ICLReport:
             "eval_every": spec.eval_every,
             "eval_n": spec.eval_n,
             "seeds": len(self.specs),
+            "trainer": spec.trainer,
+            "init_scale": spec.init_scale,
             **(
-                {"mixing": spec.mixing, "lags": spec.n_lags}
+                {"mixing": spec.mixing, "lags": spec.n_lags, "a0": spec.a0, "b0": spec.b0}
                 if spec.model != "transformer"
                 else {"d": spec.d}
             ),

@@ -107,6 +107,10 @@ FIGURES = {
         "gradflow.figures.induction_heads",
         "Evolution of Statistical Induction Heads: phases, positional vector, doubly-stochastic share, reduced (a, b, v_1) flow",
     ),
+    "induction-heads-fate-map": Command(
+        "gradflow.figures.induction_heads_fate_map",
+        "where the minimal model and its (a, b, v) reduction predict the induction-head transformer, over the doubly-stochastic share ρ × init scale σ",
+    ),
     "shallow-ntk": Command(
         "gradflow.figures.shallow_ntk",
         "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
