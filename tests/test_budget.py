@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import gradflow
-from gradflow._budget import ENV, GRACE, WALL_FACTOR, OutOfTime, within
+from gradflow._symbolic.budget import ENV, GRACE, WALL_FACTOR, OutOfTime, within
 
 CHAIN = "4*(x**-12 - x**-6) + 4*(y**-12 - y**-6) + 4*((y - x)**-12 - (y - x)**-6)"
 BUDGET = 1.0

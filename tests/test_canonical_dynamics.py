@@ -159,7 +159,7 @@ def test_separatrix_is_the_saddle_energy_level_out_to_the_box(p: float, q: float
     the first vertex of its integrated part past the edge);
     p + q < 1: the two rays into w < -1/√2, running out to w = -3.
     """
-    from gradflow._separatrix import separatrices
+    from gradflow._portrait.separatrix import separatrices
 
     model = markov.canonical(p, q)
     lines = separatrices(model, critical_sets(model), (-3.0, 3.0, -3.0, 3.0))

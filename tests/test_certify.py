@@ -25,7 +25,7 @@ import pytest
 import sympy as sp
 
 from gradflow import GradflowError, certify, critical_sets, loss_model
-from gradflow._symbolic import real_point, solve_gradient
+from gradflow._symbolic.facts import real_point, solve_gradient
 from gradflow.models.markov import canonical
 
 DOUBLE_WELL = "(x**2 - 1)**2 + y**2"

@@ -229,7 +229,7 @@ def test_the_sweep_command_on_a_running_cluster_writes_the_files_of_the_serial_r
 def test_workers_get_the_client_s_jax_settings_and_one_with_other_xla_flags_is_refused() -> None:
     from types import SimpleNamespace
 
-    from gradflow._cluster import JaxSettings, jax_settings
+    from gradflow._cells.cluster import JaxSettings, jax_settings
 
     settings = jax_settings()
     assert settings["JAX_ENABLE_X64"] == "1"

@@ -301,7 +301,7 @@ def test_an_endpoint_is_joined_to_its_sheet_along_a_closed_form_past_every_sampl
     (``x = 0.52``, ``z = 50``) is joined to a sample of its own sheet however far it is (``x = 3``,
     ``z = 0.4``), but not to samples of the other sheet (``x = −1``, ``z = −2/3``), across the
     pole, nor is a point off the surface."""
-    from gradflow._attractors import _joined_on_piece
+    from gradflow._critical.attractors import _joined_on_piece
 
     z = sp.symbols("z", real=True)
     sheets = gradflow.CriticalSetSpec("z = 1/(x − 1/2)", {z: 1 / (x - sp.Rational(1, 2))})
@@ -339,7 +339,7 @@ def test_a_set_sampled_over_a_wide_box() -> None:
 def test_gradient_flow_compiles_once_per_loss() -> None:
     """The second flow of the same loss from another start of the same shape reuses the
     compiled integrator: L = ½‖θ‖² gives θ(t) = θ0 e^{-t} both times."""
-    from gradflow._integrate import _integrate_path
+    from gradflow._flow.integrate import _integrate_path
 
     loss = lambda tree, _: 0.5 * jnp.sum(tree["a"] ** 2)  # noqa: E731
     ts = np.array([0.0, 1.0])
@@ -383,7 +383,7 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
     well L = (x² − 1)² + y² has ∇L = (4x(x² − 1), 2y): at (1, 0) it is 0 and L = 0, at (0.5, 0)
     it is (−1.5, 0) and L = 0.5625.  A constant loss has ∇L = 0 everywhere, so a state beyond
     the divergence radius is both converged and diverged (diverged wins); NaN is diverged."""
-    from gradflow._integrate import status_code
+    from gradflow._flow.integrate import status_code
 
     well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
     flat = gradflow.JaxLandscape(lambda t, _: 0.0 * t[0], ("x", "y"))

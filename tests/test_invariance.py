@@ -164,7 +164,7 @@ def test_each_sheet_of_xyz_1_gets_its_nearest_point_by_the_search_s_tolerance(
     simplex is narrow, not because its iterations ran out: where the values near the
     optimum rounded apart, a tolerance on the squared distance below its rounding kept two of
     them going for 4,000 iterations."""
-    import gradflow._closed_sets as closed_sets
+    import gradflow._critical.closed_sets as closed_sets
 
     statuses, minimize = [], closed_sets.minimize
 

@@ -1,6 +1,6 @@
 """The batched Runge–Kutta integrator against diffrax and against answers worked out by hand.
 
-Batches of explicit stages (``Tsit5``) run through :class:`gradflow._rk.BatchedRK`; single
+Batches of explicit stages (``Tsit5``) run through :class:`gradflow._flow.rk.BatchedRK`; single
 trajectories (:func:`gradflow.integrate`) and, with the batched path switched off, the basin
 maps run through diffrax, the reference.  Losses not written for this package:
 
@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import gradflow._batched as batched
+import gradflow._flow.batched as batched
 from gradflow import FlowOptions, GradflowError, JaxLandscape, Status, basins, flow, flow_endpoints
-from gradflow._rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
+from gradflow._flow.rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
 from gradflow.models import markov
 
 OPTIONS = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10, gtol=1e-7, max_steps=4000)

@@ -33,7 +33,7 @@ def test_a_cell_is_the_basin_map_at_its_values(cli, tmp_path) -> None:
 
 def test_an_interrupted_sweep_resumes_to_identical_files(cli, tmp_path, monkeypatch) -> None:
     assert cli("sweep", *SMALL, "--out", "whole.npz").code == 0
-    from gradflow import _sweep
+    from gradflow._sweep import sweep as _sweep
 
     computed = []
     cell = _sweep._cell

@@ -72,7 +72,7 @@ def precheck_model(
         GradflowError: naming the option.
     """
     from gradflow import GradflowError
-    from gradflow._region import check_region
+    from gradflow._landscape.region import check_region
 
     from ._sizes import check_grid
 

@@ -72,7 +72,7 @@ def _numbers(text: str, option: str, kind: type) -> list:
 def run(args: argparse.Namespace) -> int:
     precheck_model(args, grid=args.grid)
     from gradflow import GradflowError, check_output
-    from gradflow._region import nested_grids
+    from gradflow._landscape.region import nested_grids
 
     from ._sizes import check_grid
 

@@ -1,0 +1,6 @@
+"""Critical sets: the numerical search for ``∇L = 0`` (``roots``, ``clusters``) and its box
+(``box``), closed-form sets (``pieces``, ``closed_sets``), Clarke-stationary points on kinks
+(``kink_points``), classification (``classify``), sets merged and joined (``merging``), the
+result (``sets``), the search that runs them all (``search``), the proof that none is missed
+(``certify``) and the attractors a flow can reach (``attractors``).
+"""
