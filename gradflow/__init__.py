@@ -85,6 +85,9 @@ _EXPORTS = {
     "Metric": "._metric",
     "MetricLandscape": "._metric",
     "in_metric": "._metric",
+    "Kinks": "._sliding",
+    "SlideResult": "._sliding",
+    "slide": "._sliding",
     "LossScales": "._scales",
     "loss_scales": "._scales",
     "BoundModel": "._model",
@@ -174,6 +177,7 @@ if TYPE_CHECKING:
     from ._progress import progress_bar
     from ._region import Region, grid_axis
     from ._scales import LossScales, loss_scales
+    from ._sliding import Kinks, SlideResult, slide
     from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._text import format_point, format_table
 
@@ -212,6 +216,7 @@ __all__ = [
     "GradflowError",
     "GradientField",
     "JaxLandscape",
+    "Kinks",
     "Landscape",
     "LogSigmoid",
     "Explanation",
@@ -260,6 +265,8 @@ __all__ = [
     "save_result",
     "save_with_data",
     "show_domain",
+    "slide",
+    "SlideResult",
     "to_jsonable",
     "widened_bounds",
 ]

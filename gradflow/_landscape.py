@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jax
 import numpy as np
 
 from ._errors import GradflowError
+
+if TYPE_CHECKING:
+    from ._sliding import Kinks
 
 jax.config.update("jax_enable_x64", True)
 
@@ -268,6 +271,14 @@ class Landscape(Protocol):
     def kinks_at(self, theta: np.ndarray) -> list[str]:
         """The non-smooth terms whose kink passes through the point ``θ`` (shape ``(dim,)``)."""
         return []
+
+    @property
+    def kinks(self) -> Kinks | None:
+        """The loss written with a slope per kink and the surfaces the kinks lie on
+        (:class:`gradflow.Kinks`), for the flow that slides along them
+        (:func:`gradflow.slide`); ``None`` for a smooth loss or one whose kinks are not
+        described so."""
+        return None
 
     @property
     def title(self) -> str:

@@ -1,0 +1,642 @@
+"""Gradient flows that slide along the kinks of a loss: Filippov sliding modes, located.
+
+Where a loss has a kink (``|u|``, ``max(0, u)``, a ReLU) its gradient jumps across the surface
+``u(θ) = 0``.  A trajectory of ``θ' = -∇L`` meets such a surface and either crosses it, or is
+pushed into it from both sides and *slides* along it.  An explicit solver cannot follow the
+sliding motion: every step straddles the surface, where the gradient jumps, and is cut to
+``tol/|jump|``, so the run spends its budget without moving.
+
+The motion itself is well defined.  Write the loss as ``L(θ) = L_s(θ)`` with ``s_k`` the slope
+of kink ``k`` on the side of ``g_k(θ) = 0`` the point lies on (:class:`Kinks`).  On the
+surfaces ``g_k = 0`` every slope in ``[lo_k, hi_k]`` gives the same value, and the gradients
+``∇_θ L_s`` with those slopes span the set of velocities Filippov's solution chooses from;
+the solution of the gradient flow is its *minimum-norm* element (the lazy selection of
+``θ' ∈ -∂L(θ)``: H. Brezis, *Opérateurs maximaux monotones*, 1973, Thm 3.1, for a convex
+``L``; A. F. Filippov, *Differential Equations with Discontinuous Righthand Sides*, 1988,
+§2.4 and §4.4, for the sliding on one surface and on intersections of surfaces: the convex
+combination of the one-sided fields that is tangent to the surfaces).  With ``Δ_i`` the jump of
+the gradient across surface ``i`` (``∇_θ L`` with ``s_i = hi`` minus with ``s_i = lo``),
+
+    v* = argmin ‖w + Σ_i λ_i Δ_i‖,   λ ∈ [0, 1]^m,     θ' = -v*,
+
+over the surfaces ``i`` the point is on (``w`` the gradient with each on its ``lo`` side).
+Where ``0 < λ_i < 1`` the surface is a sliding one: the jump ``Δ_i`` is normal to it, so the
+optimality of ``λ_i`` makes ``v*`` tangent to it.  Where ``λ_i`` is 0 or 1 the flow leaves the
+surface, or crosses it, on that side.
+
+:func:`slide` integrates this motion exactly in the sense of an ODE solver:
+
+- between surfaces it takes the steps of Tsitouras's 5(4) pair with the error control of
+  :class:`gradflow._rk.StepControl`, on the smooth piece of the loss the point lies on;
+- a step whose end lies beyond a surface that pushes it back (the field on the far side points
+  toward the surface as well) is *located*: the step is shortened, by regula falsi on the
+  surface's value, until it ends on the surface (within :data:`BAND`);
+- on the surfaces, the sliding mode (which surfaces slide, the slopes of the others) is the
+  solution of the box-constrained least-squares problem above (SciPy's BVLS, exact for the
+  handful of surfaces a point is on), and the steps integrate the smooth field
+  ``θ' = -P(θ) ∇_θ L_s(θ)``, ``P`` the projector orthogonal to the sliding surfaces' normals,
+  after each of which the point is projected back onto the surfaces (Gauss–Newton);
+- the mode is solved again after every step taken on a surface, so a sliding surface is left
+  where its ``λ`` reaches 0 or 1 (there the sliding field equals the one-sided one: the motion
+  is continuous, and the order of the method is kept).
+
+Surfaces whose values and normals agree within the tolerances are one surface: a ReLU layer
+with equal units, or positions that coincide, has hundreds of pre-activations on one surface.
+They are grouped by the direction of their normals (measured along a few fixed random
+directions) and solved as one.
+
+A run whose budget ends on a surface is reported :attr:`Status.NON_SMOOTH`, as the other
+integrators report a run stuck on a kink.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._integrate import FlowOptions, Status
+from ._rk import TSIT5, StepControl
+
+__all__ = ["BAND", "Kinks", "SlideResult", "slide", "sliding_options", "unit_kinks"]
+
+BAND = 1e-9
+"""A point is on kink ``k`` when ``|g_k| ≤ BAND · max(1, max_j |g_j|)``: where a located step
+ends and what the sliding mode is solved over.  Far below any tolerance of the flow, far above
+the rounding of a point projected onto the surfaces."""
+GROUP_TOL = 1e-6
+"""Surfaces whose unit normals (along :data:`SIGNATURES` random directions) differ by at most
+this are one surface."""
+SIGNATURES = 6
+"""Random directions along which the normals of the surfaces a point is on are compared."""
+INTERIOR = 1e-9
+"""A surface slides when its ``λ`` is at least this far inside ``(0, 1)``."""
+RANK_TOL = 1e-8
+"""Sliding normals are independent when pivoted QR keeps ``|R_jj| ≥ RANK_TOL·|R_00|``."""
+NEWTON = 3
+"""Gauss–Newton iterations of the projection onto the sliding surfaces."""
+LOCATE = 40
+"""Regula-falsi iterations at most, to end a step on a surface."""
+
+
+@dataclass(frozen=True, eq=False)
+class Kinks:
+    """A loss with kinks on known surfaces: what :func:`slide` needs of it.
+
+    The loss is written with an explicit slope per kink: ``loss_at(θ, s, args)`` is ``L(θ)``
+    where every ``s_k`` is the slope of the side of ``g_k(θ) = 0`` the point lies on
+    (``lo_k`` where ``g_k < 0``, ``hi_k`` where ``g_k > 0``), and on ``g_k = 0`` it has the same
+    value for every ``s_k`` in ``[lo_k, hi_k]``.  ``|u|`` is ``s·u`` with slopes ``[-1, 1]``;
+    ``max(0, u)`` and a ReLU are ``s·u`` with ``[0, 1]``; ``max(a, b)`` is
+    ``b + s·(a - b)`` with ``[0, 1]`` on ``g = a - b``.  Its gradient in ``θ`` at fixed slopes
+    is the gradient of the smooth piece, and on a surface the convex hull of those of the
+    pieces that meet there (the Clarke subdifferential, where each kink enters the loss once).
+
+    Attributes:
+        surfaces: ``g(θ, args)``, shape ``(K,)`` for ``θ`` of shape ``(dim,)``: kink ``k``
+            lies on ``g_k = 0``.
+        loss_at: ``L_s(θ, s, args)``, a scalar, ``s`` of shape ``(K,)``.
+        lo, hi: the slopes on the negative and the positive side, shape ``(K,)``.
+        names: a name per kink for reports (``"Abs(x)"``), or empty.
+    """
+
+    surfaces: Callable[[jax.Array, Any], jax.Array]
+    loss_at: Callable[[jax.Array, jax.Array, Any], jax.Array]
+    lo: np.ndarray
+    hi: np.ndarray
+    names: tuple[str, ...] = field(default=())
+
+    def slopes(self, g: jax.Array) -> jax.Array:
+        """The slope of each kink on the side of its surface ``g`` lies on (``lo`` at 0)."""
+        return jnp.where(g > 0, jnp.asarray(self.hi, g.dtype), jnp.asarray(self.lo, g.dtype))
+
+    def loss(self, theta: jax.Array, args: Any) -> jax.Array:
+        """``L(θ)``."""
+        return self.loss_at(theta, self.slopes(self.surfaces(theta, args)), args)
+
+    def grad_at(self, theta: jax.Array, s: jax.Array, args: Any) -> jax.Array:
+        """``∇_θ L_s(θ)`` at fixed slopes ``s``."""
+        return jax.grad(self.loss_at)(theta, s, args)
+
+
+@functools.cache
+def unit_kinks(kinks: Kinks) -> Kinks:
+    """The kinks of ``L/g``, whose functions take ``(args, g)`` (as
+    :func:`gradflow._scales.unit_field`'s field does); one per kinks, so that its programs
+    compile once."""
+    return Kinks(
+        surfaces=lambda theta, a: kinks.surfaces(theta, a[0]),
+        loss_at=lambda theta, s, a: kinks.loss_at(theta, s, a[0]) / a[1],
+        lo=kinks.lo,
+        hi=kinks.hi,
+        names=kinks.names,
+    )
+
+
+def sliding_options(options: FlowOptions) -> FlowOptions:
+    """``options`` for :func:`slide` where another integrator stopped: tolerances at most a
+    hundredth of ``gtol``.  An explicit pair that has reached its stability limit beside a
+    minimum keeps an error of about ``rtol·|θ| + atol`` in the state, so a steady state at
+    ``gtol`` needs tolerances below it (the implicit solvers these runs continue need not)."""
+    tight = 1e-2 * options.gtol
+    return dataclasses.replace(
+        options, rtol=min(options.rtol, tight), atol=min(options.atol, tight), solver="Tsit5"
+    )
+
+
+@dataclass(frozen=True)
+class SlideResult:
+    """Where :func:`slide` stopped, and the path if it was recorded.
+
+    Attributes:
+        endpoint: shape ``(dim,)``.
+        time: flow time at the stop.
+        steps: steps tried, accepted, rejected and those that located a surface.
+        status: why it stopped (:class:`Status`).
+        ts, thetas: the accepted points (start included), shapes ``(n,)`` and ``(n, dim)``,
+            when recorded; else empty.
+        sliding_time: flow time spent sliding on at least one surface.
+        surfaces: the largest number of independent surfaces slid on at once.
+    """
+
+    endpoint: np.ndarray
+    time: float
+    steps: int
+    status: Status
+    ts: np.ndarray
+    thetas: np.ndarray
+    sliding_time: float = 0.0
+    surfaces: int = 0
+
+
+@dataclass(frozen=True)
+class _Mode:
+    """What the field is near a point: the kinks whose slope the mode fixes (those on their
+    surfaces: ``fixed``, their slopes in ``slopes``; every other kink takes the slope of the side
+    a point lies on), and the representatives of the sliding surfaces (their indices into
+    ``g``, padded to a program size, with a mask)."""
+
+    fixed: np.ndarray
+    slopes: np.ndarray
+    reps: np.ndarray
+    mask: np.ndarray
+
+    @property
+    def sliding(self) -> int:
+        return int(self.mask.sum())
+
+
+def slide(
+    kinks: Kinks,
+    theta0: Any,
+    args: Any,
+    options: FlowOptions,
+    *,
+    decide_below: float | None = None,
+    t0: float = 0.0,
+    record: bool = False,
+) -> SlideResult:
+    """Integrate ``θ' ∈ -∂L(θ)`` from ``theta0``, sliding along the kinks (module docstring).
+
+    Args:
+        kinks: the loss and its kinks.
+        theta0: the start, shape ``(dim,)``.
+        args: passed to ``kinks``' functions.
+        options: tolerances (``rtol``, ``atol``) and the stop rule (``gtol`` on the speed
+            ``‖θ'‖``, the minimum-norm subgradient; ``t_max``; ``max_steps``;
+            ``divergence_radius``); the solver is Tsitouras's 5(4) pair whatever it names.
+        decide_below: stop as :attr:`Status.DECIDED` once the loss is below this level.
+        t0: the flow time at the start.
+        record: keep every accepted point.
+
+    Returns:
+        The stop, its time, the steps taken, why it stopped, the path if recorded.
+    """
+    run = _Run(kinks, args, options, decide_below, record)
+    return run.integrate(np.array(theta0, dtype=np.float64), float(t0))
+
+
+class _Run:
+    """One trajectory of :func:`slide`: the host side of the loop (modes, location, status);
+    every evaluation of the loss runs in a compiled program of :class:`_Programs`."""
+
+    def __init__(
+        self,
+        kinks: Kinks,
+        args: Any,
+        options: FlowOptions,
+        level: float | None,
+        record: bool,
+    ) -> None:
+        self.kinks, self.args, self.options, self.record = kinks, args, options, record
+        self.level = -math.inf if level is None else float(level)
+        self.programs = _Programs(kinks, options.rtol, options.atol)
+        self.control = StepControl(options.rtol, options.atol)
+
+    def integrate(self, y: np.ndarray, t: float) -> SlideResult:
+        opts, prog = self.options, self.programs
+        g, loss = (np.asarray(a) for a in prog.probe(y, self.args))
+        mode, y, g = self._settle(y, g)
+        k1 = np.asarray(prog.field(mode, y, self.args))
+        loss = float(prog.probe(y, self.args)[1])
+        ts, ys = [t], [y.copy()]
+        steps, slid, most = 0, 0.0, mode.sliding
+        status = self._status(y, loss, float(np.linalg.norm(k1)), t)
+        h = self._initial_step(y, k1)
+        while status is None and steps < opts.max_steps:
+            h = min(h, opts.t_max - t)
+            out = prog.step(mode, y, k1, h, self.args)
+            steps += 1
+            err = float(out[1])
+            if not (math.isfinite(err) and err < 1.0):
+                h *= self._factor(err, accepted=False)
+                continue
+            out = tuple(np.asarray(a) for a in out)
+            crossed = self._pushed_back(g, out[3], out[4])
+            if crossed.size:
+                located, used = self._locate(mode, y, k1, g, h, out, crossed)
+                steps += used
+                if located is None:
+                    h *= 0.5
+                    continue
+                h, out = located
+            y1, _, k1, g, _, loss1 = out
+            if mode.sliding:
+                slid += h
+            t, y, loss = t + h, y1, float(loss1)
+            if mode.sliding or np.any(self._on(g)):
+                mode, y, g = self._settle(y, g)
+                most = max(most, mode.sliding)
+                k1 = np.asarray(prog.field(mode, y, self.args))
+                loss = float(prog.probe(y, self.args)[1])
+            if self.record:
+                ts.append(t)
+                ys.append(y.copy())
+            status = self._status(y, loss, float(np.linalg.norm(k1)), t)
+            h *= self._factor(err, accepted=True)
+        if status is None:
+            on = bool(np.any(self._on(g)))
+            status = Status.NON_SMOOTH if on else Status.NOT_CONVERGED
+        return SlideResult(
+            endpoint=y,
+            time=t,
+            steps=steps,
+            status=status,
+            ts=np.asarray(ts) if self.record else np.zeros(0),
+            thetas=np.asarray(ys) if self.record else np.zeros((0, y.size)),
+            sliding_time=slid,
+            surfaces=most,
+        )
+
+    def _band(self, g: np.ndarray) -> float:
+        return BAND * max(1.0, float(np.max(np.abs(g), initial=0.0)))
+
+    def _on(self, g: np.ndarray) -> np.ndarray:
+        return np.abs(g) <= self._band(g)
+
+    def _status(self, y: np.ndarray, loss: float, speed: float, t: float) -> Status | None:
+        opts = self.options
+        if not np.all(np.isfinite(y)) or np.linalg.norm(y) > opts.divergence_radius:
+            return Status.DIVERGED
+        if speed <= opts.gtol:
+            return Status.CONVERGED
+        if loss < self.level:
+            return Status.DECIDED
+        if t >= opts.t_max:
+            return Status.NOT_CONVERGED
+        return None
+
+    def _factor(self, err: float, accepted: bool) -> float:
+        """The step factor of :class:`StepControl` after an accepted or rejected step."""
+        ctl = self.control
+        if not math.isfinite(err):
+            return ctl.factor_min
+        grow = ctl.factor_max if err == 0 else ctl.safety * err ** (-1.0 / TSIT5.order)
+        if accepted:
+            return min(max(grow, 1.0), ctl.factor_max)
+        return min(max(grow, ctl.factor_min), ctl.safety)
+
+    def _initial_step(self, y: np.ndarray, f0: np.ndarray) -> float:
+        """Hairer's starting step without its second evaluation: ``0.01 ‖y‖/‖f‖`` in the
+        error norm, at least ``1e-6`` (:meth:`BatchedRK.initial_step`'s first guess)."""
+        scale = self.control.atol + self.control.rtol * np.abs(y)
+        d0 = float(np.sqrt(np.mean((y / scale) ** 2)))
+        d1 = float(np.sqrt(np.mean((f0 / scale) ** 2)))
+        if d0 < 1e-5 or d1 < 1e-5:
+            return 1e-6
+        return 0.01 * d0 / d1
+
+    def _pushed_back(self, g0: np.ndarray, g1: np.ndarray, rate1: np.ndarray) -> np.ndarray:
+        """The kinks a step crossed whose far side pushes back toward the surface: the step
+        should have ended on it.  A kink on its surface at the start is the mode's business."""
+        band = self._band(g0)
+        crossed = (np.abs(g0) > band) & (np.sign(g1) != np.sign(g0)) & (g1 * rate1 < 0)
+        return np.flatnonzero(crossed)
+
+    def _locate(
+        self,
+        mode: _Mode,
+        y: np.ndarray,
+        k1: np.ndarray,
+        g0: np.ndarray,
+        h: float,
+        out: tuple[np.ndarray, ...],
+        crossed: np.ndarray,
+    ) -> tuple[tuple[float, tuple[np.ndarray, ...]] | None, int]:
+        """The step of size ``h`` from ``y`` (its outputs ``out``) shortened by regula falsi
+        (Illinois) until it ends on the first of the ``crossed`` surfaces: ``((h, step
+        outputs), steps used)``, or ``(None, steps used)`` where no shortened step passes its
+        error test on the surface within :data:`LOCATE` tries."""
+        side = np.sign(g0[crossed])
+
+        def phi(g: np.ndarray) -> float:
+            return float(np.min(side * g[crossed]))
+
+        lo, f_lo, hi, f_hi = 0.0, phi(g0), h, phi(out[3])
+        used, last = 0, 0
+        for _ in range(LOCATE):
+            trial = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+            trial = min(max(trial, lo + 1e-6 * (hi - lo)), hi - 1e-6 * (hi - lo))
+            step = tuple(np.asarray(a) for a in self.programs.step(mode, y, k1, trial, self.args))
+            used += 1
+            if not float(step[1]) < 1.0:
+                hi, f_hi, last = trial, -abs(f_hi), 0
+                continue
+            value = phi(step[3])
+            if abs(value) <= self._band(step[3]):
+                return (trial, step), used
+            if value > 0:
+                lo, f_lo = trial, value
+                f_hi = f_hi / 2 if last == 1 else f_hi
+                last = 1
+            else:
+                hi, f_hi = trial, value
+                f_lo = f_lo / 2 if last == -1 else f_lo
+                last = -1
+        return None, used
+
+    def _settle(self, y: np.ndarray, g: np.ndarray) -> tuple[_Mode, np.ndarray, np.ndarray]:
+        """The mode at ``y``; on sliding surfaces, ``y`` projected onto them (and ``g`` there)."""
+        mode = self._mode(y, g)
+        if mode.sliding:
+            y = np.asarray(self.programs.project(mode, y, self.args))
+            g = np.asarray(self.programs.probe(y, self.args)[0])
+        return mode, y, g
+
+    def _mode(self, y: np.ndarray, g: np.ndarray) -> _Mode:
+        """The sliding mode at ``y`` (module docstring): the minimum-norm subgradient over the
+        surfaces ``y`` is on, grouped by their normals."""
+        prog, kinks = self.programs, self.kinks
+        slopes = np.where(g > 0, kinks.hi, kinks.lo).astype(np.float64)
+        on = np.flatnonzero(self._on(g))
+        groups = _group(np.asarray(prog.signatures(y, self.args))[on]) if on.size else []
+        fixed = np.zeros(g.shape, bool)
+        fixed[on] = True
+        if not groups:
+            return _Mode(fixed, slopes, np.zeros(0, np.int64), np.zeros(0))
+        rows = np.repeat(slopes[None], len(groups) + 1, axis=0)
+        for i, (members, orient) in enumerate(groups):
+            k = on[members]
+            rows[:, k] = np.where(orient > 0, kinks.lo[k], kinks.hi[k])
+            rows[i + 1, k] = np.where(orient > 0, kinks.hi[k], kinks.lo[k])
+        grads = np.asarray(prog.grads(rows, y, self.args))
+        w, jumps = grads[0], (grads[1:] - grads[0]).T
+        lam = _min_norm(w, jumps)
+        chosen = rows[0].copy()
+        for i, (members, _) in enumerate(groups):
+            if lam[i] >= 1 - INTERIOR:
+                chosen[on[members]] = rows[i + 1, on[members]]
+        inside = [i for i, x in enumerate(lam) if INTERIOR < x < 1 - INTERIOR]
+        reps = np.array([on[groups[i][0][0]] for i in inside], dtype=np.int64)
+        if not reps.size:
+            return _Mode(fixed, chosen, reps, np.zeros(0))
+        size = _size(reps.size)
+        normals = np.asarray(prog.normals(y, np.resize(reps, size), self.args))
+        normals = normals[: reps.size] * np.array([groups[i][1][0] for i in inside])[:, None]
+        attracting = np.einsum("ij,ji->i", normals, jumps[:, inside]) > 0
+        for i, keep in zip(inside, attracting):
+            if not keep:
+                side = rows[i + 1] if g[on[groups[i][0][0]]] * groups[i][1][0] > 0 else rows[0]
+                chosen[on[groups[i][0]]] = side[on[groups[i][0]]]
+        reps, normals = reps[attracting], normals[attracting]
+        return _padded(fixed, chosen, reps[_independent(normals)])
+
+
+def _independent(normals: np.ndarray) -> np.ndarray:
+    """Indices of rows of ``normals`` that are linearly independent (pivoted QR, keeping
+    ``|R_jj| ≥ RANK_TOL·|R_00|``), in their order."""
+    if len(normals) <= 1:
+        return np.arange(len(normals))
+    import scipy.linalg
+
+    _, r, order = scipy.linalg.qr(normals.T, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    rank = int(np.sum(diag >= RANK_TOL * diag[0])) if diag[0] > 0 else 0
+    return np.sort(order[:rank])
+
+
+def _padded(fixed: np.ndarray, slopes: np.ndarray, reps: np.ndarray) -> _Mode:
+    if not reps.size:
+        return _Mode(fixed, slopes, reps, np.zeros(0))
+    size = _size(reps.size)
+    mask = np.zeros(size)
+    mask[: reps.size] = 1.0
+    return _Mode(fixed, slopes, np.resize(reps, size), mask)
+
+
+def _size(n: int) -> int:
+    """The program size for ``n`` sliding surfaces: 8, then powers of two (few programs)."""
+    return max(8, 1 << (n - 1).bit_length())
+
+
+def _group(signs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Surfaces with the same unit normal (within :data:`GROUP_TOL`, either orientation):
+    ``(members, orientation ±1 of each member's normal against the group's)``, the members as
+    indices into ``signs`` (shape ``(n, SIGNATURES)``, the normals along fixed random
+    directions), the group's first member its representative.  Surfaces whose normal vanishes
+    cannot be slid on and are left out."""
+    norms = np.linalg.norm(signs, axis=1)
+    top = float(norms.max(initial=0.0))
+    if top == 0:
+        return []
+    keep = np.flatnonzero(norms > 1e-12 * top)
+    units = signs[keep] / norms[keep, None]
+    orient = np.where(units @ _ORIENT[: units.shape[1]] >= 0, 1.0, -1.0)
+    units = units * orient[:, None]
+    groups: list[list[int]] = []
+    heads: list[np.ndarray] = []
+    for j, u in enumerate(units):
+        for members, head in zip(groups, heads):
+            if np.max(np.abs(u - head)) <= GROUP_TOL:
+                members.append(j)
+                break
+        else:
+            groups.append([j])
+            heads.append(u)
+    return [(keep[np.array(m)], orient[np.array(m)]) for m in groups]
+
+
+_ORIENT = np.array([1.0, 1 / 3, 1 / 7, 1 / 11, 1 / 13, 1 / 17, 1 / 19, 1 / 23])
+"""Orients a unit normal: its sign is chosen so that its product with this vector is ≥ 0."""
+
+
+def _min_norm(w: np.ndarray, jumps: np.ndarray) -> np.ndarray:
+    """``argmin ‖w + J λ‖`` over ``λ ∈ [0, 1]^m`` (``J`` of shape ``(dim, m)``), by SciPy's
+    bounded-variable least squares (Stark & Parker 1995), exact for an active-set problem this
+    small.  A surface whose jump vanishes (the gradient is continuous across it) keeps
+    ``λ = 0``."""
+    from scipy.optimize import lsq_linear
+
+    lam = np.zeros(jumps.shape[1])
+    norms = np.linalg.norm(jumps, axis=0)
+    live = np.flatnonzero(norms > 1e-10 * max(1.0, float(np.linalg.norm(w))))
+    if not live.size:
+        return lam
+    fit = lsq_linear(jumps[:, live], -w, bounds=(0.0, 1.0), method="bvls", tol=1e-14)
+    lam[live] = np.clip(fit.x, 0.0, 1.0)
+    return lam
+
+
+def _normals(kinks: Kinks, y: jax.Array, reps: jax.Array, args: Any) -> jax.Array:
+    """``∇g`` of the surfaces ``reps``, shape ``(len(reps), dim)``."""
+    g, pull = jax.vjp(lambda x: kinks.surfaces(x, args), y)
+    rows = jax.nn.one_hot(reps, g.shape[0], dtype=y.dtype)
+    return jax.vmap(lambda r: pull(r)[0])(rows)
+
+
+@dataclass(frozen=True, eq=False)
+class _Programs:
+    """The compiled programs of one :class:`Kinks` at one pair of tolerances (each program is
+    built once per kinks, tolerances and kind: see the module-level builders below)."""
+
+    kinks: Kinks
+    rtol: float
+    atol: float
+
+    def probe(self, y: np.ndarray, args: Any) -> tuple[jax.Array, jax.Array]:
+        """``(g(y), L(y))``."""
+        return _probe(self.kinks)(y, args)
+
+    def grads(self, rows: np.ndarray, y: np.ndarray, args: Any) -> jax.Array:
+        """The gradient at each row of slopes ``rows`` (shape ``(n, K)``), shape ``(n, dim)``."""
+        return _grads(self.kinks)(rows, y, args)
+
+    def signatures(self, y: np.ndarray, args: Any) -> jax.Array:
+        """Each surface's normal ``∇g_k`` along :data:`SIGNATURES` fixed random directions,
+        shape ``(K, SIGNATURES)``."""
+        return _signatures(self.kinks)(y, args)
+
+    def normals(self, y: np.ndarray, reps: np.ndarray, args: Any) -> jax.Array:
+        """``∇g`` of the surfaces ``reps``, shape ``(len(reps), dim)``."""
+        return _normals_program(self.kinks)(y, reps, args)
+
+    def field(self, mode: _Mode, y: np.ndarray, args: Any) -> jax.Array:
+        """The mode's field at ``y``."""
+        program = _field_program(self.kinks, bool(mode.reps.size))
+        return program(mode.fixed, mode.slopes, mode.reps, mode.mask, y, args)
+
+    def step(self, mode: _Mode, y: np.ndarray, k1: np.ndarray, h: float, args: Any):
+        """One Tsit5 step of the mode's field from ``y`` (``k1`` the field there):
+        ``(y1, err, f(y1), g(y1), ġ(y1), L(y1))``, ``err`` the scaled RMS error (accepted
+        below 1), ``ġ = ∇g·f`` the surfaces' rate of change along the field."""
+        program = _step_program(self.kinks, self.rtol, self.atol, bool(mode.reps.size))
+        return program(mode.fixed, mode.slopes, mode.reps, mode.mask, y, k1, h, args)
+
+    def project(self, mode: _Mode, y: np.ndarray, args: Any) -> jax.Array:
+        """``y`` moved onto the mode's sliding surfaces (Gauss–Newton along their normals)."""
+        return _project_program(self.kinks)(mode.reps, mode.mask, y, args)
+
+
+@functools.cache
+def _probe(kinks: Kinks) -> Callable[..., tuple[jax.Array, jax.Array]]:
+    def probe(y: jax.Array, args: Any) -> tuple[jax.Array, jax.Array]:
+        g = kinks.surfaces(y, args)
+        return g, kinks.loss_at(y, kinks.slopes(g), args)
+
+    return jax.jit(probe)
+
+
+@functools.cache
+def _grads(kinks: Kinks) -> Callable[..., jax.Array]:
+    return jax.jit(jax.vmap(lambda s, y, a: kinks.grad_at(y, s, a), in_axes=(0, None, None)))
+
+
+@functools.cache
+def _signatures(kinks: Kinks) -> Callable[..., jax.Array]:
+    def signatures(y: jax.Array, args: Any) -> jax.Array:
+        rng = np.random.default_rng(20240)
+        dirs = jnp.asarray(rng.standard_normal((SIGNATURES, y.shape[0])), y.dtype)
+        along = jax.vmap(lambda v: jax.jvp(lambda x: kinks.surfaces(x, args), (y,), (v,))[1])
+        return along(dirs).T
+
+    return jax.jit(signatures)
+
+
+@functools.cache
+def _normals_program(kinks: Kinks) -> Callable[..., jax.Array]:
+    return jax.jit(functools.partial(_normals, kinks))
+
+
+def _field(kinks: Kinks, sliding: bool) -> Callable[..., jax.Array]:
+    """The mode's field ``-P ∇_θ L_s`` at one point (``P = I`` where nothing slides); a kink
+    the mode does not fix takes the slope of the side the point lies on."""
+
+    def field(fixed, s, reps, mask, y, args):
+        natural = jax.lax.stop_gradient(kinks.slopes(kinks.surfaces(y, args)))
+        w = kinks.grad_at(y, jnp.where(fixed, s, natural), args)
+        if not sliding:
+            return -w
+        n = _normals(kinks, y, reps, args) * mask[:, None]
+        gram = n @ n.T + jnp.diag(1.0 - mask)
+        return -(w - n.T @ jnp.linalg.solve(gram, n @ w))
+
+    return field
+
+
+@functools.cache
+def _field_program(kinks: Kinks, sliding: bool) -> Callable[..., jax.Array]:
+    return jax.jit(_field(kinks, sliding))
+
+
+@functools.cache
+def _step_program(
+    kinks: Kinks, rtol: float, atol: float, sliding: bool
+) -> Callable[..., tuple[jax.Array, ...]]:
+    """One Tsit5 step of the mode's field (:meth:`_Programs.step`)."""
+    tab, field = TSIT5, _field(kinks, sliding)
+
+    def step(fixed, s, reps, mask, y, k1, h, args):
+        def f(x: jax.Array) -> jax.Array:
+            return field(fixed, s, reps, mask, x, args)
+
+        ks = [k1]
+        for row in tab.a:
+            ks.append(f(y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
+        y1 = y + h * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
+        err = h * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
+        scale = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1))
+        norm = jnp.sqrt(jnp.mean((err / scale) ** 2))
+        g1, rate = jax.jvp(lambda x: kinks.surfaces(x, args), (y1,), (ks[-1],))
+        return y1, norm, ks[-1], g1, rate, kinks.loss_at(y1, kinks.slopes(g1), args)
+
+    return jax.jit(step)
+
+
+@functools.cache
+def _project_program(kinks: Kinks) -> Callable[..., jax.Array]:
+    def project(reps: jax.Array, mask: jax.Array, y: jax.Array, args: Any) -> jax.Array:
+        for _ in range(NEWTON):
+            g = kinks.surfaces(y, args)[reps] * mask
+            n = _normals(kinks, y, reps, args) * mask[:, None]
+            gram = n @ n.T + jnp.diag(1.0 - mask)
+            y = y - n.T @ jnp.linalg.solve(gram, g)
+        return y
+
+    return jax.jit(project)
