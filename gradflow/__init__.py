@@ -85,7 +85,7 @@ _EXPORTS = {
     "Metric": "._metric",
     "MetricLandscape": "._metric",
     "in_metric": "._metric",
-    "Kinks": "._sliding",
+    "Kinks": "._landscape",
     "SlideResult": "._sliding",
     "slide": "._sliding",
     "LossScales": "._scales",
@@ -158,7 +158,7 @@ if TYPE_CHECKING:
         to_jsonable,
     )
     from ._jax_landscape import JaxLandscape
-    from ._landscape import ClosedForm, GradientField, Landscape
+    from ._landscape import ClosedForm, GradientField, Kinks, Landscape
     from ._lowering import (
         LOWERED_FUNCTIONS,
         LogAddExp,
@@ -177,7 +177,7 @@ if TYPE_CHECKING:
     from ._progress import progress_bar
     from ._region import Region, grid_axis
     from ._scales import LossScales, loss_scales
-    from ._sliding import Kinks, SlideResult, slide
+    from ._sliding import SlideResult, slide
     from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._text import format_point, format_table
 

@@ -26,12 +26,12 @@ from ._landscape import (
     DEFAULT_BOUND,
     MATRIX_CALL_SIZES,
     GradientField,
+    Kinks,
     Landscape,
     host_cast,
     padded_call,
 )
 from ._lowering import lambdify_jax, lambdify_numpy, stabilize
-from ._sliding import Kinks
 from ._symbolic import (
     gradient_jumps,
     kink_form,

@@ -55,7 +55,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -63,9 +63,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._integrate import FlowOptions, Status
+from ._landscape import Kinks
 from ._rk import TSIT5, StepControl
 
-__all__ = ["BAND", "Kinks", "SlideResult", "slide", "sliding_options", "unit_kinks"]
+__all__ = ["BAND", "SlideResult", "slide", "sliding_options", "unit_kinks"]
 
 BAND = 1e-9
 """A point is on kink ``k`` when ``|g_k| ≤ BAND · max(1, max_j |g_j|)``: where a located step
@@ -84,46 +85,6 @@ NEWTON = 3
 """Gauss–Newton iterations of the projection onto the sliding surfaces."""
 LOCATE = 40
 """Regula-falsi iterations at most, to end a step on a surface."""
-
-
-@dataclass(frozen=True, eq=False)
-class Kinks:
-    """A loss with kinks on known surfaces: what :func:`slide` needs of it.
-
-    The loss is written with an explicit slope per kink: ``loss_at(θ, s, args)`` is ``L(θ)``
-    where every ``s_k`` is the slope of the side of ``g_k(θ) = 0`` the point lies on
-    (``lo_k`` where ``g_k < 0``, ``hi_k`` where ``g_k > 0``), and on ``g_k = 0`` it has the same
-    value for every ``s_k`` in ``[lo_k, hi_k]``.  ``|u|`` is ``s·u`` with slopes ``[-1, 1]``;
-    ``max(0, u)`` and a ReLU are ``s·u`` with ``[0, 1]``; ``max(a, b)`` is
-    ``b + s·(a - b)`` with ``[0, 1]`` on ``g = a - b``.  Its gradient in ``θ`` at fixed slopes
-    is the gradient of the smooth piece, and on a surface the convex hull of those of the
-    pieces that meet there (the Clarke subdifferential, where each kink enters the loss once).
-
-    Attributes:
-        surfaces: ``g(θ, args)``, shape ``(K,)`` for ``θ`` of shape ``(dim,)``: kink ``k``
-            lies on ``g_k = 0``.
-        loss_at: ``L_s(θ, s, args)``, a scalar, ``s`` of shape ``(K,)``.
-        lo, hi: the slopes on the negative and the positive side, shape ``(K,)``.
-        names: a name per kink for reports (``"Abs(x)"``), or empty.
-    """
-
-    surfaces: Callable[[jax.Array, Any], jax.Array]
-    loss_at: Callable[[jax.Array, jax.Array, Any], jax.Array]
-    lo: np.ndarray
-    hi: np.ndarray
-    names: tuple[str, ...] = field(default=())
-
-    def slopes(self, g: jax.Array) -> jax.Array:
-        """The slope of each kink on the side of its surface ``g`` lies on (``lo`` at 0)."""
-        return jnp.where(g > 0, jnp.asarray(self.hi, g.dtype), jnp.asarray(self.lo, g.dtype))
-
-    def loss(self, theta: jax.Array, args: Any) -> jax.Array:
-        """``L(θ)``."""
-        return self.loss_at(theta, self.slopes(self.surfaces(theta, args)), args)
-
-    def grad_at(self, theta: jax.Array, s: jax.Array, args: Any) -> jax.Array:
-        """``∇_θ L_s(θ)`` at fixed slopes ``s``."""
-        return jax.grad(self.loss_at)(theta, s, args)
 
 
 @functools.cache
