@@ -44,6 +44,7 @@ from gradflow import (
     FlowOptions,
     GradflowError,
     GradientField,
+    Kinks,
     Landscape,
     Status,
     atomic_outputs,
@@ -54,7 +55,11 @@ from gradflow import (
 )
 from gradflow.models.full_model import MarkovFullModel
 from gradflow.models.markov_data import enumerate_sequences
-from gradflow.models.markov_transformer import residual_stream
+from gradflow.models.markov_transformer import (
+    exact_loss_at,
+    prefix_preactivations,
+    residual_stream,
+)
 
 from .markov_configs import FateConfig
 from .markov_full_spectrum import critical_set_indices, index_lines
@@ -144,6 +149,12 @@ class FullLandscape(Landscape):
     def hessian(self, theta: Any) -> np.ndarray:
         raise GradflowError("the full landscape does not form Hessians of its weights")
 
+    @property
+    def kinks(self) -> Kinks:
+        """The FFN's ReLUs: a kink where a pre-activation at some prefix is 0
+        (:func:`~gradflow.models.markov_transformer.prefix_preactivations`), slopes ``[0, 1]``."""
+        return _full_kinks(self.full)
+
 
 @functools.cache
 def _unravel(full: MarkovFullModel) -> Callable[[jax.Array], Any]:
@@ -161,6 +172,20 @@ def _size(full: MarkovFullModel) -> int:
 def _full_field(full: MarkovFullModel) -> GradientField:
     unravel = _unravel(full)
     return GradientField.from_loss(lambda flat, h: full.loss(unravel(flat), h))
+
+
+@functools.cache
+def _full_kinks(full: MarkovFullModel) -> Kinks:
+    unravel = _unravel(full)
+    size = int(np.prod(prefix_preactivations(unravel(jnp.zeros(_size(full)))).shape))
+    return Kinks(
+        surfaces=lambda flat, h: prefix_preactivations(unravel(flat)).ravel(),
+        loss_at=lambda flat, s, h: exact_loss_at(
+            unravel(flat), h[0], h[1], s.reshape(-1, full.d * 4)
+        ),
+        lo=np.zeros(size),
+        hi=np.ones(size),
+    )
 
 
 @functools.cache

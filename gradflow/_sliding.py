@@ -203,26 +203,29 @@ class _Run:
 
     def integrate(self, y: np.ndarray, t: float) -> SlideResult:
         opts, prog = self.options, self.programs
-        g, loss = (np.asarray(a) for a in prog.probe(y, self.args))
+        g = prog.probe(y, self.args)[0]
         mode, y, g = self._settle(y, g)
-        k1 = np.asarray(prog.field(mode, y, self.args))
-        loss = float(prog.probe(y, self.args)[1])
+        slopes = self._slopes(mode, g)
+        k1 = prog.field(mode, slopes, y, self.args)
+        loss = prog.probe(y, self.args)[1]
         ts, ys = [t], [y.copy()]
         steps, slid, most = 0, 0.0, mode.sliding
         status = self._status(y, loss, float(np.linalg.norm(k1)), t)
         h = self._initial_step(y, k1)
         while status is None and steps < opts.max_steps:
             h = min(h, opts.t_max - t)
-            out = prog.step(mode, y, k1, h, self.args)
+            out = prog.step(mode, slopes, y, k1, h, g, self.args)
             steps += 1
             err = float(out[1])
             if not (math.isfinite(err) and err < 1.0):
                 h *= self._factor(err, accepted=False)
                 continue
-            out = tuple(np.asarray(a) for a in out)
-            crossed = self._pushed_back(g, out[3], out[4])
+            crossed = self._crossed(mode, g, out[4])
             if crossed.size:
-                located, used = self._locate(mode, y, k1, g, h, out, crossed)
+                if np.all(np.sign(out[3][crossed]) == np.sign(g[crossed])):
+                    h *= 0.5
+                    continue
+                located, used = self._locate(mode, slopes, y, k1, g, h, out, crossed)
                 steps += used
                 if located is None:
                     h *= 0.5
@@ -235,8 +238,11 @@ class _Run:
             if mode.sliding or np.any(self._on(g)):
                 mode, y, g = self._settle(y, g)
                 most = max(most, mode.sliding)
-                k1 = np.asarray(prog.field(mode, y, self.args))
-                loss = float(prog.probe(y, self.args)[1])
+                slopes = self._slopes(mode, g)
+                k1 = prog.field(mode, slopes, y, self.args)
+                loss = prog.probe(y, self.args)[1]
+            else:
+                slopes = self._slopes(mode, g)
             if self.record:
                 ts.append(t)
                 ys.append(y.copy())
@@ -255,6 +261,14 @@ class _Run:
             sliding_time=slid,
             surfaces=most,
         )
+
+    def _slopes(self, mode: _Mode, g: np.ndarray) -> np.ndarray:
+        """The slopes of a step from a point where the surfaces are ``g``: the mode's for the
+        kinks it fixes, the side's of the start for every other (held for the whole step, so
+        that the step integrates one smooth piece; a step whose points leave that piece is
+        located or shortened)."""
+        side = np.where(g > 0, self.kinks.hi, self.kinks.lo)
+        return np.where(mode.fixed, mode.slopes, side).astype(np.float64)
 
     def _band(self, g: np.ndarray) -> float:
         return BAND * max(1.0, float(np.max(np.abs(g), initial=0.0)))
@@ -294,16 +308,15 @@ class _Run:
             return 1e-6
         return 0.01 * d0 / d1
 
-    def _pushed_back(self, g0: np.ndarray, g1: np.ndarray, rate1: np.ndarray) -> np.ndarray:
-        """The kinks a step crossed whose far side pushes back toward the surface: the step
-        should have ended on it.  A kink on its surface at the start is the mode's business."""
-        band = self._band(g0)
-        crossed = (np.abs(g0) > band) & (np.sign(g1) != np.sign(g0)) & (g1 * rate1 < 0)
-        return np.flatnonzero(crossed)
+    def _crossed(self, mode: _Mode, g0: np.ndarray, reach: np.ndarray) -> np.ndarray:
+        """The kinks the mode does not fix that some point of a step reached the other side of
+        (``reach``: each kink's least ``sign(g0)·g`` over the step's stages and end)."""
+        return np.flatnonzero(~mode.fixed & (reach < 0))
 
     def _locate(
         self,
         mode: _Mode,
+        slopes: np.ndarray,
         y: np.ndarray,
         k1: np.ndarray,
         g0: np.ndarray,
@@ -311,10 +324,10 @@ class _Run:
         out: tuple[np.ndarray, ...],
         crossed: np.ndarray,
     ) -> tuple[tuple[float, tuple[np.ndarray, ...]] | None, int]:
-        """The step of size ``h`` from ``y`` (its outputs ``out``) shortened by regula falsi
-        (Illinois) until it ends on the first of the ``crossed`` surfaces: ``((h, step
-        outputs), steps used)``, or ``(None, steps used)`` where no shortened step passes its
-        error test on the surface within :data:`LOCATE` tries."""
+        """The step of size ``h`` from ``y`` (its outputs ``out``, whose end is beyond some of
+        the ``crossed`` surfaces) shortened by regula falsi (Illinois) until it ends on the first
+        of them that it reaches: ``((h, step outputs), steps used)``, or ``(None, steps used)``
+        where no shortened step ends on a surface within :data:`LOCATE` tries."""
         side = np.sign(g0[crossed])
 
         def phi(g: np.ndarray) -> float:
@@ -325,7 +338,7 @@ class _Run:
         for _ in range(LOCATE):
             trial = hi - f_hi * (hi - lo) / (f_hi - f_lo)
             trial = min(max(trial, lo + 1e-6 * (hi - lo)), hi - 1e-6 * (hi - lo))
-            step = tuple(np.asarray(a) for a in self.programs.step(mode, y, k1, trial, self.args))
+            step = self.programs.step(mode, slopes, y, k1, trial, g0, self.args)
             used += 1
             if not float(step[1]) < 1.0:
                 hi, f_hi, last = trial, -abs(f_hi), 0
@@ -347,8 +360,8 @@ class _Run:
         """The mode at ``y``; on sliding surfaces, ``y`` projected onto them (and ``g`` there)."""
         mode = self._mode(y, g)
         if mode.sliding:
-            y = np.asarray(self.programs.project(mode, y, self.args))
-            g = np.asarray(self.programs.probe(y, self.args)[0])
+            y = self.programs.project(mode, y, self.args)
+            g = self.programs.probe(y, self.args)[0]
         return mode, y, g
 
     def _mode(self, y: np.ndarray, g: np.ndarray) -> _Mode:
@@ -357,7 +370,7 @@ class _Run:
         prog, kinks = self.programs, self.kinks
         slopes = np.where(g > 0, kinks.hi, kinks.lo).astype(np.float64)
         on = np.flatnonzero(self._on(g))
-        groups = _group(np.asarray(prog.signatures(y, self.args))[on]) if on.size else []
+        groups = _group(prog.signatures(y, self.args)[on]) if on.size else []
         fixed = np.zeros(g.shape, bool)
         fixed[on] = True
         if not groups:
@@ -367,7 +380,7 @@ class _Run:
             k = on[members]
             rows[:, k] = np.where(orient > 0, kinks.lo[k], kinks.hi[k])
             rows[i + 1, k] = np.where(orient > 0, kinks.hi[k], kinks.lo[k])
-        grads = np.asarray(prog.grads(rows, y, self.args))
+        grads = prog.grads(rows, y, self.args)
         w, jumps = grads[0], (grads[1:] - grads[0]).T
         lam = _min_norm(w, jumps)
         chosen = rows[0].copy()
@@ -378,9 +391,9 @@ class _Run:
         reps = np.array([on[groups[i][0][0]] for i in inside], dtype=np.int64)
         if not reps.size:
             return _Mode(fixed, chosen, reps, np.zeros(0))
-        size = _size(reps.size)
-        normals = np.asarray(prog.normals(y, np.resize(reps, size), self.args))
-        normals = normals[: reps.size] * np.array([groups[i][1][0] for i in inside])[:, None]
+        normals = (
+            prog.normals(y, reps, self.args) * np.array([groups[i][1][0] for i in inside])[:, None]
+        )
         attracting = np.einsum("ij,ji->i", normals, jumps[:, inside]) > 0
         for i, keep in zip(inside, attracting):
             if not keep:
@@ -474,45 +487,73 @@ def _normals(kinks: Kinks, y: jax.Array, reps: jax.Array, args: Any) -> jax.Arra
 
 @dataclass(frozen=True, eq=False)
 class _Programs:
-    """The compiled programs of one :class:`Kinks` at one pair of tolerances (each program is
-    built once per kinks, tolerances and kind: see the module-level builders below)."""
+    """What :func:`slide` evaluates, for one :class:`Kinks` at one pair of tolerances.  Five
+    compiled programs (built once per kinks, see the builders below): the step, the gradients
+    at rows of slopes, the surfaces and the loss, the surfaces' normals, their directions.  The
+    small linear algebra of the projections runs on the host."""
 
     kinks: Kinks
     rtol: float
     atol: float
 
-    def probe(self, y: np.ndarray, args: Any) -> tuple[jax.Array, jax.Array]:
+    def probe(self, y: np.ndarray, args: Any) -> tuple[np.ndarray, float]:
         """``(g(y), L(y))``."""
-        return _probe(self.kinks)(y, args)
+        g, loss = _probe(self.kinks)(y, args)
+        return np.asarray(g), float(loss)
 
-    def grads(self, rows: np.ndarray, y: np.ndarray, args: Any) -> jax.Array:
-        """The gradient at each row of slopes ``rows`` (shape ``(n, K)``), shape ``(n, dim)``."""
-        return _grads(self.kinks)(rows, y, args)
+    def grads(self, rows: np.ndarray, y: np.ndarray, args: Any) -> np.ndarray:
+        """The gradient at each row of slopes ``rows`` (shape ``(n, K)``), shape ``(n, dim)``;
+        the rows are padded to 1, 8 or a multiple of 64 (few programs)."""
+        n = len(rows)
+        size = 1 if n == 1 else 8 if n <= 8 else 64 * -(-n // 64)
+        padded = np.concatenate([rows, np.repeat(rows[:1], size - n, axis=0)])
+        return np.asarray(_grads(self.kinks)(padded, y, args))[:n]
 
-    def signatures(self, y: np.ndarray, args: Any) -> jax.Array:
+    def signatures(self, y: np.ndarray, args: Any) -> np.ndarray:
         """Each surface's normal ``∇g_k`` along :data:`SIGNATURES` fixed random directions,
         shape ``(K, SIGNATURES)``."""
-        return _signatures(self.kinks)(y, args)
+        return np.asarray(_signatures(self.kinks)(y, args))
 
-    def normals(self, y: np.ndarray, reps: np.ndarray, args: Any) -> jax.Array:
-        """``∇g`` of the surfaces ``reps``, shape ``(len(reps), dim)``."""
-        return _normals_program(self.kinks)(y, reps, args)
+    def normals(self, y: np.ndarray, reps: np.ndarray, args: Any) -> np.ndarray:
+        """``∇g`` of the surfaces ``reps`` (padded to a program size), ``(len(reps), dim)``."""
+        size = _size(len(reps))
+        return np.asarray(_normals_program(self.kinks)(y, np.resize(reps, size), args))[: len(reps)]
 
-    def field(self, mode: _Mode, y: np.ndarray, args: Any) -> jax.Array:
-        """The mode's field at ``y``."""
-        program = _field_program(self.kinks, bool(mode.reps.size))
-        return program(mode.fixed, mode.slopes, mode.reps, mode.mask, y, args)
+    def field(self, mode: _Mode, slopes: np.ndarray, y: np.ndarray, args: Any) -> np.ndarray:
+        """The mode's field ``-P ∇_θ L_s`` at ``y`` with the kinks' ``slopes``."""
+        w = self.grads(slopes[None], y, args)[0]
+        if not mode.sliding:
+            return -w
+        n = self.normals(y, mode.reps[: mode.sliding], args)
+        return -(w - n.T @ np.linalg.solve(n @ n.T, n @ w))
 
-    def step(self, mode: _Mode, y: np.ndarray, k1: np.ndarray, h: float, args: Any):
-        """One Tsit5 step of the mode's field from ``y`` (``k1`` the field there):
-        ``(y1, err, f(y1), g(y1), ġ(y1), L(y1))``, ``err`` the scaled RMS error (accepted
-        below 1), ``ġ = ∇g·f`` the surfaces' rate of change along the field."""
-        program = _step_program(self.kinks, self.rtol, self.atol, bool(mode.reps.size))
-        return program(mode.fixed, mode.slopes, mode.reps, mode.mask, y, k1, h, args)
+    def step(
+        self,
+        mode: _Mode,
+        slopes: np.ndarray,
+        y: np.ndarray,
+        k1: np.ndarray,
+        h: float,
+        g0: np.ndarray,
+        args: Any,
+    ) -> tuple[np.ndarray, ...]:
+        """One Tsit5 step of the mode's field with the kinks' ``slopes`` from ``y`` (``k1`` the
+        field there, ``g0`` the surfaces): ``(y1, err, f(y1), g(y1), reach, L(y1))``, ``err``
+        the scaled RMS error (accepted below 1), ``reach`` each kink's least ``sign(g0)·g`` over
+        the stages and the end (negative where the step left its side)."""
+        program = _step_program(self.kinks, self.rtol, self.atol)
+        reps, mask = (mode.reps, mode.mask) if mode.sliding else (np.zeros(8, int), np.zeros(8))
+        out = program(slopes, reps, mask, y, k1, h, g0, args)
+        return tuple(np.asarray(a) for a in out)
 
-    def project(self, mode: _Mode, y: np.ndarray, args: Any) -> jax.Array:
+    def project(self, mode: _Mode, y: np.ndarray, args: Any) -> np.ndarray:
         """``y`` moved onto the mode's sliding surfaces (Gauss–Newton along their normals)."""
-        return _project_program(self.kinks)(mode.reps, mode.mask, y, args)
+        reps = mode.reps[: mode.sliding]
+        for _ in range(NEWTON):
+            g = self.probe(y, args)[0][reps]
+            n = self.normals(y, reps, args)
+            y = y - n.T @ np.linalg.solve(n @ n.T, g)
+        return y
 
 
 @functools.cache
@@ -545,59 +586,43 @@ def _normals_program(kinks: Kinks) -> Callable[..., jax.Array]:
     return jax.jit(functools.partial(_normals, kinks))
 
 
-def _field(kinks: Kinks, sliding: bool) -> Callable[..., jax.Array]:
-    """The mode's field ``-P ∇_θ L_s`` at one point (``P = I`` where nothing slides); a kink
-    the mode does not fix takes the slope of the side the point lies on."""
-
-    def field(fixed, s, reps, mask, y, args):
-        natural = jax.lax.stop_gradient(kinks.slopes(kinks.surfaces(y, args)))
-        w = kinks.grad_at(y, jnp.where(fixed, s, natural), args)
-        if not sliding:
-            return -w
-        n = _normals(kinks, y, reps, args) * mask[:, None]
-        gram = n @ n.T + jnp.diag(1.0 - mask)
-        return -(w - n.T @ jnp.linalg.solve(gram, n @ w))
-
-    return field
-
-
 @functools.cache
-def _field_program(kinks: Kinks, sliding: bool) -> Callable[..., jax.Array]:
-    return jax.jit(_field(kinks, sliding))
+def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple[jax.Array, ...]]:
+    """One Tsit5 step (:meth:`_Programs.step`): the stages in a loop, so that the field is
+    compiled once, and the projection on the sliding surfaces behind a ``cond`` (a step off
+    them does not pay for it)."""
+    tab = TSIT5
+    stages = len(tab.a) + 1
+    a = np.zeros((stages, stages))
+    for i, row in enumerate(tab.a):
+        a[i + 1, : len(row)] = row
+    coefficients = jnp.asarray(a)
+    b_error = jnp.asarray(tab.b_error)
 
+    def step(s, reps, mask, y, k1, h, g0, args):
+        def field(x: jax.Array) -> jax.Array:
+            w = kinks.grad_at(x, s, args)
 
-@functools.cache
-def _step_program(
-    kinks: Kinks, rtol: float, atol: float, sliding: bool
-) -> Callable[..., tuple[jax.Array, ...]]:
-    """One Tsit5 step of the mode's field (:meth:`_Programs.step`)."""
-    tab, field = TSIT5, _field(kinks, sliding)
+            def projected(w: jax.Array) -> jax.Array:
+                n = _normals(kinks, x, reps, args) * mask[:, None]
+                gram = n @ n.T + jnp.diag(1.0 - mask)
+                return w - n.T @ jnp.linalg.solve(gram, n @ w)
 
-    def step(fixed, s, reps, mask, y, k1, h, args):
-        def f(x: jax.Array) -> jax.Array:
-            return field(fixed, s, reps, mask, x, args)
+            return -jax.lax.cond(jnp.any(mask > 0), projected, lambda w: w, w)
 
-        ks = [k1]
-        for row in tab.a:
-            ks.append(f(y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
-        y1 = y + h * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
-        err = h * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
+        def stage(i: int, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+            ks, reach = carry
+            x = y + h * (coefficients[i] @ ks)
+            reach = jnp.minimum(reach, jnp.sign(g0) * kinks.surfaces(x, args))
+            return ks.at[i].set(field(x)), reach
+
+        ks = jnp.zeros((stages, y.shape[0]), y.dtype).at[0].set(k1)
+        ks, reach = jax.lax.fori_loop(1, stages, stage, (ks, jnp.full_like(g0, jnp.inf)))
+        y1 = y + h * (coefficients[-1] @ ks)
+        err = h * (b_error @ ks)
         scale = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1))
         norm = jnp.sqrt(jnp.mean((err / scale) ** 2))
-        g1, rate = jax.jvp(lambda x: kinks.surfaces(x, args), (y1,), (ks[-1],))
-        return y1, norm, ks[-1], g1, rate, kinks.loss_at(y1, kinks.slopes(g1), args)
+        g1 = kinks.surfaces(y1, args)
+        return y1, norm, ks[-1], g1, reach, kinks.loss_at(y1, kinks.slopes(g1), args)
 
     return jax.jit(step)
-
-
-@functools.cache
-def _project_program(kinks: Kinks) -> Callable[..., jax.Array]:
-    def project(reps: jax.Array, mask: jax.Array, y: jax.Array, args: Any) -> jax.Array:
-        for _ in range(NEWTON):
-            g = kinks.surfaces(y, args)[reps] * mask
-            n = _normals(kinks, y, reps, args) * mask[:, None]
-            gram = n @ n.T + jnp.diag(1.0 - mask)
-            y = y - n.T @ jnp.linalg.solve(gram, g)
-        return y
-
-    return jax.jit(project)

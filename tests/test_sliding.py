@@ -98,7 +98,7 @@ def test_away_from_kinks_it_takes_the_path_of_the_smooth_solver() -> None:
 
 
 def test_a_run_whose_budget_ends_on_a_kink_says_so(one_kink) -> None:
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, max_steps=150)
+    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, max_steps=40)
     run = gradflow.slide(one_kink.kinks, [0.5, 3.0], one_kink.args, options)
     assert run.status is Status.NON_SMOOTH and run.endpoint[0] == 0.0 and run.time > 0.5
 
