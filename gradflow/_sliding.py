@@ -141,13 +141,14 @@ class SlideResult:
 class _Mode:
     """What the field is near a point: the kinks whose slope the mode fixes (those on their
     surfaces: ``fixed``, their slopes in ``slopes``; every other kink takes the slope of the side
-    a point lies on), and the representatives of the sliding surfaces (their indices into
-    ``g``, padded to a program size, with a mask)."""
+    a point lies on), the kinks on sliding surfaces (``slides``), and the representatives of the
+    sliding surfaces (their indices into ``g``, padded to a program size, with a mask)."""
 
     fixed: np.ndarray
     slopes: np.ndarray
     reps: np.ndarray
     mask: np.ndarray
+    slides: np.ndarray
 
     @property
     def sliding(self) -> int:
@@ -220,7 +221,10 @@ class _Run:
             if not (math.isfinite(err) and err < 1.0):
                 h *= self._factor(err, accepted=False)
                 continue
-            crossed = self._crossed(mode, g, out[4])
+            crossed, wrong = self._crossed(mode, slopes, g, out[4])
+            if wrong:
+                h *= 0.5
+                continue
             if crossed.size:
                 if np.all(np.sign(out[3][crossed]) == np.sign(g[crossed])):
                     h *= 0.5
@@ -308,10 +312,21 @@ class _Run:
             return 1e-6
         return 0.01 * d0 / d1
 
-    def _crossed(self, mode: _Mode, g0: np.ndarray, reach: np.ndarray) -> np.ndarray:
-        """The kinks the mode does not fix that some point of a step reached the other side of
-        (``reach``: each kink's least ``sign(g0)·g`` over the step's stages and end)."""
-        return np.flatnonzero(~mode.fixed & (reach < 0))
+    def _crossed(
+        self, mode: _Mode, slopes: np.ndarray, g0: np.ndarray, bounds: np.ndarray
+    ) -> tuple[np.ndarray, bool]:
+        """What a step did to the kinks, from their least and greatest values over its points
+        (``bounds``, shape ``(2, K)``): the kinks the mode does not fix that some point reached
+        the other side of, and whether a kink it fixes (on its surface, not sliding) left the
+        surface on the side whose slope it does not hold."""
+        lowest, highest = bounds
+        crossed = ~mode.fixed & (((g0 > 0) & (lowest < 0)) | ((g0 < 0) & (highest > 0)))
+        band, held = self._band(g0), mode.fixed & ~mode.slides
+        wrong = held & (
+            ((slopes == self.kinks.hi) & (lowest < -band))
+            | ((slopes == self.kinks.lo) & (highest > band))
+        )
+        return np.flatnonzero(crossed), bool(np.any(wrong))
 
     def _locate(
         self,
@@ -366,15 +381,18 @@ class _Run:
 
     def _mode(self, y: np.ndarray, g: np.ndarray) -> _Mode:
         """The sliding mode at ``y`` (module docstring): the minimum-norm subgradient over the
-        surfaces ``y`` is on, grouped by their normals."""
+        surfaces ``y`` is on, grouped by their normals.  A surface that does not slide takes the
+        slope of the side the minimum-norm velocity moves it to (at a concave kink the least
+        velocity is the near side's, which carries the point across: beyond, the far side's
+        slope holds)."""
         prog, kinks = self.programs, self.kinks
         slopes = np.where(g > 0, kinks.hi, kinks.lo).astype(np.float64)
         on = np.flatnonzero(self._on(g))
         groups = _group(prog.signatures(y, self.args)[on]) if on.size else []
-        fixed = np.zeros(g.shape, bool)
+        fixed, slides = np.zeros(g.shape, bool), np.zeros(g.shape, bool)
         fixed[on] = True
         if not groups:
-            return _Mode(fixed, slopes, np.zeros(0, np.int64), np.zeros(0))
+            return _padded(fixed, slopes, np.zeros(0, np.int64), slides)
         rows = np.repeat(slopes[None], len(groups) + 1, axis=0)
         for i, (members, orient) in enumerate(groups):
             k = on[members]
@@ -383,24 +401,24 @@ class _Run:
         grads = prog.grads(rows, y, self.args)
         w, jumps = grads[0], (grads[1:] - grads[0]).T
         lam = _min_norm(w, jumps)
-        chosen = rows[0].copy()
+        velocity = -(w + jumps @ lam)
+        reps = np.array([on[members[0]] for members, _ in groups], dtype=np.int64)
+        normals = prog.normals(y, reps, self.args) * np.array([o[0] for _, o in groups])[:, None]
+        rates = normals @ velocity
+        scale = np.linalg.norm(normals, axis=1) * np.linalg.norm(velocity)
+        attracting = np.einsum("ij,ji->i", normals, jumps) > 0
+        chosen, sliding = rows[0].copy(), []
         for i, (members, _) in enumerate(groups):
-            if lam[i] >= 1 - INTERIOR:
-                chosen[on[members]] = rows[i + 1, on[members]]
-        inside = [i for i, x in enumerate(lam) if INTERIOR < x < 1 - INTERIOR]
-        reps = np.array([on[groups[i][0][0]] for i in inside], dtype=np.int64)
-        if not reps.size:
-            return _Mode(fixed, chosen, reps, np.zeros(0))
-        normals = (
-            prog.normals(y, reps, self.args) * np.array([groups[i][1][0] for i in inside])[:, None]
-        )
-        attracting = np.einsum("ij,ji->i", normals, jumps[:, inside]) > 0
-        for i, keep in zip(inside, attracting):
-            if not keep:
-                side = rows[i + 1] if g[on[groups[i][0][0]]] * groups[i][1][0] > 0 else rows[0]
-                chosen[on[groups[i][0]]] = side[on[groups[i][0]]]
-        reps, normals = reps[attracting], normals[attracting]
-        return _padded(fixed, chosen, reps[_independent(normals)])
+            k = on[members]
+            if INTERIOR < lam[i] < 1 - INTERIOR and attracting[i]:
+                sliding.append(i)
+                slides[k] = True
+            elif rates[i] > INTERIOR * scale[i] or (
+                lam[i] >= 1 - INTERIOR and rates[i] >= -INTERIOR * scale[i]
+            ):
+                chosen[k] = rows[i + 1, k]
+        keep = _independent(normals[sliding]) if sliding else np.zeros(0, int)
+        return _padded(fixed, chosen, reps[sliding][keep], slides)
 
 
 def _independent(normals: np.ndarray) -> np.ndarray:
@@ -416,13 +434,13 @@ def _independent(normals: np.ndarray) -> np.ndarray:
     return np.sort(order[:rank])
 
 
-def _padded(fixed: np.ndarray, slopes: np.ndarray, reps: np.ndarray) -> _Mode:
+def _padded(fixed: np.ndarray, slopes: np.ndarray, reps: np.ndarray, slides: np.ndarray) -> _Mode:
     if not reps.size:
-        return _Mode(fixed, slopes, reps, np.zeros(0))
+        return _Mode(fixed, slopes, reps, np.zeros(0), slides)
     size = _size(reps.size)
     mask = np.zeros(size)
     mask[: reps.size] = 1.0
-    return _Mode(fixed, slopes, np.resize(reps, size), mask)
+    return _Mode(fixed, slopes, np.resize(reps, size), mask, slides)
 
 
 def _size(n: int) -> int:
@@ -538,13 +556,13 @@ class _Programs:
         args: Any,
     ) -> tuple[np.ndarray, ...]:
         """One Tsit5 step of the mode's field with the kinks' ``slopes`` from ``y`` (``k1`` the
-        field there, ``g0`` the surfaces): ``(y1, err, f(y1), g(y1), reach, L(y1))``, ``err``
-        the scaled RMS error (accepted below 1), ``reach`` each kink's least ``sign(g0)·g`` over
-        the stages and the end (negative where the step left its side)."""
+        field there, ``g0`` the surfaces): ``(y1, err, f(y1), g(y1), (lowest, highest), L(y1))``,
+        ``err`` the scaled RMS error (accepted below 1), ``lowest`` and ``highest`` each
+        surface's least and greatest value over the start, the stages and the end."""
         program = _step_program(self.kinks, self.rtol, self.atol)
         reps, mask = (mode.reps, mode.mask) if mode.sliding else (np.zeros(8, int), np.zeros(8))
-        out = program(slopes, reps, mask, y, k1, h, g0, args)
-        return tuple(np.asarray(a) for a in out)
+        y1, err, f1, g1, (lowest, highest), loss = program(slopes, reps, mask, y, k1, h, g0, args)
+        return tuple(np.asarray(a) for a in (y1, err, f1, g1, (lowest, highest), loss))
 
     def project(self, mode: _Mode, y: np.ndarray, args: Any) -> np.ndarray:
         """``y`` moved onto the mode's sliding surfaces (Gauss–Newton along their normals)."""
@@ -610,19 +628,19 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
 
             return -jax.lax.cond(jnp.any(mask > 0), projected, lambda w: w, w)
 
-        def stage(i: int, carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
-            ks, reach = carry
+        def stage(i: int, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+            ks, lowest, highest = carry
             x = y + h * (coefficients[i] @ ks)
-            reach = jnp.minimum(reach, jnp.sign(g0) * kinks.surfaces(x, args))
-            return ks.at[i].set(field(x)), reach
+            g = kinks.surfaces(x, args)
+            return ks.at[i].set(field(x)), jnp.minimum(lowest, g), jnp.maximum(highest, g)
 
         ks = jnp.zeros((stages, y.shape[0]), y.dtype).at[0].set(k1)
-        ks, reach = jax.lax.fori_loop(1, stages, stage, (ks, jnp.full_like(g0, jnp.inf)))
+        ks, lowest, highest = jax.lax.fori_loop(1, stages, stage, (ks, g0, g0))
         y1 = y + h * (coefficients[-1] @ ks)
         err = h * (b_error @ ks)
         scale = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1))
         norm = jnp.sqrt(jnp.mean((err / scale) ** 2))
         g1 = kinks.surfaces(y1, args)
-        return y1, norm, ks[-1], g1, reach, kinks.loss_at(y1, kinks.slopes(g1), args)
+        return y1, norm, ks[-1], g1, (lowest, highest), kinks.loss_at(y1, kinks.slopes(g1), args)
 
     return jax.jit(step)
