@@ -536,10 +536,12 @@ class FateMap(FateResult):
             )
             ax.set_xlabel("w0")
             ax.set_ylabel("e0")
-        fig.legend(handles=handles, loc="lower center", ncol=4, fontsize=8, frameon=False)
+        columns = min(2 * len(sigmas), 4)
+        rows = -(-len(handles) // columns)
+        fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
         c = self.config
         fig.suptitle(f"fate map, {c.model}, p = {c.p:g}, q = {c.q:g}", fontsize=10)
-        fig.tight_layout(rect=(0, 0.1, 1, 0.95))
+        fig.tight_layout(rect=(0, 0.03 + 0.04 * rows, 1, 0.95))
         return fig
 
 

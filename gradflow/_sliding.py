@@ -505,10 +505,10 @@ def _normals(kinks: Kinks, y: jax.Array, reps: jax.Array, args: Any) -> jax.Arra
 
 @dataclass(frozen=True, eq=False)
 class _Programs:
-    """What :func:`slide` evaluates, for one :class:`Kinks` at one pair of tolerances.  Five
+    """What :func:`slide` evaluates, for one :class:`Kinks` at one pair of tolerances.  Four
     compiled programs (built once per kinks, see the builders below): the step, the gradients
-    at rows of slopes, the surfaces and the loss, the surfaces' normals, their directions.  The
-    small linear algebra of the projections runs on the host."""
+    at rows of slopes, the surfaces with the loss and the surfaces' directions, the surfaces'
+    normals.  The small linear algebra of the projections runs on the host."""
 
     kinks: Kinks
     rtol: float
@@ -516,21 +516,22 @@ class _Programs:
 
     def probe(self, y: np.ndarray, args: Any) -> tuple[np.ndarray, float]:
         """``(g(y), L(y))``."""
-        g, loss = _probe(self.kinks)(y, args)
+        g, loss, _ = _probe(self.kinks)(y, args)
         return np.asarray(g), float(loss)
 
     def grads(self, rows: np.ndarray, y: np.ndarray, args: Any) -> np.ndarray:
         """The gradient at each row of slopes ``rows`` (shape ``(n, K)``), shape ``(n, dim)``;
-        the rows are padded to 1, 8 or a multiple of 64 (few programs)."""
+        the rows are padded to 8 or a multiple of 64 (few programs: a program of the full model
+        takes seconds to compile, and eight gradients in one vectorized call cost about three)."""
         n = len(rows)
-        size = 1 if n == 1 else 8 if n <= 8 else 64 * -(-n // 64)
+        size = 8 if n <= 8 else 64 * -(-n // 64)
         padded = np.concatenate([rows, np.repeat(rows[:1], size - n, axis=0)])
         return np.asarray(_grads(self.kinks)(padded, y, args))[:n]
 
     def signatures(self, y: np.ndarray, args: Any) -> np.ndarray:
         """Each surface's normal ``∇g_k`` along :data:`SIGNATURES` fixed random directions,
         shape ``(K, SIGNATURES)``."""
-        return np.asarray(_signatures(self.kinks)(y, args))
+        return np.asarray(_probe(self.kinks)(y, args)[2])
 
     def normals(self, y: np.ndarray, reps: np.ndarray, args: Any) -> np.ndarray:
         """``∇g`` of the surfaces ``reps`` (padded to a program size), ``(len(reps), dim)``."""
@@ -575,10 +576,16 @@ class _Programs:
 
 
 @functools.cache
-def _probe(kinks: Kinks) -> Callable[..., tuple[jax.Array, jax.Array]]:
-    def probe(y: jax.Array, args: Any) -> tuple[jax.Array, jax.Array]:
-        g = kinks.surfaces(y, args)
-        return g, kinks.loss_at(y, kinks.slopes(g), args)
+def _probe(kinks: Kinks) -> Callable[..., tuple[jax.Array, ...]]:
+    """``(y, args) → (g, L, signatures)``: the surfaces, the loss, and each surface's normal
+    along :data:`SIGNATURES` fixed random directions (one program: each program of a large
+    loss takes seconds to compile)."""
+
+    def probe(y: jax.Array, args: Any) -> tuple[jax.Array, ...]:
+        rng = np.random.default_rng(20240)
+        dirs = jnp.asarray(rng.standard_normal((SIGNATURES, y.shape[0])), y.dtype)
+        g, along = jax.vmap(lambda v: jax.jvp(lambda x: kinks.surfaces(x, args), (y,), (v,)))(dirs)
+        return g[0], kinks.loss_at(y, kinks.slopes(g[0]), args), along.T
 
     return jax.jit(probe)
 
@@ -586,17 +593,6 @@ def _probe(kinks: Kinks) -> Callable[..., tuple[jax.Array, jax.Array]]:
 @functools.cache
 def _grads(kinks: Kinks) -> Callable[..., jax.Array]:
     return jax.jit(jax.vmap(lambda s, y, a: kinks.grad_at(y, s, a), in_axes=(0, None, None)))
-
-
-@functools.cache
-def _signatures(kinks: Kinks) -> Callable[..., jax.Array]:
-    def signatures(y: jax.Array, args: Any) -> jax.Array:
-        rng = np.random.default_rng(20240)
-        dirs = jnp.asarray(rng.standard_normal((SIGNATURES, y.shape[0])), y.dtype)
-        along = jax.vmap(lambda v: jax.jvp(lambda x: kinks.surfaces(x, args), (y,), (v,))[1])
-        return along(dirs).T
-
-    return jax.jit(signatures)
 
 
 @functools.cache
