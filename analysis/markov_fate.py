@@ -17,8 +17,9 @@ the switching surfaces located).  Each run stops when its fate is decided:
   budget or the step budget ran out first.
 - ``kink``: the step budget ran out with the run on a kink.
 
-Each fate is compared with the reduced model's basin label at ``θ0`` in the Euclidean metric
-(the paper's portrait) and in the metric the embedding induces, ``G = JᵀJ``
+Each fate is compared with the reduced model's prediction at ``θ0``: the fate of the reduced
+gradient flow from ``θ0`` by the same rule (its basin), in the Euclidean metric (the paper's
+portrait) and in the metric the embedding induces, ``G = JᵀJ``
 (:mod:`gradflow.models.full_model`): one :class:`~gradflow.analysis.fate.FateCell` per run and
 metric, grouped by metric and ``σ`` (``"induced σ=0.01"``).  A disagreement gets the first
 reason that holds, in this order (:data:`~gradflow.analysis.fate.REASONS`):
@@ -35,8 +36,8 @@ reason that holds, in this order (:data:`~gradflow.analysis.fate.REASONS`):
 4. ``unexplained``.
 
 The runs go through :func:`gradflow.run_cells`, one cell per row of the grid (``e0``) and
-``(σ, seed)`` (a dozen runs, seconds each); the two reduced basin maps are two cells of their
-own.  A checkpoint folder keeps every finished cell and a rerun resumes.
+``(σ, seed)`` (a dozen runs, seconds each); the reduced predictions in the two metrics are two
+cells of their own.  A checkpoint folder keeps every finished cell and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -55,14 +56,13 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from gradflow import (
-    LABELS,
     FlowOptions,
     GradflowError,
     GradientField,
     Kinks,
     Landscape,
     Status,
-    basins,
+    flow_endpoints,
     in_metric,
     run_cells,
     slide,
@@ -87,7 +87,6 @@ __all__ = [
     "full_options",
     "full_row",
     "reduced_cell",
-    "reduced_label",
 ]
 
 FATES = ("global", "local", "other", "diverged", "undecided", "kink")
@@ -222,13 +221,6 @@ def _off_family(full: MarkovFullModel) -> Callable[..., jax.Array]:
     return jax.jit(jax.vmap(off, in_axes=(0, None)))
 
 
-def reduced_label(kind: str) -> str:
-    """The fate a reduced basin label predicts: ``global`` for a global minimum, ``local`` for
-    the unigram set (local minima and the saddles of ``e = 0``, all at loss ``H(π)``), else the
-    label itself."""
-    return {"global_min": "global", "local_min": "local", "saddle": "local"}.get(kind, kind)
-
-
 def full_options(config: FateConfig) -> FlowOptions:
     """Tolerances and stop rule of a full run: a steady state at ``gtol``, budgets ``t_max``
     and ``max_steps``.  ``atol`` sits far below ``gtol``/λ_max (``1e-6/23`` at the default
@@ -254,23 +246,33 @@ def references(config: FateConfig) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class ReducedCell:
-    """A cell of the map: the reduced basin map in one metric (``"euclidean"``, ``"induced"``)."""
+    """A cell of the map: the reduced model's predictions in one metric (``"euclidean"``,
+    ``"induced"``)."""
 
     config: FateConfig
     metric: str
 
 
 def reduced_cell(cell: ReducedCell) -> dict[str, np.ndarray]:
-    """The predicted fate at every grid point (:func:`reduced_label` of the reduced basin map
-    in ``cell.metric``), ``{"labels": (grid, grid) strings}``, row = ``e``."""
+    """The reduced model's prediction at every grid point, ``{"labels": (grid, grid)
+    strings}`` (row = ``e``): the fate of its gradient flow in ``cell.metric`` by the full
+    runs' rule (:data:`FATES`: decided below the same loss level, steady at ``H(π)``, …),
+    integrated from the grid points (Tsit5, the engine's default tolerances)."""
     config = cell.config
     full = config.full()
     bound = full.reduced.bind(p=config.p, q=config.q)
     landscape = (
         bound if cell.metric == "euclidean" else in_metric(bound, full.metric, name="induced")
     )
-    bm = basins(landscape, region=config.region(), options=FlowOptions(), progress=False)
-    return {"labels": np.vectorize(reduced_label)(np.asarray(LABELS)[bm.labels]).astype(str)}
+    refs = references(config)
+    level = refs["entropy_rate"] + DECISION_SHARE * (refs["unigram_loss"] - refs["entropy_rate"])
+    thetas = config.region().points().reshape(-1, full.reduced.dim)
+    ends = flow_endpoints(
+        landscape, thetas, FlowOptions(solver="Tsit5"), decide_below=level, progress=False
+    )
+    losses = bound.loss(ends.endpoints)
+    fates = [_fate(Status(int(s)), loss, refs, level) for s, loss in zip(ends.status, losses)]
+    return {"labels": np.asarray(FATES)[fates].reshape(config.grid, config.grid)}
 
 
 @dataclass(frozen=True)
@@ -351,7 +353,7 @@ def spectra_cell(cell: SpectraCell) -> dict[str, np.ndarray]:
 
 @dataclass(frozen=True)
 class FateMap(FateResult):
-    """Full fates on the grid against the reduced basin labels.
+    """Full fates on the grid against the reduced predictions.
 
     Attributes:
         config: what was run.
@@ -367,7 +369,7 @@ class FateMap(FateResult):
         off_start, off_end: relative distance of the weights from the reduced family at the
             start and the end of each run, shape ``(R, n, n)``.
         reduced: per metric (``"euclidean"``, ``"induced"``) the predicted fate per grid point
-            (:func:`reduced_label`), string arrays of shape ``(n, n)``.
+            (:func:`reduced_cell`), string arrays of shape ``(n, n)``.
         references: ``unigram_loss`` ``H(π)`` and ``entropy_rate``, nats.
         spectra: with ``config.spectra``, per reduced critical set its Morse index in the
             reduced and in the full model (:func:`~gradflow.analysis.markov_full_spectrum.critical_set_indices`), else empty.
