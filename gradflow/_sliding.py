@@ -141,18 +141,43 @@ class SlideResult:
 class _Mode:
     """What the field is near a point: the kinks whose slope the mode fixes (those on their
     surfaces: ``fixed``, their slopes in ``slopes``; every other kink takes the slope of the side
-    a point lies on), the kinks on sliding surfaces (``slides``), and the representatives of the
-    sliding surfaces (their indices into ``g``, padded to a program size, with a mask)."""
+    a point lies on), the kinks on sliding surfaces (``slides``), the representatives of the
+    sliding surfaces (their indices into ``g``, padded to a program size, with a mask), and each
+    one's jump along its normal, ``d = n·Δ/|n|²`` (``n = ∇g`` of the representative, ``Δ`` the
+    jump of the gradient across the surface): the projection's multiplier ``μ`` of a surface is
+    ``-λ·d``, so ``λ = -μ/d`` says, step by step, whether it still slides."""
 
     fixed: np.ndarray
     slopes: np.ndarray
     reps: np.ndarray
     mask: np.ndarray
     slides: np.ndarray
+    jumps: np.ndarray
 
     @property
     def sliding(self) -> int:
         return int(self.mask.sum())
+
+
+@dataclass(frozen=True)
+class _Info:
+    """What the host learns of a step (one transfer): its scaled error, the loss and the
+    field's norm at its end, whether its end is finite and how far from the origin, whether
+    it crossed a surface the mode does not hold (at some stage; at the end), whether a held
+    surface was left on the side whose slope it does not hold, whether its end is on a
+    surface, and on one the mode does not hold or holds without sliding (its mode must be
+    solved again)."""
+
+    err: float
+    loss: float
+    speed: float
+    finite: bool
+    size: float
+    crossed: bool
+    end_crossed: bool
+    wrong: bool
+    on: bool
+    new: bool
 
 
 def slide(
@@ -204,57 +229,50 @@ class _Run:
 
     def integrate(self, y: np.ndarray, t: float) -> SlideResult:
         opts, prog = self.options, self.programs
-        g = prog.probe(y, self.args)[0]
+        g, loss = prog.probe(y, self.args)
         mode, y, g = self._settle(y, g)
-        slopes = self._slopes(mode, g)
-        k1 = prog.field(mode, slopes, y, self.args)
+        k1 = prog.field(mode, g, y, self.args)
         loss = prog.probe(y, self.args)[1]
-        ts, ys = [t], [y.copy()]
+        ts, ys = [t], [np.array(y)]
         steps, slid, most = 0, 0.0, mode.sliding
-        status = self._status(y, loss, float(np.linalg.norm(k1)), t)
-        h = self._initial_step(y, k1)
+        status = self._status(np.isfinite(y).all(), np.linalg.norm(y), loss, np.linalg.norm(k1), t)
+        h = self._initial_step(np.asarray(y), np.asarray(k1))
         while status is None and steps < opts.max_steps:
             h = min(h, opts.t_max - t)
-            out = prog.step(mode, slopes, y, k1, h, g, self.args)
+            out = prog.step(mode, y, k1, h, g, self.args)
+            info = _Info(*np.asarray(out[-1]))
             steps += 1
-            err = float(out[1])
-            if not (math.isfinite(err) and err < 1.0):
-                h *= self._factor(err, accepted=False)
+            if not (math.isfinite(info.err) and info.err < 1.0):
+                h *= self._factor(info.err, accepted=False)
                 continue
-            crossed, wrong = self._crossed(mode, slopes, g, out[4])
-            if wrong:
+            if info.wrong or (info.crossed and not info.end_crossed):
                 h *= 0.5
                 continue
-            if crossed.size:
-                if np.all(np.sign(out[3][crossed]) == np.sign(g[crossed])):
-                    h *= 0.5
-                    continue
-                located, used = self._locate(mode, slopes, y, k1, g, h, out, crossed)
+            if info.crossed:
+                located, used = self._locate(mode, y, k1, g, h, out)
                 steps += used
                 if located is None:
                     h *= 0.5
                     continue
                 h, out = located
-            y1, _, k1, g, _, loss1 = out
+                info = _Info(*np.asarray(out[-1]))
+            y, k1, g = out[0], out[1], out[2]
             if mode.sliding:
                 slid += h
-            t, y, loss = t + h, y1, float(loss1)
-            if mode.sliding or np.any(self._on(g)):
-                mode, y, g = self._settle(y, g)
+            t, loss, speed = t + h, info.loss, info.speed
+            if info.new or (mode.sliding and not self._still_sliding(mode, out[4])):
+                mode, y, g = self._settle(y, np.asarray(g))
                 most = max(most, mode.sliding)
-                slopes = self._slopes(mode, g)
-                k1 = prog.field(mode, slopes, y, self.args)
-                loss = prog.probe(y, self.args)[1]
-            else:
-                slopes = self._slopes(mode, g)
+                k1 = prog.field(mode, g, y, self.args)
+                loss, speed = prog.probe(y, self.args)[1], np.linalg.norm(k1)
             if self.record:
                 ts.append(t)
-                ys.append(y.copy())
-            status = self._status(y, loss, float(np.linalg.norm(k1)), t)
-            h *= self._factor(err, accepted=True)
+                ys.append(np.array(y))
+            status = self._status(info.finite, info.size, loss, speed, t)
+            h *= self._factor(info.err, accepted=True)
+        y, g = np.array(y), np.asarray(g)
         if status is None:
-            on = bool(np.any(self._on(g)))
-            status = Status.NON_SMOOTH if on else Status.NOT_CONVERGED
+            status = Status.NON_SMOOTH if np.any(self._on(g)) else Status.NOT_CONVERGED
         return SlideResult(
             endpoint=y,
             time=t,
@@ -266,13 +284,11 @@ class _Run:
             surfaces=most,
         )
 
-    def _slopes(self, mode: _Mode, g: np.ndarray) -> np.ndarray:
-        """The slopes of a step from a point where the surfaces are ``g``: the mode's for the
-        kinks it fixes, the side's of the start for every other (held for the whole step, so
-        that the step integrates one smooth piece; a step whose points leave that piece is
-        located or shortened)."""
-        side = np.where(g > 0, self.kinks.hi, self.kinks.lo)
-        return np.where(mode.fixed, mode.slopes, side).astype(np.float64)
+    def _still_sliding(self, mode: _Mode, mu: Any) -> bool:
+        """Whether every sliding surface of ``mode`` still slides at a step's end, where the
+        projection's multipliers are ``mu``: ``λ = -μ/d`` inside ``(0, 1)``."""
+        lam = -np.asarray(mu)[: mode.sliding] / mode.jumps[: mode.sliding]
+        return bool(np.all((lam > INTERIOR) & (lam < 1 - INTERIOR)))
 
     def _band(self, g: np.ndarray) -> float:
         return BAND * max(1.0, float(np.max(np.abs(g), initial=0.0)))
@@ -280,9 +296,13 @@ class _Run:
     def _on(self, g: np.ndarray) -> np.ndarray:
         return np.abs(g) <= self._band(g)
 
-    def _status(self, y: np.ndarray, loss: float, speed: float, t: float) -> Status | None:
+    def _status(
+        self, finite: bool, size: float, loss: float, speed: float, t: float
+    ) -> Status | None:
+        """Why to stop at a point (``finite`` coordinates of norm ``size``, ``loss``, the
+        field's norm ``speed``, at flow time ``t``), or ``None``."""
         opts = self.options
-        if not np.all(np.isfinite(y)) or np.linalg.norm(y) > opts.divergence_radius:
+        if not finite or size > opts.divergence_radius:
             return Status.DIVERGED
         if speed <= opts.gtol:
             return Status.CONVERGED
@@ -312,54 +332,42 @@ class _Run:
             return 1e-6
         return 0.01 * d0 / d1
 
-    def _crossed(
-        self, mode: _Mode, slopes: np.ndarray, g0: np.ndarray, bounds: np.ndarray
-    ) -> tuple[np.ndarray, bool]:
-        """What a step did to the kinks, from their least and greatest values over its points
-        (``bounds``, shape ``(2, K)``): the kinks the mode does not fix that some point reached
-        the other side of, and whether a kink it fixes (on its surface, not sliding) left the
-        surface on the side whose slope it does not hold."""
-        lowest, highest = bounds
-        crossed = ~mode.fixed & (((g0 > 0) & (lowest < 0)) | ((g0 < 0) & (highest > 0)))
-        band, held = self._band(g0), mode.fixed & ~mode.slides
-        wrong = held & (
-            ((slopes == self.kinks.hi) & (lowest < -band))
-            | ((slopes == self.kinks.lo) & (highest > band))
-        )
-        return np.flatnonzero(crossed), bool(np.any(wrong))
-
     def _locate(
         self,
         mode: _Mode,
-        slopes: np.ndarray,
-        y: np.ndarray,
-        k1: np.ndarray,
-        g0: np.ndarray,
+        y: Any,
+        k1: Any,
+        g0: Any,
         h: float,
-        out: tuple[np.ndarray, ...],
-        crossed: np.ndarray,
-    ) -> tuple[tuple[float, tuple[np.ndarray, ...]] | None, int]:
-        """The step of size ``h`` from ``y`` (its outputs ``out``, whose end is beyond some of
-        the ``crossed`` surfaces) shortened by regula falsi (Illinois) until it ends on the first
-        of them that it reaches: ``((h, step outputs), steps used)``, or ``(None, steps used)``
-        where no shortened step ends on a surface within :data:`LOCATE` tries."""
+        out: tuple[Any, ...],
+    ) -> tuple[tuple[float, tuple[Any, ...]] | None, int]:
+        """The step of size ``h`` from ``y`` (its outputs ``out``, whose end is beyond some
+        surfaces the mode does not hold) shortened by regula falsi (Illinois) until it ends on
+        the first of them that it reaches: ``((h, step outputs), steps used)``, or
+        ``(None, steps used)`` where no shortened step ends on a surface within :data:`LOCATE`
+        tries."""
+        g0 = np.asarray(g0)
+        crossed = np.flatnonzero(np.asarray(out[3]))
         side = np.sign(g0[crossed])
 
-        def phi(g: np.ndarray) -> float:
-            return float(np.min(side * g[crossed]))
+        def phi(g: Any) -> tuple[float, float]:
+            g = np.asarray(g)
+            return float(np.min(side * g[crossed])), self._band(g)
 
-        lo, f_lo, hi, f_hi = 0.0, phi(g0), h, phi(out[3])
+        lo, f_lo, hi, f_hi = 0.0, phi(g0)[0], h, phi(out[2])[0]
         used, last = 0, 0
         for _ in range(LOCATE):
+            if not f_lo > 0 > f_hi:
+                return None, used
             trial = hi - f_hi * (hi - lo) / (f_hi - f_lo)
             trial = min(max(trial, lo + 1e-6 * (hi - lo)), hi - 1e-6 * (hi - lo))
-            step = self.programs.step(mode, slopes, y, k1, trial, g0, self.args)
+            step = self.programs.step(mode, y, k1, trial, g0, self.args)
             used += 1
-            if not float(step[1]) < 1.0:
+            if not _Info(*np.asarray(step[-1])).err < 1.0:
                 hi, f_hi, last = trial, -abs(f_hi), 0
                 continue
-            value = phi(step[3])
-            if abs(value) <= self._band(step[3]):
+            value, band = phi(step[2])
+            if abs(value) <= band:
                 return (trial, step), used
             if value > 0:
                 lo, f_lo = trial, value
@@ -392,7 +400,7 @@ class _Run:
         fixed, slides = np.zeros(g.shape, bool), np.zeros(g.shape, bool)
         fixed[on] = True
         if not groups:
-            return _padded(fixed, slopes, np.zeros(0, np.int64), slides)
+            return _padded(fixed, slopes, np.zeros(0, np.int64), slides, np.zeros(0))
         rows = np.repeat(slopes[None], len(groups) + 1, axis=0)
         for i, (members, orient) in enumerate(groups):
             k = on[members]
@@ -418,7 +426,10 @@ class _Run:
             ):
                 chosen[k] = rows[i + 1, k]
         keep = _independent(normals[sliding]) if sliding else np.zeros(0, int)
-        return _padded(fixed, chosen, reps[sliding][keep], slides)
+        kept = np.asarray(sliding, int)[keep]
+        plain = normals[kept] * np.array([groups[i][1][0] for i in kept])[:, None]
+        along = np.einsum("ij,ji->i", plain, jumps[:, kept]) / np.sum(plain**2, axis=1)
+        return _padded(fixed, chosen, reps[kept], slides, along)
 
 
 def _independent(normals: np.ndarray) -> np.ndarray:
@@ -434,13 +445,17 @@ def _independent(normals: np.ndarray) -> np.ndarray:
     return np.sort(order[:rank])
 
 
-def _padded(fixed: np.ndarray, slopes: np.ndarray, reps: np.ndarray, slides: np.ndarray) -> _Mode:
+def _padded(
+    fixed: np.ndarray, slopes: np.ndarray, reps: np.ndarray, slides: np.ndarray, jumps: np.ndarray
+) -> _Mode:
     if not reps.size:
-        return _Mode(fixed, slopes, reps, np.zeros(0), slides)
+        return _Mode(fixed, slopes, reps, np.zeros(0), slides, jumps)
     size = _size(reps.size)
     mask = np.zeros(size)
     mask[: reps.size] = 1.0
-    return _Mode(fixed, slopes, np.resize(reps, size), mask, slides)
+    padded = np.ones(size)
+    padded[: reps.size] = jumps
+    return _Mode(fixed, slopes, np.resize(reps, size), mask, slides, padded)
 
 
 def _size(n: int) -> int:
@@ -449,11 +464,13 @@ def _size(n: int) -> int:
 
 
 def _group(signs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Surfaces with the same unit normal (within :data:`GROUP_TOL`, either orientation):
-    ``(members, orientation ±1 of each member's normal against the group's)``, the members as
-    indices into ``signs`` (shape ``(n, SIGNATURES)``, the normals along fixed random
-    directions), the group's first member its representative.  Surfaces whose normal vanishes
-    cannot be slid on and are left out."""
+    """Surfaces with the same unit normal, either orientation: ``(members, orientation ±1 of
+    each member's normal)``, the members as indices into ``signs`` (shape ``(n, SIGNATURES)``,
+    the normals along fixed random directions), the group's first member its representative.
+    Sorted by the first direction, neighbours within :data:`GROUP_TOL` in every direction are
+    one surface (near-equal normals that the sort separates stay apart: two surfaces where
+    there is one, which the rank test of the sliding normals then merges).  Surfaces whose
+    normal vanishes cannot be slid on and are left out."""
     norms = np.linalg.norm(signs, axis=1)
     top = float(norms.max(initial=0.0))
     if top == 0:
@@ -462,17 +479,12 @@ def _group(signs: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     units = signs[keep] / norms[keep, None]
     orient = np.where(units @ _ORIENT[: units.shape[1]] >= 0, 1.0, -1.0)
     units = units * orient[:, None]
-    groups: list[list[int]] = []
-    heads: list[np.ndarray] = []
-    for j, u in enumerate(units):
-        for members, head in zip(groups, heads):
-            if np.max(np.abs(u - head)) <= GROUP_TOL:
-                members.append(j)
-                break
-        else:
-            groups.append([j])
-            heads.append(u)
-    return [(keep[np.array(m)], orient[np.array(m)]) for m in groups]
+    order = np.argsort(units[:, 0], kind="stable")
+    apart = np.max(np.abs(np.diff(units[order], axis=0)), axis=1, initial=0.0) > GROUP_TOL
+    label = np.empty(len(order), int)
+    label[order] = np.concatenate([[0], np.cumsum(apart)])
+    members = [np.flatnonzero(label == c) for c in range(int(label.max(initial=-1)) + 1)]
+    return [(keep[m], orient[m]) for m in sorted(members, key=lambda m: m[0])]
 
 
 _ORIENT = np.array([1.0, 1 / 3, 1 / 7, 1 / 11, 1 / 13, 1 / 17, 1 / 19, 1 / 23])
@@ -538,32 +550,27 @@ class _Programs:
         size = _size(len(reps))
         return np.asarray(_normals_program(self.kinks)(y, np.resize(reps, size), args))[: len(reps)]
 
-    def field(self, mode: _Mode, slopes: np.ndarray, y: np.ndarray, args: Any) -> np.ndarray:
-        """The mode's field ``-P ∇_θ L_s`` at ``y`` with the kinks' ``slopes``."""
+    def field(self, mode: _Mode, g: np.ndarray, y: Any, args: Any) -> np.ndarray:
+        """The mode's field ``-P ∇_θ L_s`` at ``y``, where the surfaces are ``g``: each kink's
+        slope the mode's where it holds one, else its side's."""
+        side = np.where(np.asarray(g) > 0, self.kinks.hi, self.kinks.lo)
+        slopes = np.where(mode.fixed, mode.slopes, side).astype(np.float64)
         w = self.grads(slopes[None], y, args)[0]
         if not mode.sliding:
             return -w
         n = self.normals(y, mode.reps[: mode.sliding], args)
         return -(w - n.T @ np.linalg.solve(n @ n.T, n @ w))
 
-    def step(
-        self,
-        mode: _Mode,
-        slopes: np.ndarray,
-        y: np.ndarray,
-        k1: np.ndarray,
-        h: float,
-        g0: np.ndarray,
-        args: Any,
-    ) -> tuple[np.ndarray, ...]:
-        """One Tsit5 step of the mode's field with the kinks' ``slopes`` from ``y`` (``k1`` the
-        field there, ``g0`` the surfaces): ``(y1, err, f(y1), g(y1), (lowest, highest), L(y1))``,
-        ``err`` the scaled RMS error (accepted below 1), ``lowest`` and ``highest`` each
-        surface's least and greatest value over the start, the stages and the end."""
+    def step(self, mode: _Mode, y: Any, k1: Any, h: float, g0: Any, args: Any) -> tuple[Any, ...]:
+        """One Tsit5 step of the mode's field from ``y`` (``k1`` the field there, ``g0`` the
+        surfaces), each kink's slope held at the mode's or its side's at ``y``: ``(y1, f(y1),
+        g(y1), crossed, μ, info)`` on the device, ``y1`` projected onto the sliding surfaces,
+        ``crossed`` the kinks the mode does not hold that some point of the step reached the
+        other side of, ``μ`` the projection's multipliers at ``y1``, ``info`` an
+        :class:`_Info`'s values."""
         program = _step_program(self.kinks, self.rtol, self.atol)
         reps, mask = (mode.reps, mode.mask) if mode.sliding else (np.zeros(8, int), np.zeros(8))
-        y1, err, f1, g1, (lowest, highest), loss = program(slopes, reps, mask, y, k1, h, g0, args)
-        return tuple(np.asarray(a) for a in (y1, err, f1, g1, (lowest, highest), loss))
+        return program(mode.fixed, mode.slopes, mode.slides, reps, mask, y, k1, h, g0, args)
 
     def project(self, mode: _Mode, y: np.ndarray, args: Any) -> np.ndarray:
         """``y`` moved onto the mode's sliding surfaces (Gauss–Newton along their normals)."""
@@ -613,16 +620,34 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
     coefficients = jnp.asarray(a)
     b_error = jnp.asarray(tab.b_error)
 
-    def step(s, reps, mask, y, k1, h, g0, args):
+    def step(fixed, held, slides, reps, mask, y, k1, h, g0, args):
+        lo, hi = jnp.asarray(kinks.lo, y.dtype), jnp.asarray(kinks.hi, y.dtype)
+        s = jnp.where(fixed, held, kinks.slopes(g0))
+        sliding = jnp.any(mask > 0)
+
+        def normals(x: jax.Array) -> jax.Array:
+            return _normals(kinks, x, reps, args) * mask[:, None]
+
+        def solve(n: jax.Array, b: jax.Array) -> jax.Array:
+            return jnp.linalg.solve(n @ n.T + jnp.diag(1.0 - mask), b)
+
+        def projected(x: jax.Array) -> tuple[jax.Array, jax.Array]:
+            """``(-P ∇L_s, μ)`` at ``x``: the sliding field and the multipliers."""
+            w, n = kinks.grad_at(x, s, args), normals(x)
+            mu = solve(n, n @ w)
+            return -(w - n.T @ mu), mu
+
         def field(x: jax.Array) -> jax.Array:
-            w = kinks.grad_at(x, s, args)
+            return jax.lax.cond(
+                sliding, lambda x: projected(x)[0], lambda x: -kinks.grad_at(x, s, args), x
+            )
 
-            def projected(w: jax.Array) -> jax.Array:
-                n = _normals(kinks, x, reps, args) * mask[:, None]
-                gram = n @ n.T + jnp.diag(1.0 - mask)
-                return w - n.T @ jnp.linalg.solve(gram, n @ w)
-
-            return -jax.lax.cond(jnp.any(mask > 0), projected, lambda w: w, w)
+        def project(x: jax.Array) -> jax.Array:
+            """Chord Newton onto the sliding surfaces (the normals of the step's end)."""
+            n = normals(x)
+            for _ in range(NEWTON):
+                x = x - n.T @ solve(n, kinks.surfaces(x, args)[reps] * mask)
+            return x
 
         def stage(i: int, carry: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
             ks, lowest, highest = carry
@@ -632,11 +657,33 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
 
         ks = jnp.zeros((stages, y.shape[0]), y.dtype).at[0].set(k1)
         ks, lowest, highest = jax.lax.fori_loop(1, stages, stage, (ks, g0, g0))
-        y1 = y + h * (coefficients[-1] @ ks)
+        end = y + h * (coefficients[-1] @ ks)
         err = h * (b_error @ ks)
-        scale = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1))
+        scale = atol + rtol * jnp.maximum(jnp.abs(y), jnp.abs(end))
         norm = jnp.sqrt(jnp.mean((err / scale) ** 2))
+        y1 = jax.lax.cond(sliding, project, lambda x: x, end)
+        f1, mu = jax.lax.cond(sliding, projected, lambda x: (ks[-1], jnp.zeros_like(mask)), y1)
         g1 = kinks.surfaces(y1, args)
-        return y1, norm, ks[-1], g1, (lowest, highest), kinks.loss_at(y1, kinks.slopes(g1), args)
+        band0 = BAND * jnp.maximum(1.0, jnp.max(jnp.abs(g0)))
+        crossed = ~fixed & (((g0 > 0) & (lowest < 0)) | ((g0 < 0) & (highest > 0)))
+        wrong = (fixed & ~slides) & (
+            ((s == hi) & (lowest < -band0)) | ((s == lo) & (highest > band0))
+        )
+        on = jnp.abs(g1) <= BAND * jnp.maximum(1.0, jnp.max(jnp.abs(g1)))
+        info = jnp.stack(
+            [
+                norm,
+                kinks.loss_at(y1, kinks.slopes(g1), args),
+                jnp.linalg.norm(f1),
+                jnp.all(jnp.isfinite(y1)),
+                jnp.linalg.norm(y1),
+                jnp.any(crossed),
+                jnp.any(crossed & (jnp.sign(g1) != jnp.sign(g0))),
+                jnp.any(wrong),
+                jnp.any(on),
+                jnp.any(on & ~slides),
+            ]
+        )
+        return y1, f1, g1, crossed, mu, info
 
     return jax.jit(step)
