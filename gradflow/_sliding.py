@@ -245,10 +245,11 @@ class _Run:
             if not (math.isfinite(info.err) and info.err < 1.0):
                 h *= self._factor(info.err, accepted=False)
                 continue
-            if info.wrong or (info.crossed and not info.end_crossed):
+            through = (info.crossed or info.wrong) and self._through(mode, y, g, h, out, info.err)
+            if not through and (info.wrong or (info.crossed and not info.end_crossed)):
                 h *= 0.5
                 continue
-            if info.crossed:
+            if info.crossed and not through:
                 located, used = self._locate(mode, y, k1, g, h, out)
                 steps += used
                 if located is None:
@@ -260,7 +261,11 @@ class _Run:
             if mode.sliding:
                 slid += h
             t, loss, speed = t + h, info.loss, info.speed
-            if info.new or (mode.sliding and not self._still_sliding(mode, out[4])):
+            if (
+                info.new
+                or (through and info.wrong)
+                or (mode.sliding and not self._still_sliding(mode, out[4]))
+            ):
                 mode, y, g = self._settle(y, np.asarray(g))
                 most = max(most, mode.sliding)
                 k1 = prog.field(mode, g, y, self.args)
@@ -283,6 +288,33 @@ class _Run:
             sliding_time=slid,
             surfaces=most,
         )
+
+    def _through(
+        self, mode: _Mode, y: Any, g0: Any, h: float, out: tuple[Any, ...], err: float
+    ) -> bool:
+        """Whether the step of size ``h`` from ``y`` (its outputs ``out``), some point of which
+        lies beyond a surface on the side whose slope the step does not use (a surface the
+        mode does not hold, or holds without sliding), may stand as it is: the jump of the
+        gradient across those surfaces, ``Δ``, is so small that ``h·Δ`` (at most what the
+        step, integrated on one piece, misses of a solution that switches pieces within it)
+        and the step's own error estimate ``err`` fit within the tolerances together, and
+        every such surface whose end lies beyond it is crossed, not pushed back into (the
+        far side's field at the end carries the point on, away from it)."""
+        y1, g1 = np.asarray(out[0]), np.asarray(out[2])
+        hi, lo = self._sides
+        near = np.where(mode.fixed, mode.slopes, np.where(np.asarray(g0) > 0, hi, lo))
+        switch = np.asarray(out[3]) | np.asarray(out[5])
+        far = np.where(switch, np.where(near == hi, lo, hi), near)
+        jump, rates = self.programs.crossing(near, far, y1, self.args)
+        scale = self.control.atol + self.control.rtol * np.maximum(np.abs(y), np.abs(y1))
+        missed = h * float(np.sqrt(np.mean((jump / scale) ** 2)))
+        beyond = switch & ~self._on(g1) & (np.where(g1 > 0, hi, lo) == far)
+        return bool(np.all(g1[beyond] * rates[beyond] > 0) and err + missed < 1.0)
+
+    @functools.cached_property
+    def _sides(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each kink's slope on its positive and its negative side."""
+        return np.asarray(self.kinks.hi, np.float64), np.asarray(self.kinks.lo, np.float64)
 
     def _still_sliding(self, mode: _Mode, mu: Any) -> bool:
         """Whether every sliding surface of ``mode`` still slides at a step's end, where the
@@ -564,13 +596,23 @@ class _Programs:
     def step(self, mode: _Mode, y: Any, k1: Any, h: float, g0: Any, args: Any) -> tuple[Any, ...]:
         """One Tsit5 step of the mode's field from ``y`` (``k1`` the field there, ``g0`` the
         surfaces), each kink's slope held at the mode's or its side's at ``y``: ``(y1, f(y1),
-        g(y1), crossed, μ, info)`` on the device, ``y1`` projected onto the sliding surfaces,
-        ``crossed`` the kinks the mode does not hold that some point of the step reached the
-        other side of, ``μ`` the projection's multipliers at ``y1``, ``info`` an
-        :class:`_Info`'s values."""
+        g(y1), crossed, μ, wrong, info)`` on the device, ``y1`` projected onto the sliding
+        surfaces, ``crossed`` the kinks the mode does not hold that some point of the step
+        reached the other side of, ``μ`` the projection's multipliers at ``y1``, ``wrong`` the
+        kinks the mode holds without sliding that some point of the step left on the side
+        whose slope it does not hold, ``info`` an :class:`_Info`'s values."""
         program = _step_program(self.kinks, self.rtol, self.atol)
         reps, mask = (mode.reps, mode.mask) if mode.sliding else (np.zeros(8, int), np.zeros(8))
         return program(mode.fixed, mode.slopes, mode.slides, reps, mask, y, k1, h, g0, args)
+
+    def crossing(
+        self, near: np.ndarray, far: np.ndarray, y: Any, args: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """At ``y``, the jump of the gradient from the slopes ``near`` to ``far`` (shape
+        ``(dim,)``) and the rate of change of every surface along the field of ``far``
+        (shape ``(K,)``)."""
+        jump, rates = _crossing(self.kinks)(near, far, y, args)
+        return np.asarray(jump), np.asarray(rates)
 
     def project(self, mode: _Mode, y: np.ndarray, args: Any) -> np.ndarray:
         """``y`` moved onto the mode's sliding surfaces (Gauss–Newton along their normals)."""
@@ -600,6 +642,18 @@ def _probe(kinks: Kinks) -> Callable[..., tuple[jax.Array, ...]]:
 @functools.cache
 def _grads(kinks: Kinks) -> Callable[..., jax.Array]:
     return jax.jit(jax.vmap(lambda s, y, a: kinks.grad_at(y, s, a), in_axes=(0, None, None)))
+
+
+@functools.cache
+def _crossing(kinks: Kinks) -> Callable[..., tuple[jax.Array, jax.Array]]:
+    """``(near, far, y, args) → (∇L_far - ∇L_near, ∂g/∂θ · (-∇L_far))`` at ``y``."""
+
+    def crossing(near, far, y, args):
+        w_near, w_far = kinks.grad_at(y, near, args), kinks.grad_at(y, far, args)
+        rates = jax.jvp(lambda x: kinks.surfaces(x, args), (y,), (-w_far,))[1]
+        return w_far - w_near, rates
+
+    return jax.jit(crossing)
 
 
 @functools.cache
@@ -684,6 +738,6 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
                 jnp.any(on & ~slides),
             ]
         )
-        return y1, f1, g1, crossed, mu, info
+        return y1, f1, g1, crossed, mu, wrong, info
 
     return jax.jit(step)
