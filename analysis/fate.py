@@ -85,6 +85,24 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
         "three-scalar model L(e, w, a) at a = 0: full transformer from a grid of (e, w)",
         {"model": "canonical-attention"},
     ),
+    "induction-heads": FateSystem(
+        "gradflow.analysis.icl_config:ICLFateConfig",
+        "gradflow.analysis.icl_fate:fate_map",
+        "in-context Markov chains (Edelman et al. 2024): the transformer against the minimal "
+        "model and its (a, b, v) reduction over the doubly-stochastic share ρ × init scale σ",
+    ),
+    "shallow-ntk": FateSystem(
+        "gradflow.analysis.ntk_config:NtkFateConfig",
+        "gradflow.analysis.ntk_fate:fate_map",
+        "shallow encoder (Wu et al. 2023): GD over (N, d_m) for each init and scaling, against "
+        "the theorem's sufficient width; the fitted threshold d_m* ∝ N^α",
+    ),
+    "two-mixture": FateSystem(
+        "gradflow.analysis.mixture_settings:MixtureFateConfig",
+        "gradflow.analysis.mixture_fate:fate_map",
+        "two-mixture classification (reconstruction): full transformer of width m against the "
+        "m → ∞ reduced dynamics over K × ω × m, attention trained and frozen",
+    ),
 }
 """Every system ``gradflow fate --model NAME`` runs."""
 

@@ -9,7 +9,7 @@ record and a text report.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,11 @@ from .icl_config import ICLConfig
 from .icl_phases import Phases, phases
 from .icl_train import History, RunSpec, train
 
-__all__ = ["ICLConfig", "ICLReport", "run_experiment"]
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["STRATEGY_COLORS", "ICLConfig", "ICLReport", "draw_phases", "run_experiment"]
 
 
 @dataclass(frozen=True)
@@ -58,8 +62,10 @@ class ICLReport:
             "eval_every": spec.eval_every,
             "eval_n": spec.eval_n,
             "seeds": len(self.specs),
+            "trainer": spec.trainer,
+            "init_scale": spec.init_scale,
             **(
-                {"mixing": spec.mixing, "lags": spec.n_lags}
+                {"mixing": spec.mixing, "lags": spec.n_lags, "a0": spec.a0, "b0": spec.b0}
                 if spec.model != "transformer"
                 else {"d": spec.d}
             ),
@@ -75,9 +81,29 @@ class ICLReport:
             "plateau_length": _summary([r["phases"]["plateau_length"] for r in records]),
         }
 
-    def figure(self) -> None:
-        """No picture of its own: the ICL figure (``gradflow figures induction-heads``) draws its histories."""
-        return None
+    def figure(self) -> Figure:
+        """A new matplotlib figure: one panel per seed (:func:`draw_phases`), its distances to
+        the three strategies over training with the phases shaded; the ``induction-heads``
+        figure adds the positional vector, the prior sweep and the reduced flow."""
+        from matplotlib.figure import Figure
+
+        spec = self.specs[0]
+        cols = min(len(self.histories), 3)
+        rows = -(-len(self.histories) // cols)
+        fig = Figure(figsize=(4.6 * cols, 3.6 * rows + 0.4), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+        for ax, run, history in zip(axes, self.specs, self.histories):
+            draw_phases(ax, history)
+            ax.set_title(f"seed {run.seed}", fontsize=10)
+            ax.legend(loc="upper right", fontsize=8)
+        for ax in axes[len(self.histories) :]:
+            ax.set_visible(False)
+        fig.suptitle(
+            f"{spec.model}, k = {spec.k}, T = {spec.T}, prior {self.config.prior}: "
+            "uniform → unigram → bigram (shaded: the nearest strategy)",
+            fontsize=10,
+        )
+        return fig
 
     def text(self) -> str:
         """A heading, one table row per seed, each seed's phases in full (a line each, never cut to
@@ -113,6 +139,30 @@ class ICLReport:
                     f"{name.replace('_', ' ')}: {s['mean']:.1f} ± {s['std']:.1f} steps over {s['runs']} run(s)"
                 )
         return "\n".join(lines)
+
+
+STRATEGY_COLORS = {"uniform": "tab:gray", "unigram": "tab:orange", "bigram": "tab:blue"}
+"""The colour of each strategy in every picture of training phases."""
+
+
+def draw_phases(ax: Axes, history: History) -> None:
+    """A run's distances ``E KL(strategy ‖ model)`` to uniform, unigram and bigram (averaged over
+    positions, nats) against the step, each phase — the stretch where one strategy is nearest —
+    shaded in its colour."""
+    ph = phases(history.steps, history.distance_mean)
+    for i, (name, start, end) in enumerate(ph.intervals):
+        right = ph.intervals[i + 1][1] if i + 1 < len(ph.intervals) else end
+        ax.axvspan(start, right, color=STRATEGY_COLORS[name], alpha=0.12, lw=0)
+    for i, name in enumerate(STRATEGY_NAMES):
+        ax.plot(
+            history.steps,
+            history.distance_mean[:, i],
+            color=STRATEGY_COLORS[name],
+            label=f"to {name}",
+        )
+    ax.set_xlabel("training step")
+    ax.set_ylabel("E KL(strategy ‖ model), nats")
+    ax.set_ylim(bottom=0)
 
 
 def _seed_record(seed: int, ph: Phases, history: History) -> dict[str, Any]:

@@ -10,6 +10,10 @@ drop suddenly to the bigram strategy.  Here a run's phase at an evaluation step 
 - the plateau is the unigram phase: its length is the transition step minus the first step at
   which unigram is nearest (0 if unigram is never nearest; ``None`` if the run never reaches
   bigram, with ``censored`` set).
+
+:func:`stages` sums a run up the way fate maps compare runs: the order of its stages with
+one-evaluation flickers between them left out, the final stage, the time spent in the uniform
+and in the unigram stage, and the transition times.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import numpy as np
 
 from gradflow.models.icl_strategies import STRATEGY_NAMES, nearest
 
-__all__ = ["Phases", "phases"]
+__all__ = ["Phases", "Stages", "phases", "stages"]
 
 
 @dataclass(frozen=True)
@@ -90,3 +94,60 @@ def phases(steps: np.ndarray, distances: np.ndarray) -> Phases:
     else:
         plateau = transition - onset
     return Phases(intervals, order, transition, onset, plateau, transition is None)
+
+
+@dataclass(frozen=True)
+class Stages:
+    """A run's stages as fate maps compare them (steps in optimizer steps).
+
+    Attributes:
+        order: the strategies in the order they were nearest, an interior phase shorter than
+            ``min_evals`` evaluations left out and repeats merged.
+        final: the nearest strategy at the last evaluation.
+        uniform_time: the first step at which uniform is no longer nearest (the time spent in
+            the uniform stage), or ``None`` if it always is.
+        unigram_time: the plateau length (:attr:`Phases.plateau_length`).
+        unigram_onset, transition_step: as in :class:`Phases`.
+    """
+
+    order: tuple[str, ...]
+    final: str
+    uniform_time: float | None
+    unigram_time: float | None
+    unigram_onset: float | None
+    transition_step: float | None
+
+    @property
+    def outcome(self) -> str:
+        """The order as one word: ``uniform→unigram→bigram``."""
+        return "→".join(self.order)
+
+
+def stages(steps: np.ndarray, distances: np.ndarray, min_evals: int = 2) -> Stages:
+    """The :class:`Stages` of a run from its distances to the strategies.
+
+    Args:
+        steps: evaluation steps, shape ``(n,)``, increasing.
+        distances: distances to uniform, unigram, bigram, shape ``(n, 3)``, nats.
+        min_evals: the fewest evaluations an interior phase needs to count in the order.
+    """
+    ph = phases(steps, distances)
+    steps = np.asarray(steps, dtype=float)
+    labels = nearest(distances)
+    kept = []
+    for i, (name, first, last) in enumerate(ph.intervals):
+        evaluations = int(np.sum((steps >= first) & (steps <= last)))
+        if 0 < i < len(ph.intervals) - 1 and evaluations < min_evals:
+            continue
+        if not kept or kept[-1] != name:
+            kept.append(name)
+    uniform = STRATEGY_NAMES.index("uniform")
+    left = np.flatnonzero(labels != uniform)
+    return Stages(
+        order=tuple(kept),
+        final=STRATEGY_NAMES[labels[-1]],
+        uniform_time=float(steps[left[0]]) if left.size else None,
+        unigram_time=ph.plateau_length,
+        unigram_onset=ph.unigram_onset,
+        transition_step=ph.transition_step,
+    )

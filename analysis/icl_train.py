@@ -2,12 +2,13 @@
 
 Every run records, at evaluation steps, the test loss and the distance to each strategy
 (:func:`gradflow.models.icl_strategies.metrics`) on a fixed evaluation batch drawn from the
-Dirichlet prior (the task), whatever the training prior, plus model-specific traces:
+Dirichlet prior (the task), whatever the training prior (or, with
+``RunSpec.evaluate_on = "training"``, from the training prior), plus model-specific traces:
 
 - minimal and reduced: ``theta`` = ``(a, b, v…)`` (for the minimal model the projection of
   ``W`` on ``{aI + b11ᵀ}``); for the minimal model ``off_family`` = ``‖W - proj W‖_F``; for the
-  reduced model ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
-  each component (spread over the ``batch`` independent sequences, each with its relabellings);
+  reduced model on a fixed sample ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
+  each component (spread over the ``batch`` independent sequences);
 - transformer: ``lag_profile``, the layer-1 attention mass at each lag ``m = 0 … T-1``, averaged
   over evaluation sequences and positions ``i ≥ m``.
 
@@ -15,12 +16,13 @@ Training batches are drawn afresh at every step inside the jitted step (``lax.sc
 steps between evaluations).  The transformer trains in float32 with AdamW (the paper's optimizer,
 lr 5e-4, betas (0.9, 0.95), weight decay 0.1); the minimal model with plain SGD (its gradient flow
 is what the reduced model integrates); the reduced model by the engine (diffrax flow or gradient
-descent) on one fixed sample closed under relabelling.
+descent) on one fixed sample, or by SGD on the minimal model's batches.  ``RunSpec.optimizer`` swaps the trainer
+of the first two (:func:`optimizer_of`), ``init_scale``, ``a0`` and ``b0`` their start
+(:func:`minimal_start`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +37,8 @@ import optax
 from gradflow import FlowOptions, GradflowError, descend, integrate, progress_bar
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
-from gradflow.models.icl_data import Dirichlet, ICLBatch, sample
+from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, sample
+from gradflow.models.icl_reduction import metric_inverse
 from gradflow.models.icl_strategies import metrics
 
 from .icl_config import MODELS, RunSpec
@@ -47,9 +50,12 @@ __all__ = [
     "evaluation_batch",
     "train",
     "train_minimal",
+    "train_reduced",
     "train_transformer",
     "training_step",
     "minimal_setup",
+    "minimal_start",
+    "optimizer_of",
     "transformer_setup",
     "flow_reduced",
 ]
@@ -89,9 +95,17 @@ class History:
 EVAL_SEED = 20240214
 
 
-def evaluation_batch(k: int, T: int, n: int) -> ICLBatch:
-    """The fixed evaluation batch: ``n`` Dirichlet-prior sequences, seed :data:`EVAL_SEED`."""
-    return sample(jax.random.key(EVAL_SEED), Dirichlet(), n, k, T)
+def evaluation_batch(k: int, T: int, n: int, prior: Prior | None = None) -> ICLBatch:
+    """The fixed evaluation batch: ``n`` sequences of ``prior`` (default Dirichlet, the task),
+    seed :data:`EVAL_SEED`."""
+    return sample(jax.random.key(EVAL_SEED), Dirichlet() if prior is None else prior, n, k, T)
+
+
+def _evaluation(spec: RunSpec) -> ICLBatch:
+    """The evaluation batch of ``spec``: the task's, or its training prior's
+    (``evaluate_on``)."""
+    prior = spec.prior if spec.evaluate_on == "training" else None
+    return evaluation_batch(spec.k, spec.T, spec.eval_n, prior)
 
 
 def _history(records: list[dict[str, Any]], steps: list[float], spec: RunSpec) -> History:
@@ -183,26 +197,49 @@ def _draw(spec: RunSpec, dtype: Any) -> Callable[[jax.Array], ICLBatch]:
     return draw
 
 
+def optimizer_of(spec: RunSpec) -> optax.GradientTransformation:
+    """The trainer of ``spec`` (:data:`~gradflow.analysis.icl_config.OPTIMIZERS`) with step
+    ``spec.step_size``: plain SGD, SGD with momentum 0.9, Adam or AdamW (betas (0.9, 0.95),
+    AdamW's weight decay 0.1)."""
+    lr = spec.step_size
+    return {
+        "sgd": lambda: optax.sgd(lr),
+        "momentum": lambda: optax.sgd(lr, momentum=0.9),
+        "adam": lambda: optax.adam(lr, b1=0.9, b2=0.95),
+        "adamw": lambda: optax.adamw(lr, b1=0.9, b2=0.95, weight_decay=0.1),
+    }[spec.trainer]()
+
+
+def minimal_start(spec: RunSpec) -> mm.Minimal:
+    """The minimal model's start: ``W = a0 I + b0 11ᵀ``, ``v`` as in
+    :func:`~gradflow.models.icl_minimal.initial`, plus ``N(0, init_scale²)`` on every entry of
+    ``W`` and ``v`` (drawn from the key ``fold_in(key(seed), 1)``, apart from the batches')."""
+    start = mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing)
+    W = start.W + spec.a0 * jnp.eye(spec.k) + spec.b0 * jnp.ones((spec.k, spec.k))
+    if not spec.init_scale:
+        return mm.Minimal(W=W, v=start.v)
+    k_W, k_v = jax.random.split(jax.random.fold_in(jax.random.key(spec.seed), 1))
+    return mm.Minimal(
+        W=W + spec.init_scale * jax.random.normal(k_W, W.shape),
+        v=start.v + spec.init_scale * jax.random.normal(k_v, start.v.shape),
+    )
+
+
 def minimal_setup(
     spec: RunSpec,
 ) -> tuple[Callable, mm.Minimal, optax.GradientTransformation, Callable]:
-    """``(loss, initial parameters, optimizer, draw)`` of the minimal model's SGD training."""
+    """``(loss, initial parameters, optimizer, draw)`` of the minimal model's training."""
 
     def loss(params: mm.Minimal, batch: ICLBatch) -> jax.Array:
         return mm.minimal_loss(params, batch, spec.mixing)
 
-    return (
-        loss,
-        mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing),
-        optax.sgd(spec.step_size),
-        _draw(spec, jnp.float64),
-    )
+    return loss, minimal_start(spec), optimizer_of(spec), _draw(spec, jnp.float64)
 
 
 def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
-    """SGD (step ``lr``) on the minimal model from :func:`~gradflow.models.icl_minimal.initial`,
-    fresh batches each step."""
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
+    """The minimal model trained by its optimizer (SGD, step ``lr``, by default) from
+    :func:`minimal_start`, fresh batches each step."""
+    evalb = _evaluation(spec)
 
     def observe(params: mm.Minimal) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(mm.minimal_logits(params, evalb.x, spec.mixing))
@@ -212,9 +249,9 @@ def train_minimal(spec: RunSpec, progress: bool | None = None) -> History:
             "off_family": mm.family_residual(params.W),
         }
 
-    loss, params, optimizer, draw = minimal_setup(spec)
+    loss, params, trainer, draw = minimal_setup(spec)
     return _optimize(
-        loss, params, optimizer, draw, jax.random.key(spec.seed), spec, observe, progress
+        loss, params, trainer, draw, jax.random.key(spec.seed), spec, observe, progress
     )
 
 
@@ -239,21 +276,23 @@ def _float32(model: Any) -> Any:
 def transformer_setup(
     spec: RunSpec,
 ) -> tuple[Callable, tr.ICLTransformer, optax.GradientTransformation, Callable, jax.Array]:
-    """``(loss, float32 model, AdamW, draw, data key)`` of the transformer's training."""
+    """``(loss, float32 model, optimizer, draw, data key)`` of the transformer's training; the
+    weights drawn with standard deviation ``init_scale`` (default 0.02)."""
     k_init, k_data = jax.random.split(jax.random.key(spec.seed))
-    model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d))
+    std = 0.02 if spec.init_scale is None else spec.init_scale
+    model = _float32(tr.init_transformer(k_init, spec.k, spec.T, spec.d, std=std))
 
     def loss(model: tr.ICLTransformer, batch: ICLBatch) -> jax.Array:
         return mm.cross_entropy(tr.transformer_logits(model, batch.x), batch)
 
-    optimizer = optax.adamw(spec.step_size, b1=0.9, b2=0.95, weight_decay=0.1)
-    return loss, model, optimizer, _draw(spec, jnp.float32), k_data
+    return loss, model, optimizer_of(spec), _draw(spec, jnp.float32), k_data
 
 
 def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
-    """AdamW (lr, betas (0.9, 0.95), weight decay 0.1) on the transformer, float32."""
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
-    loss, model, optimizer, draw, key = transformer_setup(spec)
+    """The transformer in float32, trained by its optimizer (AdamW: lr, betas (0.9, 0.95),
+    weight decay 0.1, by default)."""
+    evalb = _evaluation(spec)
+    loss, model, trainer, draw, key = transformer_setup(spec)
 
     def observe(model: tr.ICLTransformer) -> dict[str, jax.Array]:
         probs = jax.nn.softmax(tr.transformer_logits(model, evalb.x))
@@ -262,21 +301,58 @@ def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
             "lag_profile": lag_profile(model, evalb.x[:64]),
         }
 
-    return _optimize(loss, model, optimizer, draw, key, spec, observe, progress)
+    return _optimize(loss, model, trainer, draw, key, spec, observe, progress)
+
+
+def train_reduced(spec: RunSpec, progress: bool | None = None) -> History:
+    """The reduced ``(a, b, v)`` dynamics trained by SGD on fresh batches (``solver = "sgd"``).
+
+    Each step ``θ ← θ - lr (G⁻¹∇_{(a,b)} L, ∇_v L)`` on a fresh batch of ``spec.batch``
+    sequences, drawn from the same key as the minimal model's batches (:func:`train_minimal`
+    with the same spec sees the same sequences).  A sequence's reduced loss is invariant under
+    relabelling the states, so each step is the image in ``(a, b, v)`` of the minimal model's
+    SGD step on the batch with all its ``k!`` relabellings, on which the family
+    ``{aI + b11ᵀ}`` is exactly invariant: the minimal model trained on the same batches differs
+    from it only by the part of its gradient off the family.  Starts at the projection of the
+    minimal model's start; records ``theta``.
+    """
+    evalb = _evaluation(spec)
+    G_inv = jnp.asarray(metric_inverse(spec.k))
+
+    def loss(theta: jax.Array, batch: ICLBatch) -> jax.Array:
+        return mm.reduced_loss(theta, batch, spec.mixing)
+
+    def in_metric(updates: jax.Array, params: Any = None) -> jax.Array:
+        return updates.at[:2].set(G_inv @ updates[:2])
+
+    def observe(theta: jax.Array) -> dict[str, jax.Array]:
+        probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
+        return {"metrics": _metric_vector(probs, evalb), "theta": theta}
+
+    trainer = optax.chain(optax.stateless(in_metric), optax.sgd(spec.step_size))
+    theta0 = mm.project(minimal_start(spec))
+    draw = _draw(spec, jnp.float64)
+    return _optimize(
+        loss, theta0, trainer, draw, jax.random.key(spec.seed), spec, observe, progress
+    )
 
 
 def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     """The reduced ``(a, b, v)`` dynamics on a fixed sample, integrated by the engine.
 
-    The sample is ``spec.batch`` sequences from the training prior and all their ``k!``
-    relabellings; on it the family ``{aI + b11ᵀ}`` is exactly invariant.  ``solver = "flow"``
+    The sample is ``spec.batch`` sequences from the training prior.  Each sequence's reduced
+    loss is invariant under relabelling the states (``U`` and ``C`` are equivariant and the
+    target row is relabelled with them), so this flow is, to rounding, the flow on the sample
+    with all its ``k!`` relabellings, on which the family ``{aI + b11ᵀ}`` is exactly invariant:
+    the image of the minimal model's gradient flow there, at ``1/k!`` of the cost.  The start is the
+    projection of the minimal model's (:func:`minimal_start`).  ``solver = "flow"``
     integrates ``dθ/dt = -G⁻¹∇L`` with diffrax (Tsit5) to flow time ``lr · steps``;
     ``solver = "gd"`` takes ``steps`` gradient-descent steps of size ``lr`` in the same metric.
     """
-    evalb = evaluation_batch(spec.k, spec.T, spec.eval_n)
-    data = mm.relabel_all(sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T))
+    evalb = _evaluation(spec)
+    data = sample(jax.random.key(spec.seed), spec.prior, spec.batch, spec.k, spec.T)
     field = mm.reduced_field(spec.mixing)
-    theta0 = mm.project(mm.initial(spec.k, spec.T, spec.n_lags, spec.mixing))
+    theta0 = mm.project(minimal_start(spec))
     n_eval = -(-spec.steps // spec.eval_every)
     eval_steps = np.minimum(np.arange(n_eval + 1) * spec.eval_every, spec.steps).astype(float)
     lr = spec.step_size
@@ -298,15 +374,12 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
             eval_steps = traj.ts / lr
         bar.update(1)
 
-    groups = math.factorial(spec.k)
-    grouped = jax.tree.map(
-        lambda arr: jnp.swapaxes(arr.reshape((groups, spec.batch) + arr.shape[1:]), 0, 1), data
-    )
+    single = jax.tree.map(lambda arr: arr[:, None], data)
 
     @jax.jit
     def observe(theta: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         probs = jax.nn.softmax(mm.reduced_logits(theta, evalb.x, spec.k, spec.mixing))
-        per_sequence = jax.vmap(field.grad, in_axes=(None, 0))(theta, grouped)
+        per_sequence = jax.vmap(field.grad, in_axes=(None, 0))(theta, single)
         return (
             _metric_vector(probs, evalb),
             per_sequence.mean(0),
@@ -322,5 +395,7 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
 
 def train(spec: RunSpec, progress: bool | None = None) -> History:
     """Run ``spec`` with the trainer of its model."""
+    if spec.model == "reduced" and spec.solver == "sgd":
+        return train_reduced(spec, progress)
     runner = {"minimal": train_minimal, "transformer": train_transformer, "reduced": flow_reduced}
     return runner[spec.model](spec, progress)

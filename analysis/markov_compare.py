@@ -11,7 +11,7 @@ flow in the induced metric (:func:`.markov_checks.dynamics_check`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from .markov_checks import (
 )
 from .markov_configs import CompareConfig
 from .markov_full_spectrum import critical_set_indices, index_lines
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["CompareConfig", "CompareReport", "compare"]
 
@@ -61,6 +64,72 @@ class CompareReport:
     dynamics: DynamicsCheck
     references: dict[str, float]
     spectra: tuple[dict[str, Any], ...] = ()
+
+    def metadata(self) -> dict[str, Any]:
+        """What ``gradflow compare`` writes as JSON (:meth:`to_dict`)."""
+        return self.to_dict()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The dynamics check over time (``times``; ``full`` and ``reduced`` of shape
+        ``(m, 4)`` in ``(e, w, a, b)``; ``full_loss``, ``reduced_loss``) and each model's
+        points with their value errors and off-manifold shares (``<model>_thetas``, …)."""
+        run = self.dynamics
+        out = {
+            "times": run.times,
+            "full": run.full,
+            "reduced": run.reduced,
+            "full_loss": run.full_loss,
+            "reduced_loss": run.reduced_loss,
+        }
+        for checks in self.checks:
+            out[f"{checks.model}_thetas"] = checks.thetas
+            out[f"{checks.model}_value_error"] = np.abs(checks.full_loss - checks.reduced_loss)
+            out[f"{checks.model}_off_manifold"] = checks.off_manifold
+        return out
+
+    def figure(self) -> Figure:
+        """A new matplotlib figure: (a) each reduced model's largest value and gradient error
+        against the full transformer (log scale); (b) the dynamics check's four coordinates
+        over flow time, full training projected (solid) against the reduced flow in the
+        induced metric (dashed); (c) their losses with ``H(π)`` and the entropy rate."""
+        from matplotlib.figure import Figure
+
+        from .markov_training import draw_reference_losses
+
+        c, run = self.config, self.dynamics
+        fig = Figure(figsize=(14.0, 4.4), layout="constrained")
+        errors, coords, losses = fig.subplots(1, 3, width_ratios=(1.0, 1.2, 1.2))
+        names = [checks.model for checks in self.checks]
+        x = np.arange(len(names))
+        for shift, key, label in (
+            (-0.2, "value_error", "max |ΔL| (nats)"),
+            (0.2, "gradient_error", "max |Δ∇L|"),
+        ):
+            values = [max(getattr(checks, key), 1e-17) for checks in self.checks]
+            errors.bar(x + shift, values, width=0.38, label=label)
+        errors.set_yscale("log")
+        errors.set_xticks(x, [n.replace("canonical", "c.") for n in names], fontsize=8)
+        errors.set_title(f"(a) reduced vs full at {c.points} random points", fontsize=10)
+        errors.legend(fontsize=8)
+        for i, name in enumerate("ewab"):
+            color = f"C{i}"
+            coords.plot(run.times, run.full[:, i], color=color, label=f"{name}, full (projected)")
+            coords.plot(run.times, run.reduced[:, i], "--", color=color, label=f"{name}, reduced")
+        coords.set_xlabel("flow time")
+        coords.set_title(
+            f"(b) full GD (η = {run.lr:g}, N = {run.length}) vs reduced flow, induced metric",
+            fontsize=10,
+        )
+        coords.legend(fontsize=7, ncol=2)
+        losses.plot(run.times, run.full_loss, color="C3", label="full (exact loss)")
+        losses.plot(run.times, run.reduced_loss, "--", color="black", label="reduced")
+        draw_reference_losses(losses, self.references)
+        losses.set_xlabel("flow time")
+        losses.set_ylabel("loss (nats)")
+        losses.set_title(f"(c) the losses, max deviation {run.max_deviation:.3g}", fontsize=10)
+        losses.legend(fontsize=7)
+        fig.suptitle(f"reduced vs full Markov transformer, p = {c.p:g}, q = {c.q:g}", fontsize=11)
+        return fig
 
     def to_dict(self) -> dict[str, Any]:
         """Settings, one record per model, the dynamics record."""

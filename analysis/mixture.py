@@ -10,7 +10,8 @@ projection of full descent, so sweeps over ``ω`` use it (:mod:`.mixture_stages`
 
 Schedules: ``"joint"`` trains every weight from the start; ``"staged"`` trains the neurons with
 attention frozen until ``t_1``, the attention with neurons frozen until ``t_2``, then the neurons
-again (the three-stage schedule of the reconstruction).  Both kinds of run share one loop
+again (the three-stage schedule of the reconstruction); ``"frozen"`` trains the neurons alone,
+the attention held at its initialization throughout.  Both kinds of run share one loop
 (:func:`_train`): a :class:`_Dynamics` advances its state through the schedule's stages and
 summarizes the recorded states.
 """

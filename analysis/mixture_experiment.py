@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from gradflow import format_table
 from .mixture import MixtureRun, train, train_reduced
 from .mixture_settings import MixtureSettings
 from .mixture_stages import StageTimes, detect_stages
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = ["MixtureReport", "MixtureSettings", "run_experiment"]
 
@@ -58,9 +61,18 @@ class MixtureReport:
             else None,
         }
 
-    def figure(self) -> None:
-        """No picture of its own: the two-mixture figure (``gradflow figures two-mixture``) draws its runs."""
-        return None
+    def figure(self) -> Figure:
+        """A new matplotlib figure of the run (:func:`~gradflow.analysis.mixture_draw.draw_run`):
+        alignment, loss and scores against flow time with the stage times; the ``two-mixture``
+        figure adds the attention-stage duration against ``ω``."""
+        from matplotlib.figure import Figure
+
+        from .mixture_draw import SIZE, draw_run, run_title
+
+        fig = Figure(figsize=SIZE, layout="constrained")
+        draw_run(self, fig, fig.add_gridspec(2, 3))
+        fig.suptitle(run_title(self))
+        return fig
 
     def text(self) -> str:
         """A heading, the stage times as a table, the final losses and the drift."""

@@ -9,18 +9,19 @@ before JAX is loaded.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from gradflow import GradflowError
-from gradflow.models.mixture_config import COMBINES, READOUTS, MixtureConfig
+from gradflow.models.mixture_config import COMBINES, NEURONS, READOUTS, MixtureConfig
 from gradflow.models.mixture_data import BASES, FILLERS
 
-__all__ = ["METHODS", "SCHEDULES", "MixtureSettings", "TrainOptions"]
+__all__ = ["METHODS", "SCHEDULES", "MixtureFateConfig", "MixtureSettings", "TrainOptions"]
 
-SCHEDULES = ("joint", "staged")
-"""Training schedules: all weights at once, or neurons → attention → neurons."""
+SCHEDULES = ("joint", "staged", "frozen")
+"""Training schedules: all weights at once; neurons → attention → neurons; or the neurons alone
+with the attention frozen at its initialization."""
 
 METHODS = ("gd", "flow")
 """Integrators: gradient descent with step ``lr``, or the gradient flow (adaptive Tsit5)."""
@@ -31,7 +32,7 @@ class TrainOptions:
     """How a run is integrated.
 
     Attributes:
-        schedule: ``"joint"`` or ``"staged"``.
+        schedule: ``"joint"``, ``"staged"`` or ``"frozen"`` (:data:`SCHEDULES`).
         method: ``"gd"`` or ``"flow"``.
         t_max: flow-time horizon (time units of the gradient flow; ``t_max/lr`` descent steps).
         lr: descent step ``η`` (``method = "gd"``).
@@ -105,8 +106,8 @@ class TrainOptions:
 
     def segments(self) -> list[tuple[int, int, tuple[bool, bool]]]:
         """``(first record, last record, (attention, neurons))`` of each stage."""
-        if self.schedule == "joint":
-            return [(0, self.records, (True, True))]
+        if self.schedule in ("joint", "frozen"):
+            return [(0, self.records, (self.schedule == "joint", True))]
         grid = self.t_max / self.records
         r1, r2 = (int(round(t / grid)) for t in self.boundaries())
         return [(0, r1, (False, True)), (r1, r2, (True, False)), (r2, self.records, (False, True))]
@@ -138,6 +139,14 @@ class MixtureSettings:
         default="sqrt",
         metadata={"choices": READOUTS, "help": "neuron sum scale κ = 1/√m (sqrt) or 1/m (mean)"},
     )
+    neurons: str = field(
+        default="average",
+        metadata={
+            "choices": NEURONS,
+            "help": "what the neurons read: the attention output averaged over queries, "
+            "ReLU(⟨w, Σ α_i x_i⟩) (average), or every token alone, Σ α_i ReLU(⟨w, x_i⟩) (tokens)",
+        },
+    )
     L: int = field(default=3, metadata={"help": "tokens per sample L ≥ 3"})
     filler: str = field(
         default="zero",
@@ -161,7 +170,8 @@ class MixtureSettings:
         default="joint",
         metadata={
             "choices": SCHEDULES,
-            "help": "joint, or staged: neurons, then attention, then neurons",
+            "help": "joint; staged: neurons, then attention, then neurons; frozen: the neurons "
+            "alone, attention frozen at its initialization",
         },
     )
     stage_times: tuple[float, float] | None = field(
@@ -212,6 +222,7 @@ class MixtureSettings:
             L=self.L,
             combine=self.combine,
             readout=self.readout,
+            neurons=self.neurons,
             d_head=self.d_head,
             filler=self.filler,
             basis=self.basis,
@@ -228,3 +239,112 @@ class MixtureSettings:
             records=self.records,
             stage_times=self.stage_times,
         )
+
+
+def _positive_tuple(name: str, values: tuple, integer: bool = False) -> None:
+    """Raise unless ``values`` is a non-empty tuple of distinct positive numbers (integers)."""
+    bad = [v for v in values if not (np.isfinite(v) and v > 0 and (not integer or int(v) == v))]
+    if not values or bad or len(set(values)) != len(values):
+        kind = "integers ≥ 1" if integer else "numbers > 0"
+        raise GradflowError(f"{name} = {values!r}: need distinct {kind}, at least one")
+
+
+@dataclass(frozen=True)
+class MixtureFateConfig:
+    """The two-mixture fate map: finite-width training of the full transformer against the
+    infinite-width reduced dynamics, over ``K × ω × m`` (:mod:`gradflow.analysis.mixture_fate`).
+
+    Raises:
+        GradflowError: a ``K < 2``, a non-positive ``ω`` or width, an unknown option value, a
+            quadrature size that is not a power of two ``≥ 8``, a horizon that is not a whole
+            number of records of whole descent steps, levels or a band out of range.
+    """
+
+    QUICK: ClassVar[dict[str, Any]] = {
+        "ks": (2,),
+        "omegas": (1e-2, 1e-1),
+        "widths": (4, 64),
+        "particles": 64,
+        "t_max": 600.0,
+        "records": 60,
+    }
+    """A small map (``gradflow fate --model two-mixture --quick``): 8 finite runs, 4 limit runs."""
+
+    ks: tuple[int, ...] = field(
+        default=(2, 3), metadata={"flag": "--k", "metavar": "K1,K2", "help": "groups K ≥ 2"}
+    )
+    omegas: tuple[float, ...] = field(
+        default=(1e-3, 1e-2, 1e-1),
+        metadata={"metavar": "W1,W2,…", "help": "initialization scales ω: weights N(0, ω²/m)"},
+    )
+    widths: tuple[int, ...] = field(
+        default=(4, 16, 64, 256),
+        metadata={
+            "metavar": "M1,M2,…",
+            "help": "neurons per head m (and d_head = m) of the full runs",
+        },
+    )
+    particles: int = field(
+        default=256,
+        metadata={
+            "help": "quadrature points per head of the infinite-width neuron law, a power of two"
+        },
+    )
+    neurons: str = field(
+        default="average",
+        metadata={
+            "choices": NEURONS,
+            "help": "what the neurons read: ReLU(⟨w, Σ α_i x_i⟩) (average, the default model) "
+            "or Σ α_i ReLU(⟨w, x_i⟩) (tokens)",
+        },
+    )
+    combine: str = field(
+        default="difference", metadata={"choices": COMBINES, "help": "how the heads make the logit"}
+    )
+    t_max: float = field(default=1500.0, metadata={"help": "horizon in flow time units"})
+    lr: float = field(
+        default=0.5, metadata={"help": "descent step η of every run (flow time per step)"}
+    )
+    records: int = field(default=150, metadata={"help": "recorded states after the initial one"})
+    escape_level: float = field(
+        default=0.1,
+        metadata={
+            "help": "the attention has escaped when max |B| reaches it (≪ 1: where the linear "
+            "escape still holds)"
+        },
+    )
+    fit_level: float = field(
+        default=0.1,
+        metadata={"help": "the hard samples are fitted when their loss (nats) is below"},
+    )
+    band: float = field(
+        default=1.25,
+        metadata={"help": "stage times agree when full/limit lies in [1/band, band]"},
+    )
+    seed: int = field(default=0, metadata={"help": "seed of the finite-width initializations"})
+
+    def __post_init__(self) -> None:
+        _positive_tuple("ks", self.ks, integer=True)
+        if min(self.ks) < 2:
+            raise GradflowError(f"ks = {self.ks!r}: every K must be ≥ 2")
+        _positive_tuple("omegas", self.omegas)
+        _positive_tuple("widths", self.widths, integer=True)
+        p = self.particles
+        if int(p) != p or p < 8 or p & (p - 1):
+            raise GradflowError(f"particles = {p!r}: need a power of two ≥ 8")
+        for name, allowed in (("neurons", NEURONS), ("combine", COMBINES)):
+            if getattr(self, name) not in allowed:
+                raise GradflowError(
+                    f"{name} = {getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                )
+        TrainOptions(t_max=self.t_max, lr=self.lr, records=self.records)
+        if not 0 < self.escape_level:
+            raise GradflowError(f"escape_level = {self.escape_level!r} must be > 0")
+        if not 0 < self.fit_level < np.log(2):
+            raise GradflowError(f"fit_level = {self.fit_level!r}: need 0 < level < ln 2 nats")
+        if not self.band > 1:
+            raise GradflowError(f"band = {self.band!r} must be > 1")
+
+    def steps_per_record(self) -> int:
+        """Descent steps between two records."""
+        return TrainOptions(t_max=self.t_max, lr=self.lr, records=self.records).steps_per_record()

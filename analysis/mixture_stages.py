@@ -31,7 +31,14 @@ from gradflow.models.mixture_transformer import MixtureConfig
 
 from .mixture import MixtureRun, TrainOptions, train_reduced
 
-__all__ = ["LogLaw", "StageTimes", "detect_stages", "fit_log_law", "omega_sweep"]
+__all__ = [
+    "LogLaw",
+    "StageTimes",
+    "detect_stages",
+    "first_crossing",
+    "fit_log_law",
+    "omega_sweep",
+]
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,25 @@ def detect_stages(
         t_fit=first(run.loss <= loss_level),
         levels={"align_level": align_level, "score_level": score_level, "loss_level": loss_level},
     )
+
+
+def first_crossing(ts: np.ndarray, values: np.ndarray, level: float, rising: bool) -> float:
+    """When ``values`` (recorded at ``ts``) first reaches ``level > 0`` from below (``rising``)
+    or from above, interpolated linearly in ``ln value`` between the two records around the
+    crossing (exact for an exponential between records; linearly in the value where one of
+    them is 0); NaN if never, ``ts[0]`` if already at the start."""
+    values = np.asarray(values, dtype=float)
+    reached = values >= level if rising else values <= level
+    if not reached.any():
+        return float("nan")
+    i = int(np.argmax(reached))
+    if i == 0:
+        return float(ts[0])
+    a, b, c = values[i - 1], values[i], level
+    if min(a, b) > 0:
+        a, b, c = np.log(a), np.log(b), np.log(c)
+    share = (c - a) / (b - a) if b != a else 1.0
+    return float(ts[i - 1] + share * (ts[i] - ts[i - 1]))
 
 
 @dataclass(frozen=True)

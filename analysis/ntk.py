@@ -24,15 +24,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradflow import GradflowError
-from gradflow.models.shallow_encoder import ShallowEncoder, predict
+from gradflow.models.ntk_limit import limit_kernel
+from gradflow.models.shallow_encoder import ShallowEncoder, init_scheme, predict
 
 __all__ = [
     "BLOCKS",
     "METHODS",
+    "PROPOSITION1_MARGIN",
     "alpha",
     "block_names",
     "empirical_ntk",
+    "feature_floor",
     "feature_matrix",
+    "kernel_blocks",
+    "proposition1_holds",
     "softmax_deviation",
 ]
 
@@ -64,7 +69,17 @@ def _ntk_jacobian(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
 
 
 @eqx.filter_jit
-def _ntk_per_sample(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
+def kernel_blocks(model: ShallowEncoder, X: jax.Array) -> dict[str, jax.Array]:
+    """``J_b J_bᵀ`` per trained block from the per-sample gradients (``"per-sample"`` of
+    :func:`empirical_ntk`), as JAX arrays: traceable, so it can be ``vmap``-ped over networks.
+
+    Args:
+        model: the network.
+        X: inputs, shape ``(N, d_s, d)``.
+
+    Returns:
+        ``{"Q", "K", "V", "O"[, "H"]}``, each of shape ``(N, N)`` (no ``"total"``).
+    """
     grads = jax.vmap(jax.grad(lambda m, x: m(x)), in_axes=(None, 0))(model, X)
     return _gram_blocks(model, grads)
 
@@ -98,7 +113,7 @@ def _ntk_vector_products(
 
 
 _IMPLEMENTATIONS: dict[str, Callable[..., dict[str, jax.Array]]] = {
-    "per-sample": _ntk_per_sample,
+    "per-sample": kernel_blocks,
     "jacobian": _ntk_jacobian,
     "ntvp": _ntk_vector_products,
 }
@@ -165,3 +180,32 @@ def softmax_deviation(model: ShallowEncoder, X: jax.Array) -> float:
     attention (→ 0 as ``d_m`` grows under ``τ0 = d_m^{-1}``)."""
     A = np.asarray(_attention(model, jnp.asarray(X)))
     return float(np.max(np.abs(A - 1.0 / A.shape[-1])))
+
+
+PROPOSITION1_MARGIN = 0.25
+"""Proposition 1 of Wu et al. (2023) bounds ``α_0`` below through the concentration of
+``F_pre F_preᵀ`` around its mean ``d_m Φ``; it is taken as met where ``α_0² ≥ PROPOSITION1_MARGIN ·
+d_m λ_min(Φ)``, the features concentrated to at least a quarter of their mean (a margin chosen
+here: the statement's constants were not recovered)."""
+
+
+def feature_floor(X: jax.Array, init: str, d_m: int) -> float:
+    """``λ* = λ_min(Φ)``, ``Φ = E[F_pre F_preᵀ] / d_m`` the features' mean Gram per unit under
+    uniform attention: ``Φ_ij = σ_in² ‖x̄_i‖‖x̄_j‖ κ1(θ_ij)`` (mean tokens ``x̄``), the ``O``
+    block of :func:`gradflow.models.ntk_limit.limit_kernel` over ``τ1² d_m``.  Under
+    ``τ0 = d_m^{-1}`` the attention tends to uniform and ``F_pre F_preᵀ / d_m → Φ``.
+
+    Args:
+        X: inputs, shape ``(N, d_s, d)``.
+        init: ``"lecun"``, ``"he"`` or ``"ntk"``.
+        d_m: the width.
+    """
+    tau1 = init_scheme(init, int(np.shape(X)[-1]), d_m).tau1
+    return float(np.linalg.eigvalsh(limit_kernel(X, init, d_m)["O"] / (tau1**2 * d_m))[0])
+
+
+def proposition1_holds(alpha0: float, d_m: int, lambda_star: float) -> bool:
+    """Whether ``α_0² ≥ PROPOSITION1_MARGIN · d_m λ*`` (:data:`PROPOSITION1_MARGIN`): never where
+    ``d_m < N`` (``α_0 = 0``), and not at ``d_m = N`` either, where ``F_pre`` is square and its
+    smallest singular value is near 0 (measured ``α_0² / (d_m λ*)`` ≈ 0.001–0.01)."""
+    return bool(alpha0**2 >= PROPOSITION1_MARGIN * d_m * lambda_star)

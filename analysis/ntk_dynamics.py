@@ -26,7 +26,15 @@ import optax
 from gradflow import FlowOptions, GradflowError, GradientField, Status, integrate
 from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
-__all__ = ["Descent", "linearized_descent", "linearized_flow", "loss_bound", "train_gd"]
+__all__ = [
+    "Descent",
+    "bound_holds",
+    "linearized_descent",
+    "linearized_flow",
+    "loss_bound",
+    "run_gd",
+    "train_gd",
+]
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,16 @@ class Descent:
 
 
 @eqx.filter_jit
-def _descend(model: ShallowEncoder, X: jax.Array, y: jax.Array, lr: jax.Array, steps: int):
+def run_gd(
+    model: ShallowEncoder, X: jax.Array, y: jax.Array, lr: jax.Array, steps: int
+) -> tuple[ShallowEncoder, jax.Array, jax.Array]:
+    """``steps`` full-batch GD steps as one traced program (:func:`train_gd` without the checks),
+    so that it can be ``vmap``-ped over networks and steps.
+
+    Returns:
+        The final network, the losses ``ℓ_0 … ℓ_steps`` (shape ``(steps + 1,)``) and the outputs
+        at every step (shape ``(steps + 1, N)``).
+    """
     optimizer = optax.sgd(lr)
 
     def loss_and_outputs(m: ShallowEncoder) -> tuple[jax.Array, jax.Array]:
@@ -85,7 +102,7 @@ def train_gd(
         raise GradflowError(f"lr = {lr!r} must be > 0")
     if not (isinstance(steps, int) and steps >= 1):
         raise GradflowError(f"steps = {steps!r} must be a positive integer")
-    final, losses, outputs = _descend(
+    final, losses, outputs = run_gd(
         model, jnp.asarray(X), jnp.asarray(y), jnp.asarray(lr, jnp.asarray(X).dtype), steps
     )
     return Descent(
@@ -181,6 +198,13 @@ def linearized_descent(K: np.ndarray, residual0: np.ndarray, lr: float, steps: i
     coefficients = U.T @ np.asarray(residual0)
     factors = (1.0 - lr * lam)[None, :] ** np.arange(steps + 1)[:, None]
     return 0.5 * np.sum((factors * coefficients) ** 2, axis=1)
+
+
+def bound_holds(losses: np.ndarray, bound: np.ndarray) -> bool:
+    """Whether a loss curve stays within :func:`loss_bound` at every step, up to rounding (1e-9
+    relative, and 1e-12 of ``ℓ_0`` absolute)."""
+    losses = np.asarray(losses)
+    return bool(np.all(losses <= np.asarray(bound) * (1 + 1e-9) + 1e-12 * losses[0]))
 
 
 def loss_bound(loss0: float, lr: float, tau1: float, alpha0: float, steps: int) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -34,7 +34,14 @@ from gradflow.models.shallow_encoder import (
     synthetic_data,
 )
 
-from .ntk import alpha, empirical_ntk, feature_matrix, softmax_deviation
+from .ntk import (
+    alpha,
+    empirical_ntk,
+    feature_floor,
+    feature_matrix,
+    proposition1_holds,
+    softmax_deviation,
+)
 from .ntk_config import (
     SweepConfig,
     name_list,
@@ -45,7 +52,16 @@ from .ntk_config import (
     width_list,
     widths_field,
 )
-from .ntk_dynamics import linearized_descent, linearized_flow, loss_bound, train_gd
+from .ntk_dynamics import (
+    bound_holds,
+    linearized_descent,
+    linearized_flow,
+    loss_bound,
+    train_gd,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "AssumptionWarning",
@@ -85,6 +101,9 @@ class WidthRun:
         tau1: the output multiplier ``τ1``.
         lambda_min, lambda_max: extreme eigenvalues of ``K_0``.
         alpha0: ``σ_min(F_pre)`` at init.
+        lambda_star: ``λ_min`` of the features' mean Gram per unit
+            (:func:`~gradflow.analysis.ntk.feature_floor`), the scale of ``α_0² / d_m`` that
+            Proposition 1's lower bound on ``α_0`` rests on.
         kernel_change: ``‖K_T - K_0‖_F / ‖K_0‖_F``.
         softmax_deviation: ``max |A - 1/d_s|`` at init.
         limit_error: ``‖K_0 - K∞‖_F / ‖K∞‖_F`` under ``τ0 = d_m^{-1}``, else NaN.
@@ -107,6 +126,7 @@ class WidthRun:
     lambda_min: float
     lambda_max: float
     alpha0: float
+    lambda_star: float
     kernel_change: float
     softmax_deviation: float
     limit_error: float
@@ -120,7 +140,12 @@ class WidthRun:
     @property
     def bound_holds(self) -> bool:
         """Whether ``ℓ_k`` stays within the bound at every step (up to rounding, 1e-9 relative)."""
-        return bool(np.all(self.losses <= self.bound * (1 + 1e-9) + 1e-12 * self.losses[0]))
+        return bound_holds(self.losses, self.bound)
+
+    @property
+    def proposition1(self) -> bool:
+        """Whether ``α_0² ≥ d_m λ* / 4`` (:func:`~gradflow.analysis.ntk.proposition1_holds`)."""
+        return proposition1_holds(self.alpha0, self.d_m, self.lambda_star)
 
     @property
     def linearization_gap(self) -> float:
@@ -153,6 +178,8 @@ class WidthRun:
             "lambda_max": self.lambda_max,
             "alpha0": self.alpha0,
             "tau1sq_alpha0sq": self.tau1**2 * self.alpha0**2,
+            "lambda_star": self.lambda_star,
+            "proposition1": self.proposition1,
             "kernel_change": self.kernel_change,
             "softmax_deviation": self.softmax_deviation,
             "limit_error": self.limit_error,
@@ -226,6 +253,7 @@ def run_width(
         lambda_min=float(eigenvalues[0]),
         lambda_max=float(eigenvalues[-1]),
         alpha0=alpha0,
+        lambda_star=feature_floor(X, init, d_m),
         kernel_change=float(np.linalg.norm(KT - K0) / np.linalg.norm(K0)),
         softmax_deviation=softmax_deviation(model, X),
         limit_error=limit_error,
@@ -300,6 +328,21 @@ class Sweep:
                 }
         return out
 
+    def proposition1_failures(self) -> list[str]:
+        """One line per (init, scaling) with runs where Proposition 1's lower bound on ``α_0``
+        does not hold (``α_0² < d_m λ* / 4``), naming their widths."""
+        out = []
+        for init in self.config.inits:
+            for scaling in self.config.scalings:
+                widths = sorted({r.d_m for r in self.select(init, scaling) if not r.proposition1})
+                if widths:
+                    out.append(
+                        f"{init}/{scaling}: α_0² < d_m λ*/4 at d_m = {', '.join(map(str, widths))}: "
+                        "F_pre F_preᵀ has not concentrated, so Proposition 1's lower bound on "
+                        "α_0 (and the theorem's rate through it) does not hold there"
+                    )
+        return out
+
     def arrays(self) -> dict[str, np.ndarray]:
         """The sweep as arrays, one row per run: the scalars, loss curves ``(runs, T + 1)``."""
         out: dict[str, np.ndarray] = {
@@ -318,9 +361,17 @@ class Sweep:
             "slopes": {f"{i}/{s}": v for (i, s), v in self.slopes().items()},
         }
 
-    def figure(self) -> None:
-        """No picture of its own: the shallow-NTK figure (``gradflow figures shallow-ntk``) draws the sweep."""
-        return None
+    def figure(self) -> Figure:
+        """A new matplotlib figure of the sweep (:func:`~gradflow.analysis.ntk_draw.draw_sweep`),
+        panel (d) for the first init and scaling; the ``shallow-ntk`` figure draws the same
+        panels over every init and scaling."""
+        from matplotlib.figure import Figure
+
+        from .ntk_draw import SIZE, draw_sweep
+
+        fig = Figure(figsize=SIZE, layout="constrained")
+        draw_sweep(self, fig, self.config.inits[0], self.config.scalings[0])
+        return fig
 
     def text(self) -> str:
         """A heading, one table row per run, and the fitted log-log slopes."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from gradflow import GradflowError, save_with_data
+from gradflow import check_folder, save_with_data
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -48,18 +48,6 @@ def render(module: ModuleType, data: Any) -> Figure:
     return fig
 
 
-def check_folder(folder: Path | str) -> Path:
-    """``folder`` as a path, checked to be an existing folder.
-
-    Raises:
-        GradflowError: it is not an existing folder.
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise GradflowError(f"--out {str(folder)!r} is not an existing folder")
-    return folder
-
-
 def save(module: ModuleType, data: Any, folder: Path | str = ".") -> list[Path]:
     """Draw ``data`` and write ``folder/NAME.png`` with ``NAME.npz`` and ``NAME.json`` atomically.
 
@@ -69,7 +57,7 @@ def save(module: ModuleType, data: Any, folder: Path | str = ".") -> list[Path]:
         The three paths written.
 
     Raises:
-        GradflowError: ``folder`` is not an existing folder.
+        GradflowError: ``folder`` is not an existing folder or cannot be written.
     """
     folder = check_folder(folder)
     fig = render(module, data)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "canonical-attention"
-SIZE = (16.0, 11.0)
+SIZE = (16.0, 15.0)
 P, Q = 0.5, 0.8
 SLICES = (-0.5, 0.0, 0.5)
 BOX = (-2.5, 1.5, -2.0, 2.0)
@@ -158,19 +158,26 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Slices (top row); rays, trajectories on (w, e) and on (a, e) (bottom row)."""
-    axes = fig.subplots(2, 3)
-    for ax, a, picture in zip(axes[0], SLICES, data.slices):
-        picture.draw(
-            ax,
-            layers=("basins", "streamlines", "critical"),
-            legend=a == SLICES[-1],
-            title=f"slice a = {a:g}: basins of the 3-D flow, streamlines in the slice",
+    """Slices (top row) and one legend below them (:func:`_slice_legend`); rays, trajectories
+    on (w, e) and on (a, e) (bottom row)."""
+    grid = fig.add_gridspec(3, 3, height_ratios=(1.0, 0.42, 1.0))
+    top = [fig.add_subplot(grid[0, i]) for i in range(3)]
+    handles = []
+    for ax, a, picture in zip(top, SLICES, data.slices):
+        handles.append(
+            picture.draw(
+                ax,
+                layers=("basins", "streamlines", "critical"),
+                legend=False,
+                title=f"slice a = {a:g}: basins of the 3-D flow, streamlines in the slice",
+            )
         )
-    _rays_panel(axes[1, 0], data)
+    _slice_legend(fig.add_subplot(grid[1, :]), handles)
+    bottom = [fig.add_subplot(grid[2, i]) for i in range(3)]
+    _rays_panel(bottom[0], data)
     for start, color, path in zip(STARTS, COLORS, data.trajectories):
         ends = "global" if path.losses[-1] < data.unigram_loss - 1e-6 else "H(π)"
-        for ax, (x, y) in zip(axes[1, 1:], ((1, 0), (2, 0))):
+        for ax, (x, y) in zip(bottom[1:], ((1, 0), (2, 0))):
             ax.plot(
                 path.thetas[:, x],
                 path.thetas[:, y],
@@ -180,19 +187,48 @@ def draw(data: Data, fig: Figure) -> None:
             )
             ax.plot(*path.thetas[0, [x, y]], "o", color=color, ms=5)
             ax.plot(*path.thetas[-1, [x, y]], "x", color=color, ms=8, mew=2)
-    for ax, xname in zip(axes[1, 1:], ("w", "a")):
+    for ax, xname in zip(bottom[1:], ("w", "a")):
         ax.set_xlabel(f"${xname}$")
         ax.set_ylabel("$e$", rotation=0, ha="right")
         ax.axhline(0, color="#1f5fbf", lw=1, alpha=0.5)
         ax.set_title(
-            f"3-D trajectories of L(e, w, a) projected onto ({xname}, e); start (e, w, a) → end",
+            f"3-D trajectories of L(e, w, a) projected onto ({xname}, e)\n"
+            "legend: start (e, w, a) → where it ends",
             fontsize=10,
         )
-    axes[1, 1].axvline(-1 / np.sqrt(2), color="#e07b00", lw=1, ls="--", label="w = -1/√2")
-    axes[1, 1].legend(fontsize=7.5)
+    bottom[1].axvline(-1 / np.sqrt(2), color="#e07b00", lw=1, ls="--", label="w = -1/√2")
+    bottom[1].legend(fontsize=7.5, loc="upper right")
     fig.suptitle(
         f"Three-scalar canonical model L(e, w, a) = Φ(e²(1 + a e²/4)(1 + 2w|w|)), p = {P}, q = {Q}",
         fontsize=12,
+    )
+
+
+def _slice_legend(ax: Any, handles: list[list[Any]]) -> None:
+    """One legend for the three slices: the critical sets and the drawing's layers once (the
+    slices cut the same 3-D sets), each slice's attractors with their shares, in two columns,
+    every equation whole."""
+    from matplotlib.patches import Patch
+
+    ax.axis("off")
+    shared, seen, per_slice = [], set(), []
+    for a, drawn in zip(SLICES, handles):
+        for handle in drawn:
+            label = handle.get_label()
+            if isinstance(handle, Patch) and label.startswith("#"):
+                handle.set_label(f"a = {a:g}: {label}")
+                per_slice.append(handle)
+            elif label not in seen:
+                seen.add(label)
+                shared.append(handle)
+    ax.legend(
+        handles=shared + per_slice,
+        loc="center",
+        ncol=2,
+        fontsize=7.5,
+        frameon=False,
+        title="critical sets (every slice); each slice's attractors: the share of its grid",
+        title_fontsize=8,
     )
 
 
@@ -213,5 +249,5 @@ def _rays_panel(ax: Any, data: Data) -> None:
     ax.set_xlabel("initialization scale r (θ0 = r·u, u uniform on the sphere)")
     ax.set_ylabel("fraction of directions reaching the global minimum")
     ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     ax.set_title(f"rays from the origin ({data.config.directions} directions)", fontsize=10)

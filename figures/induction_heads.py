@@ -36,7 +36,6 @@ __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
 NAME = "induction-heads"
 SIZE = (16.0, 9.5)
-COLORS = {"uniform": "tab:gray", "unigram": "tab:orange", "bigram": "tab:blue"}
 MINIMAL_LR = 4.0
 """SGD step of the minimal model's runs."""
 REDUCED_N = 256
@@ -199,12 +198,14 @@ def compute(config: Config) -> Data:
 
 def draw(data: Data, fig: Figure) -> None:
     """Phases (a), positional vector and lag profile (b), share sweep (c), reduced flow (d)."""
+    from gradflow.analysis.icl_experiment import draw_phases
+
     c = data.config
     (a_tr, a_min, c_ax), (b_min, b_tr, d_ax) = fig.subplots(2, 3)
-    _shade(a_tr, data.transformer)
+    draw_phases(a_tr, data.transformer)
     a_tr.set_title(f"(a1) transformer (d = 16, AdamW, prior share ρ = {data.main_share:g})")
     a_tr.legend(loc="upper right", fontsize=8)
-    _shade(a_min, data.minimal)
+    draw_phases(a_min, data.minimal)
     a_min.set_title(f"(a2) minimal model (softmax mixing, SGD lr {MINIMAL_LR:g})")
     a_min.legend(loc="upper right", fontsize=8)
     _positional_panel(b_min, data.minimal, c.T)
@@ -215,21 +216,6 @@ def draw(data: Data, fig: Figure) -> None:
         f"In-context Markov chains, k = {c.k}, T = {c.T}: uniform → unigram → bigram (CPU-sized: "
         f"transformer {c.transformer_steps} steps × {_seeds(c.seeds)}, evaluation on 512 Dirichlet sequences)"
     )
-
-
-def _shade(ax: Any, history: History) -> None:
-    from gradflow.analysis.icl_phases import phases
-    from gradflow.models.icl_strategies import STRATEGY_NAMES
-
-    ph = phases(history.steps, history.distance_mean)
-    for i, (name, start, end) in enumerate(ph.intervals):
-        right = ph.intervals[i + 1][1] if i + 1 < len(ph.intervals) else end
-        ax.axvspan(start, right, color=COLORS[name], alpha=0.12, lw=0)
-    for i, name in enumerate(STRATEGY_NAMES):
-        ax.plot(history.steps, history.distance_mean[:, i], color=COLORS[name], label=f"to {name}")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("E KL(strategy ‖ model), nats")
-    ax.set_ylim(bottom=0)
 
 
 def _positional_panel(ax: Any, minimal: History, T: int) -> None:

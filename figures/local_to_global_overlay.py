@@ -29,8 +29,12 @@ NAME = "local-to-global-overlay"
 SIZE = (8.5, 9.0)
 P, Q = 0.5, 0.8
 BOX = (-2.5, 2.0, 0.0, 1.6)
-COLORS = {"standard": ("#c0392b", "#e67e22", "#8e44ad"), "paper": ("#1f5fbf", "#16a085", "#2c3e50")}
-"""One colour per seed, for each init."""
+COLORS = {"standard": "#6b3e26", "paper": "#e6007e"}
+"""One colour per init (dark brown, magenta), neither a colour of a kind of critical set nor of a
+basin's tint (green, blue, orange, red, purple), nor the black of the separatrix: a training path
+must not read as a separatrix or a set."""
+STYLES = ("-", "--", ":")
+"""One line style per seed."""
 
 
 @dataclass(frozen=True)
@@ -97,12 +101,13 @@ def compute(config: Config) -> Data:
     from gradflow.models import markov
 
     runs, overlays = {}, []
-    for init, colors in COLORS.items():
+    for init, color in COLORS.items():
         result = train(TrainConfig(p=P, q=Q, init=init, steps=config.steps, seeds=config.seeds))
         runs[init] = result
         for seed in range(config.seeds):
             label = f"{init} init, seed {seed}: loss {result.test_loss[seed, -1]:.4f}"
-            overlays.append(Overlay(label, result.coords[seed][:, [1, 0]], colors[seed]))
+            path = result.coords[seed][:, [1, 0]]
+            overlays.append(Overlay(label, path, color, STYLES[seed]))
     picture = portrait(markov.canonical(P, Q), grid=config.grid, box=BOX, overlays=overlays)
     return Data(config=config, runs=runs, picture=picture)
 

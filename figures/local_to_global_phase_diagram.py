@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, basin_memory
+from gradflow import GradflowError, sweep_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -55,8 +55,8 @@ class Config:
         },
     )
 
-    SIZES: ClassVar[tuple[str, ...]] = ("grid",)
-    """The field that sets the memory the figure needs (cells are computed one at a time)."""
+    SIZES: ClassVar[tuple[str, ...]] = ("cells", "grid")
+    """The fields that set the memory the figure needs."""
 
     def __post_init__(self) -> None:
         if self.cells < 2 or self.grid < 2:
@@ -65,8 +65,9 @@ class Config:
             raise GradflowError(f"need 0 < lo < hi < 1, got lo = {self.lo}, hi = {self.hi}")
 
     def memory_bytes(self) -> float:
-        """One cell's basin map at a time (nothing when a saved sweep is drawn)."""
-        return 0.0 if self.sweep else basin_memory(self.grid, 2)
+        """The sweep's every cell kept and one basin map at a time
+        (:func:`gradflow.sweep_memory`; nothing when a saved sweep is drawn)."""
+        return 0.0 if self.sweep else sweep_memory(self.cells**2, self.grid, 2)
 
 
 @dataclass(frozen=True)
@@ -187,7 +188,8 @@ def _edges(values: np.ndarray) -> tuple[float, float]:
 
 def draw(data: Data, fig: Figure) -> None:
     """Three heat maps over ``(q, p)``, each with the line ``p + q = 1`` and the bifurcations
-    the sweep located between its cells (where the halves of ``e = 0`` trade kinds)."""
+    the sweep located between its cells (where the halves of ``e = 0`` trade kinds); the shares
+    are written per side of the line (:func:`_side_shares`), the loss gap has contour lines."""
     axes = fig.subplots(1, 3)
     p, q = data.p, data.q
     extent = (*_edges(q), *_edges(p))
@@ -211,10 +213,11 @@ def draw(data: Data, fig: Figure) -> None:
             vmax=None if limits is None else limits[1],
             aspect="equal",
         )
-        if min(values.shape) >= 2 and np.ptp(values) > 0:
-            levels = (0.25, 0.5, 0.75) if limits else 6
-            lines = ax.contour(q, p, values, levels=levels, colors="black", linewidths=0.5)
+        if limits is None and min(values.shape) >= 2 and np.ptp(values) > 0:
+            lines = ax.contour(q, p, values, levels=6, colors="black", linewidths=0.5)
             ax.clabel(lines, fontsize=6, fmt="%.2g")
+        elif limits is not None:
+            _side_shares(ax, p, q, values)
         ax.plot([0, 1], [1, 0], color="#c0202a", lw=1.4, ls="--", label="p + q = 1 (i.i.d. chain)")
         located = data.sweep_record.get("bifurcations", [])
         ax.plot(
@@ -239,6 +242,31 @@ def draw(data: Data, fig: Figure) -> None:
         f"({len(p)} × {len(q)} values of (p, q), {record['grid']}² initializations each)",
         fontsize=11,
     )
+
+
+def _side_shares(ax: Any, p: np.ndarray, q: np.ndarray, share: np.ndarray) -> None:
+    """The share on each side of ``p + q = 1``, written in the middle of its triangle.
+
+    A share is constant on each side (the basin boundary is a level set of the conserved
+    energy, which does not depend on ``p`` or ``q``), so it is a number per side, not a field
+    for contour lines: contours of a step along the diagonal, interpolated on the cells, are a
+    staircase that shows the grid, not the answer.  Cells within half a cell of the line are
+    left out of the medians."""
+    pp, qq = np.meshgrid(p, q, indexing="ij")
+    half = 0.5 * max(float(np.diff(p).mean()), float(np.diff(q).mean()))
+    for side, (x, y) in ((1, (0.72, 0.72)), (-1, (0.24, 0.24))):
+        cells = side * (pp + qq - 1) > half
+        if cells.any():
+            ax.text(
+                x,
+                y,
+                f"{np.median(share[cells]):.3g}",
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                fontsize=11,
+                bbox={"boxstyle": "round", "fc": "white", "ec": "0.5", "alpha": 0.85},
+            )
 
 
 def _box_text(box: list[float]) -> str:

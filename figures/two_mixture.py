@@ -14,7 +14,6 @@ The time panels are one full-model run (gradient descent on the exact population
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +25,6 @@ from gradflow.analysis.mixture_settings import MixtureSettings
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gradflow.analysis.mixture import MixtureRun
     from gradflow.analysis.mixture_experiment import MixtureReport
     from gradflow.analysis.mixture_stages import LogLaw, StageTimes
 
@@ -35,12 +33,6 @@ __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 NAME = "two-mixture"
 SIZE = (16.0, 13.0)
 OMEGAS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-STAGE_STYLE = {
-    "t_align": (":", "neurons aligned"),
-    "t_attention": ("--", "attention escape"),
-    "t_fit": ("-.", "fit"),
-}
-"""Line style and legend text of each detected stage time."""
 
 
 @dataclass(frozen=True)
@@ -104,93 +96,22 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Alignment and loss (left), scores per head and query (middle and right), the ω law
-    (bottom)."""
-    run, stages = data.report.run, data.report.stages
+    """The run's six panels (:func:`gradflow.analysis.mixture_draw.draw_run`), the ω law below."""
+    from gradflow.analysis.mixture_draw import draw_run, run_title
+
     grid = fig.add_gridspec(3, 3, height_ratios=(1.0, 1.0, 0.8))
-    _alignment_panel(fig.add_subplot(grid[0, 0]), run, stages)
-    _loss_panel(fig.add_subplot(grid[1, 0]), run, stages)
-    for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
-        ax = fig.add_subplot(grid[head, 1 + (queries == "v")])
-        _score_panel(ax, run, stages, head, queries, letter)
+    draw_run(data.report, fig, grid)
     _law_panel(fig.add_subplot(grid[2, :]), np.asarray(data.config.omegas), data.sweep, data.law)
-    config, options = run.config, run.options
-    fig.suptitle(
-        f"Two-mixture linear classification (reconstruction): K = {config.K}, d = {config.d}, m = {config.m}, "
-        f"ω = {config.omega:g}, {config.combine} heads, {options.schedule} {options.method}, η = {options.lr:g}"
-    )
-
-
-def _mark_stages(ax: Any, stages: StageTimes) -> None:
-    for key, (style, label) in STAGE_STYLE.items():
-        t = getattr(stages, key)
-        if np.isfinite(t):
-            ax.axvline(t, color="0.3", ls=style, lw=1, label=f"{label} (t = {t:g})")
-
-
-def _slot_names(K: int) -> list[str]:
-    return [f"c{k + 1}" for k in range(K)] + [f"v{k + 1}" for k in range(K)]
-
-
-def _alignment_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
-    names = _slot_names(run.config.K)
-    cosines = np.abs(run.neuron_cosines()).mean(axis=2)  # (T, 2, 2K)
-    for h, style in ((0, "-"), (1, ":")):
-        for a, name in enumerate(names):
-            ax.plot(
-                run.ts,
-                cosines[:, h, a],
-                style,
-                color=f"C{a}",
-                label=f"head {'+-'[h]}: |cos(w, {name})|",
-            )
-    ax.plot(run.ts, run.span_cosine, color="k", lw=1.5, label="cosine of w with span U")
-    _mark_stages(ax, stages)
-    ax.set_ylim(0, 1.02)
-    ax.set_title("(a) neuron alignment (mean over neurons)", fontsize=10)
-    ax.set_xlabel("flow time t")
-    ax.legend(fontsize=6, ncol=2)
-
-
-def _loss_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
-    ax.semilogy(run.ts, run.loss, color="k", label="population loss")
-    ax.semilogy(run.ts, run.loss_hard, color="C3", label="hard samples (ε = −y)")
-    ax.semilogy(run.ts, run.loss_consistent, color="C0", label="consistent samples (ε = y)")
-    ax.axhline(np.log(2), color="0.5", lw=0.8, label="ln 2 (f ≡ 0)")
-    _mark_stages(ax, stages)
-    ax.set_title("(b) loss (nats)", fontsize=10)
-    ax.set_xlabel("flow time t")
-    ax.legend(fontsize=6)
-
-
-def _score_panel(
-    ax: Any, run: MixtureRun, stages: StageTimes, head: int, queries: str, letter: str
-) -> None:
-    K = run.config.K
-    names = _slot_names(K)
-    offset = 0 if queries == "c" else K
-    for index, style in ((0, "-"), (1, "--")):
-        if index >= K:
-            break
-        q = offset + index
-        for a, name in enumerate(names):
-            label = f"key {name}" if index == 0 else None
-            ax.plot(run.ts, run.scores[:, head, a, q], style, color=f"C{a}", lw=1, label=label)
-    ax.set_yscale("symlog", linthresh=1e-3)
-    _mark_stages(ax, stages)
-    ax.set_title(
-        f"({letter}) head {'+-'[head]}: s(key, {queries}₁) solid, s(key, {queries}₂) dashed",
-        fontsize=9,
-    )
-    ax.set_xlabel("flow time t")
-    ax.legend(fontsize=6)
+    fig.suptitle(run_title(data.report))
 
 
 def _law_panel(
     ax: Any, omegas: np.ndarray, times: tuple[StageTimes, ...], law: LogLaw | None
 ) -> None:
     durations = np.array([t.attention_duration for t in times])
-    ax.semilogx(omegas, durations, "o", color="C3", label="attention stage t_attention − t_align")
+    ax.semilogx(
+        omegas, durations, "o", color="black", label="attention stage t_attention − t_align"
+    )
     if law is not None:
         grid = np.geomspace(min(omegas), max(omegas), 100)
         ax.semilogx(

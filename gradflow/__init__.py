@@ -27,9 +27,13 @@ _EXPORTS = {
     "Attractor": "._attractors",
     "AttractorIndex": "._attractors",
     "BasinMap": "._basin_map",
+    "FractionError": "._basin_map",
+    "BasinConvergence": "._basin_convergence",
+    "basin_convergence": "._basin_convergence",
     "LABELS": "._basin_map",
     "Label": "._basin_map",
     "basin_memory": "._memory",
+    "sweep_memory": "._memory",
     "basins": "._basins",
     "default_basin_options": "._basins",
     "Region": "._region",
@@ -62,6 +66,7 @@ _EXPORTS = {
     "gradient_flow": "._integrate",
     "integrate": "._integrate",
     "atomic_outputs": "._io",
+    "check_folder": "._io",
     "check_output": "._io",
     "open_checkpoint": "._io",
     "save_with_data": "._io",
@@ -132,7 +137,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._attractors import Attractor, AttractorIndex
-    from ._basin_map import LABELS, BasinMap, Label
+    from ._basin_convergence import BasinConvergence, basin_convergence
+    from ._basin_map import LABELS, BasinMap, FractionError, Label
     from ._basins import basins, default_basin_options, widened_bounds
     from ._batched import FlowEndpoints
     from ._cells import run_cells
@@ -151,6 +157,7 @@ if TYPE_CHECKING:
         FORMATS,
         Result,
         atomic_outputs,
+        check_folder,
         check_output,
         open_checkpoint,
         save_result,
@@ -170,7 +177,7 @@ if TYPE_CHECKING:
         lambdify_numpy,
         stabilize,
     )
-    from ._memory import basin_memory
+    from ._memory import basin_memory, sweep_memory
     from ._metric import METRICS, Metric, MetricLandscape, in_metric
     from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
     from ._portrait import Overlay, Portrait, portrait
@@ -203,6 +210,7 @@ __all__ = [
     "Label",
     "Attractor",
     "AttractorIndex",
+    "BasinConvergence",
     "BasinMap",
     "BoundModel",
     "ClosedForm",
@@ -213,6 +221,7 @@ __all__ = [
     "CriticalSets",
     "FlowEndpoints",
     "FlowOptions",
+    "FractionError",
     "GradflowError",
     "GradientField",
     "JaxLandscape",
@@ -233,9 +242,12 @@ __all__ = [
     "Status",
     "Trajectory",
     "atomic_outputs",
+    "basin_convergence",
     "basin_memory",
+    "sweep_memory",
     "basins",
     "binary_cross_entropy",
+    "check_folder",
     "check_output",
     "certify",
     "classify_points",

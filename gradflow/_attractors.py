@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 from scipy.cluster.hierarchy import DisjointSet, fcluster, linkage
+from scipy.sparse.csgraph import minimum_spanning_tree
 from scipy.spatial import cKDTree
+from scipy.spatial.distance import pdist, squareform
 
-from ._classify import classify_points
-from ._critical_sets import CriticalSet, local_dimension
+from ._classify import Classification, classify_points
+from ._critical_sets import CriticalSet, local_dimension, set_dimension
 from ._landscape import Landscape
 from ._merging import joined_on_set, runs_between, same_loss
 from ._pieces import EDGE_SAMPLES, broken_edges, on_piece
@@ -111,6 +113,7 @@ class AttractorIndex:
         self._landscape = landscape
         self._box = box
         center = box.mean(axis=1) if center is None else np.asarray(center, dtype=float)
+        self._center = center
         parts = [
             (s, s.component_points(label))
             for s in sets
@@ -202,8 +205,14 @@ class AttractorIndex:
         """New attractors for converged endpoints near no known set; return their ids.
 
         The points (shape ``(n, dim)``) are clustered (single linkage at :data:`MATCH_RADIUS`
-        of the box diagonal); each cluster is classified at its member of least ``‖∇L‖`` and
-        becomes an attractor of the set ``"found by the flow"``.
+        of the box diagonal) and each cluster is classified at its member of least ``‖∇L‖``.
+        Clusters of one kind and loss whose points have a singular Hessian are one attractor
+        where a path of critical points joins them (:func:`~gradflow._merging.joined_on_set`,
+        tried along the edges of the clusters' minimum spanning tree): a line of minima that
+        the flow reaches outside the searched box, each start at its own point of it, is one
+        set of dimension ≥ 1, not one attractor per endpoint.  A group that runs into a known
+        set of dimension ≥ 1 joins its attractor; every other becomes an attractor of the set
+        ``"found by the flow"``, its points added to the index.
         """
         if not len(points):
             return np.zeros(0, dtype=int)
@@ -213,28 +222,78 @@ class AttractorIndex:
             else np.ones(1, dtype=int)
         )
         gradient = np.linalg.norm(landscape.grad(points), axis=1)
+        clusters = [np.flatnonzero(labels == label) for label in np.unique(labels)]
+        best = np.array([members[np.argmin(gradient[members])] for members in clusters])
+        found = classify_points(landscape, points[best], global_min_loss)
+        losses = np.asarray(landscape.loss(points[best]), dtype=float)
+        groups = self._joined_clusters(landscape, points[best], found, losses)
         ids = np.empty(len(points), dtype=int)
-        for label in np.unique(labels):
-            members = np.flatnonzero(labels == label)
-            best = members[np.argmin(gradient[members])]
-            kind = str(classify_points(landscape, points[best][None], global_min_loss).kinds[0])
-            known = self._set_through(landscape, points[best], kind)
+        for group in groups:
+            members = np.concatenate([clusters[c] for c in group])
+            first = group[0]
+            kind = str(found.kinds[first])
+            known = self._set_through(landscape, points[best[first]], kind)
             if known >= 0:
                 ids[members] = known
                 continue
+            distinct = np.unique(points[members], axis=0)
+            dimension = int(np.median(local_dimension(distinct)))
+            if len(group) > 1:
+                nullity = np.full(len(distinct), int(found.nullity[first]))
+                dimension = max(1, min(set_dimension(distinct, nullity), int(nullity[0])))
+            reps = points[best[group]]
+            point = reps[int(np.argmin(np.linalg.norm(reps - self._center, axis=1)))]
             ids[members] = len(self.attractors)
+            self._add_samples(distinct, len(self.attractors))
             self.attractors.append(
                 Attractor(
                     id=len(self.attractors),
                     kind=kind,
                     set="found by the flow",
                     equation=None,
-                    point=points[best],
-                    loss=float(landscape.loss(points[best])),
-                    dimension=int(np.median(local_dimension(np.unique(points[members], axis=0)))),
+                    point=point,
+                    loss=float(losses[first]),
+                    dimension=dimension,
                 )
             )
         return ids
+
+    def _joined_clusters(
+        self, landscape: Landscape, reps: np.ndarray, found: Classification, losses: np.ndarray
+    ) -> list[list[int]]:
+        """Groups of the clusters (their representative points ``reps``) joined along a set of
+        critical points: two clusters neighbouring in the minimum spanning tree of ``reps``,
+        of one kind and loss, with a singular Hessian (nullity ``k ≥ 1``), are joined where
+        :func:`~gradflow._merging.joined_on_set` finds a path of regular points (nullity
+        ``k``) between them.  Groups in the order of their first cluster."""
+        linked = DisjointSet(range(len(reps)))
+        if len(reps) > 1:
+            scale = loss_scales(landscape).loss
+            tree = minimum_spanning_tree(squareform(pdist(reps))).tocoo()
+            for i, j in sorted(zip(tree.row, tree.col), key=lambda e: _edge_length(reps, e)):
+                k = int(found.nullity[i])
+                if (
+                    k >= 1
+                    and found.nullity[j] == k
+                    and found.kinds[i] == found.kinds[j]
+                    and same_loss(losses[i], losses[j], scale)
+                    and joined_on_set(landscape, reps[i], reps[j], float(losses[i]), k)
+                ):
+                    linked.merge(int(i), int(j))
+        groups: dict[int, list[int]] = {}
+        for c in range(len(reps)):
+            groups.setdefault(linked[c], []).append(c)
+        return list(groups.values())
+
+    def _add_samples(self, points: np.ndarray, owner: int) -> None:
+        """Index ``points`` (shape ``(m, dim)``) as samples of the attractor ``owner``, each
+        matching within :data:`MATCH_RADIUS` of the box diagonal."""
+        self._points = np.concatenate([self._points, points])
+        self._owners = np.concatenate([self._owners, np.full(len(points), owner)])
+        self._radii = np.concatenate(
+            [self._radii, np.full(len(points), MATCH_RADIUS * self.diagonal)]
+        )
+        self._tree = cKDTree(self._points)
 
     def _set_through(self, landscape: Landscape, point: np.ndarray, kind: str) -> int:
         """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
@@ -252,7 +311,9 @@ class AttractorIndex:
             samples = self._points[self._owners == a.id]
             if not len(samples):
                 samples = a.point[None]
-            if _joined_on_piece(landscape, point, a.set.split(" ∪ "), samples, self._box):
+            if _joined_on_piece(
+                landscape, point, a.set.split(" ∪ "), samples, _around(self._box, point)
+            ):
                 return a.id
             nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
             if joined_on_set(landscape, point, nearest, loss):
@@ -282,6 +343,21 @@ def _joined_on_piece(
             if not broken_edges(piece, box, ends, np.array([[0, 1]]), EDGE_SAMPLES)[0]:
                 return True
     return False
+
+
+def _edge_length(points: np.ndarray, edge: tuple[int, int]) -> float:
+    """The length of the edge ``(i, j)`` between two of ``points``."""
+    return float(np.linalg.norm(points[edge[0]] - points[edge[1]]))
+
+
+def _around(box: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """``box`` (shape ``(dim, 2)``) grown to hold ``point`` with a margin of a tenth of its width
+    on every side: a closed-form set runs on outside the searched box, and an endpoint there (the
+    flow in the induced metric carries the canonical model's starts at the box's corners out to
+    ``(e, w) = (0, 6.28)`` on the line ``e = 0``) lies on it all the same."""
+    lo, hi = np.minimum(box[:, 0], point), np.maximum(box[:, 1], point)
+    pad = 0.1 * (hi - lo)
+    return np.stack([lo - pad, hi + pad], axis=1)
 
 
 def _linked(

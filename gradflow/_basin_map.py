@@ -6,6 +6,7 @@ table, arrays, metadata and picture).
 from __future__ import annotations
 
 import enum
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +17,9 @@ from ._critical_sets import CriticalSets
 from ._errors import GradflowError
 from ._integrate import FlowOptions
 from ._region import OnRegion, Region
-from ._text import format_point, format_table
+from ._text import TABLE_WIDTH, format_point, format_table
 
-__all__ = ["BasinMap", "LABELS", "Label", "OUTCOMES"]
+__all__ = ["CONFIDENCE", "BasinMap", "FractionError", "LABELS", "Label", "OUTCOMES"]
 
 
 class Label(enum.IntEnum):
@@ -62,6 +63,98 @@ LABELS = tuple(str(label) for label in Label)
 """The names of the :class:`Label` values in code order: ``BasinMap.labels`` indexes it."""
 OUTCOMES = (Label.DIVERGED, Label.NOT_CONVERGED, Label.NON_SMOOTH)
 """The labels of grid points that reached no attractor."""
+
+
+CONFIDENCE = 0.95
+"""The confidence level of the Wilson intervals of :meth:`BasinMap.errors`."""
+GRID_DESIGN = (
+    "a regular grid of starts, not a random sample: the Wilson interval is the one a random "
+    "sample of as many points would give; the cell bracket bounds the area share where the "
+    "grid resolves the basin's edge (a cell whose four corners agree lies in one basin); "
+    "the change is from the grid of every other point (spacing 2h) to this one (h)"
+)
+"""What the fraction errors of a basin map assume, said in its JSON and its text."""
+
+
+@dataclass(frozen=True)
+class FractionError:
+    """How closely a basin map's grid pins one attractor's share of the box.
+
+    Attributes:
+        id: the attractor's id.
+        count: grid points that reach it.
+        points: grid points in all.
+        wilson: the :data:`CONFIDENCE` Wilson score interval of ``count`` out of ``points``
+            (``scipy.stats.binomtest(count, points).proportion_ci(method="wilson")``; E. B.
+            Wilson, *J. Am. Stat. Assoc.* 22 (1927) 209): the interval of a random sample of
+            that size.  A grid is no random sample (its error is a discretization error, of the
+            order of the basin edge's length times the spacing), so read it as a sampling-style
+            scale (the standard error bSTAB reports is of this kind), not a coverage claim.
+        cells: ``(lo, hi)``: the shares of the grid's ``(nx - 1)(ny - 1)`` cells (squares
+            between neighbouring points) whose four corners all reach the attractor, and
+            whose corners include it.  Where every cell whose corners agree lies in one basin
+            (the grid resolves the edge) the area share of the basin in the box lies between
+            them; a basin of measure zero has ``lo = 0``.
+        coarse: the share on the grid of every other point (spacing doubled; an even number
+            of points per axis leaves out the last row or column).
+        change: ``count/points - coarse``, the change of the share when the spacing is halved
+            from that grid to this one: where the error is proportional to the spacing (a
+            straight edge), it estimates this grid's own error.
+    """
+
+    id: int
+    count: int
+    points: int
+    wilson: tuple[float, float]
+    cells: tuple[float, float]
+    coarse: float
+    change: float
+
+    @property
+    def fraction(self) -> float:
+        """``count/points``."""
+        return self.count / self.points
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"id", "fraction", "count", "points", "wilson", "cells", "coarse",
+        "change"}``."""
+        return {
+            "id": self.id,
+            "fraction": self.fraction,
+            "count": self.count,
+            "points": self.points,
+            "wilson": list(self.wilson),
+            "cells": list(self.cells),
+            "coarse": self.coarse,
+            "change": self.change,
+        }
+
+
+def fraction_errors(ids: np.ndarray, attractors: list[int]) -> list[FractionError]:
+    """The :class:`FractionError` of each attractor in ``attractors`` on the grid of attractor
+    ids ``ids`` (shape ``(ny, nx)``, ``-1`` for none)."""
+    from scipy.stats import binomtest
+
+    corners = np.stack([ids[:-1, :-1], ids[1:, :-1], ids[:-1, 1:], ids[1:, 1:]])
+    coarse = ids[::2, ::2]
+    out = []
+    for a in attractors:
+        count = int(np.sum(ids == a))
+        wilson = binomtest(count, ids.size).proportion_ci(CONFIDENCE, method="wilson")
+        here = corners == a
+        fine, rough = count / ids.size, float(np.mean(coarse == a))
+        out.append(
+            FractionError(
+                id=a,
+                count=count,
+                points=int(ids.size),
+                wilson=(float(wilson.low), float(wilson.high)),
+                cells=(float(np.mean(here.all(axis=0))), float(np.mean(here.any(axis=0)))),
+                coarse=rough,
+                change=fine - rough,
+            )
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -150,16 +243,51 @@ class BasinMap(OnRegion):
             text += "\n* measure zero: these grid points lie on a set of lower dimension"
         return text
 
+    def errors(self) -> list[FractionError]:
+        """The error bars of the shares of the attractors reached, largest share first
+        (:class:`FractionError`: a Wilson interval, the boundary-cell bracket, the change from
+        the grid of every other point)."""
+        return fraction_errors(self.attractor_ids, [a.id for a in self.reached()])
+
+    def error_table(self) -> str:
+        """:meth:`errors` as a text table, with what they assume (:data:`GRID_DESIGN`)."""
+        ny, nx = self.labels.shape
+        rows = [
+            [
+                f"#{e.id}",
+                f"{e.fraction:.4f}",
+                f"[{e.wilson[0]:.4f}, {e.wilson[1]:.4f}]",
+                f"[{e.cells[0]:.4f}, {e.cells[1]:.4f}]",
+                f"{e.change:+.4f}",
+            ]
+            for e in self.errors()
+        ]
+        header = ["attractor", "fraction", f"{CONFIDENCE:.0%} Wilson", "cells", "2h → h"]
+        coarse = f"{(nx + 1) // 2} × {(ny + 1) // 2}"
+        note = (
+            f"{nx * ny} grid points, {(nx - 1) * (ny - 1)} cells, the grid of every other "
+            f"point {coarse}: {GRID_DESIGN}"
+        )
+        return f"{format_table(header, rows)}\n{textwrap.fill(note, TABLE_WIDTH)}"
+
+    def error_metadata(self) -> dict[str, Any]:
+        """JSON-ready :meth:`errors`: ``{"design", "confidence", "attractors":
+        [FractionError.to_dict(), …]}``."""
+        return {
+            "design": GRID_DESIGN,
+            "confidence": CONFIDENCE,
+            "attractors": [e.to_dict() for e in self.errors()],
+        }
+
     def __repr__(self) -> str:
         return self.text()
 
     def text(self) -> str:
-        """The grid, its plane and box, then :meth:`table`."""
+        """The grid, its plane and box (each range named), then :meth:`table`."""
         ny, nx = self.labels.shape
         return (
             f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane"
-            f"{self.region.fixed_text()}, "
-            f"box {format_point(self.box)}\n{self.table()}"
+            f"{self.region.fixed_text()}: {self.region.box_text()}\n{self.table()}"
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -180,7 +308,7 @@ class BasinMap(OnRegion):
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: the region (``plane``, ``box``, ``grid``, ``fixed``), the ``fractions`` by
         label, every attractor with its share, the ``solver`` stages, ``shortcut`` and
-        ``metric``."""
+        ``metric`` (the error bars of the shares: :meth:`error_metadata`)."""
         return {
             **self.region.to_dict(),
             "fractions": self.fractions(),

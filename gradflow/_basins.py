@@ -27,7 +27,9 @@ from ._critical_sets import CriticalSets
 from ._errors import GradflowError
 from ._flows import flow_endpoints
 from ._integrate import FlowOptions, Status
+from ._kink_settle import settled
 from ._landscape import Landscape
+from ._memory import basin_memory, check_memory
 from ._metric import Metric, in_metric
 from ._region import Region
 from ._scales import loss_scales
@@ -77,7 +79,9 @@ def basins(
     diverged, stuck, near no attractor, at a saddle or maximum, or next to a grid point with
     another attractor (the basin boundaries) — are integrated again in float64 with the default
     stages.  On a CPU a float32 step costs about an eighth of a float64 one, and the boundaries
-    hold a vanishing share of a fine grid.
+    hold a vanishing share of a fine grid.  The float32 pass keeps its stops at a small
+    gradient unchecked for an escape from a saddle (its stops at saddles are integrated
+    again); the float64 pass checks them (``escape_check`` of :func:`gradflow.flow_endpoints`).
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
@@ -102,9 +106,12 @@ def basins(
 
     Raises:
         GradflowError: an invalid grid, box, plane or fixed value (one line naming it, see
-            :func:`gradflow.Region`), or ``region`` given with any of them.
+            :func:`gradflow.Region`), ``region`` given with any of them, or a grid whose map
+            needs more than half of the memory available now (:func:`gradflow.basin_memory`).
     """
     region = region_of(landscape, region, grid, box, fixed, plane)
+    nx, ny = region.grid
+    check_memory(f"grid {nx} × {ny}", basin_memory((nx, ny), landscape.dim))
     thetas = region.points()
     if float32_first is None:
         float32_first = options is None
@@ -133,6 +140,8 @@ def basins(
             dtype=np.float32,
             chunk_size=FAST_CHUNK,
             steps_per_round=FAST_ROUND,
+            escape_check=False,
+            desc="basin map, float32 pass",
         )
         ids, status, endpoints = _attractor_ids(
             landscape, index, critical, first, level, stages, add_found=False
@@ -147,6 +156,7 @@ def basins(
             stages,
             decide_below=level,
             progress=progress and not float32_first,
+            desc="basin map, float64" + (" (uncertain points)" if float32_first else ""),
         )
         found = _attractor_ids(landscape, index, critical, again, level, stages, add_found=True)
         ids[redo], status[redo], endpoints[redo] = found
@@ -274,7 +284,10 @@ def _attractor_ids(
 
     Decided members are resolved to the global-minimum component of their sublevel set; those
     that cannot be resolved are integrated on without the decision level.  Converged endpoints
-    near no known set become new attractors with ``add_found``, else keep id ``-1``.
+    near no known set become new attractors with ``add_found``, else keep id ``-1``.  On a loss
+    with kinks, members stalled on one, or out of budget beside one (the float32 pass's
+    chatter), go to the attractor their sublevel set decides
+    (:func:`gradflow._kink_settle.settled`), keeping their status.
     """
     status, endpoints = result.status.copy(), result.endpoints.copy()
     ids = np.full(len(status), -1)
@@ -291,6 +304,10 @@ def _attractor_ids(
         loose = converged[ids[converged] < 0]
         if add_found:
             ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
+    unfinished = (status == Status.NON_SMOOTH) | (status == Status.NOT_CONVERGED)
+    stalled = np.flatnonzero(unfinished & (ids < 0)) if landscape.nonsmooth_terms else []
+    if len(stalled):
+        ids[stalled] = settled(landscape, index, critical, endpoints[stalled])
     return ids, status, endpoints
 
 

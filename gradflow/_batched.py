@@ -77,6 +77,8 @@ def integrate_batch(
     steps_per_round: int = 32,
     progress: bool | None = None,
     dtype: Any = np.float64,
+    audit: Callable[[np.ndarray], np.ndarray] | None = None,
+    desc: str | None = None,
 ) -> FlowEndpoints:
     """Integrate the trajectories from ``thetas0`` (shape ``(B, dim)``, finite) to their stops.
 
@@ -102,6 +104,15 @@ def integrate_batch(
         dtype: the floating type of the integration (``numpy.float32`` for a fast first pass:
             on a CPU, float32 transcendental functions cost about an eighth of float64's); the
             floating arguments are cast to it.
+        audit: the escape test of converged endpoints (points ``(m, dim)`` to a boolean
+            ``(m,)``, true where the flow leaves: :func:`~gradflow._integrate.escaping`).  The
+            rounds stop members at a small gradient alone, which is cheap; the members the
+            audit rejects are integrated on through the stages with the escape test in their
+            stopping rule (``strict``, :func:`~gradflow._integrate.status_code`), which no
+            longer stops them until they have left.  ``None``: no audit (a first pass whose
+            endpoints at saddles are integrated again anyway).
+        desc: what the progress bar is of (``"σ = 0.01, seed 2"``); it counts finished
+            trajectories, without a time left (they finish in rounds, most at the end).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``
@@ -125,24 +136,50 @@ def integrate_batch(
         lambda a: host_cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
         args,
     )
-    pending = np.arange(n)
-    with progress_bar(total=n, unit="trajectory", enabled=progress) as bar:
-        for i, stage in enumerate(stages):
-            if not pending.size:
-                break
-            limit = np.zeros(n, dtype=np.int64)
-            limit[pending] = state.steps[pending] + stage.max_steps
-            state.dt[pending] = 0
-            advance = _round_function(field, stage, steps_per_round)
-            chunk = _padded(pending.size, chunk_size)
-            finish = None if i + 1 == len(stages) else _Finish(field, stage, args, level, chunk)
-            pending = _run_stage(advance, args, level, state, pending, limit, chunk, bar, finish)
+    run = functools.partial(
+        _run_stages, field, args, level, state, stages, chunk_size, steps_per_round
+    )
+    with progress_bar(n, "trajectory", progress, desc, even=False) as bar:
+        run(np.arange(n), bar, strict=False)
+        done = np.flatnonzero(state.status == Status.CONVERGED)
+        if audit is not None and done.size:
+            leaving = done[np.asarray(audit(state.y[done].astype(np.float64)), dtype=bool)]
+            state.status[leaving] = int(Status.NOT_CONVERGED)
+            if leaving.size:
+                bar.total += leaving.size
+                run(leaving, bar, strict=True)
     return FlowEndpoints(
         endpoints=state.y.astype(np.float64),
         times=state.t.astype(np.float64),
         steps=state.steps,
         status=state.status,
     )
+
+
+def _run_stages(
+    field: GradientField,
+    args: Any,
+    level: jax.Array,
+    state: _BatchState,
+    stages: Sequence[FlowOptions],
+    chunk_size: int,
+    steps_per_round: int,
+    pending: np.ndarray,
+    bar: Any,
+    strict: bool,
+) -> None:
+    """Run the members ``pending`` through the stages in turn (see :func:`integrate_batch`)."""
+    n = len(state.status)
+    for i, stage in enumerate(stages):
+        if not pending.size:
+            break
+        limit = np.zeros(n, dtype=np.int64)
+        limit[pending] = state.steps[pending] + stage.max_steps
+        state.dt[pending] = 0
+        advance = _round_function(field, stage, steps_per_round, strict)
+        chunk = _padded(pending.size, chunk_size)
+        finish = None if i + 1 == len(stages) else _Finish(field, stage, args, level, chunk)
+        pending = _run_stage(advance, args, level, state, pending, limit, chunk, bar, finish)
 
 
 MIN_CHUNK = 64
@@ -305,7 +342,7 @@ def _spread(values: np.ndarray) -> jax.Array:
 
 @functools.cache
 def _round_function(
-    field: GradientField, options: FlowOptions, steps: int
+    field: GradientField, options: FlowOptions, steps: int, strict: bool = False
 ) -> Callable[..., tuple[jax.Array, ...]]:
     """Jitted: advance a chunk of members by at most ``steps`` solver steps each.
 
@@ -315,9 +352,10 @@ def _round_function(
     whose steps are all rejected, as at a blow-up, must still spend its budget), with status
     ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) runs
     as one batched program (:class:`BatchedRK`); any other solver through diffrax, vectorized.
+    ``strict``: the stopping rule includes the escape test (a program of its own).
     """
     if tableau_of(options.solver) is not None:
-        advance = _explicit_round(field, dataclasses.replace(options, gtol=1.0), steps)
+        advance = _explicit_round(field, dataclasses.replace(options, gtol=1.0), steps, strict)
         gtol = options.gtol
         return lambda y0, t0, dt0, args, level: advance(y0, t0, dt0, (args, level, gtol))
 
@@ -326,10 +364,10 @@ def _round_function(
     saveat = diffrax.SaveAt(t1=True)
 
     def one(y0: jax.Array, t0: jax.Array, dt0: jax.Array, args: Any, level: jax.Array):
-        sol = solve(field, options, y0, t0, args, level, steps, saveat)
+        sol = solve(field, options, y0, t0, args, level, steps, saveat, strict=strict)
         y, t = sol.ys[-1], sol.ts[-1]
         running = sol.result == diffrax.RESULTS.max_steps_reached
-        code = jnp.where(running, -1, status_code(field, options, y, args, level))
+        code = jnp.where(running, -1, status_code(field, options, y, args, level, strict=strict))
         return y, t, jnp.zeros_like(dt0), sol.stats["num_steps"], code
 
     return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
@@ -337,7 +375,7 @@ def _round_function(
 
 @functools.cache
 def _explicit_round(
-    field: GradientField, options: FlowOptions, steps: int
+    field: GradientField, options: FlowOptions, steps: int, strict: bool
 ) -> Callable[..., tuple[jax.Array, ...]]:
     """The :class:`BatchedRK` round of an explicit pair, with the steady-state tolerance an
     argument (the last of ``(args, level, gtol)``), not a constant: stages that differ only in
@@ -350,6 +388,6 @@ def _explicit_round(
         return -field.grad(y, a[0])
 
     def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
-        return status_code(field, options, y, a[0], a[1], gtol=a[2])
+        return status_code(field, options, y, a[0], a[1], gtol=a[2], strict=strict)
 
     return rk.advance(vector_field, stop, steps)

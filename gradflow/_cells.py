@@ -7,13 +7,18 @@ checkpoint folder each finished cell is written there at once (``<name>.npz``, a
 a run interrupted and started again with the same manifest loads the finished cells and computes
 only the rest, so its results are identical to an uninterrupted run's.
 
-``compute`` and the cells must be picklable (a function defined at a module's top level, plain
-data as cells): that is what lets the same grid run in other processes.
+``compute`` and the cells must be picklable (a function defined at a module's top level, or an
+instance of a class defined there; plain data as cells): that is what lets the same grid run in
+other processes.  With a ``dask.distributed`` client the cells not yet checkpointed run on its
+workers (:mod:`gradflow._cluster`) and each is written here as it arrives, so the files, the
+results and the resume point are those of the serial run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,7 @@ def run_cells(
     manifest: Mapping[str, Any] | None = None,
     progress: bool | None = None,
     desc: str | None = None,
+    client: Any = None,
 ) -> Cells:
     """Compute every cell of a grid, resuming from a checkpoint folder.
 
@@ -57,6 +63,10 @@ def run_cells(
         progress: a progress bar over cells: always (``True``), never (``False``), or after
             1.5 s (``None``).
         desc: the bar's label.
+        client: a ``dask.distributed.Client``: the cells run on its workers, and each
+            finished cell is written by this process as it arrives; a
+            worker that dies loses only its unfinished cells, which run again elsewhere.
+            ``None`` (the default) computes them here, one after the other, without Dask.
 
     Returns:
         One ``dict`` of arrays per cell, in the order of ``cells``.
@@ -64,6 +74,7 @@ def run_cells(
     Raises:
         GradflowError: no cells, names not one per cell or not distinct or not plain, a
             checkpoint without a manifest, or a folder of another computation.
+        Exception: the first error a cell's ``compute`` raised.
     """
     if not cells:
         raise GradflowError("no cells to compute: the grid is empty")
@@ -76,17 +87,41 @@ def run_cells(
         folder = open_checkpoint(
             Path(checkpoint), MANIFEST, manifest, "the cells of another computation"
         )
-    out: Cells = []
+    out: list[dict[str, np.ndarray] | None] = [
+        None if folder is None else load_cell(folder, name) for name in names
+    ]
+    pending = [i for i, done in enumerate(out) if done is None]
     with progress_bar(len(cells), "cell", progress, desc) as bar:
-        for cell, name in zip(cells, names):
-            done = None if folder is None else load_cell(folder, name)
-            if done is None:
-                done = {k: np.asarray(v) for k, v in compute(cell).items()}
-                if folder is not None:
-                    store_cell(folder, name, done)
-            out.append(done)
-            bar.update()
-    return out
+        bar.update(len(cells) - len(pending))
+        if pending:
+            todo = [cells[i] for i in pending]
+            if client is None:
+                results = _here(compute, todo)
+            else:
+                from ._cluster import results_on
+
+                results = results_on(client, functools.partial(cell_arrays, compute), todo)
+            with contextlib.closing(results):
+                for k, arrays in results:
+                    if folder is not None:
+                        store_cell(folder, names[pending[k]], arrays)
+                    out[pending[k]] = arrays
+                    bar.update()
+    return [done for done in out if done is not None]
+
+
+def _here(
+    compute: Callable[[Any], Mapping[str, Any]], cells: Sequence[Any]
+) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """The cells computed in this process, in order."""
+    for k, cell in enumerate(cells):
+        yield k, cell_arrays(compute, cell)
+
+
+def cell_arrays(compute: Callable[[Any], Mapping[str, Any]], cell: Any) -> dict[str, np.ndarray]:
+    """``compute(cell)`` as NumPy arrays by name (what a worker sends back, and what a serial
+    run keeps)."""
+    return {k: np.asarray(v) for k, v in compute(cell).items()}
 
 
 def store_cell(folder: Path, name: str, arrays: Mapping[str, np.ndarray]) -> None:

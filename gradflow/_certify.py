@@ -32,6 +32,7 @@ checks it at sample points), and the floating-point hyperparameters are the exac
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections import deque
@@ -42,12 +43,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ._budget import OutOfTime, within
 from ._classify import classify_points
 from ._errors import GradflowError
 from ._interval import Arithmetic, arithmetic, decide, interval_function
 from ._landscape import Landscape
 from ._lowering import lambdify_numpy
 from ._model import BoundModel, ReducedModel, _solved_specs
+from ._symbolic import real_point
 from ._text import format_point
 
 __all__ = ["MAX_BOXES", "MIN_WIDTH", "CertifiedPoint", "Certificate", "Explanation", "certify"]
@@ -253,7 +256,8 @@ def certify(
 
     Raises:
         GradflowError: a landscape without a SymPy loss, a pinned parameter (a slice), a
-            budget or width out of range, a function without an interval form.
+            budget or width out of range, a function without an interval form, a SymPy setup
+            (differentiating, factoring) that runs out of the symbolic time budget.
     """
     if not isinstance(landscape, BoundModel):
         raise GradflowError(
@@ -266,7 +270,10 @@ def certify(
     if not 0 < min_width < 1:
         raise GradflowError(f"min_width = {min_width!r} must be in (0, 1)")
     start = time.perf_counter()
-    system = _system(landscape.model, interval)
+    try:
+        system = within("the certificate's SymPy setup", _system, landscape.model, interval)
+    except OutOfTime as out:
+        raise GradflowError(f"certify: {out}") from None
     hyper = [landscape.values[s.name] for s in landscape.model.hyperparams]
     search = _Search(system, hyper, np.asarray(box, dtype=float), max_boxes, min_width)
     search.run()
@@ -299,23 +306,32 @@ def certify(
 
 @dataclass
 class _Graph:
-    """Closed-form pieces sharing one graph ``θ_D = g(θ_F)``, in interval form."""
+    """Closed-form pieces sharing one graph ``θ_D = g(θ_F)``, in interval form.
+
+    ``values`` is ``None`` where ``g`` has no real interval form (``sympy.solve`` writes the
+    real roots of a cubic with ``I``); a point (no free parameter) then has ``exact``, which
+    gives its proven real bounds at the hyperparameters' values (or ``None``)."""
 
     names: list[str]
     equation: str
     free: list[int]
     dependent: list[int]
-    values: Callable[..., list[Any]]
+    values: Callable[..., list[Any]] | None
     conditions: list[Callable[..., bool | None]]
     identically_critical: bool
     factor_source: Callable[[], list[tuple[int, Callable[..., list[Any]]]]]
+    exact: Callable[[tuple[float, ...]], np.ndarray | None] | None = None
     found_factors: list[tuple[int, Callable[..., list[Any]]]] | None = None
 
     @property
     def factors(self) -> list[tuple[int, Callable[..., list[Any]]]]:
-        """``(d, Q)`` of test (b), worked out in SymPy on first use."""
+        """``(d, Q)`` of test (b), worked out in SymPy on first use (none where that runs out
+        of the symbolic time budget)."""
         if self.found_factors is None:
-            self.found_factors = self.factor_source()
+            try:
+                self.found_factors = within("the factors of ∇L", self.factor_source)
+            except OutOfTime:
+                self.found_factors = []
         return self.found_factors
 
 
@@ -330,7 +346,6 @@ class _System:
     float_grad: Callable[..., Any]
     float_jac: Callable[..., Any]
     graphs: list[_Graph]
-    points: list[tuple[str, Callable[..., list[Any]], list[Callable[..., bool | None]]]]
 
 
 def _clean(expr: sp.Expr, params: Sequence[sp.Symbol]) -> sp.Expr:
@@ -360,33 +375,39 @@ def _system(model: ReducedModel, interval: str) -> _System:
     grad = [sp.factor_terms(_clean(sp.diff(model.loss, s), params)) for s in params]
     jac = [sp.factor_terms(_clean(sp.diff(g, s), params)) for g in grad for s in params]
     graphs: dict[tuple, _Graph] = {}
-    points = []
     for spec in (*model.critical_sets, *_solved_specs(model)):
         solution = {s: sp.sympify(v) for s, v in spec.solution.items()}
         condition = decide(spec.condition, symbols, arith)
         dependent = [i for i, s in enumerate(params) if s in solution]
         equation = spec.equation or ", ".join(f"{s} = {v}" for s, v in solution.items())
         name = f"sympy.solve: {equation}" if spec.name == "sympy.solve" else spec.name
-        if len(dependent) == len(params):
-            values = interval_function([solution[params[i]] for i in dependent], hyper, arith)
-            points.append((name, values, [condition]))
         key = tuple((str(s), sp.srepr(v)) for s, v in sorted(solution.items(), key=str))
         if key in graphs:
             graphs[key].names.append(name)
             graphs[key].conditions.append(condition)
             continue
         free = [i for i in range(len(params)) if i not in dependent]
+        exprs = [solution[params[i]] for i in dependent]
+        try:
+            values = interval_function(exprs, [params[i] for i in free] + hyper, arith)
+        except GradflowError:
+            values = None
+        written = tuple((params[i], solution[params[i]]) for i in dependent)
+        exact = None if free else functools.partial(_exact_point, model, written)
+        if values is None and exact is None:
+            continue  # a graph with free parameters and no real interval form: not used
         graphs[key] = _Graph(
             names=[name],
             equation=equation,
             free=free,
             dependent=dependent,
-            values=interval_function(
-                [solution[params[i]] for i in dependent], [params[i] for i in free] + hyper, arith
-            ),
+            values=values,
             conditions=[condition],
-            identically_critical=all(g.subs(solution) == 0 for g in grad),
-            factor_source=functools.partial(_factors, grad, params, solution, symbols, arith),
+            identically_critical=values is not None and all(g.subs(solution) == 0 for g in grad),
+            factor_source=functools.partial(_factors, grad, params, solution, symbols, arith)
+            if values is not None
+            else list,
+            exact=exact,
         )
     return _System(
         arith=arith,
@@ -396,8 +417,16 @@ def _system(model: ReducedModel, interval: str) -> _System:
         float_grad=lambdify_numpy(symbols, grad),
         float_jac=lambdify_numpy(symbols, jac),
         graphs=list(graphs.values()),
-        points=points,
     )
+
+
+def _exact_point(
+    model: ReducedModel, written: tuple[tuple[sp.Symbol, sp.Expr], ...], hyper: tuple[float, ...]
+) -> np.ndarray | None:
+    """Bounds ``(dim, 2)`` on the closed-form point ``written`` at the hyperparameter values
+    ``hyper``, proven real (:func:`gradflow._symbolic.real_point`), or ``None``."""
+    pairs = tuple(zip(model.hyperparams, hyper))
+    return real_point(model.params, model.loss, written, pairs)
 
 
 def _factors(
@@ -467,11 +496,28 @@ class _Search:
         self.width = box[:, 1] - box[:, 0]
         self.max_boxes = max_boxes
         self.min_width = min_width
+        self.graphs = [g for g in map(self.resolved, system.graphs) if g is not None]
         self.isolated: list[_Isolated] = []
         self.explained: dict[int, list[np.ndarray]] = {}
         self.unresolved: list[np.ndarray] = []
         self.cleared = 0
         self.examined = 0
+
+    def resolved(self, graph: _Graph) -> _Graph | None:
+        """``graph`` as this search uses it: a point whose interval form is not finite here
+        takes the bounds its exact value is proven to have (:func:`_exact_point`); a point
+        not proven real is not used."""
+        if graph.free:
+            return graph
+        if graph.values is not None:
+            bounds = self.bounds(graph.values(*self.hyper))
+            if np.all(np.isfinite(bounds)):
+                return graph
+        exact = graph.exact(tuple(self.hyper_values)) if graph.exact is not None else None
+        if exact is None:
+            return None
+        point = [self.arith.interval(lo, hi) for lo, hi in exact]
+        return dataclasses.replace(graph, values=lambda *hyper: point)
 
     def intervals(self, box: np.ndarray) -> list[Any]:
         return [self.arith.interval(lo, hi) for lo, hi in box]
@@ -519,7 +565,7 @@ class _Search:
         if k is not None and _strictly_inside(k, box):
             self.record(box)
             return "isolated"
-        for i, graph in enumerate(self.system.graphs):
+        for i, graph in enumerate(self.graphs):
             if not self.explains(graph, box):
                 continue
             if graph.free:
@@ -704,19 +750,21 @@ class _Search:
         with the closed-form points they hold."""
         by_name: dict[str, tuple[str, list[np.ndarray]]] = {}
         for i, boxes in sorted(self.explained.items()):
-            graph = self.system.graphs[i]
+            graph = self.graphs[i]
             name = " / ".join(dict.fromkeys(graph.names))
             by_name.setdefault(name, (graph.equation, []))[1].extend(boxes)
         out = []
         for name, (equation, boxes) in by_name.items():
             stacked = np.array(boxes)
             held = []
-            for point_name, values, conditions in self.system.points:
-                point = self.bounds(values(*self.hyper)).mean(axis=1)
+            for graph in (g for g in self.graphs if not g.free):
+                point = self.bounds(graph.values(*self.hyper)).mean(axis=1)
                 theta = [*self.intervals(np.stack([point, point], 1)), *self.hyper]
-                maybe = all(c(*theta) is not False for c in conditions)
-                if maybe and np.any(_inside_any(point[None], stacked)):
-                    held.append(point_name)
+                if not np.any(_inside_any(point[None], stacked)):
+                    continue
+                for point_name, condition in zip(graph.names, graph.conditions):
+                    if condition(*theta) is not False:
+                        held.append(point_name)
             out.append(Explanation(name, equation, stacked, tuple(held)))
         return tuple(out)
 

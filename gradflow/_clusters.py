@@ -6,13 +6,14 @@ search lands on).
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 from scipy.cluster.hierarchy import DisjointSet, fcluster, linkage
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
-from ._classify import KINDS, classify_points
+from ._classify import KINDS, Classification, classify_points
 from ._critical_sets import CriticalSet, make_set, set_dimension
 from ._landscape import Landscape
 from ._merging import joined_on_set
@@ -40,9 +41,20 @@ critical set (:func:`_joined_along_the_set`)."""
 
 
 def numerical_sets(
-    landscape: Landscape, points: np.ndarray, global_loss: float | None, box: np.ndarray
+    landscape: Landscape,
+    points: np.ndarray,
+    global_loss: float | None,
+    box: np.ndarray,
+    *,
+    classify: Callable[[Landscape, np.ndarray, float | None], Classification] = classify_points,
+    name: str = "numerical",
+    equation: str | None = None,
 ) -> list[CriticalSet]:
     """Group numerical solutions: same kind, single-linkage clusters (:data:`CLUSTER_LINK`).
+
+    ``classify`` gives the kinds (the Hessian's by default; Clarke-stationary points on kinks
+    have their own, :func:`gradflow._kink_points.classify_kink_points`), and each set is named
+    ``name`` with ``equation``.
 
     A cluster no wider than :data:`POINT_CLUSTER` of the box diagonal is one isolated critical
     point, reported at its member of least ``‖∇L‖`` (near a degenerate point, where ``∇L``
@@ -52,7 +64,7 @@ def numerical_sets(
     """
     if not len(points):
         return []
-    classes = classify_points(landscape, points, global_loss)
+    classes = classify(landscape, points, global_loss)
     diagonal = float(np.linalg.norm(box[:, 1] - box[:, 0]))
     gradient = np.linalg.norm(landscape.grad(points), axis=1)
     out = []
@@ -75,17 +87,15 @@ def numerical_sets(
             ):
                 best = np.array([members[np.argmin(gradient[members])]])
                 out.append(
-                    make_set(
-                        landscape, "numerical", None, points, classes, best, 0, single[:1], box
-                    )
+                    make_set(landscape, name, equation, points, classes, best, 0, single[:1], box)
                 )
             else:
                 dimension = set_dimension(points[members], classes.nullity[members])
                 out.append(
                     make_set(
                         landscape,
-                        "numerical",
-                        None,
+                        name,
+                        equation,
                         points,
                         classes,
                         members,

@@ -32,7 +32,9 @@ class CompiledLoss:
     Attributes:
         loss: ``L(θ; h)``, shape ``(...)``.
         grad: ``∇L``, shape ``(..., dim)``; differentiated symbolically, then lambdified.
-        hessian: ``∇²L``, shape ``(..., dim, dim)``; forward-mode derivative of ``grad``.
+        hessian: ``∇²L``, shape ``(..., dim, dim)``; forward-mode derivative of ``grad``, NaN
+            where an absolute value that :func:`stabilize` brought in vanishes (a removable
+            singularity of the written loss: see :func:`compile_loss`).
         invariants: conserved quantities by name, each shape ``(...)``.
         field: ``loss`` and ``grad`` as a :class:`GradientField` (one object, so integrators
             compile once per loss).
@@ -81,22 +83,34 @@ def compile_loss(
     """Lambdify ``loss``, its symbolic gradient and the invariants to jitted JAX functions.
 
     ``loss`` and the invariants are first rewritten by :func:`stabilize` (``log(1 + e^u)`` →
-    ``Softplus(u)``, …), so the gradient is differentiated from the stable form.
+    ``Softplus(u)``, ``acos(x/√(x² + y²))`` → ``atan2(|y|/√(x² + y²), x/√(x² + y²))``, …),
+    so the gradient is differentiated from the stable form.  Where an absolute value ``|s|``
+    that the rewrite brought in has ``s = 0`` (the written loss's removable singularity, as
+    ``acos`` at 1), ``jacfwd`` of the gradient drops the second derivative that ``|s|`` carries
+    there (its ``sign(s)`` has derivative 0 in JAX, ``2δ(s)`` in fact): the Hessian is NaN
+    there, and the classifier takes it by finite differences of ``∇L`` instead and says so
+    (:func:`gradflow.classify_points`).
 
     Raises:
         GradflowError: the loss or an invariant uses a function that has no JAX lowering.
     """
     symbols = (*params, *hyperparams)
     dim = len(params)
-    loss = stabilize(loss)
-    symbolic_grad = tuple(sp.diff(loss, s) for s in params)
-    loss_fn = jax.jit(_unpack(lambdify_jax(symbols, loss), dim, vector=False))
+    stable = stabilize(loss)
+    removable = sorted((a.args[0] for a in stable.atoms(sp.Abs) - loss.atoms(sp.Abs)), key=str)
+    symbolic_grad = tuple(sp.diff(stable, s) for s in params)
+    loss_fn = jax.jit(_unpack(lambdify_jax(symbols, stable), dim, vector=False))
     grad_fn = jax.jit(_unpack(lambdify_jax(symbols, list(symbolic_grad)), dim, vector=True))
+    kinks = lambdify_jax(symbols, removable) if removable else None
 
     def hessian(theta: jax.Array, h: jax.Array) -> jax.Array:
         point_hessian = jax.jacfwd(lambda t: grad_fn(t, h))
         flat = theta.reshape(-1, dim)
-        return jax.vmap(point_hessian)(flat).reshape(theta.shape + (dim,))
+        out = jax.vmap(point_hessian)(flat)
+        if kinks is not None:
+            at = kinks(*(flat[:, i] for i in range(dim)), *(h[j] for j in range(h.shape[0])))
+            out = jnp.where(jnp.any(at == 0, axis=-1)[:, None, None], jnp.nan, out)
+        return out.reshape(theta.shape + (dim,))
 
     return CompiledLoss(
         loss=loss_fn,

@@ -16,6 +16,10 @@ at one place are typed as in Kuznetsov, *Elements of Applied Bifurcation Theory*
 
 - **fold**: a minimum and a saddle (or a saddle and a maximum) meet and disappear, or appear;
 - **pitchfork**: a branch changes kind as two new branches split off it symmetrically;
+  *supercritical* where the new branches are more stable than the centre they flank (the
+  normal form ``ẋ = μx - x³``, potential ``x⁴/4 - μx²/2``: minima beside a saddle),
+  *subcritical* where they are less stable (``ẋ = μx + x³``: saddles beside a minimum), on
+  whichever side of the bifurcation value they exist;
 - **transcritical**: two branches cross and exchange their kinds (stability);
 - **degenerate crossing**: a critical set changes kind alone (e.g. the two halves of a line of
   critical points trade kinds as the transverse curvature changes sign along the whole line).
@@ -43,6 +47,7 @@ from ._pieces import GRADIENT_TOL
 
 __all__ = [
     "BIFURCATION_TYPES",
+    "CRITICALITIES",
     "Bifurcation",
     "Branch",
     "CellPoints",
@@ -73,6 +78,10 @@ EVENT_POINT = 0.05
 """… and closer than this fraction of the box diagonal in parameter space."""
 BIFURCATION_TYPES = ("fold", "pitchfork", "transcritical", "degenerate crossing")
 """The types of :attr:`Bifurcation.type`."""
+CRITICALITIES = ("supercritical", "subcritical")
+"""The values of :attr:`Bifurcation.criticality` for a pitchfork the kinds tell apart."""
+STABILITY_RANK = {"min": 0, "saddle": 1, "max": 2}
+"""Stabilities in order of unstable directions (a minimum none, a maximum all)."""
 
 Family = Callable[[Mapping[str, float]], Landscape]
 """The landscape at given hyperparameter values (e.g. ``lambda v: model.bind(**v)``)."""
@@ -149,6 +158,9 @@ class Bifurcation:
             hyperparameter and the point for isolated points, the hyperparameter for a set.
         curve: where the swept hyperparameter's exact value depends on the others, the curve
             in the hyperparameters' plane, e.g. ``"q = 1 - p"``, else ``None``.
+        criticality: for a pitchfork, ``"supercritical"`` or ``"subcritical"``
+            (:data:`CRITICALITIES`, see the module's docstring), ``None`` where the kinds do not
+            tell (new branches and centre both saddles) and for every other type.
     """
 
     type: str
@@ -160,12 +172,14 @@ class Bifurcation:
     changes: tuple[tuple[str, str], ...] = ()
     exact: dict[str, str] | None = None
     curve: str | None = None
+    criticality: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``{"type", "at", "axis", "point", "branches", "set", "changes",
-        "exact", "curve"}``."""
+        """JSON-ready: ``{"type", "criticality", "at", "axis", "point", "branches", "set",
+        "changes", "exact", "curve"}``."""
         return {
             "type": self.type,
+            "criticality": self.criticality,
             "at": self.at,
             "axis": self.axis,
             "point": self.point.tolist(),
@@ -183,8 +197,9 @@ class Bifurcation:
         what = f" of {self.set}" if self.set else ""
         change = "; ".join(f"{a} → {b}" for a, b in self.changes)
         exact = ", ".join(f"{k} = {v}" for k, v in (self.exact or {}).items())
+        kind = f"{self.criticality} {self.type}" if self.criticality else self.type
         return (
-            f"{self.type}{what} at {at}, ({point})"
+            f"{kind}{what} at {at}, ({point})"
             + (f": {change}" if change else "")
             + (f" (exact: {exact})" if exact else "")
             + (f" on the curve {self.curve}" if self.curve else "")
@@ -369,7 +384,14 @@ class _Line:
         return out
 
     def _step(self, k: int, alive: list[_Track]) -> set[int]:
-        """Continue the tracks at position ``k`` to ``k + 1``; returns the nodes they reach."""
+        """Continue the tracks at position ``k`` to ``k + 1``; returns the nodes they reach.
+
+        Tracks whose correctors converge to one point of the next cell, where its Hessian is
+        not singular, cannot all be on it: the branches that are not there any more (two
+        pitchfork branches folding into the centre before it is reached) reach the point
+        farthest from their predictors, and end; the track nearest its predictor goes on.
+        At a singular point (branches crossing, or meeting at a bifurcation exactly on the
+        cell) every track goes on."""
         if not alive:
             return set()
         cell = self.line[k + 1]
@@ -380,7 +402,7 @@ class _Line:
         reach = GUARD * self.diagonal + 2 * np.linalg.norm(predicted - starts, axis=1)
         ok &= np.linalg.norm(corrected - predicted, axis=1) <= reach
         inside = np.all((corrected >= self.box[:, 0]) & (corrected <= self.box[:, 1]), axis=1)
-        claimed: set[int] = set()
+        targets: dict[int, int] = {}
         new_kinds = None
         for i, t in enumerate(alive):
             if not ok[i]:
@@ -395,10 +417,18 @@ class _Line:
                     new_kinds = classify_points(landscape, corrected, None).kinds
                 name = self.nodes.names[self.line[t.steps[-1]]][t.nodes[-1]]
                 j = self.nodes.add(cell, corrected[i], str(new_kinds[i]), name)
-            t.steps.append(k + 1)
-            t.nodes.append(j)
-            claimed.add(j)
-        return claimed
+            targets[i] = j
+        miss = np.linalg.norm(corrected - predicted, axis=1)
+        for j in set(targets.values()):
+            rivals = sorted((i for i in targets if targets[i] == j), key=lambda i: miss[i])
+            if len(rivals) > 1 and not _singular(landscape, self.nodes.points[cell][j]):
+                for i in rivals[1:]:
+                    alive[i].ended = True
+                    del targets[i]
+        for i, j in targets.items():
+            alive[i].steps.append(k + 1)
+            alive[i].nodes.append(j)
+        return set(targets.values())
 
     def _match(self, cell: int, point: np.ndarray) -> int | None:
         points = self.nodes.points[cell]
@@ -858,9 +888,27 @@ def _type_group(
             point=point,
             branches=tuple(involved),
             changes=tuple(moves),
+            criticality=_criticality(changed, existence) if kind == "pitchfork" else None,
         )
     )
     return out
+
+
+def _criticality(changed: dict[int, tuple[str, str]], existence: list[_Event]) -> str | None:
+    """``"supercritical"`` where the pitchfork's new branches are more stable than the centre
+    on the side where they exist, ``"subcritical"`` where less, ``None`` where that is not
+    told (several centres, branches on both sides, or equal ranks)."""
+    sides = {e.what for e in existence}
+    if len(changed) != 1 or len(sides) != 1:
+        return None
+    (before, after), (side,) = next(iter(changed.values())), sides
+    centre = before if side == "end" else after
+    new = {e.before if side == "end" else e.after for e in existence}
+    ranks = {STABILITY_RANK.get(k) for k in new}
+    rank = STABILITY_RANK.get(centre)
+    if len(ranks) != 1 or None in ranks or rank is None or ranks == {rank}:
+        return None
+    return "supercritical" if ranks.pop() < rank else "subcritical"
 
 
 FOLD_EIGENVALUE = 1e-2

@@ -7,6 +7,9 @@
    Solutions lying on a closed-form set are absorbed by it; the rest are classified and grouped
    into clusters, whose dimension comes from their geometry (a Morse–Bott set of minima is
    reported as one set, not as the hundreds of points the search lands on).
+3. Kinks: where ``∇L`` jumps across a kink (``|x|`` at ``x = 0``), the Clarke-stationary points
+   on the kinks (``0 ∈ ∂L``: the minimum of ``|x| + y²`` at the origin, where ``∇L = (±1, 0)``),
+   classified from the loss along and across the kinks (:mod:`gradflow._kink_points`).
 
 A set is a **global minimum** only when its loss equals a proven lower bound of ``L`` (see
 :attr:`gradflow.Landscape.global_min_loss`); otherwise the lowest minimum found is a local
@@ -31,8 +34,9 @@ from ._closed_sets import group
 from ._clusters import numerical_sets
 from ._critical_sets import CriticalSet, CriticalSets, make_set
 from ._errors import GradflowError
+from ._kink_points import kink_sets
 from ._landscape import Landscape
-from ._merging import joined, merge, without_repeats
+from ._merging import joined, merge, restricted, without_repeats, without_subsets
 from ._pieces import (
     on_piece,
     sample_piece,
@@ -71,7 +75,8 @@ def critical_sets(
         seed: seed of the starting points.
         certify: prove by interval arithmetic that no critical point is missed
             (:func:`gradflow.certify`); a certified point the search missed is added (named
-            ``"certified"``).  Not on a slice.
+            ``"certified"``), and a point of the numerical search where the proof shows
+            ``∇L ≠ 0`` is dropped (the result's ``caveats`` say so).  Not on a slice.
 
     Returns:
         The sets ordered by kind (global minima first) and loss, with what is known of the
@@ -82,7 +87,7 @@ def critical_sets(
     Raises:
         GradflowError: a bound with ``lo ≥ hi``, an unknown name, a non-finite fixed value, or a
             declared set on which ``∇L ≠ 0``; with ``certify``, a loss not known in SymPy, a
-            slice, or a reported critical point where the certificate proves ``∇L ≠ 0``.
+            slice, or a closed-form set's point where the certificate proves ``∇L ≠ 0``.
     """
     box = search_box(landscape, bounds, fixed)
     key = (box.tobytes(), samples, starts, seed, certify)  # the box pins the fixed values
@@ -123,14 +128,19 @@ def _critical_sets(
     on_closed_form = np.zeros(len(found), dtype=bool)
     for piece, _ in sampled:
         on_closed_form |= on_piece(landscape, piece, found)
-    result: list[CriticalSet] = []
+    grouped = []
     for piece, points in sampled:
         classes = classify_points(landscape, points.points, global_loss)
-        result += group(landscape, piece, points, classes, box)
+        grouped.append((piece, group(landscape, piece, points, classes, box)))
+    result = without_subsets(landscape, grouped)
     result += numerical_sets(landscape, found[~on_closed_form], global_loss, box)
+    if searched:
+        result += kink_sets(landscape, box, global_loss, seed=seed)
     certificate = certify_box(landscape, box) if certify else None
+    caveats = tuple(landscape.symbolic_caveats)
     if certificate is not None:
-        result = _with_certificate(landscape, result, certificate, box)
+        result, dropped = _with_certificate(landscape, result, certificate, box)
+        caveats += dropped
     return CriticalSets(
         sets=tuple(joined(landscape, without_repeats(merge(result, box.mean(axis=1))))),
         box=box,
@@ -141,36 +151,60 @@ def _critical_sets(
         title=landscape.title,
         unit=landscape.loss_unit,
         certificate=certificate,
+        caveats=caveats,
     )
 
 
 def _with_certificate(
     landscape: Landscape, sets: list[CriticalSet], certificate: Certificate, box: np.ndarray
-) -> list[CriticalSet]:
-    """The sets with the certificate's word: an isolated set inside a certified point's box
-    takes its kind where the certificate proves the Morse index (a saddle whose loss is within
-    the global tolerance of the lower bound is no minimum), and the certified points no set
-    holds are added as sets named ``"certified"`` (classified).
+) -> tuple[list[CriticalSet], tuple[str, ...]]:
+    """The sets with the certificate's word, and what the report must say of it.
+
+    The points of a numerical set that lie where the certificate proves ``∇L ≠ 0`` (outside
+    every certified, explained and unresolved box) are dropped, and a set left with none is
+    dropped: the search keeps a point where a Newton step supports a zero, and a zero that
+    only rounding separates from a minimum of ``‖∇L‖`` (``∂L/∂x = (x − 1)² + 10⁻¹²``) is
+    settled by the proof.  An isolated set inside a certified point's box takes its kind where
+    the certificate proves the Morse index (a saddle whose loss is within the global tolerance
+    of the lower bound is no minimum), and the certified points no set holds are added as sets
+    named ``"certified"`` (classified).
 
     Raises:
-        GradflowError: a numerical point, or a set's sample, where the certificate proves that
-            ``∇L ≠ 0`` (outside every certified, explained and unresolved box).
+        GradflowError: a closed-form set's sample where the certificate proves ``∇L ≠ 0``
+            (a wrong declaration).
     """
-    reported = [s.points for s in sets if s.name == "numerical"] + [s.sample[None] for s in sets]
-    points = np.concatenate([np.zeros((0, landscape.dim)), *reported])
-    wrong = ~certificate.accounts_for(points)
+    samples = np.array([s.sample for s in sets if s.name != "numerical"]).reshape(-1, landscape.dim)
+    wrong = ~certificate.accounts_for(samples)
     if wrong.any():
         raise GradflowError(
-            f"the search reports a critical point at {format_point(points[wrong][0], 10)} "
+            f"a closed-form critical set has a point at {format_point(samples[wrong][0], 10)} "
             "where interval arithmetic proves ∇L ≠ 0"
+        )
+    kept, dropped = [], []
+    for s in sets:
+        if s.name != "numerical":
+            kept.append(s)
+            continue
+        inside = certificate.accounts_for(s.points)
+        dropped += list(s.points[~inside])
+        if inside.all():
+            kept.append(s)
+        elif inside.any():
+            kept.append(restricted(s, inside))
+    caveats = ()
+    if dropped:
+        caveats = (
+            f"dropped {len(dropped)} point(s) of the numerical search where interval arithmetic "
+            f"proves ∇L ≠ 0 (the first at {format_point(dropped[0], 10)})",
         )
     proven = [c for c in certificate.isolated if c.morse_index is not None]
     checked = []
-    for s in sets:
+    for s in kept:
         holders = [c for c in proven if certificate.holds(c, s.points)] if not s.dimension else []
         checked.append(dataclasses.replace(s, kind=holders[0].kind) if holders else s)
     added = []
-    for point in certificate.missing(np.concatenate([s.points for s in sets] or [points])):
+    held = np.concatenate([s.points for s in kept] or [np.zeros((0, landscape.dim))])
+    for point in certificate.missing(held):
         classes = classify_points(landscape, point.point[None], landscape.global_min_loss)
         made = make_set(
             landscape,
@@ -184,4 +218,4 @@ def _with_certificate(
             box,
         )
         added.append(dataclasses.replace(made, kind=point.kind, loss=point.loss))
-    return checked + added
+    return checked + added, caveats

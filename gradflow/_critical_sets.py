@@ -146,6 +146,9 @@ class CriticalSets(Sequence[CriticalSet]):
         unit: the unit of the losses (``"nats"``), or ``""``.
         certificate: what interval arithmetic proved about the box (``certify=True``), or
             ``None``.
+        caveats: what the report must say about how the sets were found: a symbolic step
+            that ran out of its time budget (the sets then come from the numerical search
+            alone), points of the search that the certificate proved not critical (dropped).
     """
 
     sets: tuple[CriticalSet, ...]
@@ -157,6 +160,7 @@ class CriticalSets(Sequence[CriticalSet]):
     title: str = ""
     unit: str = ""
     certificate: Certificate | None = None
+    caveats: tuple[str, ...] = ()
 
     @overload
     def __getitem__(self, i: int) -> CriticalSet: ...
@@ -222,6 +226,7 @@ class CriticalSets(Sequence[CriticalSet]):
             lines.append("no lower bound of L is known: minima are reported as local")
         if self.non_smooth:
             lines.append(f"non-smooth: ∇L jumps across the kinks of {', '.join(self.non_smooth)}")
+        lines += self.caveats
         if self.certificate is not None:
             lines.append(self.certificate.text())
         return "\n".join(lines)
@@ -260,14 +265,15 @@ class CriticalSets(Sequence[CriticalSet]):
         return critical_figure(self)
 
     def metadata(self) -> dict[str, Any]:
-        """JSON-ready report: the sets (with their points) and what is known of the bound and
-        the smoothness (and the certificate, if any)."""
+        """JSON-ready report: the sets (with their points), what is known of the bound and the
+        smoothness, the caveats (and the certificate, if any)."""
         return {
             "parameters": list(self.param_names),
             "critical_sets": [s.to_dict() for s in self.sets],
             "bounded_below": self.bounded_below,
             "global_min_loss": self.global_min_loss,
             "non_smooth": list(self.non_smooth),
+            "caveats": list(self.caveats),
             **({} if self.certificate is None else {"certificate": self.certificate.to_dict()}),
         }
 

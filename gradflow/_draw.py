@@ -26,6 +26,7 @@ __all__ = [
     "basin_figure",
     "critical_figure",
     "figure_png",
+    "sweep_figure",
     "trajectory_figure",
     "attractor_colors",
     "draw_basins",
@@ -61,6 +62,9 @@ KIND_TEXT = {
     "local_max": "local maxima",
     "degenerate": "degenerate critical points",
 }
+LABEL_EQUATION = 64
+"""A set's equation in a legend is cut only beyond this many characters: the three-scalar
+model's ``e²(1 + a e²/4)(1 + 2w|w|) = c*`` is 32 and must be read whole."""
 INVARIANT_LEVELS = 16
 """Level sets drawn of a conserved quantity (spaced by quantiles of its values)."""
 STREAM_COLOR = "#555555"
@@ -158,7 +162,7 @@ def draw_basins(
         if a.fraction > 0:
             where = _point_text(a.point, param_names)
             kind = a.kind.replace("_", " ")
-            name = shorten(a.equation or a.set, 24)
+            name = shorten(a.equation or a.set, LABEL_EQUATION)
             text = f"#{a.id} {kind} {name} at {where} ({share_text(a.fraction)})"
             if a.measure_zero:
                 text += ", on its stable manifold (measure zero)"
@@ -282,7 +286,7 @@ def draw_separatrices(
 
 def critical_label(s: Any, unit: str) -> str:
     """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
-    name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, 28)}"
+    name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, LABEL_EQUATION)}"
     detail = ""
     if s.kind == "saddle":
         degenerate = s.nullity == len(s.hessian_eigenvalues)
@@ -326,12 +330,14 @@ def draw_critical(
 
 
 def draw_overlays(ax: Axes, overlays: Sequence[Any]) -> list[Any]:
-    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)`` and ``color``), start dotted."""
+    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)``, ``color`` and ``linestyle``),
+    a dot at the start."""
     handles = []
     for overlay in overlays:
-        ax.plot(overlay.path[:, 0], overlay.path[:, 1], color=overlay.color, lw=1.4)
+        style = {"color": overlay.color, "lw": 1.4, "ls": overlay.linestyle}
+        ax.plot(overlay.path[:, 0], overlay.path[:, 1], **style)
         ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
-        handles.append(line_handle(color=overlay.color, lw=1.4, label=overlay.label))
+        handles.append(line_handle(**style, label=overlay.label))
     return handles
 
 
@@ -401,23 +407,22 @@ def critical_figure(sets: Any) -> Any:
 
 
 def trajectory_figure(trajectory: Any) -> Any:
-    """A figure of a trajectory: its path in the first two coordinates, and its loss in time."""
+    """A figure of a trajectory: its path in its plane (``trajectory.plane``, else the first
+    two coordinates), and its loss in time."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(9.0, 3.6), layout="constrained")
     path_ax, loss_ax = fig.subplots(1, 2)
     names = trajectory.param_names or tuple(f"θ{i}" for i in range(trajectory.thetas.shape[1]))
     if trajectory.thetas.shape[1] >= 2:
-        path_ax.plot(trajectory.thetas[:, 0], trajectory.thetas[:, 1], color="#1f5fbf", lw=1.4)
-        path_ax.plot(*trajectory.thetas[0, :2], "o", color="black", ms=4)
-        path_ax.plot(
-            *trajectory.thetas[-1, :2],
-            "X",
-            color=KIND_COLORS.get(trajectory.reached, "black"),
-            ms=8,
-        )
-        path_ax.set_xlabel(f"${names[0]}$")
-        path_ax.set_ylabel(f"${names[1]}$", rotation=0, ha="right")
+        plane = trajectory.plane or names[:2]
+        i, j = names.index(plane[0]), names.index(plane[1])
+        path = trajectory.thetas[:, [i, j]]
+        path_ax.plot(path[:, 0], path[:, 1], color="#1f5fbf", lw=1.4)
+        path_ax.plot(*path[0], "o", color="black", ms=4)
+        path_ax.plot(*path[-1], "X", color=KIND_COLORS.get(trajectory.reached, "black"), ms=8)
+        path_ax.set_xlabel(f"${plane[0]}$")
+        path_ax.set_ylabel(f"${plane[1]}$", rotation=0, ha="right")
     else:
         path_ax.plot(trajectory.ts, trajectory.thetas[:, 0], color="#1f5fbf")
         path_ax.set_xlabel("flow time")
@@ -427,4 +432,76 @@ def trajectory_figure(trajectory: Any) -> Any:
     loss_ax.set_ylabel("L")
     loss_ax.set_xscale("symlog", linthresh=1.0)
     fig.suptitle(f"reached {trajectory.reached}", fontsize=9)
+    return fig
+
+
+def sweep_figure(
+    axes: dict[str, np.ndarray],
+    fractions: dict[str, np.ndarray],
+    bifurcations: Sequence[dict[str, Any]],
+    title: str,
+) -> Any:
+    """A figure of a sweep: the share of the basin grid reaching each kind over the swept
+    hyperparameters, the located bifurcations marked.
+
+    Args:
+        axes: each swept hyperparameter's values, in the sweep's order.
+        fractions: each label's share in every cell, shape ``(len(values), …)`` per axis; only
+            labels with a share somewhere are drawn.
+        bifurcations: ``{"at": {name: value}, "type": …}`` each.
+        title: what the sweep is of.
+
+    One axis: every label's share against the hyperparameter, bifurcations as vertical lines.
+    Two or more: one panel per label present (at most four), the share as an image over the
+    first two axes (the first horizontal), at the first value of any further axis, and the
+    bifurcations as crosses.
+    """
+    from matplotlib.figure import Figure
+
+    names = list(axes)
+    shown = {k: v for k, v in fractions.items() if np.nanmax(v) > 0}
+    colors = {**{k: KIND_COLORS[k] for k in KIND_COLORS}, **OUTCOME_COLORS}
+    if len(names) == 1:
+        fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+        ax = fig.add_subplot()
+        x = axes[names[0]]
+        for label, share in shown.items():
+            ax.plot(x, share, "o-", ms=3, color=colors.get(label, "black"), label=label)
+        for i, b in enumerate(bifurcations):
+            ax.axvline(
+                b["at"][names[0]], color="0.3", ls=":", lw=1, label="bifurcation" if not i else None
+            )
+        ax.set_xlabel(f"${names[0]}$")
+        ax.set_ylabel("share of the grid")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8, loc="best")
+    else:
+        labels = list(shown)[:4]
+        fig = Figure(figsize=(4.2 * len(labels) + 0.6, 4.4), layout="constrained")
+        panels = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
+        x, y = axes[names[0]], axes[names[1]]
+        extra = tuple(0 for _ in names[2:])
+        for ax, label in zip(panels, labels):
+            share = shown[label][(slice(None), slice(None), *extra)].T
+            image = ax.pcolormesh(x, y, share, vmin=0, vmax=1, cmap="viridis", shading="nearest")
+            marks = [b["at"] for b in bifurcations]
+            if marks:
+                ax.plot(
+                    [m[names[0]] for m in marks],
+                    [m[names[1]] for m in marks],
+                    "x",
+                    color="white",
+                    mec="black",
+                    ms=6,
+                    mew=1.2,
+                    label="bifurcation",
+                )
+                ax.legend(fontsize=7, loc="upper right")
+            ax.set_title(f"share reaching {label}", fontsize=10)
+            ax.set_xlabel(f"${names[0]}$")
+        panels[0].set_ylabel(f"${names[1]}$", rotation=0, ha="right")
+        fig.colorbar(image, ax=list(panels), shrink=0.9, label="share of the grid")
+        if names[2:]:
+            title += " (at " + ", ".join(f"{n} = {axes[n][0]:g}" for n in names[2:]) + ")"
+    fig.suptitle(title, fontsize=10)
     return fig

@@ -7,7 +7,7 @@ landscape's own field, check the initial points, and say what each trajectory re
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,15 @@ from ._classify import classify_points
 from ._critical_sets import CriticalSets
 from ._descent import descend
 from ._errors import GradflowError
-from ._integrate import FlowOptions, Status, Trajectory, integrate
+from ._integrate import (
+    ESCAPE_FULL_DIM,
+    FlowOptions,
+    Status,
+    Trajectory,
+    escape_test,
+    integrate,
+)
+from ._kink_settle import settled
 from ._landscape import GradientField, Landscape
 from ._metric import Metric, in_metric
 from ._scales import loss_scales, unit_field
@@ -164,7 +172,9 @@ def reached(
     landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
 ) -> Trajectory:
     """``path`` with what it reached: the kind at a converged endpoint (and the attractor
-    given ``critical``), the kink for a trajectory stuck on one, else its status."""
+    given ``critical``), the kink for a trajectory stuck on one — with the attractor its
+    sublevel set decides it slides to, given ``critical`` (:func:`gradflow._kink_settle.settled`)
+    — else its status."""
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
         path,
@@ -172,7 +182,14 @@ def reached(
         kink=kink[0],
         param_names=tuple(landscape.param_names),
         unit=landscape.loss_unit,
+        plane=tuple(landscape.plane) if landscape.dim >= 2 else None,
     )
+    if path.status is Status.NON_SMOOTH and critical is not None:
+        index = AttractorIndex(landscape, critical, critical.box)
+        found = int(settled(landscape, index, critical, path.endpoint[None])[0])
+        if found >= 0:
+            attractor = index.attractors[found]
+            return dataclasses.replace(path, reached=attractor.kind, attractor=attractor)
     if path.status is not Status.CONVERGED:
         return dataclasses.replace(path, reached=str(path.status))
     global_loss = landscape.global_min_loss
@@ -215,6 +232,8 @@ def flow_endpoints(
     progress: bool | None = None,
     dtype: Any = np.float64,
     metric: str | Metric | None = None,
+    escape_check: bool = True,
+    desc: str | None = None,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped.
 
@@ -233,6 +252,13 @@ def flow_endpoints(
         progress: show a progress bar (default: only once the batch has run for 1.5 s).
         dtype: the floating type of the integration (see :func:`gradflow._batched.integrate_batch`).
         metric: the metric of the flow (see :func:`flow`).
+        escape_check: a member stopped at a small gradient from which the flow escapes along
+            an unstable direction of the Hessian (beside a saddle, off its stable manifold:
+            :func:`gradflow._integrate.escaping`) is integrated on until it stops where it
+            does not (with up to 16 parameters; the Hessian and gradient checked are the
+            Euclidean ones in any metric).  ``False`` keeps every small-gradient stop (for a
+            pass whose stops at saddles are integrated again).
+        desc: what the progress bar is of (a fate map's ``"σ = 0.01, seed 2"``).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
@@ -259,10 +285,31 @@ def flow_endpoints(
         steps_per_round=steps_per_round,
         progress=progress,
         dtype=dtype,
+        audit=_escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
+        if escape_check
+        else None,
+        desc=desc,
     )
     result = _slide_endpoints(flows, result, args, scaled[-1], level)
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
+
+
+def _escape_audit(
+    landscape: Landscape, horizon: float
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The escape test within the flow time ``horizon`` of endpoints, from the landscape's
+    Hessian and gradient (the programs its classification compiles), or ``None`` above
+    :data:`ESCAPE_FULL_DIM` parameters."""
+    if landscape.dim > ESCAPE_FULL_DIM:
+        return None
+
+    def audit(points: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            h, g = landscape.hessian(points), landscape.grad(points)
+            return escape_test(np, h, g, horizon)
+
+    return audit
 
 
 def gradient_descent(

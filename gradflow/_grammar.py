@@ -90,9 +90,11 @@ def read(text: str, semantics: Semantics) -> Any:
             if "nested" in str(error.msg)
             else "invalid syntax"
         )
-        raise GradflowError(
-            f"{what} at column {error.offset or 1} of {shorten(source, 60)!r}"
-        ) from None
+        if not error.offset:  # Python's offset 0: the text ended where more was expected
+            what, column = "the loss ends unfinished", len(source) + 1
+        else:
+            column = error.offset
+        raise GradflowError(f"{what} at column {column} of {shorten(source, 60)!r}") from None
     except RecursionError:
         raise GradflowError(
             f"the loss {shorten(source, 60)!r} is nested too deeply to read "
@@ -106,10 +108,22 @@ class _Walker:
         self.depth = 0
         self.lines = [line.encode() for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n|$)", text)]
 
-    def fail(self, node: ast.AST, what: str) -> GradflowError:
-        return GradflowError(
-            f"{what} at column {node.col_offset + 1} of {shorten(self.text, 80)!r}"
-        )
+    def fail(self, node: ast.AST, what: str, offset: int | None = None) -> GradflowError:
+        """The error ``what`` at ``node`` (or at the UTF-8 byte ``offset`` of its line), its
+        column counted in characters from 1."""
+        line = self.lines[getattr(node, "lineno", 1) - 1]
+        start = node.col_offset if offset is None else offset
+        column = len(line[:start].decode(errors="ignore")) + 1
+        return GradflowError(f"{what} at column {column} of {shorten(self.text, 80)!r}")
+
+    def operator_offset(self, node: ast.BinOp, symbol: bytes) -> int | None:
+        """The byte offset of the operator ``symbol`` between the operands of ``node`` (on one
+        line), or ``None``."""
+        if node.left.end_lineno != node.lineno or node.right.lineno != node.lineno:
+            return None
+        line = self.lines[node.lineno - 1]
+        found = line.find(symbol, node.left.end_col_offset, node.right.col_offset)
+        return found if found >= 0 else None
 
     def source(self, node: ast.AST) -> str:
         """The text of ``node`` (a one-line node is cut from its line's UTF-8 bytes directly:
@@ -140,7 +154,9 @@ class _Walker:
         if isinstance(node, ast.Name):
             return self.name(node)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitXor):
-            raise self.fail(node, "'^' is not a power here: write ** (x**2)")
+            raise self.fail(
+                node, "'^' is not a power here: write ** (x**2)", self.operator_offset(node, b"^")
+            )
         if isinstance(node, ast.BinOp) and type(node.op) in CHAINS:
             return self.chain(node)
         if isinstance(node, ast.BinOp) and type(node.op) in OPERATORS:
@@ -181,7 +197,7 @@ class _Walker:
             known = ", ".join(sorted(FUNCTION_NAMES, key=str.lower))
             raise self.fail(node, f"unknown function {name!r} (known: {known})")
         if node.keywords:
-            raise self.fail(node, f"keyword arguments of {name!r} are not allowed")
+            raise self.fail(node.keywords[0], f"keyword arguments of {name!r} are not allowed")
         if name == "Piecewise":
             return self.build.piecewise([self.piece(arg) for arg in node.args])
         return self.build.call(name, [self.walk(arg) for arg in node.args])

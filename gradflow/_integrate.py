@@ -1,9 +1,16 @@
 """One trajectory of a gradient flow ``dθ/dt = -∇L(θ, args)``, integrated with diffrax.
 
-A trajectory stops at a steady state (``‖∇L‖₂ ≤ gtol``), on divergence (``‖θ‖₂ >
-divergence_radius`` or a non-finite value), when its loss falls below an optional decision level,
-or when its budget (``t_max`` flow time, ``max_steps`` solver steps) runs out.  Every stop is
-labelled by a :class:`Status`.
+A trajectory stops at a steady state, on divergence (``‖θ‖₂ > divergence_radius`` or a
+non-finite value), when its loss falls below an optional decision level, or when its budget
+(``t_max`` flow time, ``max_steps`` solver steps) runs out.  Every stop is labelled by a
+:class:`Status`.
+
+A steady state is a point with ``‖∇L‖₂ ≤ gtol`` from which the flow does not escape
+(:func:`escaping`): beside a saddle, where the gradient is small, the flow still leaves along an
+unstable direction of the Hessian unless the gradient has no component along it.  The start
+``(10⁻⁸, 10⁻⁸)`` of ``(3 − ab)²/2`` has ``‖∇L‖ ≈ 4·10⁻⁸`` along the unstable direction
+``(1, 1)`` of the saddle at the origin, and the flow leaves it on Saxe et al.'s sigmoidal curve
+(*Exact solutions to the nonlinear dynamics of learning in deep linear networks*, ICLR 2014).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "Status",
     "Trajectory",
     "diverged",
+    "escaping",
     "gradient_flow",
     "integrate",
     "solve",
@@ -45,7 +53,8 @@ class Status(enum.IntEnum):
     """Why a trajectory stopped."""
 
     CONVERGED = 0
-    """``‖∇L‖₂ ≤ gtol``: at a critical point."""
+    """``‖∇L‖₂ ≤ gtol`` with no escape along an unstable direction (:func:`escaping`): at a
+    critical point."""
     DECIDED = 1
     """The loss fell below the decision level, so the trajectory must end at a global minimum."""
     DIVERGED = 2
@@ -89,7 +98,15 @@ class FlowOptions:
             explicit solver stalls at its stability limit).
         rtol, atol: tolerances of the PID step-size controller.
         gtol: steady-state test ``‖∇L‖₂ ≤ gtol`` (loss units per parameter unit).
-        t_max: flow-time budget (time units of the flow).
+        t_max: flow-time budget (time units of the flow).  The default, ``1e8 = 1/gtol`` in
+            the units of :func:`gradflow.flow` (``ℓ/g`` and ``g``), is the time the flow needs to
+            meet the steady-state test beside a minimum whose smallest curvature is ``gtol``,
+            and more than it needs beside a degenerate one: on ``x⁴ + y⁴`` from ``(1, 1)``,
+            ``x(t) = (1 + 8t)^{-1/2}`` and ``‖∇L‖₂ = 4√2 x³`` falls to ``gtol·g`` at
+            ``t ≈ 6.7e3`` (``≈ 3e5`` in units of ``ℓ/g``), past the ``1e5`` this budget once
+            was, which left the trajectory ``not_converged`` at ``L ≈ 7e-10``; a flat minimum of
+            order ``2k`` needs ``τ ~ gtol^{-(2k-2)/(2k-1)} < 1/gtol``.  Implicit solvers take
+            steps growing with ``t`` there, so the step budget is not what a long time costs.
         max_steps: solver-step budget per trajectory.
         divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged.
 
@@ -102,7 +119,7 @@ class FlowOptions:
     rtol: float = 1e-7
     atol: float = 1e-9
     gtol: float = 1e-8
-    t_max: float = 1e5
+    t_max: float = 1e8
     max_steps: int = 20_000
     divergence_radius: float = 1e4
 
@@ -159,6 +176,9 @@ class Trajectory:
         kink: for status ``NON_SMOOTH``, the non-smooth term whose kink holds the endpoint.
         param_names: the names of the coordinates of ``thetas``.
         unit: the unit of the losses (``"nats"``), or ``""``.
+        plane: the two parameters its picture draws the path in, horizontal axis first (the
+            landscape's plane, the one its portraits use: ``(w, e)`` for the canonical model,
+            whose points are ``(e, w)``); ``None``: the first two.
     """
 
     ts: np.ndarray
@@ -170,6 +190,7 @@ class Trajectory:
     kink: str | None = None
     param_names: tuple[str, ...] = ()
     unit: str = ""
+    plane: tuple[str, str] | None = None
 
     @property
     def endpoint(self) -> np.ndarray:
@@ -234,7 +255,7 @@ class Trajectory:
         return "\n".join(
             [
                 f"  endpoint  ({point})",
-                f"  loss      {self.losses[-1]:.6f}{' ' + self.unit if self.unit else ''}",
+                f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
                 f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
                 f"  reached   {self._reached_text()}",
             ]
@@ -259,6 +280,63 @@ def diverged(y: jax.Array, options: FlowOptions) -> jax.Array:
     )
 
 
+ESCAPE_SHARE = 1e-3
+"""A small gradient is no steady state where more than this share of it (Euclidean norm) lies
+along unstable directions of the flow's Jacobian: the flow leaves along them.  A start on a
+saddle's stable manifold has none (exactly, on the invariant line of a symmetric loss); a start
+beside the saddle has a share of order one; a trajectory arriving along the stable manifold
+has a share that grows as it nears the saddle, and one within ``ESCAPE_SHARE·gtol`` of the
+manifold (in units of the loss's length) when it meets ``gtol`` is taken to lie on it."""
+ESCAPE_FOLDS = 36.0
+"""A direction is unstable where the flow's Jacobian has an eigenvalue ``λ`` with
+``λ·t_max < -ESCAPE_FOLDS``: a component along it grows by ``e^36 ≈ 2^52`` within the flow-time
+budget, so even one at rounding grows to the size of the state.  A slower direction leaves no
+mark within the budget: a zero eigenvalue perturbed by rounding, or by a point's offset from a
+line of critical points (beside the canonical model's degenerate saddle ``(0, -1/√2)`` on the
+line of minima ``e = 0``, ``λ ≈ -2·10⁻⁸`` against a largest ``2·10⁻³``)."""
+ESCAPE_FULL_DIM = 16
+"""Up to this many parameters the escape test diagonalizes the Jacobian (``dim`` forward-mode
+derivatives of the field); above, it uses the Rayleigh quotient ``Fᵀ(∂F)F/‖F‖²`` alone (one
+Jacobian–vector product): a negative quotient means an unstable direction carries the field,
+though a positive one may hide a small unstable share."""
+
+
+def escape_test(xp: Any, jacobian: Any, field: Any, horizon: float) -> Any:
+    """Whether the flow ``dθ/dt = -F`` escapes from points with Jacobian ``∂F`` (shape
+    ``(..., dim, dim)``) and field ``F`` (shape ``(..., dim)``) within the flow time
+    ``horizon``, computed with the array module ``xp`` (``numpy`` or ``jax.numpy``).
+
+    Escaping means: the share of ``F`` along eigenvectors of ``(∂F + ∂Fᵀ)/2`` whose eigenvalues
+    have ``λ·horizon < -ESCAPE_FOLDS`` (:data:`ESCAPE_FOLDS`) exceeds :data:`ESCAPE_SHARE`.  For
+    the gradient flow ``∂F`` is the Hessian and this is exact: near a critical point
+    ``F ≈ H(θ − θ*)``, and the component of ``θ − θ*`` along an eigenvector with ``λ < 0`` grows
+    as ``e^{|λ|t}``.  In a metric (``F = G⁻¹∇L``) the symmetrized Jacobian stands for
+    ``G⁻¹H``, whose eigenvalues have the Hessian's signs.  Scale-free: ``c·L`` has ``c`` times
+    the eigenvalues and the same flow in ``1/c`` times the time.  A non-finite Jacobian shows
+    no unstable direction.  Returns a boolean array of shape ``(...)``.
+    """
+    sym = 0.5 * (jacobian + xp.swapaxes(jacobian, -1, -2))
+    finite = xp.all(xp.isfinite(sym), axis=(-2, -1))
+    lam, vec = xp.linalg.eigh(xp.where(finite[..., None, None], sym, 0.0))
+    along = xp.einsum("...ji,...j->...i", vec, field) * (lam * horizon < -ESCAPE_FOLDS)
+    norm = xp.sqrt(xp.sum(field * field, axis=-1))
+    return finite & (xp.sqrt(xp.sum(along * along, axis=-1)) > ESCAPE_SHARE * norm)
+
+
+def escaping(field: GradientField, y: jax.Array, args: Any, horizon: float) -> jax.Array:
+    """Whether the flow of ``field`` escapes from the state ``y`` of shape ``(dim,)`` within the
+    flow time ``horizon`` (:func:`escape_test`; above :data:`ESCAPE_FULL_DIM` parameters the
+    Rayleigh quotient ``ρ = Fᵀ(∂F)F/‖F‖²`` with ``ρ·horizon < -ESCAPE_FOLDS`` and
+    ``Fᵀ(∂F)F < -ESCAPE_SHARE·‖F‖·‖(∂F)F‖``)."""
+    f = field.grad(y, args)
+    if y.shape[-1] > ESCAPE_FULL_DIM:
+        _, jf = jax.jvp(lambda t: field.grad(t, args), (y,), (f,))
+        quotient = jnp.dot(f, jf)
+        fast = quotient * horizon < -ESCAPE_FOLDS * jnp.dot(f, f)
+        return fast & (quotient < -ESCAPE_SHARE * jnp.linalg.norm(f) * jnp.linalg.norm(jf))
+    return escape_test(jnp, jax.jacfwd(field.grad)(y, args), f, horizon)
+
+
 def status_code(
     field: GradientField,
     options: FlowOptions,
@@ -266,17 +344,29 @@ def status_code(
     args: Any,
     level: jax.Array,
     gtol: jax.Array | None = None,
+    strict: bool = False,
 ) -> jax.Array:
     """Status code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
     (a traced value, so that programs differing only in it compile once).
 
     The first condition met, in the order diverged, converged, decided, gives the code; a state
-    that meets none can only have stopped because its budget ran out.  Written as nested
-    ``where``, not ``jnp.select``: vectorized over a batch, ``select``'s argmax over the
-    stacked conditions compiles to a reduction XLA does not vectorize on a CPU, which made a
-    round of the batched integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
+    that meets none can only have stopped because its budget ran out.  ``strict`` adds the
+    escape test to convergence (:func:`escaping` within ``options.t_max``, evaluated only where
+    ``‖∇L‖ ≤ gtol``; under
+    ``vmap`` at every member): without it a small gradient is a steady state, and the batched
+    integrator checks its converged members afterwards (``audit`` of
+    :func:`~gradflow._batched.integrate_batch`).  Written as nested ``where``, not
+    ``jnp.select``: vectorized over a batch, ``select``'s argmax over the stacked conditions
+    compiles to a reduction XLA does not vectorize on a CPU, which made a round of the batched
+    integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
     """
     converged = jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol)
+    if strict:
+        converged &= ~jax.lax.cond(
+            converged,
+            lambda: escaping(field, y, args, options.t_max),
+            lambda: jnp.zeros((), bool),
+        )
     code = jnp.where(field.loss(y, args) < level, int(Status.DECIDED), int(Status.NOT_CONVERGED))
     code = jnp.where(converged, int(Status.CONVERGED), code)
     return jnp.where(diverged(y, options), int(Status.DIVERGED), code)
@@ -291,15 +381,18 @@ def solve(
     level: jax.Array,
     max_steps: int,
     saveat: diffrax.SaveAt,
+    strict: bool = False,
 ) -> diffrax.Solution:
-    """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event."""
+    """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event
+    (``strict``: with the escape test, see :func:`status_code`)."""
     import diffrax
 
     def vector_field(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
         return -field.grad(y, a[0])
 
     def stop(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array], **kwargs: Any) -> jax.Array:
-        return status_code(field, options, y, a[0], a[1]) != int(Status.NOT_CONVERGED)
+        code = status_code(field, options, y, a[0], a[1], strict=strict)
+        return code != int(Status.NOT_CONVERGED)
 
     return diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
@@ -366,7 +459,7 @@ of two at most doubles the evaluations, which matters where the loss is a full m
 def _final_status(field: GradientField, options: FlowOptions, y: jax.Array, args: Any) -> jax.Array:
     """:func:`status_code` of the state where a path stopped, one compiled program per
     ``(field, options)`` (evaluated eagerly it compiled a dozen one-operation programs)."""
-    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype))
+    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype), strict=True)
 
 
 @functools.cache
@@ -386,7 +479,9 @@ def _integrate_path(
         saveat = diffrax.SaveAt(t0=True, steps=True)
     else:
         saveat = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
-    sol = solve(field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat)
+    sol = solve(
+        field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat, strict=True
+    )
     if ts is None:
         return sol
     (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys

@@ -24,7 +24,14 @@ import sympy as sp
 
 from ._errors import GradflowError
 
-__all__ = ["ARITHMETICS", "Arithmetic", "arithmetic", "decide", "interval_function"]
+__all__ = [
+    "ARITHMETICS",
+    "Arithmetic",
+    "arithmetic",
+    "complex_enclosure",
+    "decide",
+    "interval_function",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -456,3 +463,61 @@ def decide(
         return True if apart else (False if equal else None)
 
     return relation
+
+
+COMPLEX_FUNCTIONS = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "atan": "atan"}
+"""SymPy functions (by name) that :func:`complex_enclosure` evaluates, and their acb methods."""
+
+
+def complex_enclosure(expr: sp.Expr, prec: int = 128) -> Any | None:
+    """A complex ball (python-flint's ``acb``) holding the exact value of the constant ``expr``,
+    or ``None`` for an expression it cannot evaluate (a symbol, an unknown function).
+
+    Numbers are enclosed exactly (a ``Float`` is the binary fraction it holds), powers are
+    SymPy's principal powers (``(-8)**(1/3) = 1 + √3 i``) and the arithmetic is arb's ball
+    arithmetic at ``prec`` bits: the real root ``2cos(2π/9)`` of ``x³ − 3x + 1`` that
+    ``sympy.solve`` writes with ``I`` comes out as a ball a few ulps wide whose imaginary part
+    holds 0 (not, by itself, a proof that it is 0: :func:`gradflow._symbolic.real_point`).
+    """
+    from flint import ctx
+
+    before = ctx.prec
+    ctx.prec = prec
+    try:
+        return _acb(expr)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    finally:
+        ctx.prec = before
+
+
+def _acb(expr: sp.Basic) -> Any:
+    from flint import acb, fmpq
+
+    if expr.is_Rational or expr.is_Float:
+        exact = sp.Rational(expr)
+        return acb(fmpq(int(exact.p), int(exact.q)))
+    if expr is sp.I:
+        return acb(0, 1)
+    if expr is sp.pi:
+        return acb.pi()
+    if expr is sp.E:
+        return acb(1).exp()
+    if expr.is_Add:
+        return sum((_acb(a) for a in expr.args), acb(0))
+    if expr.is_Mul:
+        product = acb(1)
+        for a in expr.args:
+            product = product * _acb(a)
+        return product
+    if expr.is_Pow:
+        base, exponent = expr.args
+        if exponent.is_Integer:
+            return _acb(base) ** int(exponent)
+        if exponent == sp.S.Half:
+            return _acb(base).sqrt()
+        return _acb(base) ** _acb(exponent)
+    name = type(expr).__name__
+    if isinstance(expr, sp.Function) and name in COMPLEX_FUNCTIONS and len(expr.args) == 1:
+        return getattr(_acb(expr.args[0]), COMPLEX_FUNCTIONS[name])()
+    raise TypeError(f"no complex ball for {sp.sstr(expr)[:60]!r}")

@@ -26,6 +26,7 @@ __all__ = [
     "Result",
     "save_result",
     "atomic_outputs",
+    "check_folder",
     "check_output",
     "open_checkpoint",
     "package_versions",
@@ -106,33 +107,66 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def check_output(path: Path, suffixes: tuple[str, ...], what: str) -> None:
-    """Check an ``--out`` path before any work is done: its format and that its folder exists.
+def check_output(path: Path, suffixes: tuple[str, ...], what: str, option: str = "out") -> None:
+    """Check an output path before any work is done: its format and that its folder exists and
+    can be written.
 
     Args:
         path: the path the user gave.
         suffixes: the accepted suffixes, lower case with the dot (``(".npz",)``).
         what: what is written there, for the message (``"the basin map"``).
+        option: how the message names the path: the argument's name (``out``) from Python, the
+            option (``--out``) on the command line.
 
     Raises:
         GradflowError: an unsupported suffix, a missing or unwritable folder, or a path that is a
             folder, in one line naming the path.
     """
+    path = Path(path)
     if path.suffix.lower() not in suffixes:
         raise GradflowError(
-            f"--out {str(path)!r}: {what} is written as {' or '.join(suffixes)}, "
+            f"{option} {str(path)!r}: {what} is written as {' or '.join(suffixes)}, "
             f"not {path.suffix or '(no suffix)'!r}"
         )
     if not path.parent.is_dir():
-        raise GradflowError(f"--out {str(path)!r}: folder {str(path.parent)!r} does not exist")
+        raise GradflowError(f"{option} {str(path)!r}: folder {str(path.parent)!r} does not exist")
     if path.is_dir():
-        raise GradflowError(f"--out {str(path)!r} is a folder, not a file")
+        raise GradflowError(f"{option} {str(path)!r} is a folder, not a file")
+    _check_writable(path.parent, f"{option} {str(path)!r}")
+
+
+def check_folder(folder: Path | str, option: str = "folder") -> Path:
+    """``folder`` as a path, checked before any work to be an existing folder that can be
+    written.
+
+    Args:
+        folder: the folder the user gave.
+        option: how the message names it (``folder`` from Python, ``--out`` on the command
+            line).
+
+    Raises:
+        GradflowError: it is not an existing folder, or files cannot be created in it.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise GradflowError(f"{option} {str(folder)!r} is not an existing folder")
+    _check_writable(folder, f"{option} {str(folder)!r}")
+    return folder
+
+
+def _check_writable(folder: Path, named: str) -> None:
+    """Create and remove a temporary file in ``folder``: the one test of writability that
+    holds for every user (permission bits say nothing to root, nor about a read-only mount).
+
+    Raises:
+        GradflowError: ``named: cannot write in …``.
+    """
     try:
-        with tempfile.TemporaryFile(dir=path.parent):
+        with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
         raise GradflowError(
-            f"--out {str(path)!r}: cannot write in {str(path.parent)!r} ({error.strerror})"
+            f"{named}: cannot write in {str(folder)!r} ({error.strerror})"
         ) from None
 
 
@@ -194,6 +228,8 @@ def open_checkpoint(folder: Path, name: str, manifest: Mapping[str, Any], holds:
     """
     record = to_jsonable(dict(manifest))
     path = folder / name
+    if path.exists() and not _writable(folder):
+        raise GradflowError(f"checkpoint folder {str(folder)!r} cannot be written")
     if path.exists():
         if json.loads(path.read_text()) != record:
             raise GradflowError(
@@ -201,10 +237,24 @@ def open_checkpoint(folder: Path, name: str, manifest: Mapping[str, Any], holds:
                 "remove it or choose another output"
             )
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    with atomic_outputs(path) as (temp,):
-        temp.write_text(json.dumps(record, indent=1, ensure_ascii=False))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_outputs(path) as (temp,):
+            temp.write_text(json.dumps(record, indent=1, ensure_ascii=False))
+    except OSError as error:
+        raise GradflowError(
+            f"checkpoint folder {str(folder)!r} cannot be written ({error.strerror})"
+        ) from None
     return folder
+
+
+def _writable(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (see :func:`_check_writable`)."""
+    try:
+        _check_writable(folder, "")
+    except GradflowError:
+        return False
+    return True
 
 
 def write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
@@ -283,7 +333,7 @@ def save_result(
     record = result.metadata() if metadata is None else metadata
     if out.suffix.lower() in FORMATS:
         if figure is None:
-            raise GradflowError(f"--out {str(out)!r}: this result has no picture; write an .npz")
+            raise GradflowError(f"out {str(out)!r}: this result has no picture; write an .npz")
         picture = out
     elif figure is not None:
         picture = out.with_suffix(".png")

@@ -303,6 +303,12 @@ class Landscape(Protocol):
         return False
 
     @property
+    def symbolic_caveats(self) -> tuple[str, ...]:
+        """What the report must say about symbolic steps that ran out of their time budget
+        (``sympy.solve`` on a rational loss, say); none for a landscape without SymPy."""
+        return ()
+
+    @property
     def nonsmooth_terms(self) -> tuple[str, ...]:
         """Terms where ``L`` has kinks (``Abs(x)``, ``Max(0, x)``), empty for a smooth loss."""
         return ()
@@ -310,6 +316,14 @@ class Landscape(Protocol):
     def kinks_at(self, theta: np.ndarray) -> list[str]:
         """The non-smooth terms whose kink passes through the point ``θ`` (shape ``(dim,)``)."""
         return []
+
+    def kink_values(self, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The kink function ``k`` of each of :attr:`nonsmooth_terms` (``u`` for ``|u|``,
+        ``a - b`` for ``max(a, b)``: zero on the kink) and its gradient, at points of shape
+        ``(..., dim)``: shapes ``(..., K)`` and ``(..., K, dim)``, ``K`` the number of terms."""
+        theta = np.asarray(theta, dtype=float)
+        shape = theta.shape[:-1]
+        return np.zeros((*shape, 0)), np.zeros((*shape, 0, theta.shape[-1]))
 
     @property
     def kinks(self) -> Kinks | None:

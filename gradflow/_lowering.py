@@ -153,8 +153,18 @@ def stabilize(expr: sp.Expr) -> sp.Expr:
     - the log of a product or power of such factors (and of ``e^u`` and of factors SymPy proves
       positive) → the sum of their logs: ``log(e^u / (1 + e^v)^2)`` → ``u - 2 Softplus(v)``.
 
+    - a square root ``√b`` (or a power ``b^{k/2}``) of a sum that is a ratio ``N/D`` whose
+      numerator factors with a square, ``√(N/D)`` → ``|s|·√(N/s²)/√D``: the cancellation in
+      ``1 - (p/q)²`` near ``p/q = ±1`` is done in algebra, ``1 - x²/(x² + y²)`` →
+      ``y²/(x² + y²)`` and ``√(…)`` → ``|y|/√(x² + y²)``; then ``acos(u)`` →
+      ``atan2(√(1 - u²), u)`` and ``asin(u)`` → ``atan2(u, √(1 - u²))`` where that root
+      simplifies so (the angle between two vectors, ``acos(a·b/(‖a‖‖b‖))``, whose derivative
+      is infinite at ``u = ±1`` while a loss built from it may be smooth there).
+
     The parameters of a loss are real, so the rewrites are identities.  Applied to a loss before
-    it is differentiated, they make the symbolic gradient stable too (``d softplus(u)/du = σ(u)``).
+    it is differentiated, they make the symbolic gradient stable too (``d softplus(u)/du = σ(u)``,
+    ``d|y|/dy = sign(y)``, which is right at ``y = 0`` wherever the loss is differentiable
+    there, the loss being even in ``y`` near it: ``sign(0) = 0``).
 
     Args:
         expr: a SymPy expression.
@@ -187,14 +197,45 @@ def _stabilize(expr: sp.Basic, done: dict[sp.Basic, sp.Basic]) -> sp.Basic:
 
 
 def _rewrite(node: sp.Basic) -> sp.Basic:
-    """One node with stable children, rewritten where it is an unstable log or ratio."""
+    """One node with stable children, rewritten where it is an unstable log, ratio, root or
+    inverse cosine or sine."""
     if isinstance(node, sp.log):
         stable = _stable_log(node.args[0])
         return node if stable is None else stable
+    if isinstance(node, (sp.acos, sp.asin)):
+        (u,) = node.args
+        root = _stable_root(1 - u**2)
+        if root is None:
+            return node
+        return sp.atan2(root, u) if isinstance(node, sp.acos) else sp.atan2(u, root)
+    if node.is_Pow and node.exp.is_Rational and node.exp.q == 2:
+        root = _stable_root(node.base)
+        if root is not None:
+            return root ** (2 * node.exp)
     if isinstance(node, (sp.Mul, sp.Pow)):
         while (ratio := _stable_ratio(node)) is not None:
             node = ratio
     return node
+
+
+def _stable_root(base: sp.Expr) -> sp.Expr | None:
+    """``√base`` with the cancellation in ``base`` done in algebra, or ``None``: ``base`` a sum
+    that is a ratio ``N/D`` of expressions in the parameters whose factored numerator yields a
+    factor out of the root (``√(y²) = |y|`` for real ``y``), ``√base = √N/√D``.  A sum that is
+    no ratio, or whose numerator has no square factor, keeps its root (nothing cancels, or
+    nothing would be gained)."""
+    if not base.is_Add:
+        return None
+    numerator, denominator = sp.fraction(sp.together(base))
+    if not denominator.free_symbols:
+        return None
+    root = sp.sqrt(sp.factor(numerator))
+    pulled = [
+        f
+        for f in sp.Mul.make_args(root)
+        if f.free_symbols and not (f.is_Pow and f.exp == sp.Rational(1, 2))
+    ]
+    return root / sp.sqrt(sp.factor(denominator)) if pulled else None
 
 
 def _exponent(term: sp.Expr) -> sp.Expr | None:

@@ -12,10 +12,11 @@ from scipy.spatial import cKDTree
 
 from ._classify import KINDS, classify_points
 from ._critical_sets import CriticalSet
-from ._landscape import Landscape
+from ._landscape import ClosedForm, Landscape
 from ._pieces import (
     ON_SET_TOL,
     gradient_tol,
+    on_piece,
 )
 from ._scales import loss_scales
 
@@ -26,9 +27,11 @@ __all__ = [
     "joined",
     "joined_on_set",
     "merge",
+    "restricted",
     "runs_between",
     "same_loss",
     "without_repeats",
+    "without_subsets",
 ]
 
 
@@ -120,12 +123,34 @@ def joined(landscape: Landscape, sets: list[CriticalSet]) -> list[CriticalSet]:
             distance, nearest = cKDTree(m.points).query(s.points)
             j = int(np.argmin(distance))
             a, b = m.points[nearest[j]], s.points[j]
-            if joined_on_set(landscape, a, b, s.loss, s.dimension):
+            if joined_on_set(landscape, a, b, s.loss, s.dimension) or _joined_on_slice(
+                landscape, a, b, s.loss, s.dimension
+            ):
                 out[k] = _union(m, s, int(nearest[j]), j)
                 break
         else:
             out.append(s)
     return out
+
+
+def _joined_on_slice(
+    landscape: Landscape, a: np.ndarray, b: np.ndarray, loss: float, regular: int
+) -> bool:
+    """:func:`joined_on_set` on a slice through ``a`` and ``b`` that pins one coordinate in
+    which they agree (each such coordinate in turn).
+
+    The nearest samples of two graphs over the same free coordinates share those coordinates,
+    and a root finder started between them may slide along one in which ``L`` is not constant
+    off the set: between the two halves ``y = ±√(1 − x²)`` of the cylinder of minima of
+    ``(x² + y² − 1)²(1 + z²)`` every point off the cylinder pulls ``z`` towards 0, so the roots
+    found from the segment at ``z = −3`` scatter over the cylinder.  On the slice ``z = −3``
+    they follow the circle.
+    """
+    for i in np.flatnonzero(a == b):
+        pinned = np.arange(len(a)) == i
+        if joined_on_set(landscape, a, b, loss, regular, pinned=pinned):
+            return True
+    return False
 
 
 def _union(m: CriticalSet, s: CriticalSet, i: int, j: int) -> CriticalSet:
@@ -160,20 +185,25 @@ def joined_on_set(
     loss: float,
     regular: int | None = None,
     depth: int = JOIN_DEPTH,
+    pinned: np.ndarray | None = None,
 ) -> bool:
     """Whether ``a`` and ``b`` lie on one connected piece of the critical set of loss ``loss``.
 
     From :data:`JOIN_STEPS` + 1 evenly spaced points of the segment ``ab`` the critical point
-    nearest is found (Levenberg–Marquardt on ``∇L = 0``); the two are joined when every one of
-    them is critical with loss ``loss`` and consecutive ones lie within four steps of each other
-    (a path along the set shadows the segment), or, up to ``depth`` times, are joined in the
-    same way along the segment between them: where the set bends away from the segment (a
-    branch of the canonical ``Γ*`` rising steeply towards its asymptote ``w = −1/√2``) the
-    nearest points of the first few segment points spread out.  Between two components of
-    ``abc = 1`` the segment crosses a coordinate plane, where the nearest critical point is an
-    axis (loss 1) or jumps to the other sheet.  With ``regular``, every point found must also have Hessian
-    nullity ``regular`` (the path runs through regular points of a manifold of that dimension,
-    not through a crossing such as the origin where two coordinate axes meet).
+    nearest is found (Levenberg–Marquardt on ``∇L = 0``, from a point that is not critical
+    already: from one that is, on a flat set such as a line of minima, its steps wander along
+    the Hessian's null space as far as its trust region lets them); the two are joined when
+    every one of them is critical with loss ``loss`` and consecutive ones lie within four steps
+    of each other (a path along the set shadows the segment), or, up to ``depth`` times, are
+    joined in the same way along the segment between them: where the set bends away from the
+    segment (a branch of the canonical ``Γ*`` rising steeply towards its asymptote
+    ``w = −1/√2``) the nearest points of the first few segment points spread out. Between two
+    components of ``abc = 1`` the segment crosses a coordinate plane, where the nearest critical
+    point is an axis (loss 1) or jumps to the other sheet. With ``regular``, every point found
+    must also have Hessian nullity ``regular`` (the path runs through regular points of a
+    manifold of that dimension, not through a crossing such as the origin where two coordinate
+    axes meet). With ``pinned`` (a mask, shape ``(dim,)``), the root finder moves only the other
+    coordinates and still asks the whole gradient to vanish.
     """
     step = float(np.linalg.norm(b - a)) / JOIN_STEPS
     scale = loss_scales(landscape).loss
@@ -181,13 +211,12 @@ def joined_on_set(
     previous, path = a, []
     with np.errstate(all="ignore"):
         for t in np.linspace(0.0, 1.0, JOIN_STEPS + 1)[1:]:
-            found = root(
-                landscape.point_grad,
-                a + t * (b - a),
-                jac=landscape.point_hessian,
-                method="lm",
-                options={"xtol": 1e-14, "ftol": 1e-14},
-            ).x
+            start = a + t * (b - a)
+            found = (
+                start
+                if np.linalg.norm(landscape.point_grad(start)) <= tol
+                else _nearest_root(landscape, start, pinned)
+            )
             if not (
                 np.all(np.isfinite(found))
                 and np.linalg.norm(landscape.grad(found)) <= tol
@@ -195,7 +224,8 @@ def joined_on_set(
             ):
                 return False
             if np.linalg.norm(found - previous) > 4 * step + 1e-9 and not (
-                depth > 0 and joined_on_set(landscape, previous, found, loss, regular, depth - 1)
+                depth > 0
+                and joined_on_set(landscape, previous, found, loss, regular, depth - 1, pinned)
             ):
                 return False
             previous = found
@@ -204,6 +234,69 @@ def joined_on_set(
         return True
     nullity = classify_points(landscape, np.array(path), None).nullity
     return bool(np.all(nullity == regular))
+
+
+def _nearest_root(landscape: Landscape, start: np.ndarray, pinned: np.ndarray | None) -> np.ndarray:
+    """The critical point Levenberg–Marquardt reaches from ``start`` (moving only the
+    coordinates that ``pinned`` leaves free)."""
+    if pinned is None:
+        return root(
+            landscape.point_grad,
+            start,
+            jac=landscape.point_hessian,
+            method="lm",
+            options={"xtol": 1e-14, "ftol": 1e-14},
+        ).x
+    free = ~pinned
+
+    def point(z: np.ndarray) -> np.ndarray:
+        full = start.copy()
+        full[free] = z
+        return full
+
+    found = root(
+        lambda z: landscape.point_grad(point(z)),
+        start[free],
+        jac=lambda z: landscape.point_hessian(point(z))[:, free],
+        method="lm",
+        options={"xtol": 1e-14, "ftol": 1e-14},
+    ).x
+    return point(found)
+
+
+def without_subsets(
+    landscape: Landscape, grouped: list[tuple[ClosedForm, list[CriticalSet]]]
+) -> list[CriticalSet]:
+    """The sets of closed-form pieces (each piece with the sets it gave), without a set that
+    lies on a piece of higher dimension and looks there like that piece's own points.
+
+    ``sympy.solve`` splits the sphere of minima of ``(x² + y² + z² − 1)²`` by cases: besides the
+    two graphs ``y = ±√(1 − x² − z²)`` it returns the circles ``x = 0, z = ±√(1 − y²)``, which
+    lie on them.  A set is left out when every one of its points lies on some piece
+    (:func:`~gradflow._pieces.on_piece`) that gave a set of higher dimension with the same
+    kind, Morse index and Hessian nullity: its points are then generic points of that set, which
+    lists them already.  A set of more degenerate points (a larger nullity, another index, such
+    as the origin on the axes of ``(1 − abc)²``) describes a stratum of its own and stays.
+    """
+    out = []
+    for k, (_, sets) in enumerate(grouped):
+        for s in sets:
+            holders = [
+                other
+                for j, (other, theirs) in enumerate(grouped)
+                if j != k
+                and any(
+                    t.dimension > s.dimension
+                    and (t.kind, t.morse_index, t.nullity) == (s.kind, s.morse_index, s.nullity)
+                    for t in theirs
+                )
+            ]
+            on = np.zeros(len(s.points), dtype=bool)
+            for other in holders:
+                on[~on] = on_piece(landscape, other, s.points[~on])
+            if not (holders and on.all()):
+                out.append(s)
+    return out
 
 
 def without_repeats(sets: list[CriticalSet]) -> list[CriticalSet]:
@@ -229,11 +322,11 @@ def without_repeats(sets: list[CriticalSet]) -> list[CriticalSet]:
         if keep.all():
             kept.append(s)
         elif keep.any():
-            kept.append(_restricted(s, keep))
+            kept.append(restricted(s, keep))
     return kept
 
 
-def _restricted(s: CriticalSet, keep: np.ndarray) -> CriticalSet:
+def restricted(s: CriticalSet, keep: np.ndarray) -> CriticalSet:
     """The set ``s`` with only the points ``keep`` (components renumbered, polylines cut); its
     samples stay where the point nearest them is kept (if none is, the kept point nearest its
     sample is its sample)."""

@@ -34,16 +34,20 @@ from ._landscape import (
 from ._lowering import lambdify_jax, lambdify_numpy, stabilize
 from ._symbolic import (
     gradient_jumps,
+    jumps,
     kink_form,
     kink_function,
+    nonnegative,
     nonsmooth_atoms,
-    proves_nonnegative,
     readable,
     solve_gradient,
 )
 
 __all__ = ["BoundModel", "CriticalSetSpec", "ReducedModel", "closed_form_specs", "show_domain"]
 
+IMAG_TOL = 1e-9
+"""A closed-form value evaluated in complex arithmetic is real where its imaginary part is at
+most this times ``max(1, |real part|)`` (rounding of complex intermediates is ~1e-16)."""
 KINK_TOL = 1e-6
 """A point is on a kink when the kink function is within this of 0 (relative to ``max(1, |θ|)``)."""
 
@@ -314,12 +318,32 @@ class _ClosedFormPiece:
         points = np.empty((n, self.dim))
         points[:, list(self.free)] = free_points
         with np.errstate(all="ignore"):
-            dep = self.values(*free_points.T, *self.hyper)
-            for j, i in enumerate(self.dependent):
-                column = np.broadcast_to(np.asarray(dep[j]), (n,))
-                points[:, i] = np.where(np.iscomplex(column), np.nan, np.real(column))
+            points[:, list(self.dependent)] = self._dependent(free_points)
             ok = np.broadcast_to(self.condition(*points.T, *self.hyper), (n,)).astype(bool)
         return points, ok
+
+    def _dependent(self, free_points: np.ndarray) -> np.ndarray:
+        """The dependent coordinates over ``free_points``, shape ``(n, len(dependent))``, NaN
+        where they are not real.
+
+        Where the real evaluation is not a real number, the values are evaluated again in
+        complex arithmetic and kept where their imaginary part is rounding
+        (:data:`IMAG_TOL`): ``sympy.solve`` writes the three real roots of a cubic with
+        complex cube roots (``(27/2 + 27√3 i/2)^{1/3}``; at a hyperparameter value,
+        ``√(729a² − 2916)`` of a negative number), whose sum is real."""
+        n = free_points.shape[0]
+        dep = self.values(*free_points.T, *self.hyper)
+        columns = np.stack([np.broadcast_to(np.asarray(d), (n,)) for d in dep], axis=1)
+        unreal = np.iscomplex(columns).any(axis=1) | ~np.isfinite(columns).all(axis=1)
+        out = np.where(unreal[:, None], np.nan, np.real(columns))
+        if unreal.any():
+            m = int(unreal.sum())
+            z = free_points[unreal].T.astype(complex)
+            values = self.values(*z, *(complex(h) for h in self.hyper))
+            again = np.stack([np.broadcast_to(np.asarray(v, complex), (m,)) for v in values], 1)
+            real = np.abs(again.imag) <= IMAG_TOL * np.maximum(1.0, np.abs(again.real))
+            out[unreal] = np.where(real, again.real, np.nan)
+        return out
 
 
 @functools.cache
@@ -335,13 +359,18 @@ def _piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, A
 
 
 @functools.cache
+def _solved(model: ReducedModel) -> tuple[tuple[CriticalSetSpec, ...], str | None]:
+    """``sympy.solve(∇L = 0)`` solutions beyond the declared sets, as specs, and why there are
+    none where its time budget ran out."""
+    declared = [dict(spec.solution) for spec in model.critical_sets]
+    solved = solve_gradient(model.params, model.loss, declared)
+    specs = tuple(CriticalSetSpec("sympy.solve", solution) for solution in solved.solutions)
+    return specs, solved.caveat
+
+
 def _solved_specs(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
     """``sympy.solve(∇L = 0)`` solutions beyond the declared sets, as specs."""
-    declared = [dict(spec.solution) for spec in model.critical_sets]
-    return tuple(
-        CriticalSetSpec("sympy.solve", solution)
-        for solution in solve_gradient(model.params, model.loss, declared)
-    )
+    return _solved(model)[0]
 
 
 def closed_form_specs(model: ReducedModel) -> tuple[tuple[str, CriticalSetSpec], ...]:
@@ -452,8 +481,20 @@ class BoundModel(Landscape):
         is proven."""
         if self.model.global_min_loss is not None:
             return float(sp.N(self.model.global_min_loss.subs(self._subs)))
-        at_values = self.model.loss.subs({s: sp.Float(v) for s, v in self._subs.items()})
-        return 0.0 if proves_nonnegative(at_values) else None
+        return 0.0 if nonnegative(self._loss_at_values)[0] else None
+
+    @functools.cached_property
+    def _loss_at_values(self) -> sp.Expr:
+        return self.model.loss.subs({s: sp.Float(v) for s, v in self._subs.items()})
+
+    @property
+    def symbolic_caveats(self) -> tuple[str, ...]:
+        """The symbolic steps that ran out of their time budget, each with what it costs the
+        report (:mod:`gradflow._budget`)."""
+        caveats = [_solved(self.model)[1], jumps(self.model.params, self.model.loss)[1]]
+        if self.model.global_min_loss is None:
+            caveats.append(nonnegative(self._loss_at_values)[1])
+        return tuple(c for c in caveats if c is not None)
 
     @property
     def sublevel_shortcut(self) -> bool:
@@ -548,6 +589,20 @@ class BoundModel(Landscape):
                 if abs(float(fn(*point, *self._subs.values()))) <= scale
             ]
 
+    def kink_values(self, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+        theta = np.asarray(theta, dtype=float)
+        shape, dim = theta.shape[:-1], theta.shape[-1]
+        functions = _kink_gradients(self.model)
+        values = np.zeros((*shape, len(functions)))
+        grads = np.zeros((*shape, len(functions), dim))
+        args = (*np.moveaxis(theta, -1, 0), *self._subs.values())
+        with np.errstate(all="ignore"):
+            for i, (value, gradient) in enumerate(functions):
+                values[..., i] = np.broadcast_to(value(*args), shape)
+                for j, part in enumerate(gradient):
+                    grads[..., i, j] = np.broadcast_to(part(*args), shape)
+        return values, grads
+
     def describe(self) -> dict[str, Any]:
         return {
             **Landscape.describe(self),
@@ -597,6 +652,27 @@ def _kink_functions(model: ReducedModel) -> tuple[tuple[str, Callable[..., Any]]
         for atom in nonsmooth_atoms(model.loss)
         if str(atom) in jumping
     )
+
+
+@functools.cache
+def _kink_gradients(
+    model: ReducedModel,
+) -> tuple[tuple[Callable[..., Any], tuple[Callable[..., Any], ...]], ...]:
+    """``(k, (∂k/∂θ_1, …))`` in NumPy for the kink function ``k`` of each term of
+    :func:`gradient_jumps` (in its order), functions of the parameters and hyperparameters."""
+    jumping = gradient_jumps(model.params, model.loss)
+    atoms = {str(atom): atom for atom in nonsmooth_atoms(model.loss)}
+    symbols = (*model.params, *model.hyperparams)
+    out = []
+    for term in jumping:
+        k = kink_function(atoms[term])
+        out.append(
+            (
+                lambdify_numpy(symbols, k),
+                tuple(lambdify_numpy(symbols, sp.diff(k, s)) for s in model.params),
+            )
+        )
+    return tuple(out)
 
 
 @functools.cache

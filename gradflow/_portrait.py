@@ -36,7 +36,6 @@ from ._landscape import Landscape
 from ._metric import Metric, in_metric, velocity
 from ._region import OnRegion, Region
 from ._separatrix import separatrices
-from ._text import format_point
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -54,11 +53,13 @@ CRITICAL_SAMPLES = 801
 
 @dataclass(frozen=True)
 class Overlay:
-    """A path drawn over a portrait, in the portrait's plane coordinates, shape ``(n, 2)``."""
+    """A path drawn over a portrait, in the portrait's plane coordinates, shape ``(n, 2)``, in
+    ``color`` and ``linestyle`` (matplotlib's)."""
 
     label: str
     path: np.ndarray
     color: str = "black"
+    linestyle: str = "-"
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ class Portrait(OnRegion):
             basins = f", basins on {nx} × {ny}"
         return (
             f"Portrait of {self.landscape.title} in the ({self.plane[0]}, {self.plane[1]}) plane, "
-            f"box {format_point(self.box)}:\n  {len(self.critical)} critical sets, "
+            f"{self.region.box_text()}:\n  {len(self.critical)} critical sets, "
             f"{len(self.separatrix)} separatrix branches{basins}"
         )
 

@@ -2,23 +2,75 @@
 
 The plain text bar (``tqdm.std``), not ``tqdm.auto``: in a notebook without ipywidgets the
 latter prints a warning naming the installation's path into the cell's output.
+
+Two kinds of count, two kinds of bar.  Units of about equal cost (cells, training steps, runs)
+get a rate and a time left, measured from the end of the first unit: the first one carries
+the compilation (tens of seconds) and would make the estimate for the rest hours too long.
+Units that finish all at once at the end (the trajectories of a batch, integrated in rounds:
+a bar can sit at 1 % for minutes and then jump to 100 %) get no rate and no time left, which
+could only be wrong; the bar shows what is done and the time elapsed.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from tqdm.std import tqdm
 
-__all__ = ["progress_bar"]
+__all__ = ["DELAY_S", "progress_bar"]
 
 DELAY_S = 1.5
 """A bar appears only once a computation has run this long (seconds)."""
+UNEVEN_FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} finished [{elapsed}]"
+"""The bar of units that do not finish at an even pace: no rate, no time left."""
+
+
+class _Bar(tqdm):
+    """A tqdm bar whose rate, and so its time left, counts from the end of the first unit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._first: tuple[float, float] | None = None
+        super().__init__(*args, **kwargs)
+
+    def update(self, n: float | None = 1) -> bool | None:
+        shown = super().update(n)
+        if self._first is None and self.n > 0 and not self.disable:
+            self._first = (self.n, self._time())
+        return shown
+
+    @property
+    def format_dict(self) -> dict[str, Any]:
+        """tqdm's, with ``rate`` the units since the first one over the time since then (``0``,
+        shown as ``?``, until a second unit is done)."""
+        shown = super().format_dict
+        rate = 0.0
+        if self._first is not None:
+            n1, t1 = self._first
+            elapsed = self._time() - t1
+            rate = (self.n - n1) / elapsed if self.n > n1 and elapsed > 0 else 0.0
+        return {**shown, "rate": rate}
 
 
 def progress_bar(
-    total: int, unit: str, enabled: bool | None = None, desc: str | None = None
+    total: int,
+    unit: str,
+    enabled: bool | None = None,
+    desc: str | None = None,
+    *,
+    even: bool = True,
 ) -> tqdm:
-    """A tqdm bar on stderr: always shown if ``enabled``, never if ``False``, after 1.5 s if ``None``."""
-    return tqdm(
+    """A tqdm bar on stderr: always shown if ``enabled``, never if ``False``, after
+    :data:`DELAY_S` if ``None``.
+
+    Args:
+        total: the number of units.
+        unit: what a unit is (``"cell"``, ``"trajectory"``).
+        enabled: see above.
+        desc: what the bar counts, shown before it (``"σ = 0.01, seed 2"``).
+        even: units of about equal cost: a rate and a time left from the second unit on;
+            ``False`` for units that finish unevenly (no rate, no time left).
+    """
+    return _Bar(
         total=total,
         unit=unit,
         desc=desc,
@@ -26,4 +78,5 @@ def progress_bar(
         delay=0.0 if enabled else DELAY_S,
         leave=False,
         dynamic_ncols=True,
+        bar_format=None if even else UNEVEN_FORMAT,
     )

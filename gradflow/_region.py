@@ -22,7 +22,7 @@ from ._errors import GradflowError
 if TYPE_CHECKING:
     from ._landscape import Landscape
 
-__all__ = ["OnRegion", "Region", "check_region", "grid_axis"]
+__all__ = ["OnRegion", "Region", "check_region", "grid_axis", "nested_grids"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,13 @@ class Region:
         nx, ny = (grid, grid) if np.isscalar(grid) else grid
         return dataclasses.replace(self, grid=(nx, ny))
 
+    def box_text(self) -> str:
+        """``"w ∈ [-3, 3], e ∈ [-3, 3]"``: the box with each range named by its parameter,
+        horizontal axis first (a printed box never leaves the order of its numbers to be
+        guessed)."""
+        (x, y), (x0, x1, y0, y1) = self.plane, self.box
+        return f"{x} ∈ [{x0:.4g}, {x1:.4g}], {y} ∈ [{y0:.4g}, {y1:.4g}]"
+
     def fixed_text(self) -> str:
         """``", a = 0.5, b = 0"``: the values off the plane, for titles (empty on a plane)."""
         return "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
@@ -198,7 +205,10 @@ def check_region(
                 raise GradflowError(f"grid = {n!r} must be an integer ≥ 2")
     if box is not None:
         if len(box) != 4:
-            raise GradflowError(f"box {tuple(box)}: expected (xmin, xmax, ymin, ymax)")
+            (x, y) = plane
+            raise GradflowError(
+                f"box {tuple(box)}: expected four numbers ({x}min, {x}max, {y}min, {y}max)"
+            )
         xmin, xmax, ymin, ymax = (float(v) for v in box)
         for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
             if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
@@ -219,6 +229,26 @@ def check_region(
             )
         if not math.isfinite(value):
             raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+
+
+def nested_grids(grids: Sequence[int]) -> tuple[int, ...]:
+    """``grids`` (points per axis) ascending, each nested in the finest: its points are every
+    ``(G - 1)/(g - 1)``-th point of the finest grid ``G`` on the same box.
+
+    Raises:
+        GradflowError: a grid below 2, or one whose ``g - 1`` does not divide ``G - 1``.
+    """
+    out = tuple(sorted({int(g) for g in grids}))
+    if not out or out[0] < 2:
+        raise GradflowError(f"grids {list(grids)}: each must be at least 2 points per axis")
+    finest = out[-1]
+    odd = [g for g in out if (finest - 1) % (g - 1)]
+    if odd:
+        raise GradflowError(
+            f"grids {odd} are not nested in the {finest}-point grid: N - 1 must divide "
+            f"{finest - 1} (e.g. 101, 201, 401, 801)"
+        )
+    return out
 
 
 def grid_axis(lo: float, hi: float, n: int) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The numerical search for ``∇L = 0``: multi-start Levenberg–Marquardt (all starts at
-once, in one compiled loop), each root kept only where its Newton step is short.
+once, in one compiled loop), each root kept only where a Newton step explains its gradient: the
+step is short and leaves no residual (:func:`_near_a_zero`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ._pieces import (
 )
 from ._scales import loss_scales
 
-__all__ = ["NEWTON_STEP", "ROOT_STEPS", "ROOT_TOL", "numerical_solutions"]
+__all__ = ["NEWTON_RESIDUAL", "NEWTON_STEP", "ROOT_STEPS", "ROOT_TOL", "numerical_solutions"]
 
 ROOT_TOL = 1e-13
 """Relative and absolute tolerance of the Levenberg–Marquardt search for ``∇L = 0``."""
@@ -27,6 +28,10 @@ ROOT_STEPS = 256
 NEWTON_STEP = 1e-4
 """A root of the numerical search is kept only where its Newton step ``‖H⁺∇L‖`` is at most this
 times the landscape's length scale (see :func:`_near_a_zero`)."""
+NEWTON_RESIDUAL = 1e-12
+"""A root of the numerical search is kept only where the part of ``∇L`` its Newton step leaves
+unexplained, ``‖∇L − H H⁺∇L‖``, is at most this times the loss's gradient scale (see
+:func:`_near_a_zero`)."""
 
 
 def numerical_solutions(
@@ -65,25 +70,42 @@ def numerical_solutions(
 
 
 def _near_a_zero(landscape: Landscape, ys: np.ndarray) -> np.ndarray:
-    """Whether the Newton step ``H⁺∇L`` at each of ``ys`` (shape ``(n, dim)``) is at most
-    :data:`NEWTON_STEP` times the landscape's length scale, shape ``(n,)``.
+    """Whether a Newton step from each of ``ys`` (shape ``(n, dim)``) supports a zero of ``∇L``
+    there, shape ``(n,)``: the step ``s = H⁺∇L`` is at most :data:`NEWTON_STEP` times the
+    landscape's length scale, and what it leaves unexplained, ``r = ∇L − H s`` (the part of
+    ``∇L`` in the kernel of ``H``), is at most :data:`NEWTON_RESIDUAL` times its gradient scale
+    ``g``.
 
-    A gradient small against the loss's gradient scale ``g`` is not enough where ``L`` spans many
-    orders of magnitude over its ranges (``exp((x² + y² − 1)²)``: ``g`` is set by the far corners,
-    where ``‖∇L‖`` is astronomically large, so a point far from the circle would pass).  The
-    Newton step is the distance to the nearest zero of ``∇L`` to first order, unchanged by the
-    loss's scale; the pseudo-inverse keeps points of a non-isolated set (``∇L`` in the range of
-    ``H``).  Where the Hessian is not finite the step is not known and the point is kept.
+    A gradient small against ``g`` is not enough.  Where ``L`` spans many orders of magnitude
+    over its ranges (``exp((x² + y² − 1)²)``: ``g`` is set by the far corners, where ``‖∇L‖`` is
+    astronomically large) a point far from the circle would pass: the Newton step, the distance
+    to the nearest zero of ``∇L`` to first order, unchanged by the loss's scale, is long there.
+    And where ``‖∇L‖`` has a positive minimum along a flat direction of ``H`` the root finder
+    stops at that minimum: ``∂L/∂x = (x − 1)² + 10⁻⁷`` of ``(x − 1)³/3 + 10⁻⁷x + y²/2`` never
+    vanishes, and at ``x = 1`` the Hessian ``diag(0, 1)`` leaves the whole gradient ``(10⁻⁷, 0)``
+    unexplained.  Near a true zero ``θ*`` the residual is of second order in ``θ − θ*`` on a
+    set of critical points (``∇L = H(θ − θ*) + O(‖θ − θ*‖²)``, the first term in the range of
+    ``H``) and at the level of rounding at a degenerate isolated zero, where the root finder
+    drives ``∇L`` itself to rounding.  Both tests are ratios of quantities that scale alike
+    with ``L``, so ``c·L`` keeps the same roots.  The pseudo-inverse (relative cut-off
+    ``10⁻¹²``) keeps points of a non-isolated set.  Where the Hessian is not finite the step
+    is not known and the point is kept.
     """
+    scales = loss_scales(landscape)
     with np.errstate(all="ignore"):
         hessians = landscape.hessian(ys)
         finite = np.all(np.isfinite(hessians), axis=(1, 2))
         steps = np.full(len(ys), np.nan)
+        residuals = np.full(len(ys), np.nan)
         if finite.any():
             pinv = np.linalg.pinv(hessians[finite], rcond=1e-12, hermitian=True)
             grads = landscape.grad(ys[finite])
-            steps[finite] = np.linalg.norm(np.einsum("nij,nj->ni", pinv, grads), axis=1)
-    return ~finite | (steps <= NEWTON_STEP * loss_scales(landscape).length)
+            step = np.einsum("nij,nj->ni", pinv, grads)
+            explained = np.einsum("nij,nj->ni", hessians[finite], step)
+            steps[finite] = np.linalg.norm(step, axis=1)
+            residuals[finite] = np.linalg.norm(grads - explained, axis=1)
+    short = steps <= NEWTON_STEP * scales.length
+    return ~finite | (short & (residuals <= NEWTON_RESIDUAL * scales.gradient))
 
 
 LM_DAMPING = 1e-3

@@ -28,9 +28,10 @@ def search_box(
     """Bounds as an array of shape ``(dim, 2)``; a fixed parameter has ``lo == hi``.
 
     Raises:
-        GradflowError: an unknown name, ``lo ≥ hi``, or a fixed value that is not finite.
+        GradflowError: ``overrides`` not a mapping of ``name: (lo, hi)``, an unknown name,
+            ``lo ≥ hi``, or a fixed value that is not finite.
     """
-    overrides = dict(overrides or {})
+    overrides = _bounds_mapping(landscape, overrides)
     for name in overrides:
         landscape.index(name)
     box = np.array(
@@ -44,6 +45,44 @@ def search_box(
             raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
         box[landscape.index(name)] = float(value)
     return box
+
+
+def _bounds_mapping(
+    landscape: Landscape, bounds: Mapping[str, tuple[float, float]] | None
+) -> dict[str, tuple[float, float]]:
+    """``bounds`` checked to be ``{name: (lo, hi)}`` with two finite-or-infinite numbers each.
+
+    Raises:
+        GradflowError: anything else, in one line that shows the expected form with this
+            landscape's names (a plane box ``(xmin, xmax, ymin, ymax)``, which ``basins`` and
+            ``portrait`` take as ``box``, is named as such).
+    """
+    names = landscape.param_names
+    example = "{" + ", ".join(f"{n!r}: (-3, 3)" for n in names[:2]) + "}"
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        plane = (
+            "; a plane box (xmin, xmax, ymin, ymax) is the box= of basins and portrait"
+            if isinstance(bounds, (tuple, list))
+            and len(bounds) == 4
+            and all(isinstance(v, (int, float)) for v in bounds)
+            else ""
+        )
+        raise GradflowError(
+            f"bounds must map parameter names to (lo, hi), e.g. bounds={example}; "
+            f"got {bounds!r}{plane}"
+        )
+    out = {}
+    for name, pair in bounds.items():
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise GradflowError(
+                f"bounds[{name!r}] = {pair!r}: expected (lo, hi), e.g. bounds={example}"
+            ) from None
+        out[name] = (lo, hi)
+    return out
 
 
 def bounded_below(landscape: Landscape, box: np.ndarray) -> bool | None:

@@ -56,7 +56,9 @@ def stable_manifolds(
     saddles and maxima whose Hessian is nondegenerate across them count: near a degenerate one
     (a vanishing Hessian) ``∇L`` is small far from it, and trajectories passing by would stop.
     A trajectory whose loss falls :data:`PASSED` below every such set's loss can no longer stop
-    at one (the loss never increases along the flow), so it is not followed further.
+    at one (the loss never increases along the flow), so it is not followed further.  The loose
+    pass keeps every stop at a small gradient (no escape check): stopping where a trajectory
+    passes the saddle is its purpose.
     """
     minima = np.array([a.kind in MINIMA for a in index.attractors] + [False])
     edge = np.flatnonzero(uncertain(ids, shape) & minima[ids])
@@ -71,7 +73,9 @@ def stable_manifolds(
     top = max(stops)
     loose = dataclasses.replace(stage, gtol=SADDLE_PASS)
     below = top - PASSED * max(loss_scales(landscape).loss, abs(top))
-    passing = flow_endpoints(landscape, flat[edge], loose, decide_below=below, progress=False)
+    passing = flow_endpoints(
+        landscape, flat[edge], loose, decide_below=below, progress=False, escape_check=False
+    )
     near = np.where(passing.status == Status.CONVERGED, index.match(passing.endpoints), -1)
     via = (near >= 0) & ~minima[near] & hyperbolic[near]
     ids = ids.copy()

@@ -6,7 +6,10 @@ The model's compiled functions take ``h`` as an argument, so the whole sweep com
 cell's trajectories are spread over every JAX device (:mod:`gradflow._batched`).  With a
 checkpoint folder, each finished cell is written there at once; a sweep interrupted (Ctrl-C, a
 crash) and run again with the same arguments loads the finished cells and computes the rest, and
-its results are identical to an uninterrupted run's.
+its results are identical to an uninterrupted run's.  The cells are a grid of
+:func:`gradflow.run_cells` (:class:`CellOfSweep`), so with a Dask client they run on its
+workers, with the same results and files; following branches and bifurcations across the cells
+(:func:`follow`) runs afterwards, in this process.
 """
 
 from __future__ import annotations
@@ -26,22 +29,20 @@ import sympy as sp
 from ._basin_map import LABELS
 from ._basins import basins, widened_bounds
 from ._batched import small_tails
+from ._cells import run_cells
 from ._continuation import Bifurcation, Branch, CellPoints, follow_branches
 from ._critical import critical_sets
 from ._errors import GradflowError
-from ._io import atomic_outputs, open_checkpoint, package_versions, to_jsonable, write_npz
+from ._io import package_versions, to_jsonable
 from ._landscape import Landscape
 from ._matching import AttractorTrack, cell_attractors, match_attractors
+from ._memory import check_memory, sweep_memory
 from ._model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
-from ._progress import progress_bar
 from ._region import OnRegion, Region
 from ._search_box import search_box
 from ._symbolic import degenerate_set_values, singular_critical_points
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
-
-MANIFEST = "sweep.json"
-"""The file in a checkpoint folder that says which sweep the cells belong to."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,10 @@ class Sweep(OnRegion):
 
     def text(self) -> str:
         """The cells, the range of the global-minimum share, and the transitions, branches and
-        bifurcations found."""
+        bifurcations found; a bifurcation located many times along one curve of the
+        hyperparameters (a set changing kind on ``p + q = 1``, crossed between every pair of
+        neighbouring cells it separates) is one event, printed once (:func:`_same_events`)."""
+        events = _same_events(self.bifurcations)
         shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
         share = self.fraction("global_min")
         lines = [
@@ -133,16 +137,28 @@ class Sweep(OnRegion):
             f"  kinds that change between neighbouring cells: {len(self.transitions())} "
             "transitions",
             f"  branches of isolated critical points followed across cells: {len(self.branches)}",
-            f"  bifurcations: {len(self.bifurcations)}",
+            f"  bifurcations: {len(self.bifurcations)}"
+            + (f", {len(events)} distinct" if len(events) < len(self.bifurcations) else ""),
         ]
-        lines += [f"    {found.text(self.region.names)}" for found in self.bifurcations]
+        lines += [f"    {_event_text(event, self.region.names)}" for event in events]
         return "\n".join(lines)
 
-    def figure(self) -> None:
-        """No picture of its own: the phase-diagram and bifurcation figures
+    def figure(self) -> Any:
+        """A new matplotlib figure: the share of the grid reaching each kind over the swept
+        hyperparameters, with the bifurcations (:func:`gradflow._draw.sweep_figure`).  The
+        paper's phase diagram and the bifurcation diagram
         (``gradflow figures local-to-global-phase-diagram``, ``bifurcation-diagram``) draw
-        sweeps."""
-        return None
+        sweeps in more detail."""
+        from ._draw import sweep_figure
+
+        fractions = {label: self.fraction(label) for label in LABELS}
+        shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
+        return sweep_figure(
+            {k: np.asarray(v) for k, v in self.axes.items()},
+            fractions,
+            [b.to_dict() for b in self.bifurcations],
+            f"{self.model}: sweep over {shape}, {self.grid} × {self.grid} grid each",
+        )
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"model", "axes", "grid", "box", "plane", "fixed", "cells",
@@ -175,6 +191,55 @@ class Sweep(OnRegion):
             "label_names": np.array(LABELS),
             **{f"axis_{name}": np.asarray(values) for name, values in self.axes.items()},
         }
+
+
+def _same_events(found: Sequence[Bifurcation]) -> list[list[Bifurcation]]:
+    """The bifurcations grouped into events: those of one type and one set on one curve of the
+    hyperparameters (``q = 1 - p`` and ``p = 1 - q`` are one curve) are one event; each other
+    bifurcation is an event of its own.  In the order of each event's first bifurcation."""
+    events: list[list[Bifurcation]] = []
+    curves: list[tuple[str, str | None, sp.Expr] | None] = []
+    for b in found:
+        key = None
+        if b.curve is not None and b.set is not None:
+            lhs, _, rhs = b.curve.partition(" = ")
+            key = (b.type, b.set, sp.sympify(lhs) - sp.sympify(rhs))
+        same = next(
+            (
+                i
+                for i, other in enumerate(curves)
+                if key is not None
+                and other is not None
+                and other[:2] == key[:2]
+                and (sp.simplify(other[2] - key[2]) == 0 or sp.simplify(other[2] + key[2]) == 0)
+            ),
+            None,
+        )
+        if same is None:
+            events.append([b])
+            curves.append(key)
+        else:
+            events[same].append(b)
+    return events
+
+
+def _event_text(event: list[Bifurcation], names: Sequence[str]) -> str:
+    """One line per event: a single bifurcation as :meth:`Bifurcation.text`; one located
+    between several pairs of cells along its curve with the number of places, the first and
+    last of them and every change seen."""
+    if len(event) == 1:
+        return event[0].text(names)
+    first, last = event[0], event[-1]
+    changes = "; ".join(dict.fromkeys(f"{a} → {b}" for e in event for a, b in e.changes))
+
+    def at(b: Bifurcation) -> str:
+        return ", ".join(f"{k} = {v:.7g}" for k, v in b.at.items())
+
+    return (
+        f"{first.type} of {first.set} on the curve {first.curve}, located between "
+        f"{len(event)} pairs of neighbouring cells, from ({at(first)}) to ({at(last)})"
+        + (f": {changes}" if changes else "")
+    )
 
 
 def _changes(a: SweepCell, b: SweepCell) -> list[dict[str, Any]]:
@@ -212,6 +277,7 @@ def sweep(
     checkpoint: Path | str | None = None,
     progress: bool | None = None,
     bifurcations: bool = True,
+    client: Any = None,
 ) -> Sweep:
     """Critical sets and basin fractions in every cell of a grid of hyperparameter values.
 
@@ -227,44 +293,78 @@ def sweep(
         progress: a progress bar over the cells (default: shown after 1.5 s).
         bifurcations: follow the isolated critical points from cell to cell and locate the
             bifurcations between cells (:func:`follow`).
+        client: a ``dask.distributed.Client`` whose workers compute the cells
+            (:func:`gradflow.run_cells`); the result and the checkpoint are those of a run in
+            this process.  Following the cells runs here, after them.
 
     Returns:
         The cells, in the order of ``itertools.product`` over ``axes``.
 
     Raises:
         GradflowError: an empty axis, a value outside its domain, an axis that is not a
-            hyperparameter, a bad grid or box, or a checkpoint folder of another sweep.
+            hyperparameter, a bad grid or box, a checkpoint folder of another sweep, or cells
+            and a grid whose results need more than half of the memory available now
+            (:func:`gradflow.sweep_memory`), refused before any cell is bound.
     """
     axes = {name: tuple(float(v) for v in vals) for name, vals in axes.items()}
     for name, vals in axes.items():
         if not vals:
             raise GradflowError(f"the sweep over {name} has no values")
     held = dict(values or {})
-    points = [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
-    bound = [model.bind(**held, **point) for point in points]
-    region = Region.of(bound[0], grid, box, fixed, plane)
-    folder = (
-        None
-        if checkpoint is None
-        else _open_checkpoint(Path(checkpoint), model, axes, held, region)
+    cells = int(np.prod([len(v) for v in axes.values()]))
+    size = grid if isinstance(grid, int) else tuple(grid)
+    shown = " × ".join(f"{len(v)} {name}" for name, v in axes.items())
+    check_memory(f"a sweep of {shown} cells at grid {grid}", sweep_memory(cells, size, model.dim))
+    points = [
+        model.validate({**held, **dict(zip(axes, combo))})
+        for combo in itertools.product(*axes.values())
+    ]
+    region = Region.of(BoundModel(model, points[0]), grid, box, fixed, plane)
+    done = run_cells(
+        CellOfSweep(model, region),
+        points,
+        names=[f"cell-{i:05d}" for i in range(len(points))],
+        checkpoint=checkpoint,
+        manifest=None if checkpoint is None else _manifest(model, axes, held, region),
+        progress=progress,
+        desc=f"sweep over {', '.join(axes)}",
+        client=client,
     )
-    cells = []
-    with progress_bar(total=len(points), unit="cell", enabled=progress) as bar, small_tails():
-        for i, landscape in enumerate(bound):
-            cell = _load(folder, i) if folder is not None else None
-            if cell is None:
-                cell = _cell(landscape, region)
-                if folder is not None:
-                    _store(folder, i, cell)
-            cells.append(cell)
-            bar.update(1)
     result = Sweep(
         model=model.name,
         axes=axes,
         region=region,
-        cells=tuple(cells),
+        cells=tuple(
+            SweepCell(
+                values=json.loads(str(arrays["values"])),
+                record=json.loads(str(arrays["record"])),
+                labels=arrays["labels"],
+                attractor_ids=arrays["attractor_ids"],
+            )
+            for arrays in done
+        ),
     )
     return follow(model, result) if bifurcations else result
+
+
+@dataclass(frozen=True)
+class CellOfSweep:
+    """What a sweep computes in each cell (picklable, so that cells run on other processes):
+    the model at the cell's validated values (a ``{name: value}`` in the model's order), its
+    critical sets and basin map on ``region``, as the arrays a checkpoint keeps."""
+
+    model: ReducedModel
+    region: Region
+
+    def __call__(self, values: dict[str, float]) -> dict[str, np.ndarray]:
+        with small_tails():
+            cell = _cell(BoundModel(self.model, values), self.region)
+        return {
+            "labels": cell.labels,
+            "attractor_ids": cell.attractor_ids,
+            "record": np.array(json.dumps(cell.record, ensure_ascii=False)),
+            "values": np.array(json.dumps(cell.values)),
+        }
 
 
 def follow(model: ReducedModel, result: Sweep) -> Sweep:
@@ -437,19 +537,14 @@ def _cell(landscape: Landscape, region: Region) -> SweepCell:
     )
 
 
-def _open_checkpoint(
-    folder: Path,
+def _manifest(
     model: ReducedModel,
     axes: dict[str, tuple[float, ...]],
     held: dict[str, float],
     region: Region,
-) -> Path:
-    """Create the checkpoint folder, or check that an existing one is of this same sweep.
-
-    Raises:
-        GradflowError: the folder holds the cells of a different sweep.
-    """
-    manifest = {
+) -> dict[str, Any]:
+    """What identifies a sweep in its checkpoint folder: a folder of another sweep is refused."""
+    return {
         "model": model.name,
         "loss": str(model.loss),
         "axes": axes,
@@ -460,39 +555,6 @@ def _open_checkpoint(
         "plane": region.plane,
         "versions": package_versions(),
     }
-    return open_checkpoint(folder, MANIFEST, manifest, "the cells of a different sweep")
-
-
-def _cell_path(folder: Path, i: int) -> Path:
-    return folder / f"cell-{i:05d}.npz"
-
-
-def _store(folder: Path, i: int, cell: SweepCell) -> None:
-    """Write a finished cell atomically."""
-    with atomic_outputs(_cell_path(folder, i)) as (temp,):
-        write_npz(
-            temp,
-            {
-                "labels": cell.labels,
-                "attractor_ids": cell.attractor_ids,
-                "record": np.array(json.dumps(cell.record, ensure_ascii=False)),
-                "values": np.array(json.dumps(cell.values)),
-            },
-        )
-
-
-def _load(folder: Path, i: int) -> SweepCell | None:
-    """A cell finished by an earlier run, or ``None``."""
-    path = _cell_path(folder, i)
-    if not path.exists():
-        return None
-    with np.load(path) as data:
-        return SweepCell(
-            values=json.loads(str(data["values"])),
-            record=json.loads(str(data["record"])),
-            labels=data["labels"],
-            attractor_ids=data["attractor_ids"],
-        )
 
 
 def remove_checkpoint(folder: Path | str) -> None:

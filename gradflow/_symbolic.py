@@ -1,9 +1,11 @@
 """Facts about a loss that SymPy can establish: closed-form critical points, a lower bound, kinks.
 
 - :func:`solve_gradient`: ``sympy.solve(∇L = 0)`` where the gradient is rational in ``θ``.
-- :func:`proves_nonnegative`: whether SymPy's assumptions prove ``L ≥ 0`` (a sum of squares of
+- :func:`real_point`: the exact real value of a closed-form critical point that ``sympy.solve``
+  writes with ``I`` (the three real roots of a cubic), as an isolating interval of a polynomial.
+- :func:`nonnegative`: whether SymPy's assumptions prove ``L ≥ 0`` (a sum of squares of
   real expressions, say), which makes ``0`` a proven lower bound.
-- :func:`gradient_jumps`: the non-smooth terms of ``L`` across whose kink ``∇L`` is
+- :func:`gradient_jumps` (:func:`jumps`): the non-smooth terms of ``L`` across whose kink ``∇L`` is
   discontinuous (``|x|`` at ``x = 0``), as opposed to terms where only the Hessian jumps
   (``w|w|``, ``max(0, x)²``), whose gradient flow is well defined.
 - :func:`singular_critical_points`: ``sympy.solve(∇L = 0, det H = 0)`` for the parameters and
@@ -13,6 +15,11 @@
 - :func:`kink_form`: the loss written with a slope symbol per kink (``|u| → s·u``), and the
   surfaces the kinks lie on, for the flow that slides along them.
 - :func:`readable`: an expression printed as a number where it is one.
+
+SymPy cannot be interrupted and some of these steps run for many minutes on a rational loss
+(``sympy.solve`` on three Lennard-Jones atoms), so each runs within a time budget
+(:func:`gradflow._budget.within`); one that runs out gives the answer that claims nothing (no
+closed-form solutions, no proven bound, every kink a jump) and says why.
 """
 
 from __future__ import annotations
@@ -21,8 +28,11 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import sympy as sp
 
+from ._budget import OutOfTime, within
+from ._interval import complex_enclosure
 from ._lowering import LogAddExp, LogSigmoid, Sigmoid, Softplus
 
 __all__ = [
@@ -31,12 +41,15 @@ __all__ = [
     "gradient_jumps",
     "KinkForm",
     "kink_form",
+    "jumps",
     "kink_function",
     "nonsmooth_atoms",
-    "proves_nonnegative",
+    "nonnegative",
     "readable",
+    "real_point",
     "singular_critical_points",
     "solve_gradient",
+    "Solved",
 ]
 
 NONSMOOTH_FUNCTIONS = (sp.Abs, sp.Max, sp.Min, sp.sign, sp.Heaviside, sp.Piecewise)
@@ -45,10 +58,24 @@ READABLE_OPS = 12
 """An exact expression with at most this many operations is printed as it is, else as a number."""
 
 
+@dataclass(frozen=True)
+class Solved:
+    """What :func:`solve_gradient` found.
+
+    Attributes:
+        solutions: one dict per solution (parameters not in it are free).
+        caveat: why the list may be incomplete, ``None`` if ``sympy.solve`` ran to the end.
+    """
+
+    solutions: tuple[dict[sp.Symbol, sp.Expr], ...]
+    caveat: str | None = None
+
+
 def solve_gradient(
     params: Sequence[sp.Symbol], loss: sp.Expr, declared: Sequence[Mapping[sp.Symbol, sp.Expr]]
-) -> list[dict[sp.Symbol, sp.Expr]]:
-    """Solutions of ``∇L = 0`` by ``sympy.solve`` when the gradient is rational in ``θ``.
+) -> Solved:
+    """Solutions of ``∇L = 0`` by ``sympy.solve`` when the gradient is rational in ``θ``, within
+    the symbolic time budget.
 
     Args:
         params: the parameters ``θ``.
@@ -56,17 +83,112 @@ def solve_gradient(
         declared: solutions already known (declared closed-form sets); repeats are left out.
 
     Returns:
-        One dict per solution (parameters not in it are free); empty if the gradient is not
-        rational in ``θ``.
+        The solutions (none if the gradient is not rational in ``θ``); where the budget ran
+        out, none and the reason.
     """
     grad = [sp.diff(loss, s) for s in params]
     if not all(g.is_rational_function(*params) for g in grad):
-        return []
-    return [
-        solution
-        for solution in sp.solve([sp.factor(g) for g in grad], list(params), dict=True)
-        if not any(_same_solution(solution, other) for other in declared)
-    ]
+        return Solved(())
+
+    def solve() -> list[dict[sp.Symbol, sp.Expr]]:
+        return [
+            solution
+            for solution in sp.solve([sp.factor(g) for g in grad], list(params), dict=True)
+            if not any(_same_solution(solution, other) for other in declared)
+        ]
+
+    try:
+        return Solved(tuple(within("sympy.solve(∇L = 0)", solve)))
+    except OutOfTime as out:
+        return Solved((), f"{out}: the critical sets come from the numerical search alone")
+
+
+def real_point(
+    params: tuple[sp.Symbol, ...],
+    loss: sp.Expr,
+    solution: tuple[tuple[sp.Symbol, sp.Expr], ...],
+    hyper: tuple[tuple[sp.Symbol, float], ...],
+) -> np.ndarray | None:
+    """Bounds on the exact critical point ``solution`` (every parameter given, as ``sympy.solve``
+    returns it, possibly written with ``I``), proven real; ``None`` where it is not real, or not
+    proven so within the symbolic time budget.
+
+    The hyperparameters take their floating-point values exactly (as rationals).  A coordinate
+    whose complex ball (:func:`gradflow._interval.complex_enclosure`) is real is done.  Otherwise
+    it is a root of the polynomial that eliminates the other parameters from the numerators of
+    ``∇L`` (the last element of their lexicographic Gröbner basis, univariate where the
+    solutions are isolated): its roots are isolated by arb (python-flint's
+    ``fmpz_poly.complex_roots``, which gives each real root an imaginary part exactly 0), and
+    the coordinate is the one root whose isolating ball meets its own ball.  The roots of
+    ``x³ − 3x + 1 = 0`` that Cardano's formula writes as sums of complex cube roots come out as
+    the real roots ``2cos(2πk/9 ± …)``, each a few ulps wide.
+
+    Returns:
+        Shape ``(dim, 2)``, lower and upper bounds of each coordinate (rounded outward).
+    """
+    try:
+        return within(
+            "the real value of a closed-form point", _real_point, params, loss, solution, hyper
+        )
+    except OutOfTime:
+        return None
+
+
+@functools.cache
+def _real_point(
+    params: tuple[sp.Symbol, ...],
+    loss: sp.Expr,
+    solution: tuple[tuple[sp.Symbol, sp.Expr], ...],
+    hyper: tuple[tuple[sp.Symbol, float], ...],
+) -> np.ndarray | None:
+    subs = {symbol: sp.Rational(value) for symbol, value in hyper}
+    given = dict(solution)
+    values = [sp.sympify(given[p]).subs(subs) for p in params]
+    if any(v.free_symbols for v in values):
+        return None
+    bounds = []
+    for i, value in enumerate(values):
+        ball = complex_enclosure(value)
+        if ball is None:
+            return None
+        if not ball.imag.is_zero():
+            root = _isolated_root(params, loss.subs(subs), i, ball)
+            if root is None or not root.imag.is_zero():
+                return None
+            ball = root
+        lo, hi = float(ball.real.lower()), float(ball.real.upper())
+        if not lo <= hi:
+            return None
+        bounds.append((np.nextafter(lo, -np.inf), np.nextafter(hi, np.inf)))
+    return np.array(bounds)
+
+
+def _isolated_root(params: tuple[sp.Symbol, ...], loss: sp.Expr, i: int, ball: object) -> object:
+    """The root of the eliminant of ``∇L = 0`` in ``params[i]`` whose isolating ball alone meets
+    ``ball`` (an acb), or ``None``."""
+    from flint import fmpz_poly
+
+    eliminant = _eliminant(params, loss, i)
+    if eliminant is None:
+        return None
+    coefficients = sp.Poly(eliminant, params[i]).clear_denoms()[1].all_coeffs()
+    roots = fmpz_poly([int(c) for c in reversed(coefficients)]).complex_roots()
+    meeting = [root for root, _ in roots if root.overlaps(ball)]
+    return meeting[0] if len(meeting) == 1 else None
+
+
+@functools.cache
+def _eliminant(params: tuple[sp.Symbol, ...], loss: sp.Expr, i: int) -> sp.Expr | None:
+    """A non-zero polynomial in ``params[i]`` alone that vanishes wherever ``∇L = 0`` (the last
+    element of the lexicographic Gröbner basis of the gradient's numerators, ``params[i]``
+    last), or ``None`` where there is none (a set of critical points along which
+    ``params[i]`` varies)."""
+    numerators = [sp.numer(sp.together(sp.diff(loss, s))) for s in params]
+    order = [s for s in params if s != params[i]] + [params[i]]
+    last = sp.groebner(numerators, *order, order="lex").exprs[-1]
+    if last.free_symbols != {params[i]}:
+        return None
+    return last
 
 
 def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr]) -> bool:
@@ -74,9 +196,21 @@ def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr
 
 
 @functools.cache
-def proves_nonnegative(loss: sp.Expr) -> bool:
-    """Whether SymPy's assumption system proves ``L ≥ 0`` for all real parameters."""
-    return bool(loss.is_nonnegative)
+def nonnegative(loss: sp.Expr) -> tuple[bool, str | None]:
+    """Whether SymPy's assumption system proves ``L ≥ 0`` for all real parameters, within the
+    symbolic time budget: of ``L`` as written, or with ``max``/``min`` written through ``|·|``
+    (``max(a, b) = (a + b + |a − b|)/2``: ``max(x, −x) + (y − 1)²`` is ``|x| + (y − 1)²``, which
+    it proves); and, where the budget ran out (no proof), why."""
+
+    def proof() -> bool:
+        if loss.is_nonnegative:
+            return True
+        return bool(loss.has(sp.Max, sp.Min) and loss.rewrite(sp.Abs).is_nonnegative)
+
+    try:
+        return bool(within("SymPy's proof of L ≥ 0", proof)), None
+    except OutOfTime as out:
+        return False, f"{out}: no lower bound of L is proven"
 
 
 def nonsmooth_atoms(expr: sp.Expr) -> list[sp.Expr]:
@@ -160,9 +294,15 @@ def kink_form(loss: sp.Expr) -> KinkForm | None:
     )
 
 
-@functools.cache
 def gradient_jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[str, ...]:
-    """The non-smooth terms of ``L`` across whose kink ``∇L`` jumps.
+    """The non-smooth terms of ``L`` across whose kink ``∇L`` jumps (:func:`jumps`)."""
+    return jumps(params, loss)[0]
+
+
+@functools.cache
+def jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[tuple[str, ...], str | None]:
+    """The non-smooth terms of ``L`` across whose kink ``∇L`` jumps, and why every term is
+    listed where the symbolic time budget ran out (``None`` otherwise).
 
     Each step discontinuity ``D(u)`` (``sign``, ``Heaviside``) in ``∇L`` is replaced by its value
     on either side of ``u = 0``; the difference of the two gradients is the jump, which must
@@ -171,22 +311,30 @@ def gradient_jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[str, .
     jump SymPy cannot decide, counts as a jump.
 
     Returns:
-        The loss's non-smooth terms (as strings) whose kink makes ``∇L`` jump, sorted.
+        The loss's non-smooth terms (as strings) whose kink makes ``∇L`` jump, sorted; every
+        non-smooth term where the budget ran out.
     """
     terms = nonsmooth_atoms(loss)
     if not terms:
-        return ()
-    jumping = set()
-    for g in (sp.diff(loss, s) for s in params):
-        for step in g.atoms(sp.sign, sp.Heaviside, sp.Piecewise):
-            if not _continuous_across(g, step):
-                jumping.add(step)
-    if not jumping:
-        return ()
-    kinks = {sp.simplify(kink_function(step)) for step in jumping}
-    return tuple(
-        str(term) for term in terms if any(_same_kink(kink_function(term), k) for k in kinks)
-    )
+        return (), None
+
+    def decided() -> tuple[str, ...]:
+        jumping = set()
+        for g in (sp.diff(loss, s) for s in params):
+            for step in g.atoms(sp.sign, sp.Heaviside, sp.Piecewise):
+                if not _continuous_across(g, step):
+                    jumping.add(step)
+        if not jumping:
+            return ()
+        kinks = {sp.simplify(kink_function(step)) for step in jumping}
+        return tuple(
+            str(term) for term in terms if any(_same_kink(kink_function(term), k) for k in kinks)
+        )
+
+    try:
+        return within("SymPy's test of where ∇L jumps", decided), None
+    except OutOfTime as out:
+        return tuple(str(term) for term in terms), f"{out}: every kink is taken for a jump of ∇L"
 
 
 def _continuous_across(g: sp.Expr, step: sp.Expr) -> bool:
@@ -245,7 +393,8 @@ def singular_critical_points(
 
     Returns:
         One ``{symbol: value}`` per isolated real solution, parameters and ``swept`` included;
-        empty when the gradient is not rational in ``θ`` and ``h`` or SymPy finds none.
+        empty when the gradient is not rational in ``θ`` and ``h``, or SymPy finds none within
+        the symbolic time budget.
     """
     unknowns = [*params, swept]
     if not _rational_gradient(params, loss, (swept, *(symbol for symbol, _ in held))):
@@ -254,9 +403,12 @@ def singular_critical_points(
     expr = loss.subs(subs)
     grad = [sp.diff(expr, s) for s in params]
     det = sp.Matrix([[sp.diff(g, s) for s in params] for g in grad]).det()
+    system = [*grad, sp.numer(sp.together(det))]
     try:
-        solutions = sp.solve([*grad, sp.numer(sp.together(det))], unknowns, dict=True)
-    except NotImplementedError:
+        solutions = within(
+            "sympy.solve(∇L = 0, det ∇²L = 0)", lambda: sp.solve(system, unknowns, dict=True)
+        )
+    except (NotImplementedError, OutOfTime):
         return ()
     return tuple(
         s for s in solutions if set(s) == set(unknowns) and all(v.is_real for v in s.values())
@@ -303,11 +455,14 @@ def degenerate_set_values(
 
     Returns:
         Each solution free of ``θ`` (an expression of the other hyperparameters, or a number);
-        empty where SymPy finds none or cannot solve.
+        empty where SymPy finds none or cannot solve within the symbolic time budget.
     """
     try:
-        found = sp.solve(_transverse_determinant(params, loss, solution, sample), swept)
-    except NotImplementedError:
+        found = within(
+            "sympy.solve(det A = 0)",
+            lambda: sp.solve(_transverse_determinant(params, loss, solution, sample), swept),
+        )
+    except (NotImplementedError, OutOfTime):
         return ()
     return tuple(v for v in found if not v.free_symbols & set(params))
 

@@ -27,6 +27,21 @@ second eigenvalue is ``λ = 1 - p - q`` and ``E λ^n = (1 + (-1)^n) / ((n+1)(n+2
 (:func:`lambda_moment`): ``2/((n+1)(n+2))`` for even ``n``, 0 for odd ``n``.  ``λ^m`` is the
 lag-``m`` factor of the chain, ``P^m = 1πᵀ + λ^m (I - 1πᵀ)``: averaged over the prior, odd lags
 carry no sign-definite dependence between ``x_s`` and ``x_{s+m}`` and even lags a positive one.
+
+**The first push on** ``(a, b)`` (:func:`leading_drive`).  At ``θ = 0`` the prediction is
+uniform and, for softmax mixing, ``v = 0`` averages the whole prefix: ``(M E)_s = n_{<s} /
+(s - 1)``, the in-context unigram frequencies before ``s``.  So
+``U_t(j) = (1/t) Σ_{s=2}^{t} [x_s = j] n_{<s}(x_t)/(s - 1)`` and
+``C_t(j) = (1/t) Σ_{s=2}^{t} [x_s = j]``, and along a long sequence of the chain ``P`` (ergodic,
+stationary law ``π``) ``U_t(j) → π_{x_t} π_j``, ``C_t(j) → π_j``.  With
+``-∂L/∂a = E (1/T) Σ_t Σ_j (P_{x_t j} - 1/k) U_t(j)`` (and ``C`` for ``b``) the limits are
+
+    D_a = Σ_i π_i² ((Pπ)_i - 1/k),        D_b = πᵀPπ - 1/k = ‖π‖² - 1/k.
+
+Both vanish for every doubly-stochastic ``P`` (``π = 1/k``, ``Pπ = 1/k``): what pushes the
+induction coordinate ``a`` off 0 at leading order is the unigram signal, not the bigram one;
+the bigram signal enters ``U`` only through the lag-1 pair among the ``s - 1`` equally
+weighted ones, a correction that vanishes as ``T`` grows.
 """
 
 from __future__ import annotations
@@ -49,6 +64,7 @@ __all__ = [
     "metric_inverse",
     "lambda_moment",
     "lambda_moment_closed_form",
+    "leading_drive",
     "symbolic_minimal_logits",
     "symbolic_reduced_logits",
     "v_symbols",
@@ -83,6 +99,32 @@ def metric_inverse(kk: int) -> np.ndarray:
     """``G⁻¹`` for ``kk`` states as a float array ``(2, 2)``:
     ``[[1/(k-1), -1/(k(k-1))], [-1/(k(k-1)), 1/(k(k-1))]]``."""
     return np.asarray(frobenius_metric(k).inv().subs(k, kk), dtype=np.float64)
+
+
+def leading_drive(P: np.ndarray) -> np.ndarray:
+    """``(D_a, D_b)``, the ``T → ∞`` limit of ``-∇_{(a,b)} L`` at ``θ = 0`` (softmax mixing) on
+    sequences of the chain ``P`` (module docstring), nats per unit of ``a`` and ``b``.
+
+    ``D_a = Σ_i π_i² ((Pπ)_i - 1/k)`` and ``D_b = ‖π‖² - 1/k`` with ``π`` the stationary law
+    (``(Pᵀ - I)π = 0``, ``Σπ = 1``); both are 0 for a doubly-stochastic ``P``.
+
+    Args:
+        P: transition matrices, shape ``(..., k, k)``, rows summing to 1, irreducible.
+
+    Returns:
+        Shape ``(..., 2)``.
+    """
+    P = np.asarray(P, dtype=np.float64)
+    kk = P.shape[-1]
+    A = np.swapaxes(P, -1, -2) - np.eye(kk)
+    A[..., -1, :] = 1.0
+    rhs = np.zeros(P.shape[:-1])
+    rhs[..., -1] = 1.0
+    pi = np.linalg.solve(A, rhs[..., None])[..., 0]
+    P_pi = np.einsum("...ij,...j->...i", P, pi)
+    D_a = np.sum(pi**2 * (P_pi - 1.0 / kk), axis=-1)
+    D_b = np.sum(pi**2, axis=-1) - 1.0 / kk
+    return np.stack([D_a, D_b], axis=-1)
 
 
 def lambda_moment_closed_form() -> sp.Expr:

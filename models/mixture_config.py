@@ -14,13 +14,19 @@ from gradflow import GradflowError
 
 from .mixture_data import BASES, FILLERS, Population, check_sizes, population, signal_basis
 
-__all__ = ["COMBINES", "READOUTS", "MixtureConfig"]
+__all__ = ["COMBINES", "NEURONS", "READOUTS", "MixtureConfig"]
 
 COMBINES = ("difference", "signed-sum", "tied")
 """Values of the ``combine`` option: how the two heads make the logit."""
 
 READOUTS = ("sqrt", "mean")
 """Values of the ``readout`` option: ``κ = 1/√m`` or ``κ = 1/m`` in front of the neuron sum."""
+
+NEURONS = ("average", "tokens")
+"""Values of the ``neurons`` option: what a head's neurons read.  ``"average"``: the attention
+output averaged over the queries, ``ReLU(⟨w, Σ_i α_i x_i⟩)``; ``"tokens"``: every token alone,
+their outputs averaged with the same weights, ``Σ_i α_i ReLU(⟨w, x_i⟩)``, where
+``α_i = (1/L) Σ_j att_ij`` is the attention mass on token ``i`` averaged over the queries."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,7 @@ class MixtureConfig:
         L: tokens per sample, ``L ≥ 3``.
         combine: ``"difference"``, ``"signed-sum"`` or ``"tied"`` (module docstring).
         readout: ``"sqrt"`` or ``"mean"`` (module docstring).
+        neurons: ``"average"`` or ``"tokens"`` (:data:`NEURONS`).
         d_head: inner dimension of ``W_Q, W_K``; ``None`` means ``m``.
         filler: tokens beyond the third, ``"zero"`` or ``"cycle"``
             (:mod:`gradflow.models.mixture_data`).
@@ -52,6 +59,7 @@ class MixtureConfig:
     L: int = 3
     combine: str = "difference"
     readout: str = "sqrt"
+    neurons: str = "average"
     d_head: int | None = None
     filler: str = "zero"
     basis: str = "standard"
@@ -70,6 +78,7 @@ class MixtureConfig:
         for name, allowed in (
             ("combine", COMBINES),
             ("readout", READOUTS),
+            ("neurons", NEURONS),
             ("filler", FILLERS),
             ("basis", BASES),
         ):

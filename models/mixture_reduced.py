@@ -54,6 +54,7 @@ __all__ = [
     "ReducedState",
     "attention_average",
     "attention_inputs",
+    "attention_weights",
     "derive_score_equations",
     "infinite_width_state",
     "project",
@@ -212,6 +213,20 @@ def infinite_width_state(config: MixtureConfig, key: jax.Array | None = None) ->
     return ReducedState(B=jnp.zeros((H, r, r)), P_Q=eye, P_K=eye, N=N)
 
 
+def attention_weights(B: jax.Array, coords: jax.Array) -> jax.Array:
+    """The attention mass on each token averaged over the queries, ``α_i = (1/L) Σ_j att_ij``.
+
+    Args:
+        B: scores, shape ``(2K, 2K)``.
+        coords: tokens in ``U`` coordinates, shape ``(n, L, 2K)`` (:meth:`Population.coordinates`).
+
+    Returns:
+        Shape ``(n, L)``: ``α_i = (1/L) Σ_j softmax_i(x_iᵀ B x_j)``; each row sums to 1.
+    """
+    S = jnp.einsum("nia,ab,njb->nij", coords, B, coords)
+    return jax.nn.softmax(S, axis=1).mean(axis=2)
+
+
 def attention_average(B: jax.Array, coords: jax.Array) -> jax.Array:
     """``u(B)`` of every sample, vectorized: the JAX form of :func:`attention_inputs`.
 
@@ -220,11 +235,10 @@ def attention_average(B: jax.Array, coords: jax.Array) -> jax.Array:
         coords: tokens in ``U`` coordinates, shape ``(n, L, 2K)`` (:meth:`Population.coordinates`).
 
     Returns:
-        Shape ``(n, 2K)``: ``u = (1/L) Σ_j Σ_i softmax_i(x_iᵀ B x_j) x_i`` per sample.
+        Shape ``(n, 2K)``: ``u = (1/L) Σ_j Σ_i softmax_i(x_iᵀ B x_j) x_i = Σ_i α_i x_i`` per
+        sample (:func:`attention_weights`).
     """
-    S = jnp.einsum("nia,ab,njb->nij", coords, B, coords)
-    att = jax.nn.softmax(S, axis=1)
-    return jnp.einsum("nij,nia->na", att, coords) / coords.shape[1]
+    return jnp.einsum("ni,nia->na", attention_weights(B, coords), coords)
 
 
 class ReducedMixture(eqx.Module):
@@ -236,6 +250,8 @@ class ReducedMixture(eqx.Module):
         out: output signs times head signs, shape ``(2, m)``.
         kappa: readout scale ``κ``.
         tied: whether the heads share one attention state (``B^- = -B^+``).
+        neurons: what the neurons read, ``"average"`` or ``"tokens"``
+            (:data:`~gradflow.models.mixture_config.NEURONS`).
     """
 
     coords: jax.Array
@@ -243,6 +259,7 @@ class ReducedMixture(eqx.Module):
     out: jax.Array
     kappa: float = eqx.field(static=True)
     tied: bool = eqx.field(static=True)
+    neurons: str = eqx.field(static=True, default="average")
 
     @classmethod
     def from_config(cls, config: MixtureConfig) -> ReducedMixture:
@@ -254,6 +271,7 @@ class ReducedMixture(eqx.Module):
             out=jnp.asarray(output_signs(config)),
             kappa=config.kappa,
             tied=config.combine == "tied",
+            neurons=config.neurons,
         )
 
     def head_scores(self, B: jax.Array) -> jax.Array:
@@ -262,9 +280,15 @@ class ReducedMixture(eqx.Module):
 
     def logits(self, B: jax.Array, N: jax.Array) -> jax.Array:
         """``f`` of every sample, shape ``(n,)``, from scores ``B`` and neuron alignments ``N``."""
-        u = jax.vmap(attention_average, in_axes=(0, None))(self.head_scores(B), self.coords)
-        pre = jnp.einsum("hrk,hnk->hrn", N, u)
-        return self.kappa * jnp.einsum("hr,hrn->n", self.out, jax.nn.relu(pre))
+        alpha = jax.vmap(attention_weights, in_axes=(0, None))(self.head_scores(B), self.coords)
+        if self.neurons == "tokens":
+            act = jnp.einsum(
+                "hrni,hni->hrn", jax.nn.relu(jnp.einsum("hrk,nik->hrni", N, self.coords)), alpha
+            )
+        else:
+            u = jnp.einsum("hni,nik->hnk", alpha, self.coords)
+            act = jax.nn.relu(jnp.einsum("hrk,hnk->hrn", N, u))
+        return self.kappa * jnp.einsum("hr,hrn->n", self.out, act)
 
     def loss(self, state: ReducedState) -> jax.Array:
         """The population loss (nats) at a reduced state."""
@@ -272,6 +296,11 @@ class ReducedMixture(eqx.Module):
 
     def _loss_of(self, B: jax.Array, N: jax.Array) -> jax.Array:
         return jnp.mean(logistic_loss(self.y * self.logits(B, N)))
+
+    def gradients(self, state: ReducedState) -> tuple[jax.Array, jax.Array]:
+        """``(G, ∂L/∂N)``: the driving gradient ``G = ∂L/∂B`` per attention map, shape
+        ``(H, 2K, 2K)`` (row key, column query), and the neurons' gradient, shape ``(2, m, 2K)``."""
+        return jax.grad(self._loss_of, (0, 1))(state.B, state.N)
 
     def velocity(
         self, state: ReducedState, train: tuple[bool, bool] = (True, True)
@@ -282,7 +311,7 @@ class ReducedMixture(eqx.Module):
             state: the reduced state.
             train: ``(attention, neurons)``: which parts move (the staged schedule freezes one).
         """
-        G, gN = jax.grad(self._loss_of, (0, 1))(state.B, state.N)
+        G, gN = self.gradients(state)
         dB, dPQ, dPK = score_velocity(state.B, state.P_Q, state.P_K, G)
         zero = jnp.zeros_like
         if not train[0]:
@@ -307,7 +336,17 @@ class ReducedMixture(eqx.Module):
             lr: the step ``η`` (flow-time units per step).
             train: ``(attention, neurons)`` switches.
         """
-        G, gN = jax.grad(self._loss_of, (0, 1))(state.B, state.N)
+        return self.update(state, *self.gradients(state), lr, train)
+
+    def update(
+        self,
+        state: ReducedState,
+        G: jax.Array,
+        gN: jax.Array,
+        lr: float,
+        train: tuple[bool, bool] = (True, True),
+    ) -> ReducedState:
+        """:meth:`descent_step` with the gradients ``(G, ∂L/∂N)`` of :meth:`gradients` given."""
         T = lambda M: jnp.swapaxes(M, -1, -2)  # noqa: E731
         dB, dPQ, dPK = score_velocity(state.B, state.P_Q, state.P_K, G)
         a, n = (float(flag) for flag in train)

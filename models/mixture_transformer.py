@@ -15,6 +15,8 @@ averages its attention output over the queries,
 
 and feeds it to its neurons, ``F_h = κ Σ_r a_r ReLU(⟨w_{h,r}, u_h⟩)``.  The logit is ``f(X)`` and
 the loss the logistic loss ``ℓ(y f) = ln(1 + e^{-y f})`` averaged over the population.
+With ``α_i = (1/L) Σ_j att_ij`` (the attention mass on token ``i``, averaged over the queries)
+``u_h = Σ_i α_i x_i``.
 
 Named options (the uncertain choices of the reconstruction):
 
@@ -28,6 +30,11 @@ Named options (the uncertain choices of the reconstruction):
   with ``ŵ ~ N(0, ω²)`` trained at the mean-field rate, whose neuron dynamics has a limit as
   ``m → ∞`` on the same clock as the attention state; ``"mean"`` with ``N(0, ω²/m)`` neurons
   slows the neurons' clock by a factor of about ``m``.
+- ``neurons``: what the neurons read.  ``"average"`` (default): ``u_h`` as above,
+  ``ReLU(⟨w, Σ_i α_i x_i⟩)``; ``"tokens"``: every token alone, the outputs averaged with the
+  attention's weights, ``F_h = κ Σ_r a_r Σ_i α_i ReLU(⟨w_{h,r}, x_i⟩)`` (the neurons as the
+  value map).  With uniform attention the first is a network of the mean token, the second a
+  sum of one function per token, which cannot fit the hard samples (``docs/models/two-mixture.md``).
 - ``d_head``: the inner dimension of ``W_Q, W_K`` (default ``m``, so that at initialization
   ``W_Qᵀ W_Q → ω² I`` as ``m → ∞``).
 
@@ -42,10 +49,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .mixture_config import COMBINES, READOUTS, MixtureConfig
+from .mixture_config import COMBINES, NEURONS, READOUTS, MixtureConfig
 
 __all__ = [
     "COMBINES",
+    "NEURONS",
     "READOUTS",
     "Head",
     "MixtureConfig",
@@ -110,11 +118,13 @@ class MixtureTransformer(eqx.Module):
         out: fixed output signs times head signs, shape ``(2, m)`` (:func:`output_signs`); not
             trained (filtered out by :meth:`split`).
         kappa: the readout scale ``κ``.
+        neurons: what the neurons read, ``"average"`` or ``"tokens"`` (module docstring).
     """
 
     heads: tuple[Head, Head]
     out: jax.Array
     kappa: float = eqx.field(static=True)
+    neurons: str = eqx.field(static=True, default="average")
 
     def attention_maps(self) -> tuple[tuple[jax.Array, jax.Array], tuple[jax.Array, jax.Array]]:
         """``(W_Q, W_K)`` of each head, resolving the tie ``W_Q^- = -W_Q^+, W_K^- = W_K^+``."""
@@ -129,9 +139,13 @@ class MixtureTransformer(eqx.Module):
 
     def __call__(self, X: jax.Array) -> jax.Array:
         """The logit ``f(X)`` (a scalar) for tokens ``X`` of shape ``(L, d)``."""
-        u = self.head_inputs(X)
-        pre = jnp.stack([h.W @ u_h for h, u_h in zip(self.heads, u)])
-        return self.kappa * jnp.sum(self.out * jax.nn.relu(pre))
+        if self.neurons == "tokens":
+            alpha = [head_output(wq, wk, X)[1].mean(axis=1) for wq, wk in self.attention_maps()]
+            act = jnp.stack([jax.nn.relu(h.W @ X.T) @ a for h, a in zip(self.heads, alpha)])
+        else:
+            u = self.head_inputs(X)
+            act = jax.nn.relu(jnp.stack([h.W @ u_h for h, u_h in zip(self.heads, u)]))
+        return self.kappa * jnp.sum(self.out * act)
 
     def split(self) -> tuple[MixtureTransformer, MixtureTransformer]:
         """``(trained, fixed)`` by ``eqx.partition``: the weights, and the output signs."""
@@ -159,7 +173,10 @@ def init_transformer(config: MixtureConfig, key: jax.Array | None = None) -> Mix
     else:
         minus = Head(*weights[3:])
     return MixtureTransformer(
-        heads=(plus, minus), out=jnp.asarray(output_signs(config)), kappa=config.kappa
+        heads=(plus, minus),
+        out=jnp.asarray(output_signs(config)),
+        kappa=config.kappa,
+        neurons=config.neurons,
     )
 
 

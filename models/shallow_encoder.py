@@ -34,6 +34,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from gradflow import GradflowError
+
 from .shallow_scheme import INITS, SCALINGS, InitScheme, check_size, init_scheme, tau0_of
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "check_size",
     "init_encoder",
     "init_scheme",
+    "pad_width",
     "predict",
     "squared_loss",
     "synthetic_data",
@@ -135,6 +138,35 @@ def init_encoder(
         tau0=jnp.asarray(tau0, dtype),
         tau1=jnp.asarray(scheme.tau1, dtype),
         tau_H=jnp.asarray(scheme.tau_H, dtype),
+    )
+
+
+def pad_width(model: ShallowEncoder, width: int) -> ShallowEncoder:
+    """``model`` with ``width - d_m`` units of zeros appended: the same network, exactly.
+
+    A unit whose rows of ``W_Q``, ``W_K``, ``W_V`` and whose ``w_O`` entry are 0 adds 0 to every
+    score (``(W_Q x)_r (W_K x')_r = 0``) and to the output (``ReLU(0) = 0``), and every
+    gradient on it is 0: ``∂f/∂W_Q,r ∝ W_K,r = 0`` and back, ``∂f/∂w_O,r = τ1 F_r = 0``,
+    ``∂f/∂W_V,r ∝ w_O,r = 0``.  So outputs, the tangent kernel and every gradient-descent step
+    are those of ``model`` (the padded units stay 0), while networks of different widths share
+    one shape and so one compiled program.  ``τ0``, ``τ1`` keep the values of ``d_m``.
+
+    Raises:
+        GradflowError: ``width`` below ``d_m``, or a model with the hidden layer.
+    """
+    d_m = model.w_O.shape[0]
+    if check_size("width", width) < d_m or model.W_H is not None:
+        raise GradflowError(
+            f"width = {width} must be ≥ d_m = {d_m}, on a network without the hidden layer"
+        )
+
+    def zeros_after(a: jax.Array) -> jax.Array:
+        return jnp.concatenate([a, jnp.zeros((width - d_m, *a.shape[1:]), a.dtype)])
+
+    return eqx.tree_at(
+        lambda m: (m.W_Q, m.W_K, m.W_V, m.w_O),
+        model,
+        tuple(zeros_after(a) for a in (model.W_Q, model.W_K, model.W_V, model.w_O)),
     )
 
 

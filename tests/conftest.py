@@ -246,3 +246,26 @@ def hand_made_fate() -> Callable[..., object]:
         )
 
     return build
+
+
+def _can_write(folder: Path) -> bool:
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def unwritable(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """An existing folder in which no file can be created: a temporary folder with mode 0o555
+    (not the ``cli`` fixture's working folder), or, where that does not stop the user (root), a
+    read-only system folder (``/sys``, ``/proc``)."""
+    folder = tmp_path_factory.mktemp("ro")
+    folder.chmod(0o555)
+    candidates = [folder, Path("/sys"), Path("/proc")]
+    found = next((c for c in candidates if c.is_dir() and not _can_write(c)), None)
+    if found is None:
+        pytest.skip("no folder here refuses new files to this user")
+    yield found
+    folder.chmod(0o755)

@@ -36,6 +36,9 @@ PACKAGES = {
 
 PRIVATE_IN_TESTS = {
     ("tests.conftest", "gradflow.cli._setup"),
+    ("tests.test_cluster", "gradflow._cluster"),
+    ("tests.test_budget", "gradflow._budget"),
+    ("tests.test_certify", "gradflow._symbolic"),
     ("tests.test_canonical_dynamics", "gradflow._separatrix"),
     ("tests.test_engine", "gradflow._attractors"),
     ("tests.test_invariance", "gradflow._closed_sets"),

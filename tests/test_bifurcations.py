@@ -56,7 +56,7 @@ def values_of(result: gradflow.Sweep, branch: gradflow.Branch, axis: str = "a") 
 
 def test_pitchfork_at_a_0_with_minima_at_plus_minus_root_a(pitchfork) -> None:
     (found,) = pitchfork.bifurcations
-    assert found.type == "pitchfork"
+    assert found.type == "pitchfork" and found.criticality == "supercritical"
     assert abs(found.at["a"]) <= 1e-6
     np.testing.assert_allclose(found.point, [0, 0], atol=1e-3)
     assert found.exact == {"a": "0", "x": "0", "y": "0"}
@@ -92,6 +92,48 @@ def test_the_pitchfork_minima_are_followed_as_two_attractors_with_the_half_plane
     centre = tracks["x = 0, y = 0"]
     assert np.all(centre.ids >= 0)
     np.testing.assert_allclose(centre.fractions, np.where(a < 0, 1.0, np.mean(xs == 0)))
+
+
+@pytest.mark.parametrize(
+    "sign, criticality, side",
+    [(1.0, "supercritical", ("min", "none")), (-1.0, "subcritical", ("none", "saddle"))],
+    ids=["branches-below", "subcritical"],
+)
+def test_a_pitchfork_whose_branches_exist_on_either_side(sign, criticality, side) -> None:
+    """``s x⁴/4 + a x²/2 + y²/2``, ``∂ₓL = x(s x² + a)``, ``∂²ₓL = 3s x² + a``: the centre 0
+    is a saddle for ``a < 0`` and a minimum for ``a > 0``.  With ``s = 1`` the branches
+    ``x = ±√(-a)`` exist below ``a = 0`` with ``∂²ₓL = -2a > 0``, minima beside the saddle: a
+    supercritical pitchfork met from the side of the branches (over ``a = -1, -1/3, 1/3, 1``
+    they end, min → none).  With ``s = -1`` the branches ``x = ±√a`` exist above it with
+    ``∂²ₓL = -2a < 0``, saddles beside the minimum: subcritical (none → saddle)."""
+    result = one_d("s*x**4/4 + a*x**2/2 + y**2/2", 4, s=sign)
+    (found,) = result.bifurcations
+    assert found.type == "pitchfork" and found.criticality == criticality
+    assert abs(found.at["a"]) <= 1e-6
+    np.testing.assert_allclose(found.point, [0, 0], atol=1e-3)
+    assert sorted(found.changes) == sorted([("saddle", "min"), side, side])
+
+
+def test_the_weight_decayed_linear_network_has_its_pitchfork_at_wd_1() -> None:
+    """``(1 - ab)²/2 + wd(a² + b²)/2``: ``∂ₐL = -(1 - ab)b + wd·a``, ``∂ᵦL = -(1 - ab)a + wd·b``.
+    Besides the origin, ``a = b`` with ``1 - a² = wd``: minima ``±(√(1 - wd), √(1 - wd))``
+    for ``wd < 1`` (``a = -b`` gives ``a(1 + a² + wd) = 0``, the origin only).  The origin's
+    Hessian [[wd, -1], [-1, wd]] has eigenvalues wd ± 1: a saddle below wd = 1, a minimum above.
+    The minima merge into it at wd = 1: a supercritical pitchfork there (over wd = 0.5, 0.833,
+    1.167, 1.5), the branches at ±√(1 - wd) on the diagonal."""
+    model = gradflow.loss_model("(1 - a*b)**2/2 + wd*(a**2 + b**2)/2", ("a", "b"), ["wd"])
+    result = gradflow.sweep(model, {"wd": np.linspace(0.5, 1.5, 4)}, grid=5, progress=False)
+    (found,) = result.bifurcations
+    assert found.type == "pitchfork" and found.criticality == "supercritical"
+    assert found.at["wd"] == pytest.approx(1.0, abs=1e-6)
+    np.testing.assert_allclose(found.point, [0, 0], atol=1e-3)
+    sides = [b for b in result.branches if not np.allclose(b.points, 0, atol=1e-9)]
+    assert len(sides) == 2
+    for branch in sides:
+        wd = np.array([result.axes["wd"][c] for c in branch.cells])
+        np.testing.assert_allclose(wd, [0.5, 0.5 + 1 / 3])
+        np.testing.assert_allclose(np.abs(branch.points), np.sqrt(1 - wd)[:, None] * [1, 1])
+        assert branch.points[0, 0] * branch.points[0, 1] > 0
 
 
 def test_fold_at_b_0_also_when_a_grid_value_falls_on_it() -> None:
@@ -193,6 +235,10 @@ def test_the_2d_sweep_locates_p_plus_q_1_on_every_row_and_column_that_crosses_it
         other = "p" if b.axis == "q" else "q"
         assert b.curve == f"{b.axis} = 1 - {other}"
         assert sp.Rational(b.exact[b.axis]) == 1 - sp.Rational(str(b.at[other]))
+    text = result.text()
+    assert "bifurcations: 4, 1 distinct" in text
+    (line,) = [line for line in text.split("\n") if "degenerate crossing" in line]
+    assert "of e = 0 on the curve " in line and "between 4 pairs of neighbouring cells" in line
 
 
 def test_sweep_json_and_text_list_branches_and_bifurcations(cli) -> None:
@@ -202,9 +248,10 @@ def test_sweep_json_and_text_list_branches_and_bifurcations(cli) -> None:
     record = json.loads(run.out)
     (found,) = record["bifurcations"]
     assert found["type"] == "pitchfork" and set(found) >= {"type", "at", "point", "exact"}
+    assert found["criticality"] == "supercritical"
     assert abs(found["at"]["a"]) <= 1e-6 and found["exact"]["a"] == "0"
     names = {b["name"] for b in record["branches"]}
     assert names == {"x = 0, y = 0", "x = sqrt(a), y = 0", "x = -sqrt(a), y = 0"}
     run = cli(*args, "--out", "text.npz")
     assert run.code == 0
-    assert "bifurcations: 1" in run.out and "pitchfork at a = " in run.out
+    assert "bifurcations: 1" in run.out and "supercritical pitchfork at a = " in run.out

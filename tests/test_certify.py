@@ -17,12 +17,15 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
 import pytest
+import sympy as sp
 
 from gradflow import GradflowError, certify, critical_sets, loss_model
+from gradflow._symbolic import real_point, solve_gradient
 from gradflow.models.markov import canonical
 
 DOUBLE_WELL = "(x**2 - 1)**2 + y**2"
@@ -158,17 +161,20 @@ def test_points_the_search_misses_are_added_from_the_certificate():
     assert "certificate" in sets.metadata() and "complete: proven" in sets.table()
 
 
-def test_a_point_the_search_reports_where_the_gradient_is_proven_nonzero_is_an_error():
-    """``10⁻⁹x + y²`` has no critical point (``∂L/∂x = 10⁻⁹``); a search that accepts
-    ``‖∇L‖ ≤ 10⁻⁷`` reports the line ``y = 0``, and the certificate refutes it."""
-    model = loss_model("x/10**9 + y**2").bind()
-    box = {"x": (-1, 1), "y": (-1, 1)}
-    if len(critical_sets(model, bounds=box, starts=16)):
-        with pytest.raises(GradflowError, match="proves ∇L ≠ 0"):
-            critical_sets(model, bounds=box, starts=16, certify=True)
-    else:
-        sets = critical_sets(model, bounds=box, starts=16, certify=True)
-        assert sets.certificate.complete and not sets.certificate.isolated
+def test_a_point_the_search_reports_where_the_gradient_is_proven_nonzero_is_dropped():
+    """``(x − 1)³/3 + 10⁻¹²x + y²/2`` has no critical point (``∂L/∂x = (x − 1)² + 10⁻¹² > 0``).
+    At ``(1, 0)`` the gradient ``(10⁻¹², 0)`` is below what the search can tell from rounding
+    (a Newton step leaves ``10⁻¹²``, under ``10⁻¹²`` times the gradient scale, unexplained), so
+    the search reports a degenerate point there; the certificate proves ``∇L ≠ 0`` on every box
+    and the point is dropped, with a caveat saying so."""
+    model = loss_model("(x - 1)**3/3 + x/10**12 + y**2/2").bind()
+    box = {"x": (-1, 3), "y": (-1, 1)}
+    assert [s.name for s in critical_sets(model, bounds=box)] == ["numerical"]
+    sets = critical_sets(model, bounds=box, certify=True)
+    assert len(sets) == 0 and sets.certificate.complete and not sets.certificate.isolated
+    assert len(sets.caveats) == 1 and "proves ∇L ≠ 0" in sets.caveats[0]
+    assert sets.metadata()["caveats"] == list(sets.caveats)
+    assert sets.caveats[0] in sets.table()
 
 
 def test_certify_refuses_a_slice_and_a_loss_without_sympy():
@@ -219,3 +225,144 @@ def test_the_canonical_model_is_certified_complete():
         gain = [1 + 2 * w * abs(w) for w in b[1]]  # increasing in w
         corners = [s * g for s in e2 for g in gain]
         assert min(corners) <= c_star <= max(corners)
+
+
+def cardano(a: float) -> list[float]:
+    """The real roots of ``x³ − 3x + a = 0`` for ``|a| < 2``, ascending: with ``x = 2cos θ``,
+    ``8cos³θ − 6cos θ = 2cos 3θ = −a``, so ``θ = (arccos(−a/2) + 2πk)/3``, ``k = 0, 1, 2``."""
+    theta = (np.arccos(-a / 2) + 2 * np.pi * np.arange(3)) / 3
+    return sorted(2 * np.cos(theta))
+
+
+def within(value: float, bounds) -> bool:
+    """Whether ``value``, computed in floating point from a formula (a few ulps off), lies in
+    ``bounds`` widened by ``10⁻¹⁵``."""
+    return bounds[0] - 1e-15 <= value <= bounds[1] + 1e-15
+
+
+def quartic(x: float, a: float) -> float:
+    return x**4 / 4 - 3 * x**2 / 2 + a * x
+
+
+def test_roots_written_with_i_are_certified_on_the_command_line(cli):
+    """``x⁴/4 − 3x²/2 + x + y²/2``: ``∂L/∂x = x³ − 3x + 1`` has three real roots
+    ``2cos(2πk/9 + 2π/9)`` (:func:`cardano`, ``a = 1``: −1.879385, 0.347296, 1.532089), which
+    ``sympy.solve`` writes with complex cube roots (casus irreducibilis); ``∂L/∂y = y``.
+    ``L'' = 3x² − 3`` is positive at ``±1.53…, −1.88`` (minima) and negative at 0.347 (a saddle)."""
+    run = cli(
+        "critical", "--loss", "x**4/4 - 3*x**2/2 + x + y**2/2", "--params", "x,y",
+        "--box", "-3", "3", "-1", "3", "--certify", "--json",
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    report = json.loads(run.out)
+    assert report["certificate"]["complete"]
+    sets = sorted(report["critical_sets"], key=lambda s: s["sample"][0])
+    roots = cardano(1.0)
+    assert [s["kind"] for s in sets] == ["local_min", "saddle", "local_min"]
+    assert all(s["name"].startswith("sympy.solve") for s in sets)
+    np.testing.assert_allclose([s["sample"] for s in sets], [[r, 0] for r in roots], atol=1e-12)
+    np.testing.assert_allclose([s["loss"] for s in sets], [quartic(r, 1) for r in roots])
+    isolated = sorted(report["certificate"]["isolated"], key=lambda c: c["point"][0])
+    assert [c["morse_index"] for c in isolated] == [0, 1, 0]
+    for c, r in zip(isolated, roots):
+        assert within(r, c["enclosure"][0])
+
+
+def test_roots_written_with_i_in_three_parameters_with_a_hyperparameter():
+    """``x⁴/4 − 3x²/2 + ax + y²/2 + (z − 1)²`` at ``a = −1``: the roots of ``x³ − 3x − 1``,
+    ``2cos 20°, 2cos 100°, 2cos 140°`` (1.879385, −0.347296, −1.532089), at ``y = 0, z = 1``;
+    minima at the outer two (``3x² − 3 > 0``), a saddle between.  ``sympy.solve`` solves with
+    ``a`` a symbol, so at ``a = −1`` even the root without an explicit ``I`` takes the square
+    root of ``729a² − 2916 < 0``."""
+    model = loss_model(
+        "x**4/4 - 3*x**2/2 + a*x + y**2/2 + (z - 1)**2", params=["x", "y", "z"], hyperparams=["a"]
+    ).bind(a=-1.0)
+    sets = critical_sets(model, bounds={"x": (-3, 3), "y": (-1, 1)}, certify=True)
+    assert sets.certificate.complete
+    ordered = sorted(sets, key=lambda s: s.sample[0])
+    assert [s.kind for s in ordered] == ["local_min", "saddle", "local_min"]
+    assert all(s.name.startswith("sympy.solve") for s in ordered)
+    np.testing.assert_allclose(
+        [s.sample for s in ordered], [[r, 0, 1] for r in cardano(-1.0)], atol=1e-12
+    )
+
+
+def test_the_real_value_of_a_root_written_with_i_is_an_isolating_interval():
+    """Each ``sympy.solve`` solution of ``x⁴/4 − 3x²/2 + x + y²/2`` is proven real, its bounds a
+    few ulps around ``2cos(…)``.  ``∂L/∂x = x³ + x + 1`` of ``x⁴/4 + x²/2 + x + y²/2`` has one
+    real root, Cardano's ``∛(−1/2 + √(31/108)) + ∛(−1/2 − √(31/108))``, and a complex pair,
+    which is proven not real."""
+    x, y = sp.symbols("x y", real=True)
+    loss = x**4 / 4 - 3 * x**2 / 2 + x + y**2 / 2
+    found = []
+    for solution in solve_gradient((x, y), loss, []).solutions:
+        bounds = real_point((x, y), loss, tuple(solution.items()), ())
+        assert bounds is not None and np.all(bounds[:, 1] - bounds[:, 0] < 1e-14)
+        found.append(bounds)
+    for root, bounds in zip(cardano(1.0), sorted(found, key=lambda b: b[0, 0])):
+        assert within(root, bounds[0]) and bounds[1, 0] <= 0 <= bounds[1, 1]
+    one_real = x**4 / 4 + x**2 / 2 + x + y**2 / 2
+    solutions = solve_gradient((x, y), one_real, []).solutions
+    points = [real_point((x, y), one_real, tuple(s.items()), ()) for s in solutions]
+    assert len(points) == 3 and sum(p is None for p in points) == 2
+    (real,) = [p for p in points if p is not None]
+    root = np.cbrt(-1 / 2 + np.sqrt(31 / 108)) + np.cbrt(-1 / 2 - np.sqrt(31 / 108))
+    assert within(root, real[0])
+
+
+def trig_roots(p: float, q: float) -> list[float]:
+    """The three real roots of ``x³ + px + q = 0`` (``4p³ + 27q² < 0``), ascending (Viète):
+    ``x = 2√(−p/3) cos(⅓ arccos((3q/2p)√(−3/p)) − 2πk/3)``."""
+    m = 2 * np.sqrt(-p / 3)
+    phi = np.arccos(3 * q / (2 * p) * np.sqrt(-3 / p)) / 3
+    return sorted(m * np.cos(phi - 2 * np.pi * np.arange(3) / 3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dim", [2, 3])
+def test_styblinski_tang_is_certified(dim: int):
+    """Styblinski–Tang, ``Σ (xᵢ⁴ − 16xᵢ² + 5xᵢ)/2``: each ``∂L/∂xᵢ = 2xᵢ³ − 16xᵢ + 5/2`` vanishes
+    at the three roots of ``x³ − 8x + 5/4`` (:func:`trig_roots`: −2.903534, 0.156731, 2.746803),
+    so ``3^dim`` critical points; ``∂²L/∂xᵢ² = 6xᵢ² − 16`` is negative only at the middle root,
+    so the Morse index is the number of coordinates there (minima: none; maximum: all)."""
+    names = "xyz"[:dim]
+    text = " + ".join(f"({v}**4 - 16*{v}**2 + 5*{v})/2" for v in names)
+    model = loss_model(text, params=list(names)).bind()
+    sets = critical_sets(model, bounds={v: (-5, 5) for v in names}, certify=True)
+    assert sets.certificate.complete
+    roots = trig_roots(-8.0, 1.25)
+    expected = {}
+    for point in itertools.product(range(3), repeat=dim):
+        index = sum(k == 1 for k in point)
+        kind = "local_min" if index == 0 else "local_max" if index == dim else "saddle"
+        expected[tuple(round(roots[k], 9) for k in point)] = kind
+    found = {tuple(np.round(s.sample, 9)): s.kind for s in sets}
+    assert found == expected
+    assert all(s.name.startswith("sympy.solve") for s in sets)
+
+
+@pytest.mark.slow
+def test_himmelblau_and_beale_are_certified():
+    """Himmelblau's ``(x² + y − 11)² + (x + y² − 7)²`` in [−5, 5]²: nine critical points
+    (Himmelblau, *Applied Nonlinear Programming*, 1972): four minima with ``L = 0`` (among them
+    ``(3, 2)``), four saddles and a maximum near ``(−0.270845, −0.923039)``.  Beale's
+    ``(1.5 − x + xy)² + (2.25 − x + xy²)² + (2.625 − x + xy³)²``: its minimum ``(3, 1/2)``
+    (``L = 0``), the saddle ``(0, 1)`` (on ``x = 0``, ``∂L/∂y = 0`` and ``∂L/∂x = (y − 1)(5.25y²
+    + 9.75y + 12.75)``, whose quadratic has no real root) and one more saddle whose coordinates
+    ``sympy.solve`` writes with cube roots; the other two solutions are complex."""
+    himmelblau = loss_model("(x**2 + y - 11)**2 + (x + y**2 - 7)**2").bind()
+    box = {"x": (-5, 5), "y": (-5, 5)}
+    sets = critical_sets(himmelblau, bounds=box, certify=True)
+    assert sets.certificate.complete
+    kinds = sorted(s.kind for s in sets)
+    assert kinds == ["global_min"] * 4 + ["local_max"] + ["saddle"] * 4
+    (top,) = [s for s in sets if s.kind == "local_max"]
+    np.testing.assert_allclose(top.sample, [-0.270845, -0.923039], atol=1e-6)
+    assert any(np.allclose(s.sample, [3, 2]) for s in sets)
+    beale = loss_model("(3/2 - x + x*y)**2 + (9/4 - x + x*y**2)**2 + (21/8 - x + x*y**3)**2").bind()
+    sets = critical_sets(beale, bounds=box, certify=True)
+    assert sets.certificate.complete
+    assert sorted(s.kind for s in sets) == ["global_min", "saddle", "saddle"]
+    samples = sorted(tuple(np.round(s.sample, 12)) for s in sets)
+    assert (0.0, 1.0) in samples and (3.0, 0.5) in samples
+    assert all(s.name.startswith("sympy.solve") for s in sets)

@@ -184,3 +184,25 @@ def test_bench_basins_reports_every_baseline_and_the_cost_per_trajectory(cli) ->
     assert data["us_per_trajectory"] == pytest.approx(1e6 * warm / 36)
     lsoda = data["baselines"]["scipy_lsoda"]
     assert lsoda["extrapolated_seconds"] == pytest.approx(lsoda["ms_per_trajectory"] * 36 / 1e3)
+
+
+def test_flow_to_a_degenerate_minimum_converges_when_the_flow_says_so(cli, tmp_path) -> None:
+    """``x⁴ + y⁴`` from ``(1, 1)``: ``x' = -4x³`` gives ``x(t) = (1 + 8t)^{-1/2}``, and
+    ``‖∇L‖₂ = 4√2 x³`` meets the steady-state test ``‖∇L‖₂ ≤ gtol·g`` first at
+    ``t* = (x*^{-2} - 1)/8`` with ``x* = (gtol·g / 4√2)^{1/3}``: the flow reaches the global
+    minimum ``(0, 0)``, algebraically, and is written with its picture."""
+    run = cli("flow", "--loss", "x**4 + y**4", "--init", "1", "1", "--json")
+    assert run.code == 0, run.err
+    data = json.loads(run.out)
+    g = gradflow.loss_scales(gradflow.loss_model("x**4 + y**4").bind()).gradient
+    x_star = (1e-8 * g / (4 * np.sqrt(2))) ** (1 / 3)
+    t_star = (x_star**-2 - 1) / 8
+    assert data["converged"] is True and data["reached"] == "global_min"
+    assert t_star <= data["time"] <= 1.1 * t_star
+    assert data["endpoint"] == pytest.approx([(1 + 8 * data["time"]) ** -0.5] * 2, rel=1e-3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flow.json", "flow.npz", "flow.png"]
+    with np.load(tmp_path / "flow.npz") as saved:
+        assert saved["thetas"][0].tolist() == [1.0, 1.0] and saved["ts"][0] == 0
+    short = cli("flow", "--loss", "x**4 + y**4", "--init", "1", "1", "--t-max", "100", "--json")
+    assert json.loads(short.out)["status"] == "not_converged"
+    assert json.loads(short.out)["solver"]["t_max"] == 100

@@ -35,6 +35,12 @@ BAD = [
     (["critical", "--loss", "__import__('os')"], "unknown function '__import__'"),
     (["critical", "--loss", "x.real + y"], "attribute 'x.real' is not allowed"),
     (["critical", "--loss", "x^2 + y^2"], "write **"),
+    # the column named is the offending character's (counted from 1, in characters)
+    (["critical", "--loss", "x**2 + y^2"], "write ** (x**2) at column 9 of"),
+    (["critical", "--loss", "é*x + y^2"], "write ** (x**2) at column 8 of"),
+    (["critical", "--loss", "exp(x, base=2) + y"], "are not allowed at column 8 of"),
+    (["critical", "--loss", "x**2 + y**"], "the loss ends unfinished at column 11 of"),
+    (["critical", "--loss", "x +* y"], "invalid syntax at column 4 of"),
     (["critical", "--loss", "x**2 + y**2 + 1e400*x"], "number 1e400 is beyond the largest float"),
     (["basins", "--loss", "x**2 + y**2 + 10**400*x"], "10000000000000000000000…, beyond"),
     # the size of a loss

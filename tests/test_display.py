@@ -99,3 +99,27 @@ def test_a_table_too_wide_cuts_long_cells_never_its_headers() -> None:
     wide = [f"{i}" * 30 for i in range(4)]
     head, _, row = format_table(wide, [["y"] * 4], width=100).split("\n")
     assert head.split() == wide and "…" not in row
+
+
+def test_every_printed_point_and_box_names_its_coordinates() -> None:
+    """The canonical model's points are (e, w), its plane (w, e): neither order is left to be
+    guessed — a box is printed range by range, a point with its names, and a trajectory's picture
+    is drawn in the plane of the portraits, w horizontal."""
+    from gradflow.models import markov
+
+    m = markov.canonical(0.7, 0.6)
+    bm = gradflow.basins(m, grid=5, box=(-2, 1, 0.5, 1.5), progress=False)
+    first = repr(bm).split("\n")[0]
+    assert first.endswith("of the (w, e) plane: w ∈ [-2, 1], e ∈ [0.5, 1.5]")
+    assert "point (e, w)" in repr(bm)
+    path = gradflow.flow(m, [0.5, -0.5])
+    assert path.plane == ("w", "e") and "(e, w)" in repr(path)
+    axes = path.figure().axes[0]
+    assert (axes.get_xlabel(), axes.get_ylabel()) == ("$w$", "$e$")
+    np.testing.assert_allclose(axes.lines[0].get_xdata()[0], -0.5)
+    try:
+        gradflow.Region.of(m, 5, (-3, 3, 0))
+    except gradflow.GradflowError as error:
+        assert "expected four numbers (wmin, wmax, emin, emax)" in str(error)
+    else:
+        raise AssertionError("a box of three numbers was accepted")

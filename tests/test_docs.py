@@ -132,3 +132,19 @@ def test_the_readme_model_table_matches_gradflow_models(cli) -> None:
     assert len(rows) == 5
     assert in_readme == {m["name"] for m in listed["models"]}
     assert own == listed["own_commands"]
+
+
+def test_the_notebook_says_how_to_run_it_with_what_the_extras_install() -> None:
+    """``jupyter execute`` (nbclient's command, in the ``notebook`` extra), not nbconvert, which
+    no extra installs."""
+    import tomllib
+
+    notebook = (ROOT / "docs" / "notebooks" / "own-loss.ipynb").read_text()
+    assert "jupyter execute docs/notebooks/own-loss.ipynb" in notebook
+    assert "jupyter execute" in (ROOT / "docs" / "own-loss.md").read_text()
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert any(dep.startswith("nbclient") for dep in extras["notebook"])
+    assert "gradflow[notebook]" in extras["test"]
+    assert not any("nbconvert" in dep for deps in extras.values() for dep in deps)

@@ -51,8 +51,26 @@ SMALL = {
         "seeds": 1,
         "grid": 5,
     },
+    "induction-heads-fate-map": {
+        "T": 12,
+        "shares": (0.0, 1.0),
+        "scales": (0.02, 0.1),
+        "transformer_steps": 12,
+        "minimal_steps": 12,
+        "eval_n": 16,
+        "evaluations": 4,
+    },
     "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
+    "shallow-ntk-fate-map": {"n_samples": (2, 4), "widths": (1, 4), "seeds": 2, "steps": 20},
     "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
+    "two-mixture-fate-map": {
+        "ks": (2,),
+        "omegas": (0.1, 0.3),
+        "widths": (4, 8),
+        "particles": 16,
+        "t_max": 200.0,
+        "records": 20,
+    },
 }
 """A small configuration of every registered figure."""
 DEFAULT_SUITE = {
@@ -296,3 +314,45 @@ def test_train_picture_shows_the_losses_against_the_references_and_the_projected
     assert len(paths) == 2
     np.testing.assert_array_equal(paths[0].get_xdata(), coords[0, :, 1])
     np.testing.assert_array_equal(paths[0].get_ydata(), coords[0, :, 0])
+
+
+@pytest.mark.slow
+def test_shallow_ntk_help_names_the_panel_its_option_sets(drawn):
+    """``--curves`` of ``gradflow figures shallow-ntk`` picks the (init, scaling) of the panel of
+    loss curves; its help names that panel's letter."""
+    import dataclasses
+
+    _, fig, _ = drawn("shallow-ntk")
+    (curves,) = [ax for ax in fig.get_axes() if "linearized flow" in ax.get_title()]
+    letter = curves.get_title().split()[0]
+    help_text = next(
+        f.metadata["help"]
+        for f in dataclasses.fields(FIGURES["shallow-ntk"].Config)
+        if f.name == "curves"
+    )
+    assert f"panel {letter}" in help_text
+
+
+def test_the_training_figure_says_where_each_seed_ends() -> None:
+    """At p = 0.5, q = 0.8: H(π) = h(0.5/1.3) = 0.666278, entropy rate 0.619015 (gap 0.0473).
+    A run ending 0.0003 above H(π) is on the unigram plateau; one that falls below H(π) − gap/2
+    at its 7th evaluation (step 600) and ends 0.0005 above the entropy rate has escaped."""
+    from types import SimpleNamespace
+
+    from gradflow.figures.local_to_global_training import outcome
+
+    unigram, rate = 0.666278, 0.619015
+    steps = np.arange(0, 1100, 100)
+    stuck = np.full(11, unigram + 0.0003)
+    escaped = np.concatenate([np.full(6, unigram + 0.001), np.linspace(0.63, rate + 0.0005, 5)])
+    run = SimpleNamespace(
+        references={"unigram_loss": unigram, "entropy_rate": rate},
+        test_loss=np.stack([stuck, escaped]),
+        test_se=np.full((2, 11), 4e-4),
+        eval_steps=steps,
+    )
+    assert outcome(run, 0) == ("unigram", "ends at H(π) +0.0003")
+    assert outcome(run, 1) == (
+        "entropy rate",
+        "ends at the entropy rate +0.0005, left H(π) by step 600",
+    )

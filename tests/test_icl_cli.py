@@ -57,7 +57,7 @@ def test_tiny_run_json(cli, tmp_path):
     with np.load(out) as data:
         assert data["seed1_steps"].tolist() == [0, 3, 6]
         assert data["seed0_theta"].shape == (3, 2 + 11)
-    assert (tmp_path / "run.json").exists()
+    assert (tmp_path / "run.json").exists() and (tmp_path / "run.png").exists()
     text = cli(*[a for a in argv if a != "--json"][:-1], str(tmp_path / "text.npz")).out
     for r in record["runs"]:
         intervals = r["phases"]["intervals"]

@@ -16,6 +16,7 @@ from gradflow.analysis.icl_train import RunSpec, train_minimal
 from gradflow.models import icl_data as d
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_reduction as R
+from gradflow.models.icl_strategies import true_next
 
 
 @pytest.mark.parametrize("mixing", mm.MIXINGS)
@@ -77,11 +78,31 @@ def test_reduced_logits_equal_minimal_logits_on_the_family(batch, mixing):
     full = mm.minimal_logits(mm.embed(theta, 3), batch.x, mixing)
     reduced = mm.reduced_logits(theta, batch.x, 3, mixing)
     np.testing.assert_allclose(reduced, full, atol=1e-13)
-    short = theta[:7]  # lags 6 … 19 fixed at 0
+    for lags in (6, 2):  # the other lags fixed at 0; 2 ≤ T/4 lags by shifted sums
+        short = theta[: 2 + lags]
+        np.testing.assert_allclose(
+            mm.reduced_logits(short, batch.x, 3, mixing),
+            mm.minimal_logits(mm.embed(short, 3), batch.x, mixing),
+            atol=1e-13,
+        )
+
+
+@pytest.mark.parametrize("mixing", mm.MIXINGS)
+def test_each_sequence_reduced_loss_is_relabelling_invariant(batch, mixing):
+    """``U`` and ``C`` permute with the states and the target row with them, so each sequence's
+    reduced loss is the same under all ``k!`` relabellings: the reduced flow on a sample is the
+    flow on its relabelling closure."""
+    theta = jax.random.normal(jax.random.key(6), (2 + 19,))
+    closed = mm.relabel_all(batch)
+    logits = mm.reduced_logits(theta, closed.x, 3, mixing)
+    per = -jnp.mean(jnp.sum(true_next(closed) * jax.nn.log_softmax(logits), -1), 1)
+    per = np.asarray(per).reshape(6, -1)
+    np.testing.assert_allclose(per, np.broadcast_to(per[0], per.shape), rtol=1e-14, atol=0)
     np.testing.assert_allclose(
-        mm.reduced_logits(short, batch.x, 3, mixing),
-        mm.minimal_logits(mm.embed(short, 3), batch.x, mixing),
-        atol=1e-13,
+        mm.reduced_field(mixing).grad(theta, batch),
+        mm.reduced_field(mixing).grad(theta, closed),
+        rtol=0,
+        atol=1e-15,
     )
 
 

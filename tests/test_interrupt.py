@@ -56,9 +56,12 @@ def interrupted(folder: Path, where: str, when: str, *argv: str) -> subprocess.C
 
 
 def assert_interrupted(run: subprocess.CompletedProcess, folder: Path) -> None:
-    """Exit status 130, one line saying so, no traceback, nothing left in ``folder``."""
+    """Exit status 130, one line saying so — a line of its own, not the tail of a progress
+    bar's — no traceback, nothing left in ``folder``."""
     assert run.returncode == 130, run.stderr
     assert "interrupted" in run.stderr and "Traceback" not in run.stderr, run.stderr
+    (said,) = [line for line in run.stderr.split("\n") if "interrupted" in line]
+    assert said.startswith("gradflow"), run.stderr
     assert sorted(p.name for p in folder.iterdir()) == []
 
 
@@ -82,8 +85,10 @@ def test_ctrl_c_at_any_moment_exits_130_and_writes_nothing(where, when, tmp_path
 def test_an_interrupted_sweep_keeps_its_cells_and_the_same_command_resumes(tmp_path):
     argv = ["sweep", "--loss", "(x**2 - a)**2 + y**2", "--params", "x,y"]
     argv += ["--hyper", "a=0.5,1,2", "--grid", "5"]
-    run = interrupted(tmp_path, "gradflow._sweep:_store", "after", *argv)
+    run = interrupted(tmp_path, "gradflow._cells:store_cell", "after", *argv)
     assert run.returncode == 130 and "Traceback" not in run.stderr, run.stderr
+    (said,) = [line for line in run.stderr.split("\n") if "interrupted" in line]
+    assert said.startswith("gradflow sweep: interrupted"), run.stderr
     assert "kept in sweep.cells/" in run.stderr and "run the same command again" in run.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["sweep.cells"]
     assert len(list((tmp_path / "sweep.cells").glob("*.npz"))) == 1

@@ -406,3 +406,29 @@ def test_a_loss_written_as_text_may_call_every_lowered_function() -> None:
     for name in LOWERED_FUNCTIONS:
         assert name in gradflow.FUNCTION_NAMES, name
     assert parse_loss("softplus(x) + Abs(y)") == Softplus(x) + sp.Abs(y)
+
+
+def test_the_angle_between_two_vectors_is_written_without_cancellation() -> None:
+    """``acos(x/r)``, ``r = √(x² + y²)``, is the angle θ = atan2(|y|, x): ``1 - x²/r²`` is
+    ``y²/r²`` in algebra, so ``√(1 - x²/r²) = |y|/r`` and ``acos(u) = atan2(√(1 - u²), u)``.
+    Computed from ``u``, ``1 - u`` loses every digit near θ = 0 and ``acos'(1) = -∞`` (the
+    pattern of jax#15798): the gradient of ``acos(x/r)²`` is NaN at (1, 0), where the loss θ²
+    is smooth with gradient 0, and wrong at (1, 1e-9), where it is ``(−2θy/r², 2θx/r²)`` with
+    θ = atan(1e-9) (``2e-9`` in y to relative 1e-12)."""
+    x, y = sp.symbols("x y", real=True)
+    r = sp.sqrt(x**2 + y**2)
+    assert stabilize(sp.acos(x / r)) == sp.atan2(sp.Abs(y) / r, x / r)
+    assert stabilize(sp.asin(x / r)) == sp.atan2(x / r, sp.Abs(y) / r)
+    assert stabilize(sp.sqrt(1 - x**2 / r**2)) == sp.Abs(y) / r
+    assert stabilize(sp.acos(x)) == sp.acos(x)
+    assert stabilize(sp.sqrt(1 - x**2)) == sp.sqrt(1 - x**2)
+    loss = sp.acos(x / r) ** 2
+    naive = lambdify_jax([x, y], [sp.diff(loss, x), sp.diff(loss, y)])
+    stable = lambdify_jax([x, y], [sp.diff(stabilize(loss), s) for s in (x, y)])
+    assert not np.all(np.isfinite(naive(1.0, 0.0)))
+    np.testing.assert_array_equal(stable(1.0, 0.0), [0.0, 0.0])
+    theta = np.arctan(1e-9)
+    r2 = 1 + 1e-18
+    np.testing.assert_allclose(
+        stable(1.0, 1e-9), [-2 * theta * 1e-9 / r2, 2 * theta / r2], rtol=1e-12, atol=1e-30
+    )

@@ -51,7 +51,7 @@ BAD = {
         "too long for exact enumeration (valid range 1…14): it sums over all 2^N = 32,768 sequences",
     ),
     "compare q": (["compare", "--p", "0.5", "--q", "1"], "q = 1 is outside the valid range (0, 1)"),
-    "training figure seeds": (["figures", "local-to-global-training", "--seeds", "2"], "--seeds 2"),
+    "training figure seeds": (["figures", "local-to-global-training", "--seeds", "0"], "seeds = 0"),
 }
 
 
@@ -78,6 +78,13 @@ def test_compare_report(cli):
     assert report["dynamics"]["full_loss"] == pytest.approx(H_RATE, abs=1e-6)
     code, out, _ = cli(*argv, "--lr", "0.1")
     assert code == 0 and "max deviation" in out and "canonical-attention-bias" in out
+    assert sorted(p.name for p in cli.folder.iterdir()) == [
+        "compare.json",
+        "compare.npz",
+        "compare.png",
+    ]
+    with np.load(cli.folder / "compare.npz") as saved:
+        assert saved["full"].shape == saved["reduced"].shape == (len(saved["times"]), 4)
 
 
 @pytest.mark.slow

@@ -61,6 +61,26 @@ def test_quadratic_flow_in_a_constant_metric_is_the_matrix_exponential():
     np.testing.assert_allclose(path.thetas, exact, atol=1e-7)
 
 
+@pytest.mark.parametrize("dim", [3, 5], ids=["unrolled Cholesky", "LAPACK"])
+def test_the_metric_flow_solves_with_G_in_every_dimension(dim):
+    """θ' = -G⁻¹Aθ with constant symmetric positive definite G and A: θ(t) = exp(-G⁻¹A t) θ0,
+    whether ``G⁻¹∇L`` is solved by the unrolled factorization (dim ≤ 4) or by LAPACK."""
+    rng = np.random.default_rng(dim)
+    a = np.diag(np.linspace(1.0, 2.0, dim))
+    root = rng.standard_normal((dim, dim))
+    g = root @ root.T + dim * np.eye(dim)
+    land = gf.JaxLandscape(
+        lambda t, _: 0.5 * t @ jnp.asarray(a) @ t, tuple(f"x{i}" for i in range(dim))
+    )
+    theta0 = rng.standard_normal(dim)
+    options = gf.FlowOptions(rtol=1e-10, atol=1e-12)
+    path = gf.flow(land, theta0, options, metric=lambda t, _: jnp.asarray(g, t.dtype))
+    rate = np.linalg.solve(g, a)
+    exact = np.stack([scipy.linalg.expm(-rate * t) @ theta0 for t in path.ts])
+    assert path.converged
+    np.testing.assert_allclose(path.thetas, exact, atol=1e-7)
+
+
 @pytest.fixture(scope="module")
 def double_well_grid() -> np.ndarray:
     xs = np.linspace(-1.5, 1.5, 16)
@@ -125,3 +145,21 @@ def test_metric_arguments_are_checked():
         gf.in_metric(land, lambda t, a: -jnp.eye(2), at=np.zeros(2))
     with pytest.raises(gf.GradflowError, match=r"\(2, 2\) matrix"):
         gf.in_metric(land, lambda t, a: jnp.eye(3), at=np.zeros(2))
+
+
+def test_an_endpoint_on_a_closed_form_line_beyond_the_searched_box_is_that_line():
+    """p = 0.7, q = 0.6 (p + q > 1): every point of e = 0 is critical with loss H(π), a local
+    minimum for w > -1/√2 and a maximum for w < -1/√2.  The flow in the induced metric carries
+    the starts at the box's corners out to (e, w) = (0, 6.28), beyond the box [-6, 6]² searched
+    for a portrait of [-3, 3]²: such an endpoint reaches the attractor of e = 0 on its side, not
+    a new one "found by the flow"."""
+    m = markov.canonical(0.7, 0.6)
+    land = gf.in_metric(m, "induced")
+    sets = gf.critical_sets(m, bounds=gf.widened_bounds(m, {"w": (-3, 3), "e": (-3, 3)}))
+    index = gf.AttractorIndex(land, sets, sets.box)
+    known = len(index.attractors)
+    (right,) = index.add_found(land, np.array([[0.0, 7.5]]), sets.global_min_loss)
+    (left,) = index.add_found(land, np.array([[0.0, -7.5]]), sets.global_min_loss)
+    assert len(index.attractors) == known
+    assert index.attractors[right].kind == "local_min" and index.attractors[right].set == "e = 0"
+    assert index.attractors[left].kind == "local_max" and index.attractors[left].set == "e = 0"

@@ -19,6 +19,7 @@ BAD = [
     (["--schedule", "cyclic"], "--schedule"),
     (["--method", "adam"], "--method"),
     (["--readout", "max"], "--readout"),
+    (["--neurons", "pairs"], "--neurons"),
     (["--bogus"], "unrecognized arguments"),
     (["--m", "two"], "--m"),
     (["--lr", "0.07"], "whole number"),
@@ -61,6 +62,7 @@ def _small_run(cli, *extra: str) -> tuple[dict, dict, np.lib.npyio.NpzFile]:
     printed = json.loads(run.out)
     with np.load(out) as data:
         arrays = dict(data)
+    assert out.with_suffix(".png").exists()
     return printed, json.loads(out.with_suffix(".json").read_text()), arrays
 
 

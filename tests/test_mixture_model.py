@@ -161,6 +161,95 @@ def test_uniform_attention_with_neurons_pm_v_gives_f_equal_y_plus_eps_over_3(com
     assert reduced_loss(red, model, config.frame()) == pytest.approx(expected, abs=1e-14)
 
 
+def _separating(config: MixtureConfig) -> MixtureTransformer:
+    """Uniform attention and, scaled by 1/κ, the neurons 2(c_1 − c_2) + v_1, 2(c_2 − c_1) + v_2 in
+    head + and 2(c_1 − c_2) − v_1, 2(c_2 − c_1) − v_2 in head − (``difference`` heads)."""
+    U = config.frame()
+    c1, c2, v1, v2 = U.T
+    plus = np.stack([2 * (c1 - c2) + v1, 2 * (c2 - c1) + v2])
+    minus = np.stack([2 * (c1 - c2) - v1, 2 * (c2 - c1) - v2])
+    zeros = jnp.zeros((config.head_dim, config.d))
+    heads = tuple(
+        Head(W_Q=zeros + 1.0, W_K=zeros, W=jnp.asarray(w / config.kappa)) for w in (plus, minus)
+    )
+    return MixtureTransformer(
+        heads=heads,
+        out=jnp.asarray(output_signs(config)),
+        kappa=config.kappa,
+        neurons=config.neurons,
+    )
+
+
+def test_relu_neurons_of_the_averaged_input_fit_every_sample_at_uniform_attention():
+    """u = (c_k + y v_k + ε v_k')/3.  On group 1, ⟨2(c_1 − c_2) ± v_1, u⟩ = (2 ± y)/3 > 0 and
+    ⟨2(c_2 − c_1) ± v_2, u⟩ = (−2 ± ε)/3 < 0, so F_+ − F_− = (2 + y)/3 − (2 − y)/3 = 2y/3; group 2
+    likewise.  Every sample, hard or not, has margin 2/3: loss ln(1 + e^{−2/3}) each, with no
+    attention at all."""
+    config = MixtureConfig(K=2, d=6, m=2, omega=1.0, basis="random", seed=5)
+    model = _separating(config)
+    U, X, y = _data(config)
+    f = np.asarray(logits(model, X))
+    assert np.allclose(f, 2 * np.asarray(y) / 3, atol=1e-14)
+    expected = np.log1p(np.exp(-2 / 3))
+    assert float(full_loss(model, X, y)) == pytest.approx(expected, abs=1e-14)
+    red = ReducedMixture.from_config(config)
+    assert float(reduced_loss(red, model, U)) == pytest.approx(expected, abs=1e-14)
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_neurons_reading_tokens_give_hard_margins_summing_to_zero_at_uniform_attention(K, rng):
+    """With ``neurons = "tokens"`` and uniform attention f = (1/3) Σ_i φ(x_i), one function φ of a
+    token.  The hard samples (k, k', y) and (k', k, −y) hold the same two feature tokens y v_k,
+    −y v_k' with labels of opposite sign, so their margins add to y(φ(c_k) − φ(c_k')), and with
+    (k, k', −y), (k', k, y) to 0: the hard margins sum to 0 for any neurons, and by Jensen the
+    hard loss is ≥ ℓ(0) = ln 2.  The same weights reading the averaged input do not obey it."""
+    sums = {}
+    for neurons in ("tokens", "average"):
+        config = MixtureConfig(K=K, d=2 * K + 1, m=7, omega=1.0, neurons=neurons, basis="random")
+        model = init_transformer(config)
+        W = [jnp.asarray(5.0 * rng.standard_normal(h.W.shape)) for h in model.heads]
+        model = eqx.tree_at(lambda m: [h.W for h in m.heads], model, W)
+        model = eqx.tree_at(lambda m: m.heads[0].W_K, model, jnp.zeros_like(model.heads[0].W_K))
+        model = eqx.tree_at(lambda m: m.heads[1].W_K, model, jnp.zeros_like(model.heads[1].W_K))
+        _, X, y = _data(config)
+        hard = config.population().hard
+        margins = (np.asarray(y) * np.asarray(logits(model, X)))[hard]
+        sums[neurons] = (margins.sum(), np.abs(margins).max())
+        if neurons == "tokens":
+            assert np.log1p(np.exp(-margins)).mean() >= LN2
+    assert abs(sums["tokens"][0]) < 1e-12 * sums["tokens"][1]
+    assert abs(sums["average"][0]) > 1e-3 * sums["average"][1]
+
+
+def test_a_full_run_started_on_the_signal_span_stays_on_it(rng):
+    """The reduced family: every weight acts on span U only (neurons W = N Uᵀ, W_Q = S_Q Uᵀ,
+    W_K = S_K Uᵀ).  Every gradient is a combination of tokens, which lie in span U
+    (∂L/∂W_Q = W_K U G Uᵀ, ∂L/∂w = Σ_s c_s u_s), so descent from the family stays in it: the
+    share of the gradient off the span is 0 up to rounding along the run."""
+    config = MixtureConfig(K=2, d=7, m=3, d_head=4, omega=1.0, basis="random", seed=3)
+    U, X, y = _data(config)
+    off = np.eye(config.d) - U @ U.T
+    model = init_transformer(config)
+    on_span = jax.tree.map(lambda w: jnp.asarray(np.asarray(w) @ U @ U.T), model.split()[0])
+    trained, fixed = on_span, model.split()[1]
+    grad = eqx.filter_jit(
+        lambda t: jax.grad(lambda t: population_loss(eqx.combine(t, fixed), X, y))(t)
+    )
+    shares = []
+    for _ in range(40):
+        g = grad(trained)
+        leaves = jax.tree.leaves(g)
+        total = np.sqrt(sum(float((np.asarray(v) ** 2).sum()) for v in leaves))
+        outside = np.sqrt(sum(float(((np.asarray(v) @ off) ** 2).sum()) for v in leaves))
+        shares.append(outside / total)
+        trained = jax.tree.map(lambda w, d: w - 0.5 * d, trained, g)
+    weights = jax.tree.leaves(trained)
+    assert max(shares) <= 1e-12
+    assert max(np.abs(np.asarray(w) @ off).max() for w in weights) <= 1e-12
+    moved = np.abs(np.asarray(trained.heads[0].W) - np.asarray(on_span.heads[0].W)).max()
+    assert moved > 1e-2
+
+
 @pytest.mark.parametrize("combine", ["difference", pytest.param("tied", marks=pytest.mark.slow)])
 def test_zero_logit_gives_loss_ln2(combine):
     config = MixtureConfig(K=3, d=7, m=4, omega=2.0, combine=combine)
@@ -208,14 +297,17 @@ def test_vectorized_attention_matches_the_symbolic_u_of_B(L, filler, rng):
 
 
 @pytest.mark.parametrize(
-    ("combine", "L", "filler"),
+    ("combine", "L", "filler", "neurons"),
     [
-        ("difference", 3, "zero"),
-        pytest.param("signed-sum", 4, "cycle", marks=pytest.mark.slow),
-        pytest.param("tied", 5, "zero", marks=pytest.mark.slow),
+        ("difference", 3, "zero", "average"),
+        ("difference", 4, "cycle", "tokens"),
+        pytest.param("signed-sum", 4, "cycle", "average", marks=pytest.mark.slow),
+        pytest.param("tied", 5, "zero", "tokens", marks=pytest.mark.slow),
     ],
 )
-def test_reduced_value_and_velocity_equal_the_full_model_on_the_signal_span(combine, L, filler):
+def test_reduced_value_and_velocity_equal_the_full_model_on_the_signal_span(
+    combine, L, filler, neurons
+):
     """Value: L_red(project(θ)) = L_full(θ).  Velocity: pushing the full gradient through U,
     d/dt Uᵀ W_Kᵀ W_Q U and d/dt W U, gives the reduced velocity (both heads, tied or not)."""
     config = MixtureConfig(
@@ -225,6 +317,7 @@ def test_reduced_value_and_velocity_equal_the_full_model_on_the_signal_span(comb
         d_head=5,
         omega=1.3,
         combine=combine,
+        neurons=neurons,
         L=L,
         filler=filler,
         basis="random",

@@ -4,6 +4,7 @@ and one writer puts them on disk together or not at all."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -77,12 +78,14 @@ def test_a_failing_picture_leaves_no_file(results, tmp_path) -> None:
 
 def test_the_analyses_results_follow_the_protocol() -> None:
     from gradflow.analysis.icl_experiment import ICLReport
+    from gradflow.analysis.markov_compare import CompareReport
     from gradflow.analysis.markov_fate import FateMap
     from gradflow.analysis.markov_training import TrainResult
     from gradflow.analysis.mixture_experiment import MixtureReport
     from gradflow.analysis.ntk_sweep import Sweep
 
-    for cls in (ICLReport, FateMap, TrainResult, MixtureReport, Sweep, gradflow.Sweep):
+    kinds = (ICLReport, FateMap, TrainResult, MixtureReport, Sweep, gradflow.Sweep, CompareReport)
+    for cls in kinds:
         assert all(
             callable(getattr(cls, m, None)) for m in ("arrays", "metadata", "text", "figure")
         )
@@ -125,3 +128,44 @@ def test_the_critical_sets_picture_shows_every_legend_line(results) -> None:
     ]
     box = legend.get_window_extent()
     assert box.y0 >= 0 and box.x0 >= 0 and box.x1 <= figure.bbox.x1
+
+
+@pytest.mark.parametrize(
+    "bounds, named",
+    [
+        ((-3, 3, -3, 3), "box= of basins and portrait"),
+        ({"x": 3}, "bounds['x'] = 3: expected (lo, hi)"),
+        ([("x", (-1, 1))], "bounds must map parameter names to (lo, hi)"),
+    ],
+)
+def test_critical_sets_bounds_of_the_wrong_form_are_one_clear_error(bounds, named) -> None:
+    landscape = gradflow.loss_model("(x**2 - 1)**2 + y**2").bind()
+    with pytest.raises(GradflowError, match=r"e\.g\. bounds=\{'x': \(-3, 3\), 'y': \(-3, 3\)\}"):
+        gradflow.critical_sets(landscape, bounds=bounds)
+    with pytest.raises(GradflowError) as error:
+        gradflow.critical_sets(landscape, bounds=bounds)
+    assert named in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_documented_record_of_critical_sets_is_their_metadata() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    assert "CriticalSets" in text and "metadata()" in text
+    sets = gradflow.critical_sets(gradflow.loss_model("(x**2 - 1)**2 + y**2").bind())
+    record = sets.metadata()
+    kinds = sorted((s["kind"], tuple(np.round(s["sample"], 6))) for s in record["critical_sets"])
+    assert kinds == [("global_min", (-1, 0)), ("global_min", (1, 0)), ("saddle", (0, 0))]
+    assert record["global_min_loss"] == 0
+
+
+def test_a_sweep_draws_the_share_of_each_kind_over_its_axes() -> None:
+    """The pitchfork x⁴/4 − a x²/2 + y²/2 over a = −1, 1 on a 5 × 5 grid of [-3, 3]²: at a = −1
+    L ≥ 0 and the origin is the one minimum, global, share 1; at a = 1 no lower bound is proven,
+    the minima (±1, 0) are local and take 20 of the 25 points, the middle column x = 0 (5/25)
+    ends at the saddle.  One axis: one line per kind present, and the bifurcation at a = 0."""
+    model = gradflow.loss_model("x**4/4 - a*x**2/2 + y**2/2", ["x", "y"], ["a"])
+    result = gradflow.sweep(model, {"a": (-1.0, 1.0)}, grid=5, progress=False)
+    (ax,) = result.figure().axes
+    lines = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
+    shares = {k: list(v.get_ydata()) for k, v in lines.items() if k != "bifurcation"}
+    assert shares == {"global_min": [1.0, 0.0], "local_min": [0.0, 0.8], "saddle": [0.0, 0.2]}
+    assert abs(lines["bifurcation"].get_xdata()[0]) < 1e-6 and ax.get_xlabel() == "$a$"

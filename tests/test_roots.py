@@ -119,3 +119,29 @@ def test_the_roots_are_optimistixs() -> None:
     expected = distinct(reference[gradients < 1e-9])
     assert len(expected) == 9
     np.testing.assert_allclose(distinct(roots(himmelblau, box)), expected, atol=1e-9)
+
+
+def flat_cubic(t: jax.Array, a: jax.Array) -> jax.Array:
+    """``c((x − b)³/3 + εx + y²/2)`` with ``a = (c, ε, b)``: ``∂L/∂x = c((x − b)² + ε)``."""
+    c, eps, b = a[0], a[1], a[2]
+    return c * ((t[0] - b) ** 3 / 3 + eps * t[0] + t[1] ** 2 / 2)
+
+
+@pytest.mark.parametrize(
+    ("c", "eps", "b"),
+    [(1.0, 1e-7, 1.0), (1e-6, 1e-7, 1.0), (1e6, 1e-7, 1.0), (1.0, 1e-9, -2.0)],
+)
+def test_a_minimum_of_the_gradient_norm_is_not_a_root(c: float, eps: float, b: float) -> None:
+    """``∂L/∂x = c((x − b)² + ε) ≥ cε > 0``: no critical point anywhere, at any scale ``c``.  The
+    root finder stops at ``(b, 0)``, where ``‖∇L‖ = cε`` is a minimum; there the Hessian
+    ``c·diag(0, 1)`` leaves the whole gradient in its kernel, unexplained by a Newton step."""
+    assert len(roots(flat_cubic, fn_args=jnp.array([c, eps, b]))) == 0
+
+
+@pytest.mark.parametrize("c", [1e-6, 1e6])
+def test_a_degenerate_root_is_kept(c: float) -> None:
+    """With ``ε = 0``, ``∂L/∂x = c(x − 1)²`` vanishes (doubly) at ``x = 1``: the degenerate
+    critical point ``(1, 0)`` is found at every scale, and nothing else."""
+    found = roots(flat_cubic, fn_args=jnp.array([c, 0.0, 1.0]))
+    assert len(found) > 0
+    np.testing.assert_allclose(found, np.broadcast_to([1.0, 0.0], found.shape), atol=1e-6)

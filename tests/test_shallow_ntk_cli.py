@@ -37,16 +37,21 @@ def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(cli):
     warnings = [line for line in captured.err.splitlines() if "warning" in line]
     assert any("d = 3 < N = 4" in line and "linearly independent" in line for line in warnings)
     assert any("d_m = 2 < N = 4" in line and "α_0 = 0" in line for line in warnings)
+    assert any(  # α_0 = 0 at d_m = 2 < N: Proposition 1's bound cannot hold there
+        line.endswith("does not hold there") and "α_0² < d_m λ*/4 at d_m = 2" in line
+        for line in warnings
+    )
     report = json.loads(captured.out)
     runs = [(r["scaling"], r["d_m"]) for r in report["runs"]]
     assert runs == [("sqrt", 2), ("sqrt", 32), ("linear", 2), ("linear", 32)]
-    assert report["runs"][0]["alpha0"] == 0.0
+    assert report["runs"][0]["alpha0"] == 0.0 and report["runs"][0]["proposition1"] is False
     assert all(r["lambda_min"] >= r["tau1sq_alpha0sq"] for r in report["runs"])
     assert set(report["slopes"]) == {"ntk/sqrt", "ntk/linear"}
     with np.load(out) as data:
         assert data["losses"].shape == (4, 11)
         np.testing.assert_allclose(data["lambda_min"], [r["lambda_min"] for r in report["runs"]])
     assert json.loads(out.with_suffix(".json").read_text())["config"]["widths"] == [2, 32]
+    assert out.with_suffix(".png").exists()
     text = cli(*argv.split()[:-1], "--out", str(cli.folder / "text.npz")).out
     header = next(
         line for line in text.splitlines() if line.split()[:3] == ["init", "scaling", "d_m"]

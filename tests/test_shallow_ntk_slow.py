@@ -1,5 +1,6 @@
 """Long checks of the shallow encoder's NTK (``pytest -m slow``): the limiting kernel of every
-initialization and of the hidden-layer network, and GD approaching the kernel dynamics."""
+initialization and of the hidden-layer network, GD approaching the kernel dynamics, and the quick
+fate map from the command line."""
 
 from __future__ import annotations
 
@@ -63,3 +64,15 @@ def test_gd_approaches_the_reduced_model_as_width_grows():
     runs = [run_width(X, y, d_m, init="ntk", scaling="linear", steps=200) for d_m in (64, 4096)]
     assert runs[1].limit_gap < runs[0].limit_gap / 3
     assert runs[1].limit_error < runs[0].limit_error / 4  # d_m^{-1/2}: 8× expected
+
+
+def test_quick_fate_map_runs_from_the_command_line(cli):
+    """``gradflow fate --model shallow-ntk --quick --json``: the small map of the fate
+    contract, every (init, scaling) with its agreement and its fitted exponent."""
+    import json
+
+    code, out, err = cli("fate", "--model", "shallow-ntk", "--quick", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert len(record["agreement"]) == 6 and set(record["exponents"]) == set(record["agreement"])
+    assert record["cells"] == 6 * 2 * 4 * 2

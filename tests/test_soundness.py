@@ -6,6 +6,8 @@ running gradflow.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -180,3 +182,155 @@ def test_losses_with_a_continuous_gradient_are_not_flagged(loss) -> None:
     """max(0, x)² has gradient 2 max(0, x) and x|x| has 2|x|: continuous, so the flow is well
     defined and nothing is flagged, though the Hessian jumps at x = 0."""
     assert bind("c1", loss).nonsmooth_terms == ()
+
+
+def test_a_line_of_minima_reached_outside_the_box_is_one_attractor() -> None:
+    """L = log(eˣ + eʸ) - 0.7x - 0.3y: ∇L = (σ - 0.7, 0.3 - σ) with σ = eˣ/(eˣ + eʸ), zero on
+    the whole line x - y = ln(7/3) (σ = 0.7), a line of minima; ∂ₓL + ∂ᵧL = 0, so x + y is
+    conserved and the start (x0, y0) ends at ((s + ln(7/3))/2, (s - ln(7/3))/2), s = x0 + y0.
+    From the box [5, 6] × [-6, -5] (x - y ∈ [10, 12], far from the line and outside the box
+    the critical sets are searched in) every start reaches that one connected line: one
+    attractor of dimension 1 with fraction 1, not a measure-zero set."""
+    model = gradflow.loss_model("log(exp(x)+exp(y)) - 0.7*x - 0.3*y", params=("x", "y")).bind()
+    bm = gradflow.basins(model, grid=11, box=(5, 6, -6, -5), progress=False)
+    (line,) = bm.reached()
+    assert line.fraction == 1.0 and not line.measure_zero and line.dimension == 1
+    assert line.kind in ("local_min", "global_min")
+    s = (bm.region.points()[..., 0] + bm.region.points()[..., 1])[..., None]
+    shift = np.log(7 / 3) / 2 * np.array([1.0, -1.0])
+    np.testing.assert_allclose(bm.endpoints, s / 2 + shift, atol=1e-6)
+
+
+def test_an_arc_of_a_circle_of_minima_reached_outside_the_box_is_one_attractor() -> None:
+    """Other numbers, a curved set: L = (x² + y² - 1)² depends on r alone, so the flow is
+    radial and (x0, y0) ends at (x0, y0)/r0 on the unit circle of global minima (L ≥ 0, 0
+    there).  From [3, 4]² (outside the searched box [2.5, 4.5]²) the ends fill the arc between
+    the angles atan(3/4) and atan(4/3): one attractor of dimension 1, fraction 1."""
+    model = bind("circle from afar", (x**2 + y**2 - 1) ** 2)
+    bm = gradflow.basins(model, grid=9, box=(3, 4, 3, 4), progress=False)
+    (arc,) = bm.reached()
+    assert arc.kind == "global_min" and arc.dimension == 1
+    assert arc.fraction == 1.0 and not arc.measure_zero
+    starts = bm.region.points()
+    radial = starts / np.linalg.norm(starts, axis=-1, keepdims=True)
+    np.testing.assert_allclose(bm.endpoints, radial, atol=1e-6)
+
+
+def tian_loss(a: float, b: float) -> str:
+    """The population loss of one ReLU student w against the teacher w* = (a, b) on standard
+    Gaussian inputs, E[(relu(wᵀz) - relu(w*ᵀz))²]/2 (Tian, "An analytical formula of population
+    gradient for two-layered ReLU network", ICML 2017): with θ = ∠(w, w*),
+    (‖w‖² + ‖w*‖²)/4 - ‖w‖‖w*‖(sin θ + (π - θ) cos θ)/(2π), θ written as acos of the cosine."""
+    n = "sqrt(x**2 + y**2)"
+    norm = float(np.hypot(a, b))
+    cos = f"({a}*x + {b}*y)/({norm}*{n})"
+    return (
+        f"(x**2 + y**2 + {norm**2})/4"
+        f" - {norm}*{n}*(sin(acos({cos})) + (pi - acos({cos}))*{cos})/(2*pi)"
+    )
+
+
+def test_a_removable_singularity_at_the_minimum_of_a_relu_teacher_student_loss() -> None:
+    """Tian's loss with w* = (1, 0).  At w = w* it is 0 with Hessian E[1{w*ᵀz > 0} z zᵀ] =
+    I/2 (eigenvalues 0.5, 0.5), though acos and √(1 - cos²) have infinite derivatives there
+    (the loss is θ³/3-smooth: sin θ + (π - θ)cos θ = π - πθ²/2 + θ³/3 + …).  Every w off the
+    ray θ = π flows to w*; on that ray (x < 0, y = 0, f(π) = 0) L = (‖w‖² + 1)/4 falls to the
+    origin, the cone's tip.  On the 21-point grid of [-2, 2]² that ray holds 10 points and the
+    origin one: w* gets 430/441 = 0.97506 of the grid, with area (not measure zero)."""
+    model = gradflow.loss_model(tian_loss(1.0, 0.0), params=("x", "y")).bind()
+    bm = gradflow.basins(model, grid=21, box=(-2, 2, -2, 2), progress=False)
+    (best,) = [a for a in bm.attractors if np.allclose(a.point, [1.0, 0.0], atol=1e-7)]
+    assert best.kind in ("local_min", "global_min") and not best.measure_zero
+    assert best.fraction == pytest.approx(430 / 441)
+    assert best.loss == pytest.approx(0.0, abs=1e-12)
+    at = gradflow.classify_points(model, np.array([[1.0, 0.0]]), None)
+    np.testing.assert_allclose(at.eigenvalues[0], [0.5, 0.5], atol=1e-5)
+    assert at.hessian_method[0].startswith("finite differences")
+
+
+def test_a_flow_ends_at_the_removable_singularity_of_an_angle() -> None:
+    """L = acos(x/r)² + (r - 1)² = θ² + (r - 1)² (θ = |atan2(y, x)|), smooth at its minimum
+    (1, 0) with Hessian diag(2, 2) (θ ≈ y there), though acos'(1) = -∞.  In polar coordinates
+    dr/dt = -2(r - 1) and dθ/dt = -2θ/r², so from (0.5, 0.5) the flow reaches (1, 0).  Other
+    numbers, Tian's loss with w* = (0, 2): from (1, 1) the flow reaches w* (the angle shrinks,
+    ‖w‖ → 2), where L = 0 with Hessian I/2."""
+    angle = "acos(x/sqrt(x**2+y**2))**2 + (sqrt(x**2+y**2)-1)**2"
+    model = gradflow.loss_model(angle, params=("x", "y")).bind()
+    path = gradflow.flow(model, [0.5, 0.5])
+    assert path.status is Status.CONVERGED and path.reached in ("local_min", "global_min")
+    np.testing.assert_allclose(path.endpoint, [1.0, 0.0], atol=1e-7)
+    at = gradflow.classify_points(model, np.array([[1.0, 0.0]]), None)
+    np.testing.assert_allclose(at.eigenvalues[0], [2.0, 2.0], atol=1e-5)
+    tian = gradflow.loss_model(tian_loss(0.0, 2.0), params=("x", "y")).bind()
+    path = gradflow.flow(tian, [1.0, 1.0])
+    assert path.status is Status.CONVERGED and path.reached in ("local_min", "global_min")
+    np.testing.assert_allclose(path.endpoint, [0.0, 2.0], atol=1e-7)
+    assert path.losses[-1] == pytest.approx(0.0, abs=1e-12)
+    at = gradflow.classify_points(tian, np.array([[0.0, 2.0]]), None)
+    np.testing.assert_allclose(at.eigenvalues[0], [0.5, 0.5], atol=1e-5)
+
+
+def test_a_small_but_nonzero_gradient_is_no_critical_point(cli) -> None:
+    """``(x − 1)³/3 + 10⁻⁷x + y²/2``: ``∂L/∂x = (x − 1)² + 10⁻⁷ ≥ 10⁻⁷``, so there is no critical
+    point (and ``sympy.solve``'s roots ``x = 1 ± i·10^{-3.5}`` are complex).  Neither the search
+    nor the certificate reports one, and ``--certify`` proves the box empty."""
+    loss = "(x-1)**3/3 + 1e-7*x + y**2/2"
+    run = cli("critical", "--loss", loss, "--params", "x,y", "--json")
+    assert run.code == 0 and json.loads(run.out)["critical_sets"] == []
+    run = cli("critical", "--loss", loss, "--params", "x,y", "--certify", "--json")
+    assert run.code == 0, run.err
+    report = json.loads(run.out)
+    assert report["critical_sets"] == [] and report["certificate"]["complete"]
+    assert report["certificate"]["isolated"] == []
+
+
+def test_a_sphere_of_minima_is_one_surface(cli) -> None:
+    """``(x² + y² + z² − 1)²``: ``∇L = 4(r² − 1)(x, y, z)`` vanishes on the unit sphere (``L = 0``,
+    global minima, one connected surface) and at the origin (``L = 1``, Hessian ``−4I``: a
+    maximum).  ``sympy.solve`` also returns the circles ``x = 0, z = ±√(1 − y²)``, which lie on
+    the sphere: not sets of their own."""
+    run = cli("critical", "--loss", "(x**2+y**2+z**2-1)**2", "--params", "x,y,z", "--json")
+    assert run.code == 0, run.err
+    sets = json.loads(run.out)["critical_sets"]
+    assert [(s["kind"], s["dimension"], s["components"]) for s in sets] == [
+        ("global_min", 2, 1),
+        ("local_max", 0, 1),
+    ]
+    assert np.linalg.norm(sets[0]["points"], axis=1) == pytest.approx(1.0, abs=1e-12)
+    assert sets[1]["sample"] == [0, 0, 0] and sets[1]["morse_index"] == 3
+
+
+def test_a_cylinder_of_minima_is_one_surface() -> None:
+    """``(x² + y² − 1)²(1 + z²)``: ``∇L = ((1 + z²)4x(ρ² − 1), (1 + z²)4y(ρ² − 1), 2z(ρ² − 1)²)``
+    with ``ρ² = x² + y²`` vanishes on the cylinder ``ρ = 1`` (``L = 0``, global minima, one
+    connected surface of dimension 2, though ``sympy.solve`` gives it as the two graphs
+    ``y = ±√(1 − x²)``) and where ``x = y = 0`` and ``z = 0``: ``L = 1`` with Hessian
+    ``diag(−4, −4, 2)``, a saddle of index 2."""
+    z = sp.Symbol("z", real=True)
+    model = ReducedModel("cylinder", (x, y, z), (x**2 + y**2 - 1) ** 2 * (1 + z**2)).bind()
+    sets = gradflow.critical_sets(model)
+    assert [(s.kind, s.dimension, s.n_components) for s in sets] == [
+        ("global_min", 2, 1),
+        ("saddle", 0, 1),
+    ]
+    assert np.hypot(sets[0].points[:, 0], sets[0].points[:, 1]) == pytest.approx(1, abs=1e-12)
+    np.testing.assert_allclose(sets[1].hessian_eigenvalues, [-4, -4, 2], atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "loss, expected",
+    [
+        # ∇L = 4(ρ² − 1)(x, y, 0): the cylinder ρ = 1 (minima) and the z axis, where L = 1 and
+        # the Hessian is diag(−4, −4, 0): a line of maxima.
+        ("cylinder", [("global_min", 2, 1), ("local_max", 1, 1)]),
+        # ∇L = 2(x + y + z − 1)(1, 1, 1): the plane x + y + z = 1, all minima.
+        ("plane", [("global_min", 2, 1)]),
+    ],
+)
+def test_cylinders_and_planes_of_minima_are_one_surface(loss, expected) -> None:
+    z = sp.Symbol("z", real=True)
+    losses = {"cylinder": (x**2 + y**2 - 1) ** 2, "plane": (x + y + z - 1) ** 2}
+    model = ReducedModel(loss, (x, y, z), losses[loss]).bind()
+    sets = gradflow.critical_sets(model)
+    assert [(s.kind, s.dimension, s.n_components) for s in sets] == expected

@@ -18,7 +18,18 @@ import pytest
 
 from gradflow.cli import COMMANDS, bench, figures
 
-HEAVY = ("jax", "jaxlib", "equinox", "diffrax", "optax", "optimistix", "matplotlib", "torch")
+HEAVY = (
+    "jax",
+    "jaxlib",
+    "equinox",
+    "diffrax",
+    "optax",
+    "optimistix",
+    "matplotlib",
+    "torch",
+    "dask",
+    "distributed",
+)
 """Libraries a command may import only once its arguments are accepted."""
 
 REJECTED = [
@@ -36,6 +47,8 @@ REJECTED = [
     ["sweep", "--p", "0.1:1.2:3", "--q", "0.5"],
     ["sweep", "--p", "0.1:0.9:3"],
     ["sweep", "--p", "0.1:0.9:3", "--q", "0.5", "--grid", "0"],
+    ["sweep", "--p", "0.1:0.9:3", "--q", "0.5", "--workers", "0"],
+    ["fate", "--workers", "-1"],
     ["sweep", "--loss", "x**2 + a*y**2", "--hyper", "a=1:2:3", "--plane", "x", "x"],
     ["portrait", "--loss", "x**2 + y**2 + z**2", "--fixed", "x=1"],
     ["flow", "--loss", "x**2 + y**2", "--init", "1", "2", "3"],

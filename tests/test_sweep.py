@@ -57,6 +57,17 @@ def test_an_interrupted_sweep_resumes_to_identical_files(cli, tmp_path, monkeypa
     assert whole == parts
 
 
+@pytest.mark.slow
+def test_a_sweep_on_two_local_workers_writes_the_files_of_the_serial_run(cli, tmp_path) -> None:
+    assert cli("sweep", *SMALL, "--out", "one.npz").code == 0
+    run = cli("sweep", *SMALL, "--out", "two.npz", "--workers", "2")
+    assert run.code == 0
+    assert "local Dask cluster of 2 worker processes; dashboard http" in run.err
+    for suffix in (".npz", ".json"):
+        one, two = (tmp_path / f"{name}{suffix}" for name in ("one", "two"))
+        assert one.read_bytes() == two.read_bytes()
+
+
 def test_p_plus_q_equal_one_is_where_the_line_e_0_changes_kind() -> None:
     """Across p + q = 1 the sign of Φ'(0) = π0 π1 (p + q - 1) flips: the piece of e = 0 through
     the origin is a line of local minima for p + q > 1, of local maxima for p + q < 1, and every

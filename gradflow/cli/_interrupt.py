@@ -26,8 +26,9 @@ EXIT_INTERRUPTED = 130
 
 @contextlib.contextmanager
 def interruptible(message: Callable[[], str]) -> Iterator[None]:
-    """While active (in the main thread), SIGINT prints ``message()`` and exits with status 130,
-    or raises ``KeyboardInterrupt`` while outputs are being written."""
+    """While active (in the main thread), SIGINT prints ``message()`` on a line of its own (a
+    progress bar, or the ``^C`` a terminal echoes, may hold the current one) and exits with
+    status 130, or raises ``KeyboardInterrupt`` while outputs are being written."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -41,7 +42,7 @@ def interruptible(message: Callable[[], str]) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 stream.flush()
         with contextlib.suppress(Exception):
-            print(message(), file=sys.stderr, flush=True)
+            print(f"\n{message()}", file=sys.stderr, flush=True)
         os._exit(EXIT_INTERRUPTED)
 
     previous = signal.signal(signal.SIGINT, stop)

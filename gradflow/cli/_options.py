@@ -213,7 +213,7 @@ def check_out(args: argparse.Namespace, what: str) -> None:
     """
     from gradflow import check_output
 
-    check_output(args.out, (".npz",), what)
+    check_output(args.out, (".npz",), what, "--out")
 
 
 def wrote(paths: Sequence[Path]) -> str:

@@ -2,50 +2,24 @@
 
 Every size option (a basin grid, a sequence length, a width, a batch) has an estimate of the
 memory it needs; a command refuses a size whose estimate exceeds half of the memory available
-now, in one line naming the option, the size and the estimate.
+now (:func:`gradflow._memory.check_memory`), in one line naming the option, the size and the
+estimate.
 """
 
 from __future__ import annotations
 
-import os
-
-__all__ = ["available_memory", "check_config", "check_grid", "refuse_beyond_memory"]
-
-SHARE = 0.5
-"""The share of the available memory a command may plan to use."""
-
-
-def available_memory() -> int:
-    """Bytes of memory available now (``MemAvailable`` of ``/proc/meminfo``, else physical)."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB"
+__all__ = ["check_config", "check_grid", "refuse_beyond_memory"]
 
 
 def refuse_beyond_memory(option: str, value: object, needed: float) -> None:
-    """Raise when ``needed`` bytes exceed :data:`SHARE` of the memory available.
+    """Raise when ``needed`` bytes exceed half of the memory available.
 
     Raises:
         GradflowError: one line naming the option, its value, the estimate and what is free.
     """
-    from gradflow import GradflowError
+    from gradflow._memory import check_memory
 
-    free = available_memory()
-    if needed > SHARE * free:
-        what = f"{option} {value}".strip()
-        raise GradflowError(
-            f"{what} needs about {_gib(needed)} of memory, more than half of the "
-            f"{_gib(free)} available; choose smaller sizes"
-        )
+    check_memory(f"{option} {value}".strip(), needed)
 
 
 def check_grid(grid: int, dim: int, option: str) -> None:

@@ -1,5 +1,6 @@
 """``gradflow compare``: the reduced-vs-full checks of the canonical Markov models as a report
-(:mod:`gradflow.analysis.markov_compare`)."""
+(:mod:`gradflow.analysis.markov_compare`), written as ``compare.npz`` with its ``.json`` and its
+picture (``compare.png``: the errors per model, the dynamics check) beside it."""
 
 from __future__ import annotations
 
@@ -8,18 +9,19 @@ import argparse
 from gradflow.analysis.markov_configs import CompareConfig
 
 from ._config import add_config_arguments, config_from_args
-from ._options import add_json_argument, print_report
+from ._options import add_output_arguments, check_out, save_and_report
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, CompareConfig)
-    add_json_argument(parser)
+    add_output_arguments(parser, "compare.npz", picture=True)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_out(args, "the checks")
     config = config_from_args(CompareConfig, args)
     from gradflow.analysis.markov_compare import compare
 
     report = compare(config)
-    print_report(args, report)
+    save_and_report(args, report)
     return 0

@@ -7,7 +7,8 @@ a grid of a system's own axes (:mod:`gradflow.analysis.fate`).
 ``--model`` picks the system (default ``canonical``); the other options are that system's
 (``gradflow fate --model NAME --help`` lists them).  Finished cells are checkpointed in
 ``--out``'s ``.runs`` folder; run again with the same arguments, an interrupted map continues
-where it stopped and writes the same files.
+where it stopped and writes the same files.  ``--workers N`` runs the cells on a local Dask
+cluster of ``N`` processes, ``--scheduler ADDRESS`` on a running one; the files are the same.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 
 from gradflow.analysis.fate import FATE_SYSTEMS, config_type, quick_config
 
+from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
 
@@ -50,6 +52,7 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
         "agreement, reasons, mismatches as one JSON object on stdout",
         picture=True,
     )
+    add_cluster_arguments(parser)
 
 
 def _selected(words: Sequence[str]) -> str:
@@ -64,6 +67,7 @@ def _selected(words: Sequence[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_cluster(args)
     check_out(args, "the fate map")
     system = FATE_SYSTEMS[args.model]
     config = config_from_args(config_type(args.model), args, **system.fixed)
@@ -72,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
     from gradflow.analysis.fate import run_fate
 
     runs = args.out.with_suffix(".runs")
-    result = run_fate(args.model, config, checkpoint=runs)
+    with cluster_client(args, "fate") as client:
+        cells = {} if client is None else {"client": client}
+        result = run_fate(args.model, config, checkpoint=runs, **cells)
     save_and_report(args, result)
     shutil.rmtree(runs, ignore_errors=True)
     return 0

@@ -12,7 +12,7 @@ import functools
 from pathlib import Path
 from types import ModuleType
 
-from gradflow.figures import check_folder, save
+from gradflow.figures import save
 
 from ._config import add_config_arguments, config_from_args
 from ._options import wrote
@@ -33,8 +33,11 @@ def attach(parser: argparse.ArgumentParser, figure: ModuleType) -> None:
 
 
 def run(figure: ModuleType, args: argparse.Namespace) -> int:
-    """Check ``--out`` and the options, compute, save; print the paths written."""
-    check_folder(args.out)
+    """Check ``--out`` (an existing folder that can be written) and the options, compute, save;
+    print the paths written."""
+    from gradflow import check_folder
+
+    check_folder(args.out, "--out")
     data = figure.compute(config_from_args(figure.Config, args))
     summary = getattr(data, "summary", None)
     if summary is not None:

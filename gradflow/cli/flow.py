@@ -1,4 +1,6 @@
-"""``gradflow flow``: one trajectory of the gradient flow, integrated to its end."""
+"""``gradflow flow``: one trajectory of the gradient flow, integrated to its end, written as
+``flow.npz`` (times, path, losses) with its ``.json`` and its picture (``flow.png``: the path in
+the plane of the first two parameters, and ``L(t)``) beside it."""
 
 from __future__ import annotations
 
@@ -6,14 +8,26 @@ import argparse
 
 from ._models import note_loss_parameters
 from ._options import (
-    add_json_argument,
     add_metric_argument,
     add_model_arguments,
+    add_output_arguments,
     bound_model,
     check_init,
+    check_out,
     precheck_model,
-    print_json,
+    save_and_report,
 )
+
+BUDGET = {
+    "solver": (str, "Kvaerno5", "the diffrax solver (Tsit5, Dopri5, Kvaerno5, …)"),
+    "rtol": (float, 1e-7, "relative tolerance of the step-size controller"),
+    "atol": (float, 1e-9, "absolute tolerance of the step-size controller"),
+    "gtol": (float, 1e-8, "steady state: ‖∇L‖₂ ≤ gtol, in units of the loss's gradient scale g"),
+    "t_max": (float, 1e8, "flow-time budget, in units of the loss's time scale ℓ/g"),
+    "max_steps": (int, 20_000, "solver-step budget"),
+}
+"""The solver and the stopping rule, as :class:`gradflow.FlowOptions` takes them (its defaults;
+a bad value is refused by ``FlowOptions`` in one line)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,23 +42,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the initial point θ0: one number per parameter, in the model's order "
         "(canonical: e w; a --loss: the --params order)",
     )
-    add_json_argument(parser)
+    for name, (kind, default, text) in BUDGET.items():
+        shown = default if isinstance(default, str) else f"{default:g}"
+        parser.add_argument(
+            "--" + name.replace("_", "-"),
+            type=kind,
+            default=default,
+            help=f"{text} (default {shown})",
+        )
+    add_output_arguments(parser, "flow.npz", picture=True)
 
 
 def run(args: argparse.Namespace) -> int:
     precheck_model(args, init=args.init)
-    from gradflow import critical_sets, flow, widened_bounds
+    check_out(args, "the trajectory")
+    from gradflow import FlowOptions, critical_sets, flow, widened_bounds
 
+    options = FlowOptions(**{name: getattr(args, name) for name in BUDGET})
     model = bound_model(args)
     names = model.param_names
     check_init(args.init, names)
     note_loss_parameters(args, model)
     critical = critical_sets(model, bounds=widened_bounds(model, {}))
-    trajectory = flow(model, args.init, critical=critical, metric=args.metric)
-    if args.json:
-        print_json({**model.describe(), **trajectory.metadata(), "metric": args.metric})
-        return 0
+    trajectory = flow(model, args.init, options, critical=critical, metric=args.metric)
     start = ", ".join(f"{n} = {v:g}" for n, v in zip(names, args.init))
-    print(f"{model.title}: flow from ({start})")
-    print(trajectory.text())
+    save_and_report(
+        args,
+        trajectory,
+        metadata={
+            **model.describe(),
+            **trajectory.metadata(),
+            "metric": args.metric,
+            "solver": options.to_dict(),
+        },
+        text=f"{model.title}: flow from ({start})\n{trajectory.text()}",
+        notes=model.notes,
+    )
     return 0

@@ -21,7 +21,7 @@ from ._options import add_output_arguments, check_out, save_and_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, ICLConfig)
-    add_output_arguments(parser, "icl.npz")
+    add_output_arguments(parser, "icl.npz", picture=True)
 
 
 def run(args: argparse.Namespace) -> int:

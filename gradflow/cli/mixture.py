@@ -26,7 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the reduced dynamics (B, P_Q, P_K, N) instead of the full model",
     )
     add_output_arguments(
-        parser, "mixture.npz", json_help="stage times and losses as one JSON object on stdout"
+        parser,
+        "mixture.npz",
+        json_help="stage times and losses as one JSON object on stdout",
+        picture=True,
     )
 
 

@@ -7,7 +7,9 @@ For each width: ``λ_min(K_0)``, ``α_0``, the relative kernel change after ``T`
 distance to the limiting kernel (``τ0 = d_m^{-1}``), the final losses of GD and of the linearized
 flow, and whether the loss bound of Wu et al. (2023) held; then the fitted log-log slopes.
 ``--scaling`` and ``--init`` accept comma-separated lists (``--init lecun,he,ntk``).  The
-assumptions of the paper that fail for the requested sizes are warned about on stderr first.
+assumptions of the paper that fail for the requested sizes are warned about on stderr first,
+and after the sweep the runs where Proposition 1's lower bound on ``α_0`` does not hold
+(``α_0² < d_m λ*/4``: every ``d_m ≤ N`` in practice).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ MODEL = "shallow encoder transformer (Wu et al. 2023), gradflow.models.shallow_e
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, SweepConfig)
-    add_output_arguments(parser, "ntk-sweep.npz", json_help="results as one JSON object on stdout")
+    add_output_arguments(
+        parser, "ntk-sweep.npz", json_help="results as one JSON object on stdout", picture=True
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
         sweep = width_sweep(config)
+    measured = sweep.proposition1_failures()
+    for note in measured:
+        print(f"gradflow ntk: warning: {note}", file=sys.stderr)
+    notes = [*notes, *measured]
     metadata = {"command": "ntk", "model": MODEL, **sweep.metadata(), "warnings": notes}
     save_and_report(args, sweep, metadata=metadata, list_written=True)
     return 0

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     precheck_model(args, grid=args.grid)
     from gradflow import FORMATS, check_output
 
-    check_output(args.out, FORMATS, "the portrait")
+    check_output(args.out, FORMATS, "the portrait", "--out")
     from gradflow import portrait
 
     from ._sizes import check_grid

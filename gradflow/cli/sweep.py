@@ -5,7 +5,8 @@
 Each hyperparameter is a value, a comma list (``0.1,0.5``) or ``start:stop:count`` (both ends
 included).  Finished cells are checkpointed in ``--out``'s ``.cells`` folder; a sweep
 interrupted and run again with the same arguments continues where it stopped, and writes the
-same files as an uninterrupted run.
+same files as an uninterrupted run.  ``--workers N`` computes the cells on a local Dask cluster
+of ``N`` processes, ``--scheduler ADDRESS`` on a running one; the files are the same.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._options import (
     add_box_arguments,
     add_json_argument,
@@ -31,12 +33,43 @@ SECONDS_PER_FLOW = 1e-5
 1000 × 1000 map on a 2-core machine (docs/performance.md)."""
 
 
+LONG_S = 24 * 3600.0
+"""A sweep estimated to take longer than this (seconds) is refused unless ``--allow-long``
+asks for it: a typo in a count (``0.05:0.95:1000``) should not start days of work."""
+
+
+def seconds(cells: int, grid: int) -> float:
+    """A sweep's rough duration on 2 CPU cores at the canonical model's rates."""
+    return cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW)
+
+
+def check_size(cells: int, grid: int, dim: int, allow_long: bool) -> None:
+    """Refuse, before any cell is bound, a sweep whose results cannot fit in memory, or whose
+    estimate passes :data:`LONG_S` without ``allow_long``.
+
+    Raises:
+        GradflowError: one line with the sizes and the estimate.
+    """
+    from gradflow import GradflowError, sweep_memory
+
+    from ._sizes import refuse_beyond_memory
+
+    refuse_beyond_memory(f"{cells} cells at --grid", grid, sweep_memory(cells, grid, dim))
+    needed = seconds(cells, grid)
+    if needed > LONG_S and not allow_long:
+        raise GradflowError(
+            f"{cells} cells at --grid {grid} would take about {duration(needed)} on 2 CPU cores, "
+            f"past the {duration(LONG_S)} a sweep runs without --allow-long; choose fewer "
+            "cells or a smaller --grid, or add --allow-long"
+        )
+
+
 def estimate(cells: int, grid: int) -> str:
     """One line announcing a sweep's size and its rough duration, before it starts."""
     flows = cells * grid * grid
-    seconds = cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW)
+    seconds_ = seconds(cells, grid)
     return (
-        f"{cells} cells × {grid}² = {flows:.3g} flows: about {duration(seconds)} on 2 CPU cores "
+        f"{cells} cells × {grid}² = {flows:.3g} flows: about {duration(seconds_)} on 2 CPU cores "
         "after start-up and compilation (a few seconds), at the canonical model's rates of "
         f"{SECONDS_PER_CELL:g} s + {SECONDS_PER_FLOW * 1e6:g} µs per flow per cell; Ctrl-C keeps "
         "the finished cells, the same command resumes"
@@ -64,9 +97,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--out",
         type=Path,
         default=Path("sweep.npz"),
-        help="data path (default sweep.npz); the .json goes beside it, finished cells in sweep.cells/",
+        help="data path (default sweep.npz); the .json and the picture (.png) go beside it, finished cells in sweep.cells/",
+    )
+    parser.add_argument(
+        "--allow-long",
+        action="store_true",
+        help=f"run a sweep estimated to take longer than {duration(LONG_S)} (refused otherwise)",
     )
     add_json_argument(parser, "model, grid, box and every cell as one JSON object on stdout")
+    add_cluster_arguments(parser)
     parser.set_defaults(_interrupted=interrupted)
 
 
@@ -129,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     from ._models import MODEL_HYPERPARAMETERS, _pairs_text, load_model, note_loss_parameters
     from ._sizes import check_grid
 
-    check_output(args.out, (".npz",), "the sweep")
+    check_output(args.out, (".npz",), "the sweep", "--out")
+    check_cluster(args)
     texts = {n: getattr(args, n) for n in MODEL_HYPERPARAMETERS if getattr(args, n) is not None}
     texts |= _pairs_text("--hyper", args.hyper)
     axes = {name: axis(f"--{name}", text) for name, text in texts.items()}
@@ -150,21 +190,24 @@ def run(args: argparse.Namespace) -> int:
     for values in axes.values():
         cells *= len(values)
     check_grid(args.grid, model.dim, "--grid")
+    check_size(cells, args.grid, model.dim, args.allow_long)
     note_loss_parameters(args, model)
     from gradflow import remove_checkpoint, sweep
 
     checkpoint = args.out.with_suffix(".cells")
     print(f"gradflow sweep: {estimate(cells, args.grid)}", file=sys.stderr, flush=True)
-    result = sweep(
-        model,
-        {k: v for k, v in axes.items() if len(v) > 1},
-        values={k: v[0] for k, v in axes.items() if len(v) == 1},
-        grid=args.grid,
-        box=None if args.box is None else tuple(args.box),
-        fixed=fixed_of(args),
-        plane=tuple(args.plane) if args.plane else None,
-        checkpoint=checkpoint,
-    )
+    with cluster_client(args, "sweep") as client:
+        result = sweep(
+            model,
+            {k: v for k, v in axes.items() if len(v) > 1},
+            values={k: v[0] for k, v in axes.items() if len(v) == 1},
+            grid=args.grid,
+            box=None if args.box is None else tuple(args.box),
+            fixed=fixed_of(args),
+            plane=tuple(args.plane) if args.plane else None,
+            checkpoint=checkpoint,
+            client=client,
+        )
     save_and_report(args, result)
     remove_checkpoint(checkpoint)
     return 0

@@ -1,0 +1,65 @@
+"""Where the minimal model and its ``(a, b, v)`` reduction predict the induction-head transformer,
+over the doubly-stochastic share ``ρ`` × the init scale ``σ`` (``gradflow figures
+induction-heads-fate-map``).
+
+The fate map of :mod:`gradflow.analysis.icl_fate` (also ``gradflow fate --model
+induction-heads``), drawn by :mod:`gradflow.analysis.icl_fate_figure`: the transition step and
+stage order of each model per cell, mismatches with the transformer marked, the response of
+the transition to ``ρ``, the ratio reduction/transformer, and the time in each stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gradflow.analysis.icl_config import ICLFateConfig
+from gradflow.analysis.icl_fate_figure import SIZE
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from gradflow.analysis.icl_fate import ICLFateMap
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
+
+NAME = "induction-heads-fate-map"
+
+Config = ICLFateConfig
+"""The figure's settings are the map's (:class:`~gradflow.analysis.icl_config.ICLFateConfig`)."""
+
+
+@dataclass(frozen=True)
+class Data:
+    """The fate map."""
+
+    config: ICLFateConfig
+    result: ICLFateMap
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The map's arrays (:meth:`ICLFateMap.arrays`)."""
+        return self.result.arrays()
+
+    def metadata(self) -> dict[str, Any]:
+        """The map's record: agreement, mismatches, transition ratios, every run's stages."""
+        return self.result.metadata()
+
+    def summary(self) -> str:
+        """The map's text report."""
+        return self.result.text()
+
+
+def compute(config: ICLFateConfig) -> Data:
+    """Run the fate map."""
+    from gradflow.analysis.icl_fate import fate_map
+
+    return Data(config=config, result=fate_map(config))
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """The six panels (:func:`gradflow.analysis.icl_fate_figure.draw`)."""
+    from gradflow.analysis.icl_fate_figure import draw as draw_map
+
+    draw_map(data.result, fig)

@@ -1,0 +1,70 @@
+"""Two-mixture (reconstruction): where the infinite-width reduced dynamics predicts finite-width
+training of the full transformer, and where not.
+
+One row per ``K``: (a) the attention's escape time against ``ω`` for the limit, its linear
+prediction and the full runs of each width; (b) the agreement grid over ``ω × m`` for the
+attention trained and frozen, disagreements boxed with their reason; (c) the hard samples' loss
+with the attention trained and frozen (:mod:`gradflow.analysis.mixture_fate_figure`).  The map is
+``gradflow fate --model two-mixture``'s (:func:`gradflow.analysis.mixture_fate.fate_map`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gradflow.analysis.mixture_settings import MixtureFateConfig
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from gradflow.analysis.mixture_fate import MixtureFate
+
+__all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
+
+NAME = "two-mixture-fate-map"
+SIZE = (16.0, 9.8)
+
+
+@dataclass(frozen=True)
+class Config(MixtureFateConfig):
+    """The fate map's settings (:class:`~gradflow.analysis.mixture_settings.MixtureFateConfig`).
+
+    Raises:
+        GradflowError: whatever the fate map's configuration rejects.
+    """
+
+
+@dataclass(frozen=True)
+class Data:
+    """The fate map."""
+
+    result: MixtureFate
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The map's arrays."""
+        return self.result.arrays()
+
+    def metadata(self) -> dict[str, Any]:
+        """The map's record: agreement, mismatches, the escape law, attention needed or not."""
+        return self.result.metadata()
+
+    def summary(self) -> str:
+        """The map's text report."""
+        return self.result.text()
+
+
+def compute(config: Config) -> Data:
+    """Run the fate map."""
+    from gradflow.analysis.mixture_fate import fate_map
+
+    return Data(result=fate_map(config))
+
+
+def draw(data: Data, fig: Figure) -> None:
+    """The map's picture (:func:`~gradflow.analysis.mixture_fate_figure.draw_fate`)."""
+    from gradflow.analysis.mixture_fate_figure import draw_fate
+
+    draw_fate(data.result, fig)
