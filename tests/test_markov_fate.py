@@ -261,3 +261,15 @@ def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
     np.testing.assert_array_equal(first.fates, again.fates)
     np.testing.assert_array_equal(first.losses, again.losses)
     np.testing.assert_array_equal(first.fates, tiny_map.fates)
+
+
+def test_quick_is_a_small_map_without_noise_and_keeps_the_options_given():
+    """``--quick``: 4 × 4 runs at σ = 0 (16 runs, the ≤ 60 s map), whatever the defaults; an
+    option given (the grid, p and q) wins over the quick settings."""
+    from gradflow.analysis.fate import quick_config
+
+    quick = quick_config(FateConfig())
+    assert (quick.grid, quick.sigma, quick.seeds) == (4, (0.0,), 1)
+    assert len(quick.runs()) == 1 and (quick.p, quick.q) == (0.5, 0.8)
+    given = quick_config(FateConfig(p=0.2, q=0.3, grid=3))
+    assert (given.grid, given.p, given.q, given.sigma) == (3, 0.2, 0.3, (0.0,))
