@@ -90,6 +90,9 @@ _EXPORTS = {
     "Metric": "._metric",
     "MetricLandscape": "._metric",
     "in_metric": "._metric",
+    "Kinks": "._landscape",
+    "SlideResult": "._sliding",
+    "slide": "._sliding",
     "LossScales": "._scales",
     "loss_scales": "._scales",
     "BoundModel": "._model",
@@ -162,7 +165,7 @@ if TYPE_CHECKING:
         to_jsonable,
     )
     from ._jax_landscape import JaxLandscape
-    from ._landscape import ClosedForm, GradientField, Landscape
+    from ._landscape import ClosedForm, GradientField, Kinks, Landscape
     from ._lowering import (
         LOWERED_FUNCTIONS,
         LogAddExp,
@@ -181,6 +184,7 @@ if TYPE_CHECKING:
     from ._progress import progress_bar
     from ._region import Region, grid_axis
     from ._scales import LossScales, loss_scales
+    from ._sliding import SlideResult, slide
     from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._text import format_point, format_table
 
@@ -221,6 +225,7 @@ __all__ = [
     "GradflowError",
     "GradientField",
     "JaxLandscape",
+    "Kinks",
     "Landscape",
     "LogSigmoid",
     "Explanation",
@@ -272,6 +277,8 @@ __all__ = [
     "save_result",
     "save_with_data",
     "show_domain",
+    "slide",
+    "SlideResult",
     "to_jsonable",
     "widened_bounds",
 ]
