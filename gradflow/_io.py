@@ -355,7 +355,7 @@ def write_figure(figure: Any, path: Path | str, kind: str, dpi: int) -> None:
     job's portrait).  Here the figure is drawn once on an Agg canvas at ``dpi``, its layout
     engine running in that draw, and the canvas's pixels are written as ``savefig`` writes
     them (``matplotlib.image.imsave``, the same PNG metadata): the file is byte for byte the
-    one ``savefig`` writes (``tests/test_io.py``).  The figure's ``savefig.*`` rc settings
+    one ``savefig`` writes (``tests/test_results.py``).  The figure's ``savefig.*`` rc settings
     (face colour, transparency, tight bounding box) are not applied; gradflow sets none.
     Vector formats go through ``savefig``.
     """
