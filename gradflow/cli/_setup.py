@@ -62,10 +62,11 @@ def freeze_at_exit() -> None:
 
     A process that has imported JAX, SymPy, SciPy and matplotlib holds millions of objects, and
     those collections took 0.5–0.8 CPU s of every run of the main job, after its output was
-    written (0.06 s frozen; docs/performance.md).  Registered once per process (an exit
-    handler registered later runs before it); nothing is frozen before the exit, so calling
-    the command line from Python leaves the collector as it was.  Objects alive at the exit are
-    released by the operating system, as Python leaves any it does not collect.
+    written (0.17–0.25 s in all with the objects frozen; docs/performance.md).  Registered once
+    per process (an exit handler registered later runs before it); nothing is frozen before the
+    exit, so calling the command line from Python leaves the collector as it was.  Objects alive
+    at the exit are released by the operating system, as Python leaves any it does not
+    collect.
     """
     import atexit
     import gc
