@@ -3,12 +3,10 @@
 Times :func:`gradflow.analysis.markov_fate.fate_map` at ``p = 0.5, q = 0.8``, ``σ = 0``, on a
 ``grid × grid`` grid (the full model: ``N`` positions, ``d = 8``, linear attention) from a cold
 process, compilation included, with how many runs ended in each fate, the longest flow time,
-and the solver steps of each fate (where the map's time goes: every step costs the same).
+and the steps of each fate (where the map's time goes: every step costs about the same).
 The baseline, measured in the same run, is the full model's gradient: one member at a time
-(how the fate map integrates its runs) against a batch of 64 under ``jax.vmap`` (how the basin
-maps integrate theirs), per member: even where the batch is the cheaper per member the full
-runs go one at a time, since a batch steps until its longest run of the round is done
-(:data:`~gradflow.analysis.markov_fate.FULL_CHUNK`).
+(how the fate map integrates its runs, by :func:`gradflow.slide`) against a batch of 64 under
+``jax.vmap`` (how the basin maps integrate theirs), per member.
 """
 
 from __future__ import annotations
@@ -58,7 +56,7 @@ class Report:
     Attributes:
         seconds: the fate map's wall time, compilation included.
         counts: runs per fate.
-        cost: per fate, solver steps in all, the most of one run, share of the map's steps
+        cost: per fate, steps in all, the most of one run, share of the map's steps
             (:meth:`~gradflow.analysis.markov_fate.FateMap.cost`).
         longest: the largest flow time of a run (time units of the flow).
         one_at_a_time, vmapped: seconds per member of one full gradient, alone and in a vmapped
@@ -101,7 +99,7 @@ class Report:
         }
 
     def text(self) -> str:
-        """Four lines: the map, its fates, their solver steps, the gradient baseline."""
+        """Four lines: the map, its fates, their steps, the gradient baseline."""
         from gradflow.analysis.markov_fate import cost_line
 
         r = self.to_dict()

@@ -38,10 +38,13 @@ MAX_STEPS = 10_000_000
 MAX_SEEDS = 1024
 
 
-def switching_field(name: str) -> Any:
-    """The dataclass field of a switching probability ``p`` or ``q`` (required, in ``(0, 1)``)."""
+def switching_field(name: str, default: float | None = None) -> Any:
+    """The dataclass field of a switching probability ``p`` or ``q`` in ``(0, 1)``: required,
+    or with a ``default``."""
     texts = {"p": "P(x_{n+1} = 1 | x_n = 0) in (0, 1)", "q": "P(x_{n+1} = 0 | x_n = 1) in (0, 1)"}
-    return field(metadata={"help": texts[name]})
+    if default is None:
+        return field(metadata={"help": texts[name]})
+    return field(default=default, metadata={"help": f"{texts[name]} (default {default:g})"})
 
 
 @dataclass(frozen=True)
@@ -223,8 +226,8 @@ class FateConfig:
     QUICK: ClassVar[dict[str, Any]] = {"grid": 4, "sigma": (0.0,), "seeds": 1}
     """A small map (``gradflow fate --quick``): 16 runs without noise."""
 
-    p: float = switching_field("p")
-    q: float = switching_field("q")
+    p: float = switching_field("p", 0.5)
+    q: float = switching_field("q", 0.8)
     model: str = field(
         default="canonical", metadata={"help": "the reduced model", "choices": FATE_MODELS}
     )

@@ -3,59 +3,75 @@
 From each point ``θ0 = (e0, w0)`` of a grid (``a0 = 0`` for the model with attention), the full
 single-layer transformer starts at ``embed(θ0)`` plus Gaussian noise of standard deviation ``σ``
 on every weight, and follows the gradient flow of its exact population loss (all ``2^N`` input
-sequences enumerated, float64; adaptive Tsit5, batched over the grid).  Each run stops when its
-fate is decided:
+sequences enumerated, float64).  The loss has a kink wherever an input of the FFN's ReLU is 0
+at some prefix, and runs meet such kinks and slide along them; they are integrated by
+:func:`gradflow.slide` (Tsit5 on each smooth piece, Filippov's sliding motion on the kinks,
+the switching surfaces located).  Each run stops when its fate is decided:
 
 - ``global``: the loss fell below ``H_rate + ½ (H(π) - H_rate)``.  The loss never increases
   along a gradient flow and every point of the reduced local set (``e = 0``) has loss ``H(π)``,
   so such a run can no longer end there; its loss heads for the entropy rate.
-- ``local``: a steady state (``‖∇L_full‖ ≤ gtol``) at loss ``H(π)`` (the unigram predictor).
+- ``local``: a steady state (the least subgradient ``≤ gtol``) at loss ``H(π)`` (the unigram
+  predictor).
 - ``other``: a steady state at any other loss; ``diverged``; ``undecided``: the flow-time
   budget or the step budget ran out first.
-- ``kink``: the step budget ran out with a pre-activation of the FFN's ReLU at 0 (within
-  ``KINK_TOL`` of the largest): the run reached a kink of the full loss and the flow slides
-  along it (it is not differentiable there, so an adaptive solver's steps shrink to nothing).
-  The reduced loss has no such kink away from ``e = 0``; the full model's residual stream of
-  a token at some position can cross 0 on the way.
+- ``kink``: the step budget ran out with the run on a kink.
 
-Each fate is compared with the reduced model's basin label at ``θ0`` in the Euclidean metric
-(the paper's portrait) and in the metric the embedding induces, ``G = JᵀJ``
-(:mod:`gradflow.models.full_model`): agreement fractions per metric and ``σ``, and the list of
-mismatches.  Runs are checkpointed one ``(σ, seed)`` at a time and a rerun resumes.
+Each fate is compared with the reduced model's prediction at ``θ0``: the fate of the reduced
+gradient flow from ``θ0`` by the same rule (its basin), in the Euclidean metric (the paper's
+portrait) and in the metric the embedding induces, ``G = JᵀJ``
+(:mod:`gradflow.models.full_model`): one :class:`~gradflow.analysis.fate.FateCell` per run and
+metric, grouped by metric and ``σ`` (``"induced σ=0.01"``).  A disagreement gets the first
+reason that holds, in this order (:data:`~gradflow.analysis.fate.REASONS`):
+
+1. ``slow-corner``: the full run is ``undecided`` or ``kink``: its outcome is not known.
+2. ``metric``: the other metric's reduced prediction is the full fate.  If the embedded family
+   were invariant, the full flow projected to ``θ`` would be the reduced flow in the induced
+   metric exactly (``Jᵀ∇L_full = ∇L``), so where the Euclidean map errs and the induced one
+   does not, the metric is the difference.
+3. ``off-reduction``: the run ended farther from the reduced family than it started, by more
+   than :data:`OFF_GROWTH` times and :data:`OFF_FLOOR` (relative distance of the weights
+   ``W`` from ``embed(project(W))``): the reduced dynamics do not describe a run that left
+   the family.  At ``σ = 0`` a run starts on it exactly.
+4. ``unexplained``.
+
+The runs go through :func:`gradflow.run_cells`, one cell per row of the grid (``e0``) and
+``(σ, seed)`` (a dozen runs, seconds each); the reduced predictions in the two metrics are two
+cells of their own.  A checkpoint folder keeps every finished cell and a rerun resumes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from gradflow import (
-    LABELS,
     FlowOptions,
     GradflowError,
     GradientField,
+    Kinks,
     Landscape,
     Status,
-    atomic_outputs,
-    basins,
     flow_endpoints,
     in_metric,
-    open_checkpoint,
+    run_cells,
+    slide,
 )
 from gradflow.models.full_model import MarkovFullModel
-from gradflow.models.markov_data import enumerate_sequences
-from gradflow.models.markov_transformer import residual_stream
+from gradflow.models.markov_transformer import exact_loss_at, prefix_preactivations
 
+from .fate import FateCell, FateResult
+from .fate_markers import draw_fates
 from .markov_configs import FateConfig
 from .markov_full_spectrum import critical_set_indices, index_lines
 
@@ -64,34 +80,32 @@ __all__ = [
     "FateConfig",
     "FateMap",
     "FullLandscape",
+    "FullRow",
+    "ReducedCell",
     "cost_line",
     "fate_map",
-    "reduced_label",
+    "full_options",
+    "full_row",
+    "reduced_cell",
 ]
 
 FATES = ("global", "local", "other", "diverged", "undecided", "kink")
 """Fates of a full run, in the order of their codes."""
+METRICS = ("euclidean", "induced")
+"""The metrics of the reduced predictions."""
 DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
-FULL_CHUNK = 1
-"""Full runs integrated together.  One: the members of a batch step together until the last of
-the round is done, and the runs of a map differ in length by a factor of a hundred.  A full
-gradient in a ``vmap`` batch of 16 costs about a third of one alone per member, yet a 12 × 12
-map's runs took 34 s CPU in batches of 4 (re-batched every 64 steps) and 85 s in batches of 16,
-against 16 s one at a time; and a round of the few long runs left at the end would otherwise
-be padded with copies of them."""
-FULL_ROUND = 512
-"""Solver steps of a full run between returns to Python: a round restarts the step-size
-control, and a stiff run takes thousands of steps."""
 FULL_RTOL = 1e-6
 """Relative local-error tolerance of a full run (:func:`full_options`)."""
 FULL_ATOL = 1e-9
 """Absolute local-error tolerance of a full run, weight units (:func:`full_options`)."""
-KINK_TOL = 1e-6
-"""A run is on a ReLU kink when its smallest FFN pre-activation, over all ``2^N`` sequences,
-positions and hidden units, is within ``KINK_TOL`` of its largest (in absolute value)."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
+OFF_GROWTH = 2.0
+"""A run left the reduced family when its relative distance from it grew by more than this
+factor (and beyond :data:`OFF_FLOOR`)."""
+OFF_FLOOR = 1e-3
+"""The least relative distance from the reduced family that counts as having left it."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,10 +119,6 @@ class FullLandscape(Landscape):
     full: MarkovFullModel
     h: jax.Array
 
-    @functools.cached_property
-    def _unravel(self) -> Callable[[jax.Array], Any]:
-        return _unravel(self.full)
-
     @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(f"W{i}" for i in range(_size(self.full)))
@@ -116,6 +126,12 @@ class FullLandscape(Landscape):
     @property
     def field(self) -> GradientField:
         return _full_field(self.full)
+
+    @property
+    def kinks(self) -> Kinks:
+        """The FFN's ReLUs: a kink where its input at some prefix is 0
+        (:func:`~gradflow.models.markov_transformer.prefix_preactivations`), slopes ``[0, 1]``."""
+        return _full_kinks(self.full)
 
     @property
     def declared_scales(self) -> tuple[float, float]:
@@ -164,6 +180,19 @@ def _full_field(full: MarkovFullModel) -> GradientField:
 
 
 @functools.cache
+def _full_kinks(full: MarkovFullModel) -> Kinks:
+    unravel = _unravel(full)
+    units = 4 * full.d
+    count = (2 ** (full.length + 1) - 2) * units
+    return Kinks(
+        surfaces=lambda flat, h: prefix_preactivations(unravel(flat)).ravel(),
+        loss_at=lambda flat, s, h: exact_loss_at(unravel(flat), h[0], h[1], s.reshape(-1, units)),
+        lo=np.zeros(count),
+        hi=np.ones(count),
+    )
+
+
+@functools.cache
 def _batched_loss(full: MarkovFullModel) -> Callable[..., jax.Array]:
     return jax.jit(jax.vmap(_full_field(full).loss, in_axes=(0, None)))
 
@@ -174,49 +203,173 @@ def _embed_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
 
 
 @functools.cache
-def _kink_margin(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    """Jitted, batched: ``min |W_1 y| / max |W_1 y|`` over sequences, positions and units
-    (0 where every pre-activation is 0)."""
-    unravel, seqs = _unravel(full), jnp.asarray(enumerate_sequences(full.length))
-
-    def margin(flat: jax.Array) -> jax.Array:
-        model = unravel(flat)
-        u = jnp.abs(residual_stream(model, seqs) @ model.W_1.T)
-        top = jnp.max(u)
-        return jnp.where(top > 0, jnp.min(u) / jnp.where(top > 0, top, 1.0), 0.0)
-
-    return jax.jit(jax.vmap(margin))
-
-
-@functools.cache
 def _project_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
     unravel = _unravel(full)
     return jax.jit(jax.vmap(lambda f: full.project(unravel(f))))
 
 
-def reduced_label(kind: str) -> str:
-    """The fate a reduced basin label predicts: ``global`` for a global minimum, ``local`` for
-    the unigram set (local minima and the saddles of ``e = 0``, all at loss ``H(π)``), else the
-    label itself."""
-    return {"global_min": "global", "local_min": "local", "saddle": "local"}.get(kind, kind)
+@functools.cache
+def _off_family(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    """Jitted, batched: ``‖W - embed(project(W))‖ / ‖W‖``, the relative distance of full
+    weights from the reduced family (0 on it: ``project`` is a left inverse of ``embed``)."""
+    unravel = _unravel(full)
+
+    def off(flat: jax.Array, h: jax.Array) -> jax.Array:
+        back = ravel_pytree(full.embed(full.project(unravel(flat)), h))[0]
+        return jnp.linalg.norm(flat - back) / jnp.linalg.norm(flat)
+
+    return jax.jit(jax.vmap(off, in_axes=(0, None)))
+
+
+def full_options(config: FateConfig) -> FlowOptions:
+    """Tolerances and stop rule of a full run: a steady state at ``gtol``, budgets ``t_max``
+    and ``max_steps``.  ``atol`` sits far below ``gtol``/λ_max (``1e-6/23`` at the default
+    ``gtol`` and the largest full Hessian eigenvalue met on the default box): an explicit solver
+    at its stability limit keeps a residual of about ``atol`` in the state, ``λ_max·atol`` in the
+    gradient."""
+    return FlowOptions(
+        solver="Tsit5",
+        rtol=FULL_RTOL,
+        atol=FULL_ATOL,
+        gtol=config.gtol,
+        t_max=config.t_max,
+        max_steps=config.max_steps,
+        divergence_radius=1e3,
+    )
+
+
+def references(config: FateConfig) -> dict[str, float]:
+    """``unigram_loss`` ``H(π)`` and ``entropy_rate`` at the configuration's ``(p, q)``, nats."""
+    bound = config.full().reduced.bind(p=config.p, q=config.q)
+    return {k: float(bound.references[k]) for k in ("unigram_loss", "entropy_rate")}
 
 
 @dataclass(frozen=True)
-class FateMap:
-    """Full fates on the grid against the reduced basin labels.
+class ReducedCell:
+    """A cell of the map: the reduced model's predictions in one metric (``"euclidean"``,
+    ``"induced"``)."""
+
+    config: FateConfig
+    metric: str
+
+
+def reduced_cell(cell: ReducedCell) -> dict[str, np.ndarray]:
+    """The reduced model's prediction at every grid point, ``{"labels": (grid, grid)
+    strings}`` (row = ``e``): the fate of its gradient flow in ``cell.metric`` by the full
+    runs' rule (:data:`FATES`: decided below the same loss level, steady at ``H(π)``, …),
+    integrated from the grid points (Tsit5, the engine's default tolerances)."""
+    config = cell.config
+    full = config.full()
+    bound = full.reduced.bind(p=config.p, q=config.q)
+    landscape = (
+        bound if cell.metric == "euclidean" else in_metric(bound, full.metric, name="induced")
+    )
+    refs = references(config)
+    level = refs["entropy_rate"] + DECISION_SHARE * (refs["unigram_loss"] - refs["entropy_rate"])
+    thetas = config.region().points().reshape(-1, full.reduced.dim)
+    ends = flow_endpoints(
+        landscape, thetas, FlowOptions(solver="Tsit5"), decide_below=level, progress=False
+    )
+    losses = bound.loss(ends.endpoints)
+    fates = [_fate(Status(int(s)), loss, refs, level) for s, loss in zip(ends.status, losses)]
+    return {"labels": np.asarray(FATES)[fates].reshape(config.grid, config.grid)}
+
+
+@dataclass(frozen=True)
+class FullRow:
+    """A cell of the map: the full runs of grid row ``row`` (``e0 = es[row]``, every ``w0``) at
+    noise ``σ`` (draw ``seed``)."""
+
+    config: FateConfig
+    sigma: float
+    seed: int
+    row: int
+
+
+def full_row(cell: FullRow) -> dict[str, np.ndarray]:
+    """Integrate the runs of one row (module docstring): per run its fate code (into
+    :data:`FATES`), flow time, final loss (nats), steps, flow time spent sliding on a kink,
+    projected endpoint ``(dim,)``, and relative distance from the reduced family at the start
+    and the end."""
+    config, n = cell.config, cell.config.grid
+    full = config.full()
+    bound = full.reduced.bind(p=config.p, q=config.q)
+    refs = references(config)
+    thetas = config.region().points().reshape(-1, full.reduced.dim)
+    base = np.asarray(_embed_batch(full)(jnp.asarray(thetas), bound.h))
+    noise = np.random.default_rng([cell.seed, n]).standard_normal(base.shape)
+    starts = (base + cell.sigma * noise)[cell.row * n : (cell.row + 1) * n]
+    gap = refs["unigram_loss"] - refs["entropy_rate"]
+    level = refs["entropy_rate"] + DECISION_SHARE * gap
+    options, land = full_options(config), FullLandscape(full, bound.h)
+    runs = [slide(land.kinks, start, bound.h, options, decide_below=level) for start in starts]
+    ends = np.stack([r.endpoint for r in runs])
+    losses = land.loss(ends)
+    fates = []
+    for run, loss in zip(runs, losses):
+        fates.append(_fate(run.status, loss, refs, level))
+    off = _off_family(full)
+    return {
+        "fates": np.asarray(fates),
+        "times": np.asarray([r.time for r in runs]),
+        "losses": losses,
+        "steps": np.asarray([r.steps for r in runs]),
+        "sliding": np.asarray([r.sliding_time for r in runs]),
+        "projected": np.asarray(_project_batch(full)(jnp.asarray(ends))),
+        "off_start": np.asarray(off(jnp.asarray(starts), bound.h)),
+        "off_end": np.asarray(off(jnp.asarray(ends), bound.h)),
+    }
+
+
+def _fate(status: Status, loss: float, refs: dict[str, float], level: float) -> int:
+    """The fate code of a run that stopped with ``status`` at ``loss``."""
+    gap = refs["unigram_loss"] - refs["entropy_rate"]
+    if status is Status.DECIDED or loss < level:
+        name = "global"
+    elif status is Status.CONVERGED:
+        name = "local" if abs(loss - refs["unigram_loss"]) <= LOCAL_TOL * gap else "other"
+    elif status is Status.DIVERGED:
+        name = "diverged"
+    elif status is Status.NON_SMOOTH:
+        name = "kink"
+    else:
+        name = "undecided"
+    return FATES.index(name)
+
+
+@dataclass(frozen=True)
+class SpectraCell:
+    """A cell of the map: the Morse indices of the reduced critical sets in the full model."""
+
+    config: FateConfig
+
+
+def spectra_cell(cell: SpectraCell) -> dict[str, np.ndarray]:
+    """:func:`~gradflow.analysis.markov_full_spectrum.critical_set_indices` as JSON text."""
+    config = cell.config
+    records = critical_set_indices(config.full(), config.p, config.q)
+    return {"json": np.asarray(json.dumps(records))}
+
+
+@dataclass(frozen=True)
+class FateMap(FateResult):
+    """Full fates on the grid against the reduced predictions.
 
     Attributes:
         config: what was run.
         ws, es: grid coordinates, shapes ``(n,)`` (``w`` on x, ``e`` on y).
         runs: ``(σ, seed)`` per run batch, in the order of the arrays' first axis.
         fates: codes into :data:`FATES`, shape ``(R, n, n)`` (row = e).
-        times: flow time at which each run was decided, shape ``(R, n, n)``.
+        times: flow time at which each run stopped, shape ``(R, n, n)``.
         losses: final full loss, nats, shape ``(R, n, n)``.
-        steps: solver steps of each run, accepted and rejected, shape ``(R, n, n)``: its cost
-            (every step of Tsit5 evaluates the full gradient six times).
+        steps: steps of each run, accepted, rejected and locating a kink, shape ``(R, n, n)``:
+            its cost (every step evaluates the full gradient seven times).
+        sliding: flow time each run spent sliding along a kink, shape ``(R, n, n)``.
         projected: final weights projected to reduced coordinates, shape ``(R, n, n, dim)``.
+        off_start, off_end: relative distance of the weights from the reduced family at the
+            start and the end of each run, shape ``(R, n, n)``.
         reduced: per metric (``"euclidean"``, ``"induced"``) the predicted fate per grid point
-            (:func:`reduced_label`), string arrays of shape ``(n, n)``.
+            (:func:`reduced_cell`), string arrays of shape ``(n, n)``.
         references: ``unigram_loss`` ``H(π)`` and ``entropy_rate``, nats.
         spectra: with ``config.spectra``, per reduced critical set its Morse index in the
             reduced and in the full model (:func:`~gradflow.analysis.markov_full_spectrum.critical_set_indices`), else empty.
@@ -230,53 +383,84 @@ class FateMap:
     times: np.ndarray
     losses: np.ndarray
     steps: np.ndarray
+    sliding: np.ndarray
     projected: np.ndarray
+    off_start: np.ndarray
+    off_end: np.ndarray
     reduced: dict[str, np.ndarray]
     references: dict[str, float]
     spectra: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def system(self) -> str:
+        return self.config.model
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return ("e0", "w0", "sigma", "seed")
 
     def fate_names(self) -> np.ndarray:
         """:attr:`fates` as strings."""
         return np.asarray(FATES)[self.fates]
 
-    def agreement(self) -> dict[str, dict[str, float]]:
-        """Per metric, per ``σ``: the share of runs whose fate is the reduced prediction."""
-        names = self.fate_names()
-        sig = np.array([s for s, _ in self.runs])
-        return {
-            metric: {
-                f"{s:g}": float(np.mean(names[sig == s] == labels[None])) for s in self.config.sigma
-            }
-            for metric, labels in self.reduced.items()
-        }
+    @functools.cached_property
+    def _cells(self) -> tuple[FateCell, ...]:
+        names, out = self.fate_names(), []
+        for metric in METRICS:
+            other = self.reduced[METRICS[1 - METRICS.index(metric)]]
+            for r, (sigma, seed) in enumerate(self.runs):
+                for i, j in np.ndindex(names.shape[1:]):
+                    full, predicted = str(names[r, i, j]), str(self.reduced[metric][i, j])
+                    agree = full == predicted
+                    out.append(
+                        FateCell(
+                            coords={
+                                "e0": float(self.es[i]),
+                                "w0": float(self.ws[j]),
+                                "sigma": float(sigma),
+                                "seed": int(seed),
+                            },
+                            reduced=predicted,
+                            full=full,
+                            agree=agree,
+                            group=f"{metric} σ={sigma:g}",
+                            reason=None if agree else self._reason(r, i, j, str(other[i, j])),
+                            detail=self._detail(r, i, j),
+                        )
+                    )
+        return tuple(out)
 
-    def mismatches(self, metric: str) -> list[dict[str, Any]]:
-        """Every run whose fate differs from the reduced prediction in ``metric``."""
-        names, labels = self.fate_names(), self.reduced[metric]
-        out = []
-        for r, i, j in zip(*np.nonzero(names != labels[None])):
-            out.append(
-                {
-                    "sigma": self.runs[r][0],
-                    "seed": self.runs[r][1],
-                    "w0": float(self.ws[j]),
-                    "e0": float(self.es[i]),
-                    "reduced": str(labels[i, j]),
-                    "full": str(names[r, i, j]),
-                    "time": float(self.times[r, i, j]),
-                    "loss": float(self.losses[r, i, j]),
-                }
-            )
-        return out
+    def cells(self) -> Sequence[FateCell]:
+        """Every comparison: per metric, per run batch ``(σ, seed)``, per grid point (row = e)."""
+        return self._cells
+
+    def _reason(self, r: int, i: int, j: int, other: str) -> str:
+        """Why the run ``(r, i, j)`` disagrees (the rules of the module docstring)."""
+        full = FATES[self.fates[r, i, j]]
+        if full in ("undecided", "kink"):
+            return "slow-corner"
+        if full == other:
+            return "metric"
+        start, end = self.off_start[r, i, j], self.off_end[r, i, j]
+        if end > max(OFF_GROWTH * start, OFF_FLOOR):
+            return "off-reduction"
+        return "unexplained"
+
+    def _detail(self, r: int, i: int, j: int) -> str:
+        return (
+            f"t = {self.times[r, i, j]:.4g}, loss {self.losses[r, i, j]:.6f}, "
+            f"{self.steps[r, i, j]} steps, sliding {self.sliding[r, i, j]:.3g}; off the family "
+            f"{self.off_start[r, i, j]:.2g} → {self.off_end[r, i, j]:.2g}"
+        )
 
     def counts(self) -> dict[str, int]:
         """How many runs ended in each fate."""
         return {name: int(np.sum(self.fates == k)) for k, name in enumerate(FATES)}
 
     def cost(self) -> dict[str, dict[str, float]]:
-        """Per fate that occurred: its runs' solver steps in all, the most of one run, and the
-        share of all the map's steps (a step costs the same whatever the fate, so this is
-        where the map's time goes)."""
+        """Per fate that occurred: its runs' steps in all, the most of one run, and the share of
+        all the map's steps (a step costs about the same whatever the fate, so this is where
+        the map's time goes)."""
         total = max(int(self.steps.sum()), 1)
         out = {}
         for k, name in enumerate(FATES):
@@ -301,206 +485,127 @@ class FateMap:
             "times": self.times,
             "losses": self.losses,
             "steps": self.steps,
+            "sliding": self.sliding,
             "projected": self.projected,
+            "off_start": self.off_start,
+            "off_end": self.off_end,
             **{f"reduced_{m}": v for m, v in self.reduced.items()},
         }
 
-    def metadata(self) -> dict[str, Any]:
-        """The JSON record: settings, references, agreement, counts, mismatches (sorted)."""
+    def details(self) -> dict[str, Any]:
+        """Settings, references, fates counted, steps per fate, spectra."""
         return {
             "config": asdict(self.config),
             "references": self.references,
             "parameters": list(self.config.full().reduced.param_names),
-            "agreement": self.agreement(),
             "counts": self.counts(),
             "steps": self.cost(),
-            "undecided": sum(1 for r in self._records() if r["full"] == "undecided"),
-            "mismatches": {m: self.mismatches(m) for m in self.reduced},
+            "sliding_runs": int(np.sum(self.sliding > 0)),
             "spectra": list(self.spectra),
         }
 
-    def _records(self) -> list[dict[str, Any]]:
-        names = self.fate_names()
-        return [{"full": str(v)} for v in names.ravel()]
-
-    def figure(self) -> None:
-        """No picture of its own: the fate-map figure (``gradflow figures local-to-global-fate-map``) draws it over the reduced basins."""
-        return None
-
-    def text(self) -> str:
-        """Agreement per metric and σ, fate counts, the mismatches of the induced metric."""
+    def detail_lines(self) -> list[str]:
+        """Settings, references, fates counted, steps per fate, the spectra."""
         c, ref = self.config, self.references
-        lines = [
-            f"fate map, {c.model}, p = {c.p:g}, q = {c.q:g}: {c.grid} × {c.grid} grid, "
-            f"N = {c.length}, d = {c.d}, {c.attention} attention, budget t = {c.t_max:g}",
+        return [
+            f"p = {c.p:g}, q = {c.q:g}: {c.grid} × {c.grid} grid, N = {c.length}, d = {c.d}, "
+            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps",
             f"H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
+            "fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
+            f"runs that slid along a kink: {int(np.sum(self.sliding > 0))} of {self.fates.size}",
+            cost_line(self.cost()),
+            *index_lines(self.spectra),
         ]
-        for metric, by_sigma in self.agreement().items():
-            shares = ", ".join(f"σ = {s}: {100 * v:.1f} %" for s, v in by_sigma.items())
-            lines.append(f"agreement with the reduced basins, {metric} metric: {shares}")
-        lines.append("fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()))
-        lines.append(cost_line(self.cost()))
-        for metric in self.reduced:
-            found = self.mismatches(metric)
-            lines.append(f"mismatches, {metric} metric: {len(found)}")
-            lines += [
-                f"  σ = {m['sigma']:g} seed {m['seed']}: (e0, w0) = ({m['e0']:.3f}, {m['w0']:.3f}) "
-                f"reduced {m['reduced']}, full {m['full']} at t = {m['time']:.4g}"
-                for m in found[:20]
-            ]
-            if len(found) > 20:
-                lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
-        lines += index_lines(self.spectra)
-        return "\n".join(lines)
+
+    def figure(self) -> Any:
+        """One panel per ``σ`` (its first seed): the reduced prediction in the induced metric
+        shaded, the full fates as markers, disagreements ringed."""
+        import matplotlib.pyplot as plt
+
+        sigmas = list(dict.fromkeys(s for s, _ in self.runs))
+        fig, axes = plt.subplots(1, len(sigmas), figsize=(5.2 * len(sigmas), 5.4), squeeze=False)
+        share = self.agreement()
+        for ax, sigma in zip(axes[0], sigmas):
+            r = next(k for k, (s, _) in enumerate(self.runs) if s == sigma)
+            handles = draw_fates(
+                ax, self.ws, self.es, self.fate_names()[r], self.reduced["induced"], shade=True
+            )
+            ax.set_title(
+                f"σ = {sigma:g}: agreement {100 * share[f'induced σ={sigma:g}']:.0f} % induced, "
+                f"{100 * share[f'euclidean σ={sigma:g}']:.0f} % Euclidean",
+                fontsize=9,
+                pad=10,
+            )
+            ax.set_xlabel("w0")
+            ax.set_ylabel("e0")
+        columns = min(2 * len(sigmas), 4)
+        rows = -(-len(handles) // columns)
+        fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+        c = self.config
+        fig.suptitle(f"fate map, {c.model}, p = {c.p:g}, q = {c.q:g}", fontsize=10)
+        fig.tight_layout(rect=(0, 0.03 + 0.04 * rows, 1, 0.95))
+        return fig
 
 
 def cost_line(cost: dict[str, dict[str, float]]) -> str:
-    """One line of :meth:`FateMap.cost`: the solver steps of each fate, their share, the most
-    of one run."""
-    return "solver steps: " + ", ".join(
+    """One line of :meth:`FateMap.cost`: the steps of each fate, their share, the most of one
+    run."""
+    return "steps: " + ", ".join(
         f"{k} {c['steps']:,} ({100 * c['share']:.0f} %, at most {c['most']:,} a run)"
         for k, c in cost.items()
     )
 
 
-def full_options(config: FateConfig) -> FlowOptions:
-    """Tsit5 with PID steps (stiff-safe by step rejection), steady state at ``gtol``, budget
-    ``t_max``.  ``atol`` sits far below ``gtol``/λ_max (``1e-6/23`` at the default ``gtol``
-    and the largest full Hessian eigenvalue met on the default box): an explicit solver at its
-    stability limit keeps a residual of about ``atol`` in the state, ``λ_max·atol`` in the
-    gradient.  No tighter: where a run slides along a ReLU kink of the full loss, every step
-    straddles the kink, where the gradient jumps, and is cut to about ``tol/|jump|``, so the
-    cost of those runs is inversely proportional to the tolerances (``rtol = 1e-7``,
-    ``atol = 1e-10`` took 8–9× the steps, to the same fates)."""
-    return FlowOptions(
-        solver=diffrax.Tsit5(),
-        rtol=FULL_RTOL,
-        atol=FULL_ATOL,
-        gtol=config.gtol,
-        t_max=config.t_max,
-        max_steps=config.max_steps,
-        divergence_radius=1e3,
-    )
-
-
-def _reduced_predictions(config: FateConfig, full: MarkovFullModel) -> dict[str, np.ndarray]:
-    """Predicted fates on the grid from the reduced basin maps in both metrics."""
-    bound = full.reduced.bind(p=config.p, q=config.q)
-    induced = in_metric(bound, full.metric, name="induced")
-    out = {}
-    for name, landscape in (("euclidean", bound), ("induced", induced)):
-        bm = basins(landscape, region=config.region(), options=FlowOptions(), progress=False)
-        out[name] = np.vectorize(reduced_label)(np.asarray(LABELS)[bm.labels])
-    return out
-
-
-def _run(
-    config: FateConfig, full: MarkovFullModel, flat0: np.ndarray, h: jax.Array, refs: dict
-) -> dict[str, np.ndarray]:
-    """One batch of full runs: fates, times, losses, solver steps, projected endpoints."""
-    land = FullLandscape(full, h)
-    gap = refs["unigram_loss"] - refs["entropy_rate"]
-    level = refs["entropy_rate"] + DECISION_SHARE * gap
-    result = flow_endpoints(
-        land,
-        flat0,
-        full_options(config),
-        decide_below=level,
-        chunk_size=FULL_CHUNK,
-        steps_per_round=FULL_ROUND,
-    )
-    losses = land.loss(result.endpoints)
-    fates = np.full(len(flat0), FATES.index("other"))
-    fates[result.status == Status.DECIDED] = FATES.index("global")
-    fates[losses < level] = FATES.index("global")
-    steady = result.status == Status.CONVERGED
-    at_unigram = np.abs(losses - refs["unigram_loss"]) <= LOCAL_TOL * gap
-    fates[steady & at_unigram] = FATES.index("local")
-    fates[result.status == Status.DIVERGED] = FATES.index("diverged")
-    undecided = (result.status == Status.NOT_CONVERGED) & (losses >= level)
-    fates[undecided] = FATES.index("undecided")
-    margins = np.asarray(_kink_margin(full)(jnp.asarray(result.endpoints)))
-    stalled = undecided & (result.times < config.t_max) & (margins <= KINK_TOL)
-    fates[stalled] = FATES.index("kink")
-    projected = np.asarray(_project_batch(full)(jnp.asarray(result.endpoints)))
-    return {
-        "fates": fates,
-        "times": result.times,
-        "losses": losses,
-        "steps": result.steps,
-        "projected": projected,
-    }
-
-
-def fate_map(config: FateConfig, checkpoint: Path | str | None = None) -> FateMap:
+def fate_map(
+    config: FateConfig, checkpoint: Path | str | None = None, **cell_options: Any
+) -> FateMap:
     """Run the fate map (module docstring).
 
     Args:
         config: what to run.
-        checkpoint: a folder to write each finished ``(σ, seed)`` batch to and resume from.
+        checkpoint: a folder to write each finished cell to and resume from (``reduced/``,
+            ``runs/`` and ``spectra/`` in it).
+        cell_options: passed on to :func:`gradflow.run_cells` (``progress``, …).
 
     Raises:
         GradflowError: a checkpoint folder of another configuration.
     """
-    full = config.full()
-    bound = full.reduced.bind(p=config.p, q=config.q)
-    h = bound.h
-    refs = {k: float(bound.references[k]) for k in ("unigram_loss", "entropy_rate")}
-    region = config.region()
-    ws, es, thetas = region.xs, region.ys, region.points().reshape(-1, full.reduced.dim)
-    base = np.asarray(_embed_batch(full)(jnp.asarray(thetas), h))
-    folder = (
-        None
-        if checkpoint is None
-        else open_checkpoint(
-            Path(checkpoint),
-            "config.json",
-            asdict(dataclasses.replace(config, spectra=False)),
-            "runs of a different fate map",
+    manifest = asdict(dataclasses.replace(config, spectra=False))
+    folder = None if checkpoint is None else Path(checkpoint)
+
+    def cells(compute: Callable[[Any], Any], grid: Sequence[Any], names: list[str], part: str):
+        return run_cells(
+            compute,
+            grid,
+            names=names,
+            checkpoint=None if folder is None else folder / part,
+            manifest={"fate map": manifest, "part": part},
+            **cell_options,
         )
+
+    predicted = cells(
+        reduced_cell, [ReducedCell(config, m) for m in METRICS], list(METRICS), "reduced"
     )
-    batches = []
-    for sigma, seed in config.runs():
-        done = None if folder is None else _load(folder, sigma, seed)
-        if done is None:
-            noise = np.random.default_rng([seed, config.grid]).standard_normal(base.shape)
-            done = _run(config, full, base + sigma * noise, h, refs)
-            if folder is not None:
-                _store(folder, sigma, seed, done)
-        batches.append(done)
-    shape = (len(batches), config.grid, config.grid)
-    stack = {k: np.stack([b[k] for b in batches]) for k in batches[0]}
+    rows = [FullRow(config, s, k, i) for s, k in config.runs() for i in range(config.grid)]
+    names = [f"sigma{c.sigma:g}_seed{c.seed}_row{c.row:03d}" for c in rows]
+    done = cells(full_row, rows, names, "runs")
+    spectra: tuple[dict[str, Any], ...] = ()
+    if config.spectra:
+        (record,) = cells(spectra_cell, [SpectraCell(config)], ["spectra"], "spectra")
+        spectra = tuple(json.loads(str(record["json"])))
+    shape = (len(config.runs()), config.grid, config.grid)
+    stack = {k: np.stack([d[k] for d in done]) for k in done[0]}
+    region = config.region()
     return FateMap(
         config=config,
-        ws=ws,
-        es=es,
+        ws=region.xs,
+        es=region.ys,
         runs=tuple(config.runs()),
-        fates=stack["fates"].reshape(shape),
-        times=stack["times"].reshape(shape),
-        losses=stack["losses"].reshape(shape),
-        steps=stack["steps"].reshape(shape),
-        projected=stack["projected"].reshape(shape + (full.reduced.dim,)),
-        reduced=_reduced_predictions(config, full),
-        references=refs,
-        spectra=tuple(critical_set_indices(full, config.p, config.q)) if config.spectra else (),
+        **{k: stack[k].reshape(shape) for k in ("fates", "times", "losses", "steps", "sliding")},
+        projected=stack["projected"].reshape(shape + (config.full().reduced.dim,)),
+        off_start=stack["off_start"].reshape(shape),
+        off_end=stack["off_end"].reshape(shape),
+        reduced={m: p["labels"] for m, p in zip(METRICS, predicted)},
+        references=references(config),
+        spectra=spectra,
     )
-
-
-def _run_path(folder: Path, sigma: float, seed: int) -> Path:
-    return folder / f"sigma{sigma:g}_seed{seed}.npz"
-
-
-def _store(folder: Path, sigma: float, seed: int, run: dict[str, np.ndarray]) -> None:
-    path = _run_path(folder, sigma, seed)
-    with atomic_outputs(path) as (tmp,):
-        with open(tmp, "wb") as fh:
-            np.savez(fh, **run)
-
-
-def _load(folder: Path, sigma: float, seed: int) -> dict[str, np.ndarray] | None:
-    """A finished batch, or ``None`` (not run yet, or written before runs kept their steps)."""
-    path = _run_path(folder, sigma, seed)
-    if not path.exists():
-        return None
-    with np.load(path) as data:
-        return {k: data[k] for k in data.files} if "steps" in data.files else None

@@ -5,7 +5,8 @@ the reduced model's basins in the metric the embedding induces (shaded), its sep
 metric (dashed) and in the Euclidean one of the paper's portrait (dotted), and at every grid
 point the fate of the full transformer trained by gradient flow on its exact loss from
 ``embed(e0, w0)`` (:mod:`gradflow.analysis.markov_fate`): a marker per fate, circled in red where
-it disagrees with the reduced prediction of the induced metric.
+it disagrees with the reduced prediction of the induced metric
+(:func:`gradflow.analysis.fate_markers.draw_fates`, the drawing of the fate map's own picture).
 """
 
 from __future__ import annotations
@@ -31,14 +32,6 @@ SIZE = (13.0, 7.5)
 CASES = ((0.5, 0.8), (0.2, 0.3))
 """The switching probabilities ``(p, q)`` of the two panels."""
 BOX = (-2.5, 2.0, 0.1, 1.6)
-MARKERS = {
-    "global": ("o", "tab:green"),
-    "local": ("s", "tab:blue"),
-    "other": ("D", "tab:purple"),
-    "diverged": ("^", "black"),
-    "undecided": ("x", "tab:orange"),
-    "kink": ("v", "tab:red"),
-}
 
 
 @dataclass(frozen=True)
@@ -84,7 +77,7 @@ class Data:
         return out
 
     def metadata(self) -> dict[str, Any]:
-        """Per case: agreement per metric, fate counts, mismatches."""
+        """Per case: agreement per metric, reasons, fate counts, mismatches."""
         return {
             "model": "canonical",
             "box": list(BOX),
@@ -136,7 +129,7 @@ def draw(data: Data, fig: Figure) -> None:
     """One panel per case: induced-metric basins, both separatrices, full fates as markers; the
     legend lists the reduced model's layers in its left column and the full model's fates in its
     right one."""
-    from matplotlib.lines import Line2D
+    from gradflow.analysis.fate_markers import draw_fates
 
     axes = fig.subplots(1, 2)
     for ax, (p, q), fate, result in zip(axes, CASES, data.fates, data.portraits):
@@ -144,40 +137,14 @@ def draw(data: Data, fig: Figure) -> None:
         share = fate.agreement()
         title = (
             f"p = {p:g}, q = {q:g} (p + q {side} 1): agreement "
-            f"{100 * share['induced']['0']:.0f} % induced, "
-            f"{100 * share['euclidean']['0']:.0f} % Euclidean"
+            f"{100 * share['induced σ=0']:.0f} % induced, "
+            f"{100 * share['euclidean σ=0']:.0f} % Euclidean"
         )
         reduced = result.draw(
             ax, layers=("basins", "separatrix", "critical"), title=title, legend=False
         )
-        full: list[Any] = []
-        names = fate.fate_names()[0]
-        ww, ee = np.meshgrid(fate.ws, fate.es)
-        for name, (marker, color) in MARKERS.items():
-            at = names == name
-            if at.any():
-                ax.scatter(
-                    ww[at], ee[at], marker=marker, color=color, s=28, zorder=5, clip_on=False
-                )
-                full.append(
-                    Line2D([], [], ls="", marker=marker, color=color, label=f"full model: {name}")
-                )
-        wrong = names != fate.reduced["induced"]
-        ax.scatter(
-            ww[wrong],
-            ee[wrong],
-            s=140,
-            facecolors="none",
-            edgecolors="red",
-            lw=1.6,
-            zorder=6,
-            clip_on=False,
-        )
-        full.append(
-            Line2D(
-                [], [], ls="", marker="o", mfc="none", mec="red", label="disagrees (induced metric)"
-            )
-        )
+        ax.set_title(title, fontsize=10, pad=TITLE_PAD)
+        full = draw_fates(ax, fate.ws, fate.es, fate.fate_names()[0], fate.reduced["induced"])
         ax.legend(
             handles=_columns(reduced, full),
             loc="upper center",
@@ -185,6 +152,11 @@ def draw(data: Data, fig: Figure) -> None:
             fontsize=7,
             ncol=2,
         )
+
+
+TITLE_PAD = 12.0
+"""Points between a panel's top edge and its title: the fates on the box's top edge are drawn
+unclipped (ringed, 7 points in radius) and would sit on the title."""
 
 
 def _columns(reduced: list[Any], full: list[Any]) -> list[Any]:

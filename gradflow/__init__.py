@@ -90,6 +90,9 @@ _EXPORTS = {
     "Metric": "._landscape.metric",
     "MetricLandscape": "._landscape.metric",
     "in_metric": "._landscape.metric",
+    "Kinks": "._landscape.base",
+    "SlideResult": "._flow.sliding",
+    "slide": "._flow.sliding",
     "LossScales": "._landscape.scales",
     "loss_scales": "._landscape.scales",
     "BoundModel": "._symbolic.model",
@@ -147,7 +150,8 @@ if TYPE_CHECKING:
     from ._flow.descent import descend
     from ._flow.flows import flow, flow_endpoints, gradient_descent
     from ._flow.integrate import SOLVERS, FlowOptions, Status, Trajectory, gradient_flow, integrate
-    from ._landscape.base import ClosedForm, GradientField, Landscape
+    from ._flow.sliding import SlideResult, slide
+    from ._landscape.base import ClosedForm, GradientField, Kinks, Landscape
     from ._landscape.jax import JaxLandscape
     from ._landscape.metric import METRICS, Metric, MetricLandscape, in_metric
     from ._landscape.region import Region, grid_axis
@@ -221,6 +225,7 @@ __all__ = [
     "GradflowError",
     "GradientField",
     "JaxLandscape",
+    "Kinks",
     "Landscape",
     "LogSigmoid",
     "Explanation",
@@ -272,6 +277,8 @@ __all__ = [
     "save_result",
     "save_with_data",
     "show_domain",
+    "slide",
+    "SlideResult",
     "to_jsonable",
     "widened_bounds",
 ]

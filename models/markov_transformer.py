@@ -48,9 +48,11 @@ __all__ = [
     "check_width",
     "conditional_loss",
     "exact_loss",
+    "exact_loss_at",
     "expected_cross_entropy",
     "logits",
     "normal_blocks",
+    "prefix_preactivations",
     "residual_stream",
     "sample_loss",
     "standard_init",
@@ -111,10 +113,16 @@ def logits(model: MarkovTransformer, x: Int[Array, "B N"]) -> Float[Array, "B N"
     return stream_logits(model, residual_stream(model, x))
 
 
-def stream_logits(model: MarkovTransformer, y: Float[Array, "*B d"]) -> Float[Array, "*B"]:
+def stream_logits(
+    model: MarkovTransformer, y: Float[Array, "*B d"], slopes: Float[Array, "*B h"] | None = None
+) -> Float[Array, "*B"]:
     """The logit ``⟨e, z⟩ + b`` of residual-stream vectors ``y`` after the FFN
-    ``z = y + W_2 ReLU(W_1 y)``; any leading shape."""
-    z = y + jax.nn.relu(y @ model.W_1.T) @ model.W_2.T
+    ``z = y + W_2 ReLU(W_1 y)``; any leading shape.  With ``slopes``, each ReLU is
+    ``s·u`` with the given slope ``s`` (the ReLU itself where ``s`` is ``1`` for ``u > 0`` and
+    ``0`` for ``u < 0``; at ``u = 0`` the value is the same for every ``s``): the pieces of the
+    loss, whose gradients a flow sliding along a kink combines."""
+    u = y @ model.W_1.T
+    z = y + (jax.nn.relu(u) if slopes is None else slopes * u) @ model.W_2.T
     return z @ model.readout() + model.b
 
 
@@ -175,12 +183,33 @@ def exact_loss(
     )
 
 
+def exact_loss_at(
+    model: MarkovTransformer, p: Array, q: Array, slopes: Float[Array, "P h"]
+) -> Float[Array, ""]:
+    """:func:`exact_loss` with the slope of every ReLU given: ``slopes[r, j]`` for hidden unit
+    ``j`` at prefix ``r`` (in the order of :func:`prefix_preactivations`), nats.  Equal to
+    :func:`exact_loss` where each slope is that of the side of 0 its pre-activation lies on."""
+    return _prefix_loss(model, jnp.asarray(p), jnp.asarray(q), model.length, slopes)
+
+
+def prefix_preactivations(model: MarkovTransformer) -> Float[Array, "P h"]:
+    """The inputs ``W_1 y`` of the FFN's ReLUs at every distinct prefix of the exact loss
+    (:func:`~gradflow.models.markov_data.prefix_ends`, ``P = 2^{N+1} - 2``), shape
+    ``(P, 4d)``: the loss has a kink where one of them is 0."""
+    seqs = enumerate_sequences(model.length)
+    rows, cols = prefix_ends(model.length)
+    return residual_stream(model, jnp.asarray(seqs))[rows, cols] @ model.W_1.T
+
+
 @eqx.filter_jit
-def _prefix_loss(model: MarkovTransformer, p: Array, q: Array, n: int) -> Array:
-    """:func:`exact_loss` over the prefixes of length ``1…n``."""
+def _prefix_loss(
+    model: MarkovTransformer, p: Array, q: Array, n: int, slopes: Array | None = None
+) -> Array:
+    """:func:`exact_loss` over the prefixes of length ``1…n`` (``slopes``: see
+    :func:`exact_loss_at`)."""
     seqs = enumerate_sequences(n)
     rows, cols = prefix_ends(n)
-    f = stream_logits(model, residual_stream(model, jnp.asarray(seqs))[rows, cols])
+    f = stream_logits(model, residual_stream(model, jnp.asarray(seqs))[rows, cols], slopes)
     probabilities = sequence_probabilities(jnp.asarray(seqs), p, q)
     prefix = jnp.concatenate([probabilities.reshape(2**m, -1).sum(axis=1) for m in range(1, n + 1)])
     target = next_one_probability(jnp.asarray(seqs[rows, cols]), p, q)

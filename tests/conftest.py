@@ -217,6 +217,37 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
     return Cli(tmp_path, capsys)
 
 
+@pytest.fixture
+def hand_made_fate() -> Callable[..., object]:
+    """A builder of a canonical fate map on a 2 × 2 grid from outcomes given by hand, nothing
+    run: ``build(fates, reduced, **arrays)`` with the four fates (row-major, row = ``e``), the
+    predictions per metric, and optionally ``steps``, ``off_start``, ``off_end`` per run."""
+    from gradflow.analysis.markov_fate import FATES, FateConfig, FateMap
+
+    def build(fates: list[str], reduced: dict[str, list[str]], **arrays: list[float]) -> FateMap:
+        shape = (1, 2, 2)
+        zeros = np.zeros(shape)
+        given = {k: np.asarray(v, float).reshape(shape) for k, v in arrays.items()}
+        return FateMap(
+            config=FateConfig(p=0.5, q=0.8, grid=2, sigma=(0.0,), length=4),
+            ws=np.array([-1.0, 1.0]),
+            es=np.array([0.5, 1.0]),
+            runs=((0.0, 0),),
+            fates=np.array([FATES.index(f) for f in fates]).reshape(shape),
+            times=zeros,
+            losses=zeros,
+            steps=given.get("steps", zeros).astype(int),
+            sliding=zeros,
+            projected=np.zeros(shape + (2,)),
+            off_start=given.get("off_start", zeros),
+            off_end=given.get("off_end", zeros),
+            reduced={m: np.array(v).reshape(2, 2) for m, v in reduced.items()},
+            references={"unigram_loss": 0.7, "entropy_rate": 0.6},
+        )
+
+    return build
+
+
 def _can_write(folder: Path) -> bool:
     try:
         with tempfile.TemporaryFile(dir=folder):

@@ -261,3 +261,23 @@ def test_the_fate_command_on_a_running_cluster_writes_the_files_of_the_serial_ru
     assert run.code == 0, run.err
     for suffix in (".npz", ".json", ".png"):
         assert Path(f"one{suffix}").read_bytes() == Path(f"two{suffix}").read_bytes()
+
+
+@pytest.mark.slow
+def test_the_canonical_fate_map_on_a_running_cluster_writes_the_files_of_the_serial_run(
+    client, cli
+) -> None:
+    """The canonical map at ``p + q < 1`` (runs that slide along the ReLU's kinks), its rows
+    and reduced predictions cells on two workers: the serial run's NPZ, JSON and PNG, byte for
+    byte; 3 × 3 runs, each compared in two metrics."""
+    fate = ["fate", "--quick", "--p", "0.2", "--q", "0.3", "--grid", "3", "--length", "4"]
+    client.wait_for_workers(2, timeout=60)
+    assert cli(*fate, "--out", "one.npz").code == 0
+    run = cli(
+        *fate, "--out", "two.npz", "--json", "--scheduler", client.scheduler_info()["address"]
+    )
+    assert run.code == 0, run.err
+    record = json.loads(run.out)
+    assert record["cells"] == 18 and sum(record["counts"].values()) == 9
+    for suffix in (".npz", ".json", ".png"):
+        assert Path(f"one{suffix}").read_bytes() == Path(f"two{suffix}").read_bytes()

@@ -19,6 +19,7 @@ import warnings
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PathCollection
 from matplotlib.legend import Legend
 
 import gradflow.figures
@@ -101,6 +102,21 @@ def _shown_labels(ax, axis: str) -> list:
     return [t for loc, t in zip(locations, labels) if lo <= loc <= hi and t.get_text()]
 
 
+def _markers_under(ax, box, fig) -> bool:
+    """Whether a scatter marker of ``ax`` (its square of side ``√s`` points) overlaps ``box``."""
+    for points in ax.collections:
+        if not isinstance(points, PathCollection) or not len(points.get_offsets()):
+            continue
+        offsets = points.get_offsets()
+        centres = points.get_offset_transform().transform(offsets)
+        half = np.sqrt(np.max(points.get_sizes())) / 2 * fig.dpi / 72
+        for x, y in centres:
+            marker = types.SimpleNamespace(x0=x - half, x1=x + half, y0=y - half, y1=y + half)
+            if _overlap(marker, box):
+                return True
+    return False
+
+
 def layout_problems(fig) -> list[str]:
     """What is wrong with a drawn figure's layout, one sentence per problem."""
     renderer = fig.canvas.get_renderer()  # the Agg canvas the figure was drawn on
@@ -123,6 +139,8 @@ def layout_problems(fig) -> list[str]:
                     problems.append(f"{axis} label of {ax.get_title()!r} lies over its ticks")
         if ax.title.get_text() and not _inside(ax.title.get_window_extent(renderer), bounds):
             problems.append(f"title {ax.title.get_text()!r} is cut off")
+        if ax.title.get_text() and _markers_under(ax, ax.title.get_window_extent(renderer), fig):
+            problems.append(f"title {ax.title.get_text()!r} lies over markers")
     for legend in fig.findobj(Legend):
         box = legend.get_window_extent(renderer)
         first = legend.get_texts()[0].get_text() if legend.get_texts() else ""
@@ -170,6 +188,15 @@ def drawn():
 def test_figure_draws_without_warning_and_its_panels_and_legends_stay_apart(name, drawn):
     _, fig, caught = drawn(name)
     assert caught == []
+    assert layout_problems(fig) == []
+
+
+def test_a_fate_maps_own_picture_keeps_its_layout(hand_made_fate):
+    """The fate map's picture (:meth:`FateMap.figure`), drawn from outcomes given by hand."""
+    fates = ["undecided", "global", "kink", "local"]
+    fate = hand_made_fate(fates, {"euclidean": ["local"] * 4, "induced": ["global"] * 4})
+    fig = fate.figure()
+    FigureCanvasAgg(fig).draw()
     assert layout_problems(fig) == []
 
 

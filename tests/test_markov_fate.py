@@ -12,6 +12,11 @@
   coordinates ``√G θ``.
 - ``∇L = Jᵀg`` (``g`` the full gradient) gives ``∇Lᵀ G⁻¹ ∇L = ‖P g‖² ≤ ‖g‖²``: the full flow's
   initial descent rate is at least the induced-metric reduced flow's.
+- The same invariance holds for every piece of the loss on either side of a ReLU kink, and the
+  sliding motion is the least element of their convex hull, which the invariant maps fix: a
+  run that slides along a kink from ``σ = 0`` stays in the family too.
+- A mismatch's reason follows the rules of :mod:`gradflow.analysis.markov_fate`, worked out on
+  hand-made outcomes.
 """
 
 from __future__ import annotations
@@ -29,18 +34,17 @@ import gradflow as gf
 from gradflow.analysis.markov_checks import family_residual
 from gradflow.analysis.markov_fate import (
     FATES,
-    FULL_CHUNK,
     FateConfig,
-    FateMap,
     FullLandscape,
-    _kink_margin,
     fate_map,
     full_options,
+    references,
 )
 from gradflow.models.full_model import full_model, pulled_gradient
 from gradflow.models.markov_math import entropy_rate, unigram_loss
 from gradflow.models.markov_math import p as p_sym
 from gradflow.models.markov_math import q as q_sym
+from gradflow.models.markov_transformer import prefix_preactivations
 
 P, Q = 0.5, 0.8
 LENGTH = 4
@@ -65,36 +69,39 @@ def test_e0_zero_stays_local_and_fates_are_named(tiny_map):
     assert set(names.ravel()) <= set(FATES)
     assert list(tiny_map.steps[0, 0]) == [0, 0]
     shares = tiny_map.agreement()
-    assert set(shares) == {"euclidean", "induced"}
-    assert all(0.0 <= v <= 1.0 for by in shares.values() for v in by.values())
+    assert set(shares) == {"euclidean σ=0", "induced σ=0"}
+    assert all(0.0 <= v <= 1.0 for v in shares.values())
+    assert len(tiny_map.cells()) == 8 and {c.reason for c in tiny_map.cells() if c.agree} == {None}
 
 
-def test_cost_per_fate_adds_up_the_steps_of_its_runs():
+def test_cost_per_fate_adds_up_the_steps_of_its_runs(hand_made_fate):
     """Two global runs of 10 and 30 steps, a local run of 60, a kink of 900: 1,000 steps,
     global 4 % of them (most 30), local 6 %, kink 90 %; fates without runs are left out."""
-    code = {name: k for k, name in enumerate(FATES)}
-    fates = np.array([[[code["global"], code["kink"]], [code["local"], code["global"]]]])
-    steps = np.array([[[10, 900], [60, 30]]])
-    config = FateConfig(p=P, q=Q, grid=2, sigma=(0.0,), length=LENGTH)
-    empty = np.zeros((1, 2, 2))
-    fate = FateMap(
-        config=config,
-        ws=np.zeros(2),
-        es=np.zeros(2),
-        runs=((0.0, 0),),
-        fates=fates,
-        times=empty,
-        losses=empty,
-        steps=steps,
-        projected=np.zeros((1, 2, 2, 2)),
-        reduced={},
-        references={},
-    )
+    same = ["global", "kink", "local", "global"]
+    fate = hand_made_fate(same, {"euclidean": same, "induced": same}, steps=[10, 900, 60, 30])
     cost = fate.cost()
     assert set(cost) == {"global", "local", "kink"}
     assert cost["global"] == {"steps": 40, "most": 30, "share": 0.04}
     assert cost["local"] == {"steps": 60, "most": 60, "share": 0.06}
     assert cost["kink"] == {"steps": 900, "most": 900, "share": 0.9}
+
+
+def test_each_mismatch_gets_the_first_reason_that_holds(hand_made_fate):
+    """Four runs, each predicted ``local`` in the induced metric: one undecided (slow-corner),
+    one global where the Euclidean map says global (metric), one global that ended 0.2 off the
+    family from 0.01 (off-reduction: 0.2 > 2·0.01 and > 10⁻³), one global that ended 0.015 off
+    from 0.01 (< 2·0.01: unexplained).  In the Euclidean group the second run agrees and the
+    others have the same reasons but the second's: the induced map says local, not global, so
+    for the Euclidean group no other metric explains the first, third and fourth either."""
+    fates = ["undecided", "global", "global", "global"]
+    reduced = {"euclidean": ["local", "global", "local", "local"], "induced": ["local"] * 4}
+    fate = hand_made_fate(fates, reduced, off_start=[0, 0, 0.01, 0.01], off_end=[0, 0, 0.2, 0.015])
+    induced = [c.reason for c in fate.cells() if c.group == "induced σ=0"]
+    euclidean = [c.reason for c in fate.cells() if c.group == "euclidean σ=0"]
+    assert induced == ["slow-corner", "metric", "off-reduction", "unexplained"]
+    assert euclidean == ["slow-corner", None, "off-reduction", "unexplained"]
+    assert fate.agreement() == {"euclidean σ=0": 0.25, "induced σ=0": 0.0}
+    assert fate.reasons() == {"slow-corner": 2, "metric": 1, "off-reduction": 2, "unexplained": 2}
 
 
 @pytest.fixture(scope="module")
@@ -144,19 +151,55 @@ def test_a_full_steady_state_is_one_in_absolute_units(full_run):
     land = FullLandscape(full, h)
     assert gf.loss_scales(land) == gf.LossScales(length=1.0, gradient=1.0)
     config = FateConfig(p=P, q=Q, grid=2, sigma=(0.0,), length=LENGTH, d=4, t_max=200.0)
-    start = np.asarray(ravel_pytree(full.embed(jnp.asarray([0.85, -0.3]), h))[0])[None]
-    result = gf.flow_endpoints(land, start, full_options(config), chunk_size=FULL_CHUNK)
-    assert result.status[0] == gf.Status.CONVERGED and result.times[0] > 1.0
-    assert np.linalg.norm(land.grad(result.endpoints[0])) <= config.gtol
+    start = np.asarray(ravel_pytree(full.embed(jnp.asarray([0.85, -0.3]), h))[0])
+    result = gf.slide(land.kinks, start, h, full_options(config))
+    assert result.status == gf.Status.CONVERGED and result.time > 1.0
+    assert np.linalg.norm(land.grad(result.endpoint)) <= config.gtol
 
 
-def test_kink_margin_on_the_ansatz(full_run):
+def test_the_kinks_on_the_ansatz(full_run):
     """With ``a = 0`` the residual stream of token ``x`` is ``±(e/2)α`` and every hidden unit's
-    pre-activation is ``±|w|κ e/2``: all of one size (margin 1), and all 0 at ``e = 0``."""
+    pre-activation is ``±|w|κ e/2`` (``κ = 1/√d = 1/2``): ``±2·½·¼ = ±¼`` at
+    ``(e, w) = (0.5, -2)``, every one of them at ``e = 0``, where every prefix sits on a kink."""
     full, h, _, _ = full_run
-    flat = [ravel_pytree(full.embed(jnp.asarray(t), h))[0] for t in ([0.5, -2.0], [0.0, -2.0])]
-    margin = np.asarray(_kink_margin(full)(jnp.stack(flat)))
-    np.testing.assert_allclose(margin, [1.0, 0.0], atol=1e-12)
+    at = np.asarray(prefix_preactivations(full.embed(jnp.asarray([0.5, -2.0]), h)))
+    np.testing.assert_allclose(np.abs(at), 0.25, atol=1e-12)
+    assert at.shape == (2 ** (LENGTH + 1) - 2, 4 * 4)
+    zero = np.asarray(prefix_preactivations(full.embed(jnp.asarray([0.0, -2.0]), h)))
+    np.testing.assert_allclose(zero, 0.0, atol=1e-15)
+
+
+@pytest.fixture(scope="module")
+def sliding_run():
+    """A run of the full model at ``p + q < 1`` from ``embed(0.4, -2.5)`` (``σ = 0``): the
+    residual stream after a 1 is driven to 0 and the run slides along that kink of the ReLU."""
+    p, q = 0.2, 0.3
+    config = FateConfig(p=p, q=q, grid=2, sigma=(0.0,), length=3, d=4)
+    full = config.full()
+    h = jnp.asarray([p, q])
+    land = FullLandscape(full, h)
+    refs = references(config)
+    level = refs["entropy_rate"] + 0.5 * (refs["unigram_loss"] - refs["entropy_rate"])
+    flat, unravel = ravel_pytree(full.embed(jnp.asarray([0.4, -2.5]), h))
+    start = np.asarray(flat)
+    run = gf.slide(land.kinks, start, h, full_options(config), decide_below=level)
+    return full, h, land, start, run, level, unravel
+
+
+def test_a_run_that_slides_along_a_kink_stays_in_the_rank_one_family(sliding_run):
+    full, h, _, _, run, _, unravel = sliding_run
+    assert run.sliding_time > 1.0 and run.surfaces >= 1
+    params = unravel(jnp.asarray(run.endpoint))
+    assert float(family_residual(params, full.direction)) <= 1e-12
+    grads = jax.grad(full.loss)(params, h)
+    assert float(family_residual(grads, full.direction)) <= 1e-12
+
+
+def test_a_sliding_run_descends_to_its_decision(sliding_run):
+    """The loss never increases along the flow, sliding or not; this run is decided global."""
+    _, _, land, start, run, level, _ = sliding_run
+    assert run.status == gf.Status.DECIDED
+    assert land.loss(run.endpoint) < level < land.loss(start)
 
 
 @pytest.mark.slow
@@ -206,12 +249,27 @@ def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
     assert code == 0
     record = json.loads(out)
     assert record["counts"]["local"] >= 2 and sum(record["counts"].values()) == 4
-    assert set(record["agreement"]) == {"euclidean", "induced"}
+    assert set(record["agreement"]) == {"euclidean σ=0", "induced σ=0"}
+    assert record["system"] == "canonical" and record["cells"] == 8
     assert (tmp_path / "fate.npz").exists() and not (tmp_path / "fate.runs").exists()
     with np.load(tmp_path / "fate.npz") as data:
         np.testing.assert_array_equal(data["fates"], tiny_map.fates)
     folder = tmp_path / "resume"
     first = fate_map(tiny_map.config, checkpoint=folder)
+    (folder / "runs" / "sigma0_seed0_row001.npz").unlink()
     again = fate_map(tiny_map.config, checkpoint=folder)
     np.testing.assert_array_equal(first.fates, again.fates)
     np.testing.assert_array_equal(first.losses, again.losses)
+    np.testing.assert_array_equal(first.fates, tiny_map.fates)
+
+
+def test_quick_is_a_small_map_without_noise_and_keeps_the_options_given():
+    """``--quick``: 4 × 4 runs at σ = 0 (16 runs, the ≤ 60 s map), whatever the defaults; an
+    option given (the grid, p and q) wins over the quick settings."""
+    from gradflow.analysis.fate import quick_config
+
+    quick = quick_config(FateConfig())
+    assert (quick.grid, quick.sigma, quick.seeds) == (4, (0.0,), 1)
+    assert len(quick.runs()) == 1 and (quick.p, quick.q) == (0.5, 0.8)
+    given = quick_config(FateConfig(p=0.2, q=0.3, grid=3))
+    assert (given.grid, given.p, given.q, given.sigma) == (3, 0.2, 0.3, (0.0,))

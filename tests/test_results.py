@@ -46,6 +46,15 @@ def test_every_result_is_one_and_writes_its_arrays_and_metadata(results, tmp_pat
         assert all(len(line) <= 100 for line in result.text().split("\n")), name
 
 
+def test_a_png_is_written_byte_for_byte_as_savefig_writes_it(results, tmp_path) -> None:
+    """A result's PNG is drawn once instead of savefig's layout pass and pixel pass: the file
+    must be the one matplotlib's own ``savefig`` writes at the same dpi."""
+    for name, result in results.items():
+        ours = save_result(result, tmp_path / "ours.png", dpi=150)[0]
+        result.figure().savefig(tmp_path / "theirs.png", format="png", dpi=150)
+        assert ours.read_bytes() == (tmp_path / "theirs.png").read_bytes(), name
+
+
 def test_the_basin_arrays_have_one_set_of_names(results) -> None:
     """The portrait writes its basin map's arrays under the basin map's own names."""
     basin, portrait = results["basin map"].arrays(), results["portrait"].arrays()

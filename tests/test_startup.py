@@ -214,6 +214,21 @@ def test_the_cache_folder_named_by_gradflow_wins_over_jax_s_and_jax_s_over_the_d
     assert not untouched.exists() or not any(untouched.rglob("*cache*"))
 
 
+def test_a_command_freezes_the_objects_only_when_the_interpreter_exits() -> None:
+    """After ``main`` returns nothing is frozen (a Python caller's garbage is still collected);
+    at the exit, once the handlers registered after ``main`` began have run, every live object
+    is frozen, so that the shutdown's collections skip them."""
+    code = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('at exit', gc.get_freeze_count() > 0))\n"
+        "from gradflow.cli import main\n"
+        "main(['models'])\n"
+        "print('after main', gc.get_freeze_count())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-2:] == ["after main 0", "at exit True"]
+
+
 def test_a_command_collects_garbage_less_often_and_restores_the_thresholds(monkeypatch) -> None:
     """During a command the youngest generation's threshold is ``GC_YOUNGEST``; after it (also
     after a refused argument) the caller's thresholds are back."""

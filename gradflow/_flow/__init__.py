@@ -1,5 +1,5 @@
-"""Gradient flows: one trajectory with diffrax (``integrate``), batches of trajectories (``batched``,
-``rk``), the Newton endpoint of a stalled flow (``newton_finish``), plain descent (``descent``),
-where a run stalled on a kink ends (``kink_settle``) and the entry points on a landscape
-(``flows``).
+"""Gradient flows: one trajectory with diffrax (``integrate``), batches of trajectories
+(``batched``, ``rk``), the Newton endpoint of a stalled flow (``newton_finish``), plain descent
+(``descent``), the flow that slides along kinks (``sliding``), where a run stalled on a kink ends
+(``kink_settle``) and the entry points on a landscape (``flows``).
 """

@@ -30,6 +30,7 @@ from .integrate import (
     integrate,
 )
 from .kink_settle import settled
+from .sliding import slide, sliding_options, unit_kinks
 
 __all__ = [
     "check_initial",
@@ -87,6 +88,12 @@ def flow(
             metric of the embedding into the full model) or a callable ``G(θ, args)``; default
             the landscape's own (Euclidean unless it comes from :func:`gradflow.in_metric`).
 
+    A trajectory that stops on a kink of the loss with flow time left (a smooth solver's steps
+    collapse where the flow slides along the kink) is continued by :func:`gradflow.slide`,
+    where the landscape describes its kinks (:attr:`~gradflow.Landscape.kinks`) and the
+    metric is the Euclidean one; one still on a kink when its budget runs out has status
+    ``NON_SMOOTH``.
+
     Returns:
         The whole path (every accepted step), why it stopped and what it reached.
 
@@ -107,9 +114,58 @@ def flow(
         )
     flows = in_metric(landscape, metric, at=y0[0])
     field, args, scaled = unit_flow(flows, options or FlowOptions())
-    path = integrate(field, y0[0], args, scaled)
+    path = _slide_on(flows, integrate(field, y0[0], args, scaled), args, scaled)
     path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
     return reached(landscape, path, critical)
+
+
+def _slide_on(flows: Landscape, path: Trajectory, args: Any, options: FlowOptions) -> Trajectory:
+    """``path`` continued by :func:`gradflow.slide` where it stopped with budget left in flow
+    time on a landscape whose kinks it can slide along (a smooth solver stalls on a kink the
+    flow slides on); units are those of :func:`unit_flow`."""
+    kinks = flows.kinks
+    if kinks is None or path.status is not Status.NOT_CONVERGED or path.time >= options.t_max:
+        return path
+    more = slide(
+        unit_kinks(kinks), path.endpoint, args, sliding_options(options), t0=path.time, record=True
+    )
+    thetas = more.thetas[1:]
+    losses = flows.loss(thetas) / args[1] if len(thetas) else np.zeros(0)
+    return Trajectory(
+        ts=np.concatenate([path.ts, more.ts[1:]]),
+        thetas=np.concatenate([path.thetas, thetas]),
+        losses=np.concatenate([path.losses, losses]),
+        status=more.status,
+    )
+
+
+def _slide_endpoints(
+    flows: Landscape,
+    result: FlowEndpoints,
+    args: Any,
+    options: FlowOptions,
+    level: float | None,
+) -> FlowEndpoints:
+    """The members of ``result`` that stopped with budget left in flow time continued by
+    :func:`gradflow.slide` (see :func:`_slide_on`), one at a time: they are the few that met
+    a kink the flow slides along."""
+    kinks = flows.kinks
+    if kinks is None:
+        return result
+    stuck = np.flatnonzero((result.status == Status.NOT_CONVERGED) & (result.times < options.t_max))
+    if not stuck.size:
+        return result
+    out = {k: np.array(getattr(result, k), copy=True) for k in ("endpoints", "times", "steps")}
+    status = np.array(result.status, copy=True)
+    unit, sliding = unit_kinks(kinks), sliding_options(options)
+    for i in stuck:
+        more = slide(
+            unit, out["endpoints"][i], args, sliding, decide_below=level, t0=float(out["times"][i])
+        )
+        out["endpoints"][i], out["times"][i] = more.endpoint, more.time
+        out["steps"][i] += more.steps
+        status[i] = int(more.status)
+    return FlowEndpoints(status=status, **out)
 
 
 def reached(
@@ -158,7 +214,7 @@ def kink_status(
     kinks: list[str | None] = [None] * len(status)
     if not landscape.nonsmooth_terms:
         return status, kinks
-    for i in np.flatnonzero(status == Status.NOT_CONVERGED):
+    for i in np.flatnonzero((status == Status.NOT_CONVERGED) | (status == Status.NON_SMOOTH)):
         terms = landscape.kinks_at(endpoints[i])
         if terms:
             status[i], kinks[i] = int(Status.NON_SMOOTH), terms[0]
@@ -206,21 +262,25 @@ def flow_endpoints(
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
-        members stuck on a kink of a non-smooth loss have status ``NON_SMOOTH``.
+        members that stop on a kink with flow time left are continued as in :func:`flow`, and
+        those still on a kink when their budget runs out have status ``NON_SMOOTH``.
 
     Raises:
         GradflowError: empty batch, wrong shape, non-finite initial points, or a bad metric.
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
     y0 = check_initial(landscape, thetas0)
-    field, args, _ = unit_flow(in_metric(landscape, metric, at=y0[0]), stages[0])
+    flows = in_metric(landscape, metric, at=y0[0])
+    field, args, _ = unit_flow(flows, stages[0])
     scale = args[1]
+    scaled = [unit_flow(landscape, stage)[2] for stage in stages]
+    level = None if decide_below is None else decide_below / scale
     result = integrate_batch(
         field,
         args,
         y0,
-        [unit_flow(landscape, stage)[2] for stage in stages],
-        decide_below=None if decide_below is None else decide_below / scale,
+        scaled,
+        decide_below=level,
         chunk_size=chunk_size,
         steps_per_round=steps_per_round,
         progress=progress,
@@ -230,6 +290,7 @@ def flow_endpoints(
         else None,
         desc=desc,
     )
+    result = _slide_endpoints(flows, result, args, scaled[-1], level)
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
 

@@ -12,10 +12,11 @@ everything else has a default here (subclass :class:`Landscape` explicitly to in
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._errors import GradflowError
@@ -27,6 +28,7 @@ __all__ = [
     "MATRIX_CALL_SIZES",
     "ClosedForm",
     "GradientField",
+    "Kinks",
     "Landscape",
     "host_cast",
     "padded_call",
@@ -57,6 +59,46 @@ class GradientField:
     def from_loss(cls, loss: Callable[[jax.Array, Any], jax.Array]) -> GradientField:
         """The field of ``loss(θ, args)`` with ``grad = jax.grad(loss)``."""
         return cls(loss=loss, grad=jax.grad(loss))
+
+
+@dataclass(frozen=True, eq=False)
+class Kinks:
+    """A loss with kinks on known surfaces: what :func:`gradflow.slide` needs of it.
+
+    The loss is written with an explicit slope per kink: ``loss_at(θ, s, args)`` is ``L(θ)``
+    where every ``s_k`` is the slope of the side of ``g_k(θ) = 0`` the point lies on
+    (``lo_k`` where ``g_k < 0``, ``hi_k`` where ``g_k > 0``), and on ``g_k = 0`` it has the same
+    value for every ``s_k`` in ``[lo_k, hi_k]``.  ``|u|`` is ``s·u`` with slopes ``[-1, 1]``;
+    ``max(0, u)`` and a ReLU are ``s·u`` with ``[0, 1]``; ``max(a, b)`` is
+    ``b + s·(a - b)`` with ``[0, 1]`` on ``g = a - b``.  Its gradient in ``θ`` at fixed slopes
+    is the gradient of the smooth piece, and on a surface the convex hull of those of the
+    pieces that meet there (the Clarke subdifferential, where each kink enters the loss once).
+
+    Attributes:
+        surfaces: ``g(θ, args)``, shape ``(K,)`` for ``θ`` of shape ``(dim,)``: kink ``k``
+            lies on ``g_k = 0``.
+        loss_at: ``L_s(θ, s, args)``, a scalar, ``s`` of shape ``(K,)``.
+        lo, hi: the slopes on the negative and the positive side, shape ``(K,)``.
+        names: a name per kink for reports (``"Abs(x)"``), or empty.
+    """
+
+    surfaces: Callable[[jax.Array, Any], jax.Array]
+    loss_at: Callable[[jax.Array, jax.Array, Any], jax.Array]
+    lo: np.ndarray
+    hi: np.ndarray
+    names: tuple[str, ...] = field(default=())
+
+    def slopes(self, g: jax.Array) -> jax.Array:
+        """The slope of each kink on the side of its surface ``g`` lies on (``lo`` at 0)."""
+        return jnp.where(g > 0, jnp.asarray(self.hi, g.dtype), jnp.asarray(self.lo, g.dtype))
+
+    def loss(self, theta: jax.Array, args: Any) -> jax.Array:
+        """``L(θ)``."""
+        return self.loss_at(theta, self.slopes(self.surfaces(theta, args)), args)
+
+    def grad_at(self, theta: jax.Array, s: jax.Array, args: Any) -> jax.Array:
+        """``∇_θ L_s(θ)`` at fixed slopes ``s``."""
+        return jax.grad(self.loss_at)(theta, s, args)
 
 
 def padded_call(
@@ -282,6 +324,14 @@ class Landscape(Protocol):
         theta = np.asarray(theta, dtype=float)
         shape = theta.shape[:-1]
         return np.zeros((*shape, 0)), np.zeros((*shape, 0, theta.shape[-1]))
+
+    @property
+    def kinks(self) -> Kinks | None:
+        """The loss written with a slope per kink and the surfaces the kinks lie on
+        (:class:`gradflow.Kinks`), for the flow that slides along them
+        (:func:`gradflow.slide`); ``None`` for a smooth loss or one whose kinks are not
+        described so."""
+        return None
 
     @property
     def title(self) -> str:

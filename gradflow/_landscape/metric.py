@@ -126,6 +126,11 @@ class MetricLandscape:
     def invariant_names(self) -> tuple[str, ...]:
         return ()
 
+    @property
+    def kinks(self) -> None:
+        """None: the flow in a metric does not slide along kinks (only the Euclidean one)."""
+        return None
+
     def invariant(self, name: str, theta: Any) -> np.ndarray:
         raise GradflowError(
             f"{self.base.name} declares no quantity conserved by the flow in the "

@@ -12,6 +12,8 @@
   one hyperparameter: where a bifurcation of isolated critical points can happen.
 - :func:`degenerate_set_values`: where a closed-form critical set turns degenerate as a whole
   (its kind changes), solved for one hyperparameter as a curve in the others.
+- :func:`kink_form`: the loss written with a slope symbol per kink (``|u| → s·u``), and the
+  surfaces the kinks lie on, for the flow that slides along them.
 - :func:`readable`: an expression printed as a number where it is one.
 
 SymPy cannot be interrupted and some of these steps run for many minutes on a rational loss
@@ -37,6 +39,8 @@ __all__ = [
     "NONSMOOTH_FUNCTIONS",
     "degenerate_set_values",
     "gradient_jumps",
+    "KinkForm",
+    "kink_form",
     "jumps",
     "kink_function",
     "nonsmooth_atoms",
@@ -224,6 +228,70 @@ def kink_function(atom: sp.Expr) -> sp.Expr:
     if isinstance(atom, (sp.Max, sp.Min)):
         return atom.args[0] - sp.Add(*atom.args[1:]) if len(atom.args) == 2 else atom.args[0]
     return atom.args[0]
+
+
+@dataclass(frozen=True)
+class KinkForm:
+    """A loss with kinks written with one slope symbol per kink (see :func:`kink_form`).
+
+    Attributes:
+        surfaces: ``g_k``, kink ``k`` lies on ``g_k = 0``.
+        slopes: the slope symbols ``s_k``.
+        loss: ``L`` with each kink replaced by its form in ``s_k``.
+        lo, hi: the slope on the side ``g_k < 0`` and on the side ``g_k > 0``.
+        names: the kink terms as written (``"Abs(x)"``).
+    """
+
+    surfaces: tuple[sp.Expr, ...]
+    slopes: tuple[sp.Symbol, ...]
+    loss: sp.Expr
+    lo: tuple[float, ...]
+    hi: tuple[float, ...]
+    names: tuple[str, ...]
+
+
+@functools.cache
+def kink_form(loss: sp.Expr) -> KinkForm | None:
+    """``L`` with a slope symbol per kink: ``|u| → s·u`` (slopes ``[-1, 1]``),
+    ``max(a, b) → b + s·(a - b)`` and ``min(a, b) → a - s·(a - b)`` (slopes ``[0, 1]``), each
+    on the surface ``g = u`` or ``a - b``.  With every slope that of the side of its surface a
+    point lies on, the value and gradient are ``L``'s; on a surface every slope in the range
+    gives ``L``'s value.
+
+    Returns:
+        The form, or ``None`` where the loss has no kink, or a kink this form does not cover: a
+        step (``sign``, ``Heaviside``: the loss itself jumps), a ``Piecewise``, a ``max`` or
+        ``min`` of more than two terms, or a kink inside another kink's argument.
+    """
+    atoms = nonsmooth_atoms(loss)
+    if not atoms:
+        return None
+    for atom in atoms:
+        if not isinstance(atom, (sp.Abs, sp.Max, sp.Min)) or len(atom.args) > 2:
+            return None
+        if any(nonsmooth_atoms(arg) for arg in atom.args):
+            return None
+    slopes = tuple(sp.Symbol(f"_slope{k}", real=True) for k in range(len(atoms)))
+    replaced, surfaces, lo, hi = {}, [], [], []
+    for atom, s in zip(atoms, slopes):
+        if isinstance(atom, sp.Abs):
+            (u,) = atom.args
+            replaced[atom], low = s * u, -1.0
+        else:
+            a, b = atom.args
+            u = a - b
+            replaced[atom], low = (b + s * u if isinstance(atom, sp.Max) else a - s * u), 0.0
+        surfaces.append(u)
+        lo.append(low)
+        hi.append(1.0)
+    return KinkForm(
+        surfaces=tuple(surfaces),
+        slopes=slopes,
+        loss=loss.xreplace(replaced),
+        lo=tuple(lo),
+        hi=tuple(hi),
+        names=tuple(str(a) for a in atoms),
+    )
 
 
 def gradient_jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[str, ...]:

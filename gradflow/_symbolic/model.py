@@ -25,6 +25,7 @@ from .._landscape.base import (
     DEFAULT_BOUND,
     MATRIX_CALL_SIZES,
     GradientField,
+    Kinks,
     Landscape,
     host_cast,
     padded_call,
@@ -33,13 +34,14 @@ from .compiled import CompiledLoss, compile_loss
 from .facts import (
     gradient_jumps,
     jumps,
+    kink_form,
     kink_function,
     nonnegative,
     nonsmooth_atoms,
     readable,
     solve_gradient,
 )
-from .lowering import lambdify_numpy
+from .lowering import lambdify_jax, lambdify_numpy, stabilize
 
 __all__ = ["BoundModel", "CriticalSetSpec", "ReducedModel", "closed_form_specs", "show_domain"]
 
@@ -569,6 +571,13 @@ class BoundModel(Landscape):
     def nonsmooth_terms(self) -> tuple[str, ...]:
         return gradient_jumps(self.model.params, self.model.loss)
 
+    @property
+    def kinks(self) -> Kinks | None:
+        """The loss with a slope per kink (:func:`~gradflow._symbolic.facts.kink_form`), where its
+        gradient jumps across a kink and the form covers every kink; its functions take
+        ``(θ, h)`` as the field's do."""
+        return _model_kinks(self.model) if self.nonsmooth_terms else None
+
     def kinks_at(self, theta: np.ndarray) -> list[str]:
         functions = _kink_functions(self.model)
         point = np.asarray(theta, dtype=float)
@@ -604,6 +613,33 @@ class BoundModel(Landscape):
     def __repr__(self) -> str:
         hyper = ", ".join(f"{k}={v:g}" for k, v in self.values.items())
         return f"{self.model.name}({hyper})"
+
+
+@functools.cache
+def _model_kinks(model: ReducedModel) -> Kinks | None:
+    """The :class:`Kinks` of a model's loss, compiled once per model."""
+    form = kink_form(model.loss)
+    if form is None:
+        return None
+    params, hyper = model.params, model.hyperparams
+    loss_fn = lambdify_jax((*params, *form.slopes, *hyper), stabilize(form.loss))
+    surface_fn = lambdify_jax((*params, *hyper), list(form.surfaces))
+
+    def loss_at(theta: jax.Array, s: jax.Array, h: jax.Array) -> jax.Array:
+        values = (*(theta[i] for i in range(len(params))), *(s[k] for k in range(len(s))))
+        return loss_fn(*values, *(h[j] for j in range(len(hyper))))
+
+    def surfaces(theta: jax.Array, h: jax.Array) -> jax.Array:
+        values = (*(theta[i] for i in range(len(params))), *(h[j] for j in range(len(hyper))))
+        return jnp.broadcast_to(surface_fn(*values), (len(form.surfaces),)).astype(theta.dtype)
+
+    return Kinks(
+        surfaces=surfaces,
+        loss_at=loss_at,
+        lo=np.asarray(form.lo),
+        hi=np.asarray(form.hi),
+        names=form.names,
+    )
 
 
 @functools.cache

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from ._interrupt import EXIT_INTERRUPTED, interruptible
 from ._registry import COMMANDS
-from ._setup import fewer_collections
+from ._setup import fewer_collections, freeze_at_exit
 
 __all__ = ["COMMANDS", "main"]
 
@@ -22,8 +22,12 @@ DESCRIPTION = "gradflow: gradient flows, critical sets and basins of the reduced
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    The process's objects are frozen when it exits, so that its shutdown does not walk them
+    (:func:`~gradflow.cli._setup.freeze_at_exit`)."""
     held: list[argparse.Namespace] = []
+    freeze_at_exit()
     with interruptible(lambda: _interrupted(held)), fewer_collections():
         return _main(list(sys.argv[1:] if argv is None else argv), held)
 
