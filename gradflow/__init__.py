@@ -41,9 +41,9 @@ _EXPORTS = {
     "widened_bounds": "._basins.basins",
     "FlowEndpoints": "._flow.batched",
     "run_cells": "._cells.cells",
-    "Certificate": "._critical.certify",
-    "CertifiedPoint": "._critical.certify",
-    "Explanation": "._critical.certify",
+    "Certificate": "._critical.certificate",
+    "CertifiedPoint": "._critical.certificate",
+    "Explanation": "._critical.certificate",
     "certify": "._critical.certify",
     "KINDS": "._critical.classify",
     "classify_points": "._critical.classify",
@@ -138,7 +138,8 @@ if TYPE_CHECKING:
     from ._basins.convergence import BasinConvergence, basin_convergence
     from ._cells.cells import run_cells
     from ._critical.attractors import Attractor, AttractorIndex
-    from ._critical.certify import Certificate, CertifiedPoint, Explanation, certify
+    from ._critical.certificate import Certificate, CertifiedPoint, Explanation
+    from ._critical.certify import certify
     from ._critical.classify import KINDS, classify_points
     from ._critical.search import critical_sets
     from ._critical.sets import CriticalSet, CriticalSets, decision_level, global_min_level

@@ -17,7 +17,7 @@ from scipy.spatial import cKDTree
 
 from .._landscape.base import Landscape
 from .._output.text import format_point, format_table
-from .certify import Certificate
+from .certificate import Certificate
 from .classify import Classification
 from .pieces import (
     ON_SET_TOL,
