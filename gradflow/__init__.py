@@ -97,10 +97,10 @@ _EXPORTS = {
     "ReducedModel": "._symbolic.model",
     "show_domain": "._symbolic.model",
     "FORMATS": "._output.io",
-    "BIFURCATION_TYPES": "._sweep.continuation",
-    "Bifurcation": "._sweep.continuation",
-    "Branch": "._sweep.continuation",
-    "stability": "._sweep.continuation",
+    "BIFURCATION_TYPES": "._sweep.branches",
+    "Bifurcation": "._sweep.branches",
+    "Branch": "._sweep.branches",
+    "stability": "._sweep.branches",
     "Sweep": "._sweep.sweep",
     "SweepCell": "._sweep.sweep",
     "follow": "._sweep.sweep",
@@ -168,7 +168,7 @@ if TYPE_CHECKING:
     from ._output.progress import progress_bar
     from ._output.text import format_point, format_table
     from ._portrait.portrait import Overlay, Portrait, portrait
-    from ._sweep.continuation import BIFURCATION_TYPES, Bifurcation, Branch, stability
+    from ._sweep.branches import BIFURCATION_TYPES, Bifurcation, Branch, stability
     from ._sweep.sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
     from ._symbolic.expression import loss_model, parse_loss
     from ._symbolic.grammar import FUNCTION_NAMES

@@ -39,7 +39,8 @@ from .._output.io import package_versions, to_jsonable
 from .._output.memory import check_memory, sweep_memory
 from .._symbolic.facts import degenerate_set_values, singular_critical_points
 from .._symbolic.model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
-from .continuation import Bifurcation, Branch, CellPoints, follow_branches
+from .branches import Bifurcation, Branch, CellPoints
+from .continuation import follow_branches
 from .matching import AttractorTrack, cell_attractors, match_attractors
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
