@@ -78,14 +78,14 @@ _EXPORTS = {
     "GradientField": "._landscape.base",
     "Landscape": "._landscape.base",
     "LOWERED_FUNCTIONS": "._symbolic.lowering",
-    "LogAddExp": "._symbolic.lowering",
-    "LogSigmoid": "._symbolic.lowering",
-    "Sigmoid": "._symbolic.lowering",
-    "Softplus": "._symbolic.lowering",
-    "binary_cross_entropy": "._symbolic.lowering",
+    "LogAddExp": "._symbolic.functions",
+    "LogSigmoid": "._symbolic.functions",
+    "Sigmoid": "._symbolic.functions",
+    "Softplus": "._symbolic.functions",
+    "binary_cross_entropy": "._symbolic.functions",
     "lambdify_jax": "._symbolic.lowering",
     "lambdify_numpy": "._symbolic.lowering",
-    "stabilize": "._symbolic.lowering",
+    "stabilize": "._symbolic.stabilize",
     "METRICS": "._landscape.metric",
     "Metric": "._landscape.metric",
     "MetricLandscape": "._landscape.metric",
@@ -93,7 +93,7 @@ _EXPORTS = {
     "LossScales": "._landscape.scales",
     "loss_scales": "._landscape.scales",
     "BoundModel": "._symbolic.model",
-    "CriticalSetSpec": "._symbolic.model",
+    "CriticalSetSpec": "._symbolic.closed_forms",
     "ReducedModel": "._symbolic.model",
     "show_domain": "._symbolic.model",
     "FORMATS": "._output.io",
@@ -170,20 +170,19 @@ if TYPE_CHECKING:
     from ._portrait.portrait import Overlay, Portrait, portrait
     from ._sweep.branches import BIFURCATION_TYPES, Bifurcation, Branch, stability
     from ._sweep.sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
+    from ._symbolic.closed_forms import CriticalSetSpec
     from ._symbolic.expression import loss_model, parse_loss
-    from ._symbolic.grammar import FUNCTION_NAMES
-    from ._symbolic.lowering import (
-        LOWERED_FUNCTIONS,
+    from ._symbolic.functions import (
         LogAddExp,
         LogSigmoid,
         Sigmoid,
         Softplus,
         binary_cross_entropy,
-        lambdify_jax,
-        lambdify_numpy,
-        stabilize,
     )
-    from ._symbolic.model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
+    from ._symbolic.grammar import FUNCTION_NAMES
+    from ._symbolic.lowering import LOWERED_FUNCTIONS, lambdify_jax, lambdify_numpy
+    from ._symbolic.model import BoundModel, ReducedModel, show_domain
+    from ._symbolic.stabilize import stabilize
 
 __all__ = [
     "BIFURCATION_TYPES",

@@ -16,10 +16,11 @@ import sympy as sp
 
 from .._errors import GradflowError
 from .._symbolic.budget import OutOfTime, within
+from .._symbolic.closed_forms import solved_specs
 from .._symbolic.facts import real_point
 from .._symbolic.interval import Arithmetic, arithmetic, decide, interval_function
 from .._symbolic.lowering import lambdify_numpy
-from .._symbolic.model import ReducedModel, _solved_specs
+from .._symbolic.model import ReducedModel
 
 __all__ = ["Graph", "System", "interval_system"]
 
@@ -95,7 +96,7 @@ def interval_system(model: ReducedModel, interval: str) -> System:
     grad = [sp.factor_terms(_clean(sp.diff(model.loss, s), params)) for s in params]
     jac = [sp.factor_terms(_clean(sp.diff(g, s), params)) for g in grad for s in params]
     graphs: dict[tuple, Graph] = {}
-    for spec in (*model.critical_sets, *_solved_specs(model)):
+    for spec in (*model.critical_sets, *solved_specs(model)):
         solution = {s: sp.sympify(v) for s, v in spec.solution.items()}
         condition = decide(spec.condition, symbols, arith)
         dependent = [i for i, s in enumerate(params) if s in solution]

@@ -37,8 +37,9 @@ from .._landscape.base import Landscape
 from .._landscape.region import OnRegion, Region
 from .._output.io import package_versions, to_jsonable
 from .._output.memory import check_memory, sweep_memory
+from .._symbolic.closed_forms import CriticalSetSpec, closed_form_specs
 from .._symbolic.facts import degenerate_set_values, singular_critical_points
-from .._symbolic.model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
+from .._symbolic.model import BoundModel, ReducedModel
 from .branches import Bifurcation, Branch, CellPoints
 from .continuation import follow_branches
 from .matching import AttractorTrack, cell_attractors, match_attractors
