@@ -42,7 +42,7 @@ class CertifiedPoint:
     kind: str
     morse_index: int | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: the fields above, arrays as lists."""
         return {
             "point": self.point.tolist(),
@@ -70,7 +70,7 @@ class Explanation:
     boxes: np.ndarray
     points: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: the equation, the count, volume and hull of the boxes, the points."""
         return {
             "equation": self.equation,
@@ -130,14 +130,14 @@ class Certificate:
         """The certified points whose ``unique_in`` box holds none of ``points`` (``(n, dim)``)."""
         return tuple(c for c in self.isolated if not np.any(inside_any(points, c.unique_in[None])))
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``complete``, ``isolated``, ``explained`` (by set), ``unresolved``
         (count, volume, share of the box, hull and the largest boxes), ``method``, ``seconds``."""
         largest = self.unresolved[np.argsort(-_volumes(self.unresolved))][:SHOWN_BOXES]
         return {
             "complete": self.complete,
-            "isolated": [c.to_dict() for c in self.isolated],
-            "explained": {e.name: e.to_dict() for e in self.explained},
+            "isolated": [c.metadata() for c in self.isolated],
+            "explained": {e.name: e.metadata() for e in self.explained},
             "unresolved": {
                 "count": len(self.unresolved),
                 "volume": _volume(self.unresolved),

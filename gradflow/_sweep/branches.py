@@ -68,7 +68,7 @@ class Branch:
     points: np.ndarray
     kinds: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "name", "cells", "points", "kinds"}``."""
         return {
             "id": self.id,
@@ -113,7 +113,7 @@ class Bifurcation:
     curve: str | None = None
     criticality: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"type", "criticality", "at", "axis", "point", "branches", "set",
         "changes", "exact", "curve"}``."""
         return {
