@@ -81,7 +81,7 @@ class Report:
         """Grid points, ``grid²``."""
         return self.config.grid**2
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Timings, steps, devices, and per baseline its time, extrapolation and our speed-up."""
         n = self.trajectories
         return {
@@ -112,7 +112,7 @@ class Report:
 
     def text(self) -> str:
         """Two lines on the basin map, then one table row per baseline."""
-        record, n, grid = self.to_dict(), self.trajectories, self.config.grid
+        record, n, grid = self.metadata(), self.trajectories, self.config.grid
         rows = [
             [
                 name,

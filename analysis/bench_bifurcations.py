@@ -57,7 +57,7 @@ class Report:
     bifurcations: tuple[str, ...]
     cores: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, times and the ratio of the whole to the cells alone."""
         return {
             "loss": LOSS,
@@ -73,7 +73,7 @@ class Report:
 
     def text(self) -> str:
         """The sizes, the two times and what was found."""
-        r = self.to_dict()
+        r = self.metadata()
         return "\n".join(
             [
                 f"sweep of L = {LOSS} over {self.config.cells} values of a in [-1, 1],"

@@ -75,7 +75,7 @@ class Report:
     cores: int
     devices: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, times, fates and the gradient baseline."""
         runs = self.config.grid**2
         return {
@@ -102,7 +102,7 @@ class Report:
         """Four lines: the map, its fates, their steps, the gradient baseline."""
         from gradflow.analysis.markov_fate import cost_line
 
-        r = self.to_dict()
+        r = self.metadata()
         g = self.config.grid
         return "\n".join(
             [

@@ -98,7 +98,7 @@ class Report:
         """Trajectories integrated, ``cells² · grid²``."""
         return self.cells * self.config.grid**2
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, times, trajectories per second and the ratio to warm stand-alone cells."""
         return {
             "model": "canonical",
@@ -132,7 +132,7 @@ class Report:
 
     def text(self) -> str:
         """Three lines: the sweep, its rate, the baseline."""
-        r = self.to_dict()
+        r = self.metadata()
         n = self.config.cells
         lines = [
             f"  on {workers} Dask worker{'s' if workers > 1 else ''}: {seconds:.0f} s "

@@ -65,10 +65,6 @@ class CompareReport:
     references: dict[str, float]
     spectra: tuple[dict[str, Any], ...] = ()
 
-    def metadata(self) -> dict[str, Any]:
-        """What ``gradflow compare`` writes as JSON (:meth:`to_dict`)."""
-        return self.to_dict()
-
     def arrays(self) -> dict[str, np.ndarray]:
         """The dynamics check over time (``times``; ``full`` and ``reduced`` of shape
         ``(m, 4)`` in ``(e, w, a, b)``; ``full_loss``, ``reduced_loss``) and each model's
@@ -131,8 +127,9 @@ class CompareReport:
         fig.suptitle(f"reduced vs full Markov transformer, p = {c.p:g}, q = {c.q:g}", fontsize=11)
         return fig
 
-    def to_dict(self) -> dict[str, Any]:
-        """Settings, one record per model, the dynamics record."""
+    def metadata(self) -> dict[str, Any]:
+        """What ``gradflow compare`` writes as JSON: settings, one record per model, the
+        dynamics record."""
         c = self.config
         return {
             "p": c.p,

@@ -74,7 +74,7 @@ class Data:
             "hyperparameters": [{"p": p, "q": q} for p, q in CASES],
             "grid": self.config.grid,
             "box": list(last.box),
-            "solver": [o.to_dict() for o in last.basin_map.options],
+            "solver": [o.metadata() for o in last.basin_map.options],
             "fractions": {
                 _tag(p, q): result.basin_map.fractions()
                 for (p, q), result in zip(CASES, self.portraits)

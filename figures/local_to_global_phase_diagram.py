@@ -78,7 +78,7 @@ class Data:
     Attributes:
         sweep_arrays: :meth:`gradflow.Sweep.arrays`: ``fractions`` of shape
             ``(len(p), len(q), len(LABELS))``, ``label_names``, ``axis_p``, ``axis_q``, …
-        sweep_record: :meth:`gradflow.Sweep.to_dict`: model, axes, grid, box, cells.
+        sweep_record: :meth:`gradflow.Sweep.metadata`: model, axes, grid, box, cells.
         gap: ``H(π) - H`` per cell, nats, shape ``(len(p), len(q))``.
     """
 

@@ -28,7 +28,6 @@ _EXPORTS = {
     "AttractorIndex": "._critical.attractors",
     "BasinMap": "._basins.basin_map",
     "FractionError": "._basins.basin_map",
-    "BasinConvergence": "._basins.convergence",
     "basin_convergence": "._basins.convergence",
     "LABELS": "._basins.basin_map",
     "Label": "._basins.basin_map",
@@ -39,11 +38,7 @@ _EXPORTS = {
     "Region": "._landscape.region",
     "grid_axis": "._landscape.region",
     "widened_bounds": "._basins.basins",
-    "FlowEndpoints": "._flow.batched",
     "run_cells": "._cells.cells",
-    "Certificate": "._critical.certify",
-    "CertifiedPoint": "._critical.certify",
-    "Explanation": "._critical.certify",
     "certify": "._critical.certify",
     "KINDS": "._critical.classify",
     "classify_points": "._critical.classify",
@@ -51,7 +46,6 @@ _EXPORTS = {
     "CriticalSets": "._critical.sets",
     "critical_sets": "._critical.search",
     "decision_level": "._critical.sets",
-    "global_min_level": "._critical.sets",
     "descend": "._flow.descent",
     "GradflowError": "._errors",
     "loss_model": "._symbolic.expression",
@@ -60,7 +54,6 @@ _EXPORTS = {
     "flow_endpoints": "._flow.flows",
     "gradient_descent": "._flow.flows",
     "FlowOptions": "._flow.integrate",
-    "SOLVERS": "._flow.integrate",
     "Status": "._flow.integrate",
     "Trajectory": "._flow.integrate",
     "gradient_flow": "._flow.integrate",
@@ -74,21 +67,17 @@ _EXPORTS = {
     "save_result": "._output.io",
     "to_jsonable": "._output.io",
     "JaxLandscape": "._landscape.jax",
-    "ClosedForm": "._landscape.base",
     "GradientField": "._landscape.base",
     "Landscape": "._landscape.base",
     "LOWERED_FUNCTIONS": "._symbolic.lowering",
-    "LogAddExp": "._symbolic.lowering",
-    "LogSigmoid": "._symbolic.lowering",
-    "Sigmoid": "._symbolic.lowering",
-    "Softplus": "._symbolic.lowering",
-    "binary_cross_entropy": "._symbolic.lowering",
+    "LogAddExp": "._symbolic.functions",
+    "LogSigmoid": "._symbolic.functions",
+    "Sigmoid": "._symbolic.functions",
+    "Softplus": "._symbolic.functions",
+    "binary_cross_entropy": "._symbolic.functions",
     "lambdify_jax": "._symbolic.lowering",
     "lambdify_numpy": "._symbolic.lowering",
-    "stabilize": "._symbolic.lowering",
-    "METRICS": "._landscape.metric",
-    "Metric": "._landscape.metric",
-    "MetricLandscape": "._landscape.metric",
+    "stabilize": "._symbolic.stabilize",
     "in_metric": "._landscape.metric",
     "Kinks": "._landscape.base",
     "SlideResult": "._flow.sliding",
@@ -96,16 +85,13 @@ _EXPORTS = {
     "LossScales": "._landscape.scales",
     "loss_scales": "._landscape.scales",
     "BoundModel": "._symbolic.model",
-    "CriticalSetSpec": "._symbolic.model",
+    "CriticalSetSpec": "._symbolic.closed_forms",
     "ReducedModel": "._symbolic.model",
     "show_domain": "._symbolic.model",
     "FORMATS": "._output.io",
-    "BIFURCATION_TYPES": "._sweep.continuation",
-    "Bifurcation": "._sweep.continuation",
-    "Branch": "._sweep.continuation",
-    "stability": "._sweep.continuation",
+    "Branch": "._sweep.branches",
+    "stability": "._sweep.branches",
     "Sweep": "._sweep.sweep",
-    "SweepCell": "._sweep.sweep",
     "follow": "._sweep.sweep",
     "remove_checkpoint": "._sweep.sweep",
     "sweep": "._sweep.sweep",
@@ -114,7 +100,6 @@ _EXPORTS = {
     "Portrait": "._portrait.portrait",
     "portrait": "._portrait.portrait",
     "progress_bar": "._output.progress",
-    "format_point": "._output.text",
     "format_table": "._output.text",
 }
 """Each public name and the private module that defines it."""
@@ -138,22 +123,21 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from ._basins.basin_map import LABELS, BasinMap, FractionError, Label
     from ._basins.basins import basins, default_basin_options, widened_bounds
-    from ._basins.convergence import BasinConvergence, basin_convergence
+    from ._basins.convergence import basin_convergence
     from ._cells.cells import run_cells
     from ._critical.attractors import Attractor, AttractorIndex
-    from ._critical.certify import Certificate, CertifiedPoint, Explanation, certify
+    from ._critical.certify import certify
     from ._critical.classify import KINDS, classify_points
     from ._critical.search import critical_sets
-    from ._critical.sets import CriticalSet, CriticalSets, decision_level, global_min_level
+    from ._critical.sets import CriticalSet, CriticalSets, decision_level
     from ._errors import GradflowError
-    from ._flow.batched import FlowEndpoints
     from ._flow.descent import descend
     from ._flow.flows import flow, flow_endpoints, gradient_descent
-    from ._flow.integrate import SOLVERS, FlowOptions, Status, Trajectory, gradient_flow, integrate
+    from ._flow.integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate
     from ._flow.sliding import SlideResult, slide
-    from ._landscape.base import ClosedForm, GradientField, Kinks, Landscape
+    from ._landscape.base import GradientField, Kinks, Landscape
     from ._landscape.jax import JaxLandscape
-    from ._landscape.metric import METRICS, Metric, MetricLandscape, in_metric
+    from ._landscape.metric import in_metric
     from ._landscape.region import Region, grid_axis
     from ._landscape.scales import LossScales, loss_scales
     from ._output.io import (
@@ -169,33 +153,29 @@ if TYPE_CHECKING:
     )
     from ._output.memory import basin_memory, sweep_memory
     from ._output.progress import progress_bar
-    from ._output.text import format_point, format_table
+    from ._output.text import format_table
     from ._portrait.portrait import Overlay, Portrait, portrait
-    from ._sweep.continuation import BIFURCATION_TYPES, Bifurcation, Branch, stability
-    from ._sweep.sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
+    from ._sweep.branches import Branch, stability
+    from ._sweep.sweep import Sweep, follow, remove_checkpoint, sweep
+    from ._symbolic.closed_forms import CriticalSetSpec
     from ._symbolic.expression import loss_model, parse_loss
-    from ._symbolic.grammar import FUNCTION_NAMES
-    from ._symbolic.lowering import (
-        LOWERED_FUNCTIONS,
+    from ._symbolic.functions import (
         LogAddExp,
         LogSigmoid,
         Sigmoid,
         Softplus,
         binary_cross_entropy,
-        lambdify_jax,
-        lambdify_numpy,
-        stabilize,
     )
-    from ._symbolic.model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
+    from ._symbolic.grammar import FUNCTION_NAMES
+    from ._symbolic.lowering import LOWERED_FUNCTIONS, lambdify_jax, lambdify_numpy
+    from ._symbolic.model import BoundModel, ReducedModel, show_domain
+    from ._symbolic.stabilize import stabilize
 
 __all__ = [
-    "BIFURCATION_TYPES",
-    "Bifurcation",
     "Branch",
     "stability",
     "FORMATS",
     "Sweep",
-    "SweepCell",
     "follow",
     "remove_checkpoint",
     "run_cells",
@@ -210,16 +190,11 @@ __all__ = [
     "Label",
     "Attractor",
     "AttractorIndex",
-    "BasinConvergence",
     "BasinMap",
     "BoundModel",
-    "ClosedForm",
-    "Certificate",
-    "CertifiedPoint",
     "CriticalSet",
     "CriticalSetSpec",
     "CriticalSets",
-    "FlowEndpoints",
     "FlowOptions",
     "FractionError",
     "GradflowError",
@@ -228,15 +203,10 @@ __all__ = [
     "Kinks",
     "Landscape",
     "LogSigmoid",
-    "Explanation",
-    "METRICS",
-    "Metric",
-    "MetricLandscape",
     "Overlay",
     "Portrait",
     "ReducedModel",
     "Region",
-    "SOLVERS",
     "Result",
     "Sigmoid",
     "Status",
@@ -257,9 +227,7 @@ __all__ = [
     "descend",
     "flow",
     "flow_endpoints",
-    "format_point",
     "format_table",
-    "global_min_level",
     "gradient_descent",
     "gradient_flow",
     "in_metric",

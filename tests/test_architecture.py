@@ -375,3 +375,19 @@ def test_the_packages_depend_one_way(folder) -> None:
             if later:
                 offending.add(_where(path, imported, imported.name))
     assert not offending, "\n".join(sorted(offending))
+
+
+MAX_LINES = 600
+"""No module of the engine, the models, the analyses or the figures is longer than this."""
+
+
+@pytest.mark.parametrize("folder", ["gradflow", "models", "analysis", "figures"])
+def test_no_module_is_longer_than_the_limit(folder) -> None:
+    """Small modules with one job each: a module past :data:`MAX_LINES` lines is split along
+    its seams."""
+    long = {
+        f"{path.relative_to(ROOT)}: {n} lines"
+        for path in sources(folder)
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"longer than {MAX_LINES} lines:\n" + "\n".join(sorted(long))

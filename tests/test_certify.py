@@ -127,7 +127,7 @@ def test_a_kink_is_left_unresolved_never_called_complete():
     c = certified("Abs(x) + y**2", [[-1, 1], [-1, 1]], min_width=1e-4)
     assert not c.complete and not c.isolated
     assert all(np.any(np.all((b[:, 0] <= 0) & (0 <= b[:, 1]), axis=0)) for b in c.unresolved)
-    assert 0 < c.to_dict()["unresolved"]["volume"] < 1e-3
+    assert 0 < c.metadata()["unresolved"]["volume"] < 1e-3
     assert "NOT complete" in c.text()
 
 
@@ -139,7 +139,7 @@ def test_a_removable_singularity_is_left_unresolved_and_the_true_minimum_certifi
     assert (minimum.kind, minimum.morse_index) == ("local_min", 0)  # SymPy proves no L ≥ 0
     boxes = c.unresolved
     assert any(inside(np.array([1.0, 0.0]), b) for b in boxes)  # off y = 0, ∂L/∂y = 2y ≠ 0
-    report = c.to_dict()["unresolved"]
+    report = c.metadata()["unresolved"]
     assert report["count"] == len(boxes) and report["hull"][0][0] <= 1 <= report["hull"][0][1]
 
 

@@ -136,7 +136,7 @@ def test_the_float32_first_pass_gives_the_float64_labels() -> None:
     slow = gradflow.basins(
         model, grid=31, box=(-2, 2, -1.5, 2.5), progress=False, float32_first=False
     )
-    assert [a.to_dict() for a in fast.attractors] == [a.to_dict() for a in slow.attractors]
+    assert [a.metadata() for a in fast.attractors] == [a.metadata() for a in slow.attractors]
     np.testing.assert_array_equal(fast.attractor_ids, slow.attractor_ids)
     xs = fast.xs[None, :].repeat(len(fast.ys), 0)
     assert np.all(np.sign(fast.endpoints[..., 0]) == np.sign(xs))

@@ -28,7 +28,7 @@ def test_defaults_come_from_the_landscape_and_every_point_is_on_the_slice() -> N
     assert np.all(points[..., 2] == 0.25)
     assert Region.of(SLAB.bind(), (3, 4)).fixed == {"z": 0.0}
     assert region.bounds() == {"x": (-2.0, 2.0), "y": (-1.0, 3.0)}
-    assert region.to_dict() == {
+    assert region.metadata() == {
         "plane": ["x", "y"],
         "box": [-2.0, 2.0, -1.0, 3.0],
         "grid": [5, 5],

@@ -79,7 +79,7 @@ def test_a_solver_given_by_name_is_the_diffrax_solver() -> None:
     names are diffrax's, and an unknown one is refused naming the choices."""
     named = dataclasses.replace(OPTIONS, solver="Tsit5")
     assert isinstance(named.diffrax_solver(), diffrax.Tsit5)
-    assert named.to_dict() == OPTIONS.to_dict()
+    assert named.metadata() == OPTIONS.metadata()
     ours = flow_endpoints(DOUBLE_WELL, STARTS, named, progress=False)
     reference = flow_endpoints(DOUBLE_WELL, STARTS, OPTIONS, progress=False)
     np.testing.assert_array_equal(ours.endpoints, reference.endpoints)

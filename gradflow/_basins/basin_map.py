@@ -115,7 +115,7 @@ class FractionError:
         """``count/points``."""
         return self.count / self.points
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "fraction", "count", "points", "wilson", "cells", "coarse",
         "change"}``."""
         return {
@@ -272,11 +272,11 @@ class BasinMap(OnRegion):
 
     def error_metadata(self) -> dict[str, Any]:
         """JSON-ready :meth:`errors`: ``{"design", "confidence", "attractors":
-        [FractionError.to_dict(), …]}``."""
+        [FractionError.metadata(), …]}``."""
         return {
             "design": GRID_DESIGN,
             "confidence": CONFIDENCE,
-            "attractors": [e.to_dict() for e in self.errors()],
+            "attractors": [e.metadata() for e in self.errors()],
         }
 
     def __repr__(self) -> str:
@@ -310,10 +310,10 @@ class BasinMap(OnRegion):
         label, every attractor with its share, the ``solver`` stages, ``shortcut`` and
         ``metric`` (the error bars of the shares: :meth:`error_metadata`)."""
         return {
-            **self.region.to_dict(),
+            **self.region.metadata(),
             "fractions": self.fractions(),
-            "attractors": [a.to_dict() for a in self.attractors],
-            "solver": [o.to_dict() for o in self.options],
+            "attractors": [a.metadata() for a in self.attractors],
+            "solver": [o.metadata() for o in self.options],
             "shortcut": self.shortcut,
             "metric": self.metric,
         }

@@ -115,7 +115,7 @@ class BasinConvergence:
     def __repr__(self) -> str:
         return self.text()
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"grids", "tolerances", "attractors": [{"id", "kind", "set",
         "point"}], "shares": [[[…]]], "grid_changes", "tolerance_changes"}``."""
         return {

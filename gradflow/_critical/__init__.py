@@ -2,5 +2,7 @@
 (``box``), closed-form sets (``pieces``, ``closed_sets``), Clarke-stationary points on kinks
 (``kink_points``), classification (``classify``), sets merged and joined (``merging``), the
 result (``sets``), the search that runs them all (``search``), the proof that none is missed
-(``certify``) and the attractors a flow can reach (``attractors``).
+(``certify``: the interval form of ``∇L`` and the closed-form sets in ``interval_system``, the
+branch and bound in ``branch_bound``, what it proves in ``certificate``) and the attractors a
+flow can reach (``attractors``).
 """

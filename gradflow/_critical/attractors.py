@@ -76,7 +76,7 @@ class Attractor:
             f"L = {self.loss:.6g}{share})"
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "kind", "set", "equation", "point", "loss", "dimension",
         "fraction", "measure_zero"}``."""
         return {

@@ -1,6 +1,6 @@
 """Sampling closed-form critical sets: graphs ``θ_dep = g(θ_free)`` inside a box.
 
-A closed-form set (:class:`~gradflow.ClosedForm`) is a graph over its free parameters.  It is sampled on a grid of the
+A closed-form set (:class:`~gradflow._landscape.base.ClosedForm`) is a graph over its free parameters.  It is sampled on a grid of the
 free parameters inside a box, its dependent parameters evaluated, and the points kept where the
 condition holds, the values are real and finite, and the point is inside the box.  A box may pin a
 parameter to one value (a slice of parameter space): a pinned free parameter simply takes that

@@ -31,7 +31,7 @@ from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._output.text import format_point
 from .box import bounded_below, search_box
-from .certify import Certificate
+from .certificate import Certificate
 from .certify import certify as certify_box
 from .classify import classify_points
 from .closed_sets import group

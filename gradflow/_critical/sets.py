@@ -17,7 +17,7 @@ from scipy.spatial import cKDTree
 
 from .._landscape.base import Landscape
 from .._output.text import format_point, format_table
-from .certify import Certificate
+from .certificate import Certificate
 from .classify import Classification
 from .pieces import (
     ON_SET_TOL,
@@ -105,7 +105,7 @@ class CriticalSet:
         """The points of component ``label``, shape ``(m, dim)``."""
         return self.points[self.components == label]
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: the fields above, arrays as lists."""
         return {
             "name": self.name,
@@ -269,12 +269,12 @@ class CriticalSets(Sequence[CriticalSet]):
         smoothness, the caveats (and the certificate, if any)."""
         return {
             "parameters": list(self.param_names),
-            "critical_sets": [s.to_dict() for s in self.sets],
+            "critical_sets": [s.metadata() for s in self.sets],
             "bounded_below": self.bounded_below,
             "global_min_loss": self.global_min_loss,
             "non_smooth": list(self.non_smooth),
             "caveats": list(self.caveats),
-            **({} if self.certificate is None else {"certificate": self.certificate.to_dict()}),
+            **({} if self.certificate is None else {"certificate": self.certificate.metadata()}),
         }
 
 

@@ -146,7 +146,7 @@ class FlowOptions:
 
         return getattr(diffrax, self.solver)()
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready description: the solver's class name and every tolerance and budget."""
         return {
             "solver": self.solver_name,
@@ -234,7 +234,7 @@ class Trajectory:
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"parameters", "init", "endpoint", "loss", "time", "status",
         "converged", "reached", "attractor", "kink"}`` (``attractor`` as
-        :meth:`gradflow.Attractor.to_dict`, or ``None``)."""
+        :meth:`gradflow.Attractor.metadata`, or ``None``)."""
         return {
             "parameters": list(self.param_names),
             "init": self.thetas[0].tolist(),
@@ -244,7 +244,7 @@ class Trajectory:
             "status": str(self.status),
             "converged": self.converged,
             "reached": self.reached,
-            "attractor": None if self.attractor is None else self.attractor.to_dict(),
+            "attractor": None if self.attractor is None else self.attractor.metadata(),
             "kink": self.kink,
         }
 

@@ -136,7 +136,7 @@ class Region:
         """``", a = 0.5, b = 0"``: the values off the plane, for titles (empty on a plane)."""
         return "".join(f", {k} = {v:g}" for k, v in self.fixed.items())
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"plane", "box", "grid", "fixed"}``."""
         return {
             "plane": list(self.plane),

@@ -237,7 +237,7 @@ class Portrait(OnRegion):
         record: dict[str, Any] = {
             **self.landscape.describe(),
             "references": getattr(self.landscape, "references", {}),
-            **self.region.to_dict(),
+            **self.region.metadata(),
             **critical,
         }
         if self.basin_map is not None:

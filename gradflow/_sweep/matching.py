@@ -67,7 +67,7 @@ class AttractorTrack:
     ids: np.ndarray
     fractions: np.ndarray
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "set", "kind", "ids", "fractions"}``."""
         return {
             "id": self.id,

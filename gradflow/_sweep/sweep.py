@@ -37,9 +37,11 @@ from .._landscape.base import Landscape
 from .._landscape.region import OnRegion, Region
 from .._output.io import package_versions, to_jsonable
 from .._output.memory import check_memory, sweep_memory
+from .._symbolic.closed_forms import CriticalSetSpec, closed_form_specs
 from .._symbolic.facts import degenerate_set_values, singular_critical_points
-from .._symbolic.model import BoundModel, CriticalSetSpec, ReducedModel, closed_form_specs
-from .continuation import Bifurcation, Branch, CellPoints, follow_branches
+from .._symbolic.model import BoundModel, ReducedModel
+from .branches import Bifurcation, Branch, CellPoints
+from .continuation import follow_branches
 from .matching import AttractorTrack, cell_attractors, match_attractors
 
 __all__ = ["Sweep", "SweepCell", "follow", "remove_checkpoint", "sweep"]
@@ -156,7 +158,7 @@ class Sweep(OnRegion):
         return sweep_figure(
             {k: np.asarray(v) for k, v in self.axes.items()},
             fractions,
-            [b.to_dict() for b in self.bifurcations],
+            [b.metadata() for b in self.bifurcations],
             f"{self.model}: sweep over {shape}, {self.grid} × {self.grid} grid each",
         )
 
@@ -172,9 +174,9 @@ class Sweep(OnRegion):
             "fixed": self.fixed,
             "cells": [cell.record for cell in self.cells],
             "transitions": self.transitions(),
-            "branches": [b.to_dict() for b in self.branches],
-            "bifurcations": [b.to_dict() for b in self.bifurcations],
-            "attractor_tracks": [t.to_dict() for t in self.attractor_tracks],
+            "branches": [b.metadata() for b in self.branches],
+            "bifurcations": [b.metadata() for b in self.bifurcations],
+            "attractor_tracks": [t.metadata() for t in self.attractor_tracks],
         }
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -509,7 +511,7 @@ def _cell(landscape: Landscape, region: Region) -> SweepCell:
             **values,
             "fractions": bm.fractions(),
             "attractors": [
-                {k: v for k, v in a.to_dict().items() if k != "equation"} for a in bm.attractors
+                {k: v for k, v in a.metadata().items() if k != "equation"} for a in bm.attractors
             ],
             "critical_sets": [
                 {

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import sympy as sp
 
 from .._landscape.base import GradientField
-from .lowering import lambdify_jax, lambdify_numpy, stabilize
+from .lowering import lambdify_jax, lambdify_numpy
+from .stabilize import stabilize
 
 __all__ = ["CompiledLoss", "compile_loss"]
 

@@ -16,8 +16,8 @@ import sympy as sp
 
 from .._errors import GradflowError
 from .._output.text import shorten
+from .functions import LogAddExp, LogSigmoid, Sigmoid, Softplus
 from .grammar import check_names, read
-from .lowering import LogAddExp, LogSigmoid, Sigmoid, Softplus
 from .model import ReducedModel
 
 __all__ = ["FUNCTIONS", "loss_model", "parse_loss"]

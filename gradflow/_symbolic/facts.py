@@ -32,8 +32,8 @@ import numpy as np
 import sympy as sp
 
 from .budget import OutOfTime, within
+from .functions import LogAddExp, LogSigmoid, Sigmoid, Softplus
 from .interval import complex_enclosure
-from .lowering import LogAddExp, LogSigmoid, Sigmoid, Softplus
 
 __all__ = [
     "NONSMOOTH_FUNCTIONS",

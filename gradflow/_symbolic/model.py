@@ -30,6 +30,14 @@ from .._landscape.base import (
     host_cast,
     padded_call,
 )
+from .closed_forms import (
+    ClosedFormPiece,
+    CriticalSetSpec,
+    family_names,
+    piece_functions,
+    solved,
+    solved_specs,
+)
 from .compiled import CompiledLoss, compile_loss
 from .facts import (
     gradient_jumps,
@@ -39,39 +47,14 @@ from .facts import (
     nonnegative,
     nonsmooth_atoms,
     readable,
-    solve_gradient,
 )
-from .lowering import lambdify_jax, lambdify_numpy, stabilize
+from .lowering import lambdify_jax, lambdify_numpy
+from .stabilize import stabilize
 
-__all__ = ["BoundModel", "CriticalSetSpec", "ReducedModel", "closed_form_specs", "show_domain"]
+__all__ = ["BoundModel", "ReducedModel", "show_domain"]
 
-IMAG_TOL = 1e-9
-"""A closed-form value evaluated in complex arithmetic is real where its imaginary part is at
-most this times ``max(1, |real part|)`` (rounding of complex intermediates is ~1e-16)."""
 KINK_TOL = 1e-6
 """A point is on a kink when the kink function is within this of 0 (relative to ``max(1, |θ|)``)."""
-
-
-@dataclass(frozen=True, eq=False)
-class CriticalSetSpec:
-    """A critical set of ``L`` known in closed form, written as a graph over free coordinates.
-
-    Args:
-        name: short name shown in reports and legends, e.g. ``"Γ*"`` or ``"e = 0"``.  Pieces that
-            share a name and turn out to have the same kind are reported as one set.
-        solution: the dependent parameters as SymPy expressions of the free parameters and the
-            hyperparameters, e.g. ``{e: 0}`` for the line ``e = 0``.  Parameters not in
-            ``solution`` are free; their number is the dimension of the set.
-        condition: where on that graph the set lies (a SymPy boolean in ``θ`` and ``h``),
-            e.g. ``w > -1/sqrt(2)``.  Points where it is false, or where ``solution`` is not real,
-            are not on the set.
-        equation: a human-readable equation, e.g. ``"e²(1 + 2w|w|) = c*"``.
-    """
-
-    name: str
-    solution: Mapping[sp.Symbol, sp.Expr]
-    condition: sp.Basic = sp.true
-    equation: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -296,102 +279,6 @@ def show_domain(domain: sp.Set) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class _ClosedFormPiece:
-    """A :class:`CriticalSetSpec` at fixed hyperparameters, evaluated with NumPy.
-
-    Implements the engine's ``ClosedForm`` protocol.
-    """
-
-    name: str
-    equation: str | None
-    free: tuple[int, ...]
-    dependent: tuple[int, ...]
-    values: Callable[..., Any]
-    condition: Callable[..., Any]
-    hyper: tuple[float, ...]
-    dim: int
-
-    def complete(self, free_points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Full points ``(n, dim)`` from free coordinates ``(n, n_free)``, and where the
-        piece's condition holds and its values are real."""
-        n = free_points.shape[0]
-        points = np.empty((n, self.dim))
-        points[:, list(self.free)] = free_points
-        with np.errstate(all="ignore"):
-            points[:, list(self.dependent)] = self._dependent(free_points)
-            ok = np.broadcast_to(self.condition(*points.T, *self.hyper), (n,)).astype(bool)
-        return points, ok
-
-    def _dependent(self, free_points: np.ndarray) -> np.ndarray:
-        """The dependent coordinates over ``free_points``, shape ``(n, len(dependent))``, NaN
-        where they are not real.
-
-        Where the real evaluation is not a real number, the values are evaluated again in
-        complex arithmetic and kept where their imaginary part is rounding
-        (:data:`IMAG_TOL`): ``sympy.solve`` writes the three real roots of a cubic with
-        complex cube roots (``(27/2 + 27√3 i/2)^{1/3}``; at a hyperparameter value,
-        ``√(729a² − 2916)`` of a negative number), whose sum is real."""
-        n = free_points.shape[0]
-        dep = self.values(*free_points.T, *self.hyper)
-        columns = np.stack([np.broadcast_to(np.asarray(d), (n,)) for d in dep], axis=1)
-        unreal = np.iscomplex(columns).any(axis=1) | ~np.isfinite(columns).all(axis=1)
-        out = np.where(unreal[:, None], np.nan, np.real(columns))
-        if unreal.any():
-            m = int(unreal.sum())
-            z = free_points[unreal].T.astype(complex)
-            values = self.values(*z, *(complex(h) for h in self.hyper))
-            again = np.stack([np.broadcast_to(np.asarray(v, complex), (m,)) for v in values], 1)
-            real = np.abs(again.imag) <= IMAG_TOL * np.maximum(1.0, np.abs(again.real))
-            out[unreal] = np.where(real, again.real, np.nan)
-        return out
-
-
-@functools.cache
-def _piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, Any]:
-    """NumPy ``g(free θ…, h…)`` (list of dependents) and the condition ``c(θ…, h…)``."""
-    free = [s for s in model.params if s not in spec.solution]
-    dependent = [s for s in model.params if s in spec.solution]
-    values = sp.lambdify(
-        (*free, *model.hyperparams), [spec.solution[s] for s in dependent], modules="numpy"
-    )
-    condition = sp.lambdify((*model.params, *model.hyperparams), spec.condition, modules="numpy")
-    return values, condition
-
-
-@functools.cache
-def _solved(model: ReducedModel) -> tuple[tuple[CriticalSetSpec, ...], str | None]:
-    """``sympy.solve(∇L = 0)`` solutions beyond the declared sets, as specs, and why there are
-    none where its time budget ran out."""
-    declared = [dict(spec.solution) for spec in model.critical_sets]
-    solved = solve_gradient(model.params, model.loss, declared)
-    specs = tuple(CriticalSetSpec("sympy.solve", solution) for solution in solved.solutions)
-    return specs, solved.caveat
-
-
-def _solved_specs(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:
-    """``sympy.solve(∇L = 0)`` solutions beyond the declared sets, as specs."""
-    return _solved(model)[0]
-
-
-def closed_form_specs(model: ReducedModel) -> tuple[tuple[str, CriticalSetSpec], ...]:
-    """Each closed-form spec (declared, then solved) with the name of its family, the name a
-    set keeps across a sweep (:attr:`BoundModel.set_families`)."""
-    return tuple(zip(_family_names(model), (*model.critical_sets, *_solved_specs(model))))
-
-
-@functools.cache
-def _family_names(model: ReducedModel) -> tuple[str, ...]:
-    """The name of each closed-form spec (declared, then solved) with the hyperparameters left
-    as symbols."""
-    return tuple(
-        spec.name
-        if spec.name != "sympy.solve"
-        else ", ".join(f"{k} = {v}" for k, v in spec.solution.items())
-        for spec in (*model.critical_sets, *_solved_specs(model))
-    )
-
-
-@dataclass(frozen=True, eq=False)
 class BoundModel(Landscape):
     """A :class:`ReducedModel` at validated hyperparameter values: a :class:`~gradflow.Landscape`.
 
@@ -491,7 +378,7 @@ class BoundModel(Landscape):
     def symbolic_caveats(self) -> tuple[str, ...]:
         """The symbolic steps that ran out of their time budget, each with what it costs the
         report (:mod:`gradflow._symbolic.budget`)."""
-        caveats = [_solved(self.model)[1], jumps(self.model.params, self.model.loss)[1]]
+        caveats = [solved(self.model)[1], jumps(self.model.params, self.model.loss)[1]]
         if self.model.global_min_loss is None:
             caveats.append(nonnegative(self._loss_at_values)[1])
         return tuple(c for c in caveats if c is not None)
@@ -535,9 +422,9 @@ class BoundModel(Landscape):
         return padded_call(self.compiled.invariants[name], theta, self.dim, (), self.h)
 
     @functools.cached_property
-    def closed_forms(self) -> tuple[_ClosedFormPiece, ...]:
+    def closed_forms(self) -> tuple[ClosedFormPiece, ...]:
         """The declared critical sets and those ``sympy.solve`` finds, at these values."""
-        specs = (*self.model.critical_sets, *_solved_specs(self.model))
+        specs = (*self.model.critical_sets, *solved_specs(self.model))
         return tuple(self._piece(spec) for spec in specs)
 
     @functools.cached_property
@@ -547,16 +434,16 @@ class BoundModel(Landscape):
         follows a set across a sweep.  Where pieces meet at one value and share a report name
         there, the first piece names them."""
         families: dict[str, str] = {}
-        for piece, family in zip(self.closed_forms, _family_names(self.model)):
+        for piece, family in zip(self.closed_forms, family_names(self.model)):
             families.setdefault(piece.name, family)
         return families
 
-    def _piece(self, spec: CriticalSetSpec) -> _ClosedFormPiece:
-        values, condition = _piece_functions(self.model, spec)
+    def _piece(self, spec: CriticalSetSpec) -> ClosedFormPiece:
+        values, condition = piece_functions(self.model, spec)
         equation = spec.equation or ", ".join(
             f"{k} = {readable(v, self._subs)}" for k, v in spec.solution.items()
         )
-        return _ClosedFormPiece(
+        return ClosedFormPiece(
             name=spec.name if spec.name != "sympy.solve" else f"sympy.solve: {equation}",
             equation=equation,
             free=tuple(i for i, s in enumerate(self.model.params) if s not in spec.solution),

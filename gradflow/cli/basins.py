@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
             critical=bm.critical,
             metric=args.metric,
         )
-        metadata["convergence"] = study.to_dict()
+        metadata["convergence"] = study.metadata()
         text += f"\n\n{study.text()}"
     save_and_report(
         args,

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             **model.describe(),
             **trajectory.metadata(),
             "metric": args.metric,
-            "solver": options.to_dict(),
+            "solver": options.metadata(),
         },
         text=f"{model.title}: flow from ({start})\n{trajectory.text()}",
         notes=model.notes,
