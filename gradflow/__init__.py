@@ -38,7 +38,6 @@ _EXPORTS = {
     "default_basin_options": "._basins.basins",
     "Region": "._landscape.region",
     "grid_axis": "._landscape.region",
-    "widened_bounds": "._basins.basins",
     "FlowEndpoints": "._flow.batched",
     "run_cells": "._cells.cells",
     "Certificate": "._critical.certify",
@@ -134,7 +133,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._basins.basin_map import LABELS, BasinMap, FractionError, Label
-    from ._basins.basins import basins, default_basin_options, widened_bounds
+    from ._basins.basins import basins, default_basin_options
     from ._basins.convergence import BasinConvergence, basin_convergence
     from ._cells.cells import run_cells
     from ._critical.attractors import Attractor, AttractorIndex
@@ -273,5 +272,4 @@ __all__ = [
     "save_with_data",
     "show_domain",
     "to_jsonable",
-    "widened_bounds",
 ]

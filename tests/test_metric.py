@@ -125,7 +125,12 @@ def test_canonical_separatrix_in_a_diagonal_metric_is_a_level_set_of_the_rescale
         return g_e * e**2 - g_w * (w**2 + np.sign(w) * np.log(np.abs(w)))
 
     model = markov.canonical(p=0.5, q=0.8)
-    portrait = gf.portrait(model, show_basins=False, metric=metric, box=(-2.5, 0.0, -1.6, 1.6))
+    portrait = gf.portrait(
+        model,
+        region=gf.Region.of(model, box=(-2.5, 0.0, -1.6, 1.6)),
+        show_basins=False,
+        metric=metric,
+    )
     level = energy(0.0, -1 / math.sqrt(2))
     assert len(portrait.separatrix) >= 2 and portrait.euclidean_separatrix
     for line in portrait.separatrix:
@@ -155,7 +160,7 @@ def test_an_endpoint_on_a_closed_form_line_beyond_the_searched_box_is_that_line(
     a new one "found by the flow"."""
     m = markov.canonical(0.7, 0.6)
     land = gf.in_metric(m, "induced")
-    sets = gf.critical_sets(m, bounds=gf.widened_bounds(m, {"w": (-3, 3), "e": (-3, 3)}))
+    sets = gf.critical_sets(m, box=gf.Region.of(m, box=(-3, 3, -3, 3)).search_box(m))
     index = gf.AttractorIndex(land, sets, sets.box)
     known = len(index.attractors)
     (right,) = index.add_found(land, np.array([[0.0, 7.5]]), sets.global_min_loss)

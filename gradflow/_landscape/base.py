@@ -215,6 +215,42 @@ class Landscape(Protocol):
         self.index(name)
         return DEFAULT_BOUND
 
+    def search_box(
+        self,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        fixed: Mapping[str, float] | None = None,
+        widen: float = 0.0,
+    ) -> np.ndarray:
+        """A box of parameter space by name: what :func:`gradflow.critical_sets` searches.
+
+        Args:
+            bounds: ``{name: (lo, hi)}`` for some parameters; every other keeps its default
+                range (:meth:`bound`).
+            fixed: ``{name: value}``: parameters pinned at a value (``lo == hi``), a slice.
+            widen: each free range widened by this many times its width on each side.
+
+        Returns:
+            shape ``(dim, 2)``, rows ``(lo, hi)`` in the order of :attr:`param_names`.
+
+        Raises:
+            GradflowError: ``bounds`` not a mapping of ``name: (lo, hi)``, an unknown name,
+                ``lo ≥ hi`` or a bound that is not finite, or a fixed value that is not finite.
+        """
+        from .region import check_range
+
+        ranges = _bounds_mapping(self, bounds)
+        for name in [*ranges, *(fixed or {})]:
+            self.index(name)
+        box = np.array([ranges.get(n, self.bound(n)) for n in self.param_names], dtype=float)
+        for name, (lo, hi) in zip(self.param_names, box):
+            check_range(name, lo, hi)
+        box += widen * (box[:, 1] - box[:, 0])[:, None] * np.array([-1.0, 1.0])
+        for name, value in (fixed or {}).items():
+            if not np.isfinite(float(value)):
+                raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+            box[self.index(name)] = float(value)
+        return box
+
     @property
     def declared_scales(self) -> tuple[float, float] | None:
         """``(ℓ, g)``, the length and gradient scales the landscape fixes itself instead of
@@ -301,3 +337,40 @@ class Landscape(Protocol):
             "parameters": list(self.param_names),
             "hyperparameters": dict(self.hyperparameters),
         }
+
+
+def _bounds_mapping(
+    landscape: Landscape, bounds: Mapping[str, tuple[float, float]] | None
+) -> dict[str, tuple[float, float]]:
+    """``bounds`` checked to be ``{name: (lo, hi)}`` with two numbers each.
+
+    Raises:
+        GradflowError: anything else, in one line that shows the expected form with this
+            landscape's names (a plane box ``(xmin, xmax, ymin, ymax)``, the box of a
+            :class:`gradflow.Region`, is named as such).
+    """
+    names = landscape.param_names
+    example = "{" + ", ".join(f"{n!r}: (-3, 3)" for n in names[:2]) + "}"
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        plane = (
+            "; a plane box (xmin, xmax, ymin, ymax) is the box of a Region"
+            if isinstance(bounds, (tuple, list))
+            and len(bounds) == 4
+            and all(isinstance(v, (int, float)) for v in bounds)
+            else ""
+        )
+        raise GradflowError(
+            f"bounds must map parameter names to (lo, hi), e.g. {example}; got {bounds!r}{plane}"
+        )
+    out = {}
+    for name, pair in bounds.items():
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise GradflowError(
+                f"bounds[{name!r}] = {pair!r}: expected (lo, hi), e.g. {example}"
+            ) from None
+        out[name] = (lo, hi)
+    return out
