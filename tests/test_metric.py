@@ -104,7 +104,8 @@ def test_constant_diagonal_metric_is_euclidean_flow_of_rescaled_coordinates(doub
 def test_basins_in_a_metric_keep_the_attractors_and_name_the_metric():
     land = gf.JaxLandscape(double_well, ("x", "y"))
     options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12)
-    kwargs = {"grid": 7, "box": (-1.5, 1.5, -1.5, 1.5), "options": options, "progress": False}
+    region = gf.Region.of(land, 7, box=(-1.5, 1.5, -1.5, 1.5))
+    kwargs = {"region": region, "options": options, "progress": False}
     plain = gf.basins(land, **kwargs)
     bent = gf.basins(land, metric=diagonal_metric, critical=plain.critical, **kwargs)
     assert bent.metric == "diagonal_metric" and plain.metric == "euclidean"
@@ -168,3 +169,43 @@ def test_an_endpoint_on_a_closed_form_line_beyond_the_searched_box_is_that_line(
     assert len(index.attractors) == known
     assert index.attractors[right].kind == "local_min" and index.attractors[right].set == "e = 0"
     assert index.attractors[left].kind == "local_max" and index.attractors[left].set == "e = 0"
+
+
+def test_a_landscape_must_provide_its_five_abstract_members() -> None:
+    """``Landscape`` is an abstract base class: the loss, its gradient, its Hessian, the
+    parameter names and the field are what every loss provides; a subclass missing one is
+    refused when it is made, not when an algorithm first asks for it."""
+
+    class NoHessian(gf.Landscape):
+        param_names = ("x",)
+
+        def loss(self, theta):
+            return np.sum(np.asarray(theta) ** 2, axis=-1)
+
+        def grad(self, theta):
+            return 2 * np.asarray(theta)
+
+        @property
+        def field(self):
+            return gf.GradientField.from_loss(lambda t, a: jnp.sum(t**2))
+
+    with pytest.raises(TypeError, match="hessian"):
+        NoHessian()
+
+
+def test_the_metric_wrapper_forwards_every_member_and_owns_the_flow() -> None:
+    """Every member of ``Landscape`` is written out in ``MetricLandscape`` (none reached by a
+    fallback lookup), and on L = (x² − 1)² + y² with G = diag(2, 1) the wrapper gives the
+    base's L and ∇L while its flow's velocity is −G⁻¹∇L (its field's ``−grad``): at (0.5, 1), ∇L = (4x(x² − 1), 2y) =
+    (−1.5, 2), so the velocity is (0.75, −2)."""
+    members = {n for n in dir(gf.Landscape) if not n.startswith("_")}
+    assert members <= set(vars(gf.MetricLandscape)), members - set(vars(gf.MetricLandscape))
+    base = gf.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
+    flows = gf.in_metric(base, lambda t, a: jnp.diag(jnp.array([2.0, 1.0])), name="G")
+    point = np.array([0.5, 1.0])
+    assert isinstance(flows, gf.Landscape) and flows.metric_name == "G"
+    assert flows.loss(point) == pytest.approx(0.5625 + 1.0)
+    np.testing.assert_allclose(flows.grad(point), [-1.5, 2.0])
+    velocity = -np.asarray(flows.field.grad(jnp.asarray(point), flows.args))
+    np.testing.assert_allclose(velocity, [0.75, -2.0])
+    assert flows.invariant_names == () and base.metric_name == "euclidean"

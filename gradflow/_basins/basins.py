@@ -175,7 +175,7 @@ def basins(
         critical=critical,
         options=stages,
         shortcut=level is not None,
-        metric=getattr(landscape, "metric_name", "euclidean"),
+        metric=landscape.metric_name,
     )
 
 

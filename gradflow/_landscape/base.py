@@ -1,16 +1,19 @@
-"""What the engine's algorithms need of a loss: the :class:`Landscape` protocol.
+"""What the engine's algorithms need of a loss: the :class:`Landscape` base class.
 
 A landscape is a loss ``L(θ)`` over a few named scalar parameters ``θ``.  Critical sets, flows,
-basins, separatrices and portraits are written against this protocol alone, so they work the
-same for a reduced model declared in SymPy (:class:`gradflow.BoundModel`) and for a loss written
-directly in JAX (:class:`gradflow.JaxLandscape`).
+basins, separatrices and portraits are written against this class alone, so they work the
+same for a reduced model declared in SymPy (:class:`gradflow.BoundModel`), a loss written
+directly in JAX (:class:`gradflow.JaxLandscape`) and a flow in a metric
+(:class:`gradflow.MetricLandscape`).
 
-For implementers: provide ``param_names``, ``loss``, ``grad``, ``hessian`` and ``field``;
-everything else has a default here (subclass :class:`Landscape` explicitly to inherit them).
+For implementers: subclass :class:`Landscape` and provide its five abstract members,
+``param_names``, ``loss``, ``grad``, ``hessian`` and ``field``; every other member has a
+default here (a landscape that knows nothing more of its loss keeps them).
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -122,30 +125,35 @@ class ClosedForm(Protocol):
         ...
 
 
-class Landscape(Protocol):
+class Landscape(abc.ABC):
     """A loss ``L(θ)`` over named scalar parameters; batched evaluation in NumPy.
 
     Points are arrays of shape ``(..., dim)`` in the order of :attr:`param_names`; ``loss``
     returns shape ``(...)``, ``grad`` ``(..., dim)``, ``hessian`` ``(..., dim, dim)``.
+
+    Abstract: :attr:`param_names`, :meth:`loss`, :meth:`grad`, :meth:`hessian` and
+    :attr:`field`, what every loss must provide; the other members are what a loss may know
+    of itself (closed-form critical sets, conserved quantities, kinks, ranges, names), with
+    defaults that claim nothing.
     """
 
     @property
+    @abc.abstractmethod
     def param_names(self) -> tuple[str, ...]:
         """Parameter names in the order of ``θ``."""
-        ...
 
+    @abc.abstractmethod
     def loss(self, theta: Any) -> np.ndarray:
         """``L(θ)``, shape ``(...)``."""
-        ...
 
+    @abc.abstractmethod
     def grad(self, theta: Any) -> np.ndarray:
         """``∇L(θ)``, shape ``(..., dim)``."""
-        ...
 
+    @abc.abstractmethod
     def hessian(self, theta: Any) -> np.ndarray:
         """``∇²L(θ)``, shape ``(..., dim, dim)``; may hold NaN where the loss is not twice
         differentiable in floating point (the classification then falls back)."""
-        ...
 
     def point_grad(self, theta: np.ndarray) -> np.ndarray:
         """``∇L`` at one point ``θ`` of shape ``(dim,)``: the per-point path of root finders,
@@ -158,9 +166,10 @@ class Landscape(Protocol):
         return self.hessian(theta)
 
     @property
+    @abc.abstractmethod
     def field(self) -> GradientField:
-        """The loss and gradient as JAX functions of ``(θ, args)`` for the integrators."""
-        ...
+        """The loss and gradient as JAX functions of ``(θ, args)`` for the integrators (the
+        flow's: in a metric, ``grad`` is ``G⁻¹∇L``)."""
 
     @property
     def args(self) -> Any:
@@ -187,6 +196,18 @@ class Landscape(Protocol):
     def hyperparameters(self) -> Mapping[str, float]:
         """Hyperparameter values by name (empty for a landscape without any)."""
         return {}
+
+    @property
+    def references(self) -> Mapping[str, float]:
+        """Closed-form reference quantities at these hyperparameters (``entropy_rate``,
+        ``global_min_loss``, in the loss's unit) that reports print; empty by default."""
+        return {}
+
+    @property
+    def metric_name(self) -> str:
+        """The metric of the flow ``dθ/dt = -G⁻¹∇L`` that :attr:`field` integrates:
+        ``"euclidean"`` (``G = I``) unless the landscape is a flow in a metric."""
+        return "euclidean"
 
     @property
     def plane(self) -> tuple[str, str]:

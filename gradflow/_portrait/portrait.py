@@ -22,7 +22,7 @@ from .._critical.sets import CriticalSets
 from .._errors import GradflowError
 from .._flow.integrate import FlowOptions
 from .._landscape.base import Landscape
-from .._landscape.metric import Metric, in_metric, velocity
+from .._landscape.metric import Metric, MetricLandscape, in_metric, velocity
 from .._landscape.region import OnRegion, Region
 from .._output.draw import (
     draw_basins,
@@ -171,7 +171,8 @@ class Portrait(OnRegion):
     @property
     def _metric_name(self) -> str | None:
         """The flow's metric for the legend, ``None`` for the Euclidean one."""
-        return getattr(self.landscape, "metric_name", None)
+        name = self.landscape.metric_name
+        return None if name == "euclidean" else name
 
     def shown(self) -> CriticalSets:
         """The critical sets with a point inside the drawn box (the portrait computes them in a
@@ -236,7 +237,7 @@ class Portrait(OnRegion):
         ]
         record: dict[str, Any] = {
             **self.landscape.describe(),
-            "references": getattr(self.landscape, "references", {}),
+            "references": dict(self.landscape.references),
             **self.region.to_dict(),
             **critical,
         }
@@ -328,7 +329,7 @@ def portrait(
         name = flows.invariant_names[0]
         with np.errstate(all="ignore"):
             invariant = (name, flows.invariant(name, stream_points))
-    base = getattr(flows, "base", None)
+    base = flows.base if isinstance(flows, MetricLandscape) else None
     reach = (*box[ix], *box[iy])
     return Portrait(
         landscape=flows,
