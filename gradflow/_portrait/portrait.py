@@ -177,8 +177,7 @@ class Portrait(OnRegion):
     def shown(self) -> CriticalSets:
         """The critical sets with a point inside the drawn box (the portrait computes them in a
         wider box, to name what trajectories leaving it reach)."""
-        box = np.array([self.landscape.bound(n) for n in self.landscape.param_names], dtype=float)
-        box[:, 0], box[:, 1] = -np.inf, np.inf
+        box = np.tile([-np.inf, np.inf], (self.landscape.dim, 1))
         for name, value in self.fixed.items():
             box[self.landscape.index(name)] = value
         box[self.plane_order[0]] = self.box[:2]
