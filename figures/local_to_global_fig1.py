@@ -89,12 +89,17 @@ def _tag(p: float, q: float) -> str:
 
 def compute(config: Config) -> Data:
     """The portrait (flow, energy levels, basins on a ``grid × grid`` grid) of each case."""
-    from gradflow import portrait
+    from gradflow import Region, portrait
     from gradflow.models import markov
 
     return Data(
         config=config,
-        portraits=tuple(portrait(markov.canonical(p, q), grid=config.grid) for p, q in CASES),
+        portraits=tuple(
+            portrait(
+                markov.canonical(p, q), region=Region.of(markov.canonical(p, q), grid=config.grid)
+            )
+            for p, q in CASES
+        ),
     )
 
 

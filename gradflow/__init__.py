@@ -37,7 +37,6 @@ _EXPORTS = {
     "default_basin_options": "._basins.basins",
     "Region": "._landscape.region",
     "grid_axis": "._landscape.region",
-    "widened_bounds": "._basins.basins",
     "run_cells": "._cells.cells",
     "certify": "._critical.certify",
     "KINDS": "._critical.classify",
@@ -122,7 +121,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ._basins.basin_map import LABELS, BasinMap, FractionError, Label
-    from ._basins.basins import basins, default_basin_options, widened_bounds
+    from ._basins.basins import basins, default_basin_options
     from ._basins.convergence import basin_convergence
     from ._cells.cells import run_cells
     from ._critical.attractors import Attractor, AttractorIndex
@@ -248,5 +247,4 @@ __all__ = [
     "slide",
     "SlideResult",
     "to_jsonable",
-    "widened_bounds",
 ]

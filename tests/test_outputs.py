@@ -96,5 +96,5 @@ def test_python_refuses_a_basin_map_beyond_memory_before_allocating_it(monkeypat
     landscape = gradflow.loss_model("x**2 + y**2").bind()
     start = time.perf_counter()
     with pytest.raises(GradflowError, match=r"^grid 200000 × 200000 needs about 7\.\d+e\+04 GiB"):
-        gradflow.basins(landscape, grid=200000)
+        gradflow.basins(landscape, region=gradflow.Region.of(landscape, grid=200000))
     assert time.perf_counter() - start < 5.0

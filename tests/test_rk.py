@@ -23,7 +23,16 @@ import numpy as np
 import pytest
 
 import gradflow._flow.batched as batched
-from gradflow import FlowOptions, GradflowError, JaxLandscape, Status, basins, flow, flow_endpoints
+from gradflow import (
+    FlowOptions,
+    GradflowError,
+    JaxLandscape,
+    Region,
+    Status,
+    basins,
+    flow,
+    flow_endpoints,
+)
 from gradflow._flow.rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
 from gradflow.models import markov
 
@@ -118,9 +127,9 @@ def test_float32_steps_are_the_steps_diffrax_takes(monkeypatch) -> None:
 
 def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> None:
     model = markov.canonical(0.7, 0.6)
-    ours = basins(model, grid=31, box=(-3, 3, -3, 3), progress=False)
+    ours = basins(model, region=Region.of(model, grid=31, box=(-3, 3, -3, 3)), progress=False)
     monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
-    reference = basins(model, grid=31, box=(-3, 3, -3, 3), progress=False)
+    reference = basins(model, region=Region.of(model, grid=31, box=(-3, 3, -3, 3)), progress=False)
     np.testing.assert_array_equal(ours.labels, reference.labels)
     np.testing.assert_array_equal(ours.attractor_ids, reference.attractor_ids)
     converged = ours.mask("local_min")

@@ -15,14 +15,13 @@ is found is integrated on to its end.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from .._critical.attractors import AttractorIndex
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
-from .._errors import GradflowError
 from .._flow.batched import FlowEndpoints
 from .._flow.flows import flow_endpoints
 from .._flow.integrate import FlowOptions, Status
@@ -45,7 +44,6 @@ __all__ = [
     "default_basin_options",
     "fast_basin_options",
     "region_of",
-    "widened_bounds",
 ]
 
 
@@ -61,10 +59,6 @@ def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
 def basins(
     landscape: Landscape,
     *,
-    grid: int | tuple[int, int] | None = None,
-    box: Sequence[float] | None = None,
-    fixed: Mapping[str, float] | None = None,
-    plane: tuple[str, str] | None = None,
     region: Region | None = None,
     options: FlowOptions | Sequence[FlowOptions] | None = None,
     critical: CriticalSets | None = None,
@@ -85,17 +79,12 @@ def basins(
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
-        grid: points per axis of the grid of initial points: ``N`` for ``N × N`` (default 101),
-            or ``(nx, ny)``; endpoints included (:func:`gradflow.grid_axis`: exactly symmetric
-            on an axis symmetric about 0).
-        box: its ``(xmin, xmax, ymin, ymax)`` (default the landscape's bounds of the plane).
-        fixed: values of the parameters off the plane (default 0).
-        plane: the two parameters on its axes (default ``landscape.plane``).
-        region: the grid, box, values and plane as one :class:`gradflow.Region`, instead of
-            the four arguments above.
+        region: the grid of initial points, its box and plane and the values off the plane
+            (:class:`gradflow.Region`; default ``Region.of(landscape)``: 101 × 101 points of
+            the landscape's box on its plane, every other parameter 0).
         options: integration stages (default :func:`default_basin_options`).
-        critical: critical sets to label with (default: :func:`critical_sets` over the box
-            widened by half its size, since trajectories may end outside it).
+        critical: critical sets to label with (default: :func:`critical_sets` in the region's
+            search box, :meth:`gradflow.Region.search_box`).
         progress: progress bar (default: shown once the integration has run 1.5 s).
         float32_first: the float32 first pass (default: with the default options only).
         metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`);
@@ -105,11 +94,10 @@ def basins(
         The map: attractor ids and labels by kind, stopping times and endpoints.
 
     Raises:
-        GradflowError: an invalid grid, box, plane or fixed value (one line naming it, see
-            :func:`gradflow.Region`), ``region`` given with any of them, or a grid whose map
-            needs more than half of the memory available now (:func:`gradflow.basin_memory`).
+        GradflowError: a region over other parameters than the landscape's, or a grid whose
+            map needs more than half of the memory available now (:func:`gradflow.basin_memory`).
     """
-    region = region_of(landscape, region, grid, box, fixed, plane)
+    region = region_of(landscape, region)
     nx, ny = region.grid
     check_memory(f"grid {nx} × {ny}", basin_memory((nx, ny), landscape.dim))
     thetas = region.points()
@@ -121,7 +109,7 @@ def basins(
         else ((options,) if isinstance(options, FlowOptions) else tuple(options))
     )
     if critical is None:
-        critical = critical_sets(landscape, bounds=widened_bounds(landscape, region.bounds()))
+        critical = critical_sets(landscape, box=region.search_box(landscape))
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     scale = loss_scales(landscape).loss
     level = shortcut_level(critical, scale) if landscape.sublevel_shortcut else None
@@ -187,39 +175,19 @@ def basins(
         critical=critical,
         options=stages,
         shortcut=level is not None,
-        metric=getattr(landscape, "metric_name", "euclidean"),
+        metric=landscape.metric_name,
     )
 
 
-def region_of(
-    landscape: Landscape,
-    region: Region | None,
-    grid: int | Sequence[int] | None,
-    box: Sequence[float] | None,
-    fixed: Mapping[str, float] | None,
-    plane: Sequence[str] | None,
-    default_grid: int = 101,
-) -> Region:
-    """``region``, or the :class:`Region` the keyword arguments describe (``grid`` defaulting
-    to ``default_grid``).
+def region_of(landscape: Landscape, region: Region | None, default_grid: int = 101) -> Region:
+    """``region``, or ``Region.of(landscape)`` on a ``default_grid × default_grid`` grid.
 
     Raises:
-        GradflowError: ``region`` with any of the others, or an invalid region.
+        GradflowError: a region over other parameters than the landscape's.
     """
     if region is None:
-        return Region.of(landscape, default_grid if grid is None else grid, box, fixed, plane)
-    given = [
-        k
-        for k, v in (("grid", grid), ("box", box), ("fixed", fixed), ("plane", plane))
-        if v is not None
-    ]
-    if given:
-        raise GradflowError(f"give region or {', '.join(given)}, not both")
-    if region.names != tuple(landscape.param_names):
-        raise GradflowError(
-            f"region over parameters {', '.join(region.names)}; the landscape's are "
-            f"{', '.join(landscape.param_names)}"
-        )
+        return Region.of(landscape, default_grid)
+    region.check_params(landscape)
     return region
 
 
@@ -309,15 +277,3 @@ def _attractor_ids(
     if len(stalled):
         ids[stalled] = settled(landscape, index, critical, endpoints[stalled])
     return ids, status, endpoints
-
-
-def widened_bounds(
-    landscape: Landscape, bounds: Mapping[str, tuple[float, float]]
-) -> dict[str, tuple[float, float]]:
-    """The box enlarged by half its size: trajectories may end outside the grid's box."""
-    out = {}
-    for name in landscape.param_names:
-        lo, hi = bounds.get(name, landscape.bound(name))
-        pad = 0.5 * (hi - lo)
-        out[name] = (float(lo - pad), float(hi + pad))
-    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from .._landscape.base import Landscape
 from .._landscape.metric import Metric
 from .._landscape.region import Region, nested_grids
 from .._output.text import TABLE_WIDTH, format_table
-from .basins import basins, default_basin_options, widened_bounds
+from .basins import basins, default_basin_options, region_of
 
 __all__ = [
     "CONVERGENCE_GRIDS",
@@ -136,9 +136,7 @@ def basin_convergence(
     *,
     grids: Sequence[int] = CONVERGENCE_GRIDS,
     tolerances: Sequence[float] = CONVERGENCE_TOLERANCES,
-    box: Sequence[float] | None = None,
-    fixed: Mapping[str, float] | None = None,
-    plane: tuple[str, str] | None = None,
+    region: Region | None = None,
     critical: CriticalSets | None = None,
     progress: bool | None = None,
     metric: str | Metric | None = None,
@@ -150,10 +148,9 @@ def basin_convergence(
         grids: points per axis, each nested in the finest (default :data:`CONVERGENCE_GRIDS`).
         tolerances: ``rtol`` of the float64 stages (:func:`tolerance_stages`; default
             :data:`CONVERGENCE_TOLERANCES`); every map has the float32 first pass.
-        box: the box, as for :func:`gradflow.basins`.
-        fixed: the values off the plane, as for :func:`gradflow.basins`.
-        plane: the plane, as for :func:`gradflow.basins`.
-        critical: the critical sets (default: searched once over the widened box).
+        region: the plane, box and values off the plane, as for :func:`gradflow.basins`; its
+            grid is replaced by the finest of ``grids`` (default ``Region.of(landscape)``).
+        critical: the critical sets (default: searched once in the region's search box).
         progress: progress bars of the maps.
         metric: the metric of the flow.
 
@@ -161,15 +158,15 @@ def basin_convergence(
         The shares (:class:`BasinConvergence`).
 
     Raises:
-        GradflowError: grids that are not nested, a tolerance that is not positive, or a bad
-            region.
+        GradflowError: grids that are not nested, a tolerance that is not positive, or a
+            region over other parameters than the landscape's.
     """
     grids = nested_grids(grids)
     if not tolerances or not all(t > 0 for t in tolerances):
         raise GradflowError(f"tolerances {list(tolerances)} must be positive numbers")
-    finest = Region.of(landscape, grids[-1], box, fixed, plane)
+    finest = region_of(landscape, region).with_grid(grids[-1])
     if critical is None:
-        critical = critical_sets(landscape, bounds=widened_bounds(landscape, finest.bounds()))
+        critical = critical_sets(landscape, box=finest.search_box(landscape))
     maps = [
         basins(
             landscape,

@@ -4,15 +4,16 @@ parameter (a fixed one pinned), and the probe of ``L → -∞`` along rays.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from .._errors import GradflowError
 from .._landscape.base import Landscape
+from .._landscape.region import check_range
 from .._landscape.scales import loss_scales
 
-__all__ = ["RAY_DIRECTIONS", "UNBOUNDED_LOSS", "bounded_below", "search_box"]
+__all__ = ["RAY_DIRECTIONS", "UNBOUNDED_LOSS", "bounded_below", "checked_box"]
 UNBOUNDED_LOSS = -1e6
 """``L`` below this times the loss scale far out along a ray, and still falling, is read as
 ``L → -∞``."""
@@ -20,68 +21,34 @@ RAY_DIRECTIONS = 32
 """Random directions (besides the ± coordinate axes) probed for ``L → -∞``."""
 
 
-def search_box(
-    landscape: Landscape,
-    overrides: Mapping[str, tuple[float, float]] | None,
-    fixed: Mapping[str, float] | None = None,
-) -> np.ndarray:
-    """Bounds as an array of shape ``(dim, 2)``; a fixed parameter has ``lo == hi``.
+def checked_box(landscape: Landscape, box: Any) -> np.ndarray:
+    """``box`` (default the landscape's ranges) checked to be a search box of ``landscape``.
+
+    Args:
+        landscape: the loss.
+        box: shape ``(dim, 2)``, rows ``(lo, hi)`` in parameter order, ``lo == hi`` to pin a
+            parameter; ``None`` for :meth:`~gradflow.Landscape.search_box` ``()``.
+
+    Returns:
+        A new float array of shape ``(dim, 2)``.
 
     Raises:
-        GradflowError: ``overrides`` not a mapping of ``name: (lo, hi)``, an unknown name,
-            ``lo ≥ hi``, or a fixed value that is not finite.
+        GradflowError: another shape, ``lo > hi``, or a bound that is not finite.
     """
-    overrides = _bounds_mapping(landscape, overrides)
-    for name in overrides:
-        landscape.index(name)
-    box = np.array(
-        [overrides.get(n, landscape.bound(n)) for n in landscape.param_names], dtype=float
-    )
-    for name, (lo, hi) in zip(landscape.param_names, box):
-        if not lo < hi:
-            raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}")
-    for name, value in (fixed or {}).items():
-        if not np.isfinite(float(value)):
-            raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
-        box[landscape.index(name)] = float(value)
-    return box
-
-
-def _bounds_mapping(
-    landscape: Landscape, bounds: Mapping[str, tuple[float, float]] | None
-) -> dict[str, tuple[float, float]]:
-    """``bounds`` checked to be ``{name: (lo, hi)}`` with two finite-or-infinite numbers each.
-
-    Raises:
-        GradflowError: anything else, in one line that shows the expected form with this
-            landscape's names (a plane box ``(xmin, xmax, ymin, ymax)``, which ``basins`` and
-            ``portrait`` take as ``box``, is named as such).
-    """
-    names = landscape.param_names
-    example = "{" + ", ".join(f"{n!r}: (-3, 3)" for n in names[:2]) + "}"
-    if bounds is None:
-        return {}
-    if not isinstance(bounds, Mapping):
-        plane = (
-            "; a plane box (xmin, xmax, ymin, ymax) is the box= of basins and portrait"
-            if isinstance(bounds, (tuple, list))
-            and len(bounds) == 4
-            and all(isinstance(v, (int, float)) for v in bounds)
-            else ""
-        )
+    if box is None:
+        return landscape.search_box()
+    out = np.array(box, dtype=float)
+    if out.shape != (landscape.dim, 2):
         raise GradflowError(
-            f"bounds must map parameter names to (lo, hi), e.g. bounds={example}; "
-            f"got {bounds!r}{plane}"
+            f"box of shape {out.shape}: expected ({landscape.dim}, 2), a row (lo, hi) per "
+            f"parameter ({', '.join(landscape.param_names)}); make one by name with "
+            "landscape.search_box(bounds, fixed)"
         )
-    out = {}
-    for name, pair in bounds.items():
-        try:
-            lo, hi = (float(v) for v in pair)
-        except (TypeError, ValueError):
-            raise GradflowError(
-                f"bounds[{name!r}] = {pair!r}: expected (lo, hi), e.g. bounds={example}"
-            ) from None
-        out[name] = (lo, hi)
+    for name, (lo, hi) in zip(landscape.param_names, out):
+        if lo != hi:
+            check_range(name, lo, hi)
+        elif not np.isfinite(lo):
+            raise GradflowError(f"box: {name} pinned at {lo:g} must be finite")
     return out
 
 

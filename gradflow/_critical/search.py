@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,7 @@ import numpy as np
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._output.text import format_point
-from .box import bounded_below, search_box
+from .box import bounded_below, checked_box
 from .certificate import Certificate
 from .certify import certify as certify_box
 from .classify import classify_points
@@ -51,8 +50,7 @@ __all__ = ["critical_sets"]
 def critical_sets(
     landscape: Landscape,
     *,
-    bounds: Mapping[str, tuple[float, float]] | None = None,
-    fixed: Mapping[str, float] | None = None,
+    box: Any = None,
     samples: int = 41,
     starts: int = 256,
     seed: int = 0,
@@ -62,11 +60,17 @@ def critical_sets(
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
-        bounds: ``{name: (lo, hi)}`` overriding the default range of some parameters.
-        fixed: ``{name: value}``: only the critical points on this slice of parameter space
-            (what a portrait of a slice draws).  Closed-form sets are sampled on the slice, and
-            the numerical search moves only the coordinates off it, asking for the whole
-            gradient to vanish.
+        box: where to search, shape ``(dim, 2)``: a row ``(lo, hi)`` per parameter in the
+            order of ``param_names`` (default the landscape's ranges).  A row with ``lo == hi``
+            pins its parameter: only the critical points on that slice of parameter space
+            (what a portrait of a slice draws); closed-form sets are sampled on the slice, and
+            the numerical search moves only the free coordinates, asking for the whole gradient
+            to vanish.  Made by name with :meth:`gradflow.Landscape.search_box` (``bounds``,
+            ``fixed``), or for a map by its region (:meth:`gradflow.Region.search_box`: the
+            map's box widened, since trajectories end outside it).  The search is not given a
+            ``Region`` itself: a region is a plane with the other parameters held at values,
+            while a search box bounds every parameter (a 3-parameter box is no region), and
+            the critical sets a map needs lie beyond its box.
         samples: sample points per free dimension on each closed-form set (fewer on sets of
             dimension 2 and more, so that a set has at most ``_pieces.MAX_SAMPLES`` points).
         starts: starting points of the numerical search (uniform in the bounds, seeded); no
@@ -76,7 +80,8 @@ def critical_sets(
         certify: prove by interval arithmetic that no critical point is missed
             (:func:`gradflow.certify`); a certified point the search missed is added (named
             ``"certified"``), and a point of the numerical search where the proof shows
-            ``∇L ≠ 0`` is dropped (the result's ``caveats`` say so).  Not on a slice.
+            ``∇L ≠ 0`` is dropped (the result's ``caveats`` say so).  Not on a slice (a box
+            with a pinned row).
 
     Returns:
         The sets ordered by kind (global minima first) and loss, with what is known of the
@@ -85,12 +90,12 @@ def critical_sets(
         arguments, the same result (its arrays are read-only).
 
     Raises:
-        GradflowError: a bound with ``lo ≥ hi``, an unknown name, a non-finite fixed value, or a
-            declared set on which ``∇L ≠ 0``; with ``certify``, a loss not known in SymPy, a
+        GradflowError: a box of another shape, with ``lo > hi`` or a bound that is not finite,
+            or a declared set on which ``∇L ≠ 0``; with ``certify``, a loss not known in SymPy, a
             slice, or a closed-form set's point where the certificate proves ``∇L ≠ 0``.
     """
-    box = search_box(landscape, bounds, fixed)
-    key = (box.tobytes(), samples, starts, seed, certify)  # the box pins the fixed values
+    box = checked_box(landscape, box)
+    key = (box.tobytes(), samples, starts, seed, certify)
     try:
         known = _KNOWN.setdefault(landscape, {})
     except TypeError:  # a landscape that is not hashable or not weakly referenceable

@@ -86,8 +86,7 @@ def _lipschitz(landscape: Landscape) -> bool:
 
 def _sets_in(landscape: Landscape, box: np.ndarray) -> CriticalSets:
     """The critical sets in ``box`` (shape ``(dim, 2)``)."""
-    names = landscape.param_names
-    return critical_sets(landscape, bounds={n: (lo, hi) for n, (lo, hi) in zip(names, box)})
+    return critical_sets(landscape, box=box)
 
 
 def _attractors_below(index: AttractorIndex, sets: CriticalSets, levels: np.ndarray) -> np.ndarray:

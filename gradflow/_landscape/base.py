@@ -1,16 +1,19 @@
-"""What the engine's algorithms need of a loss: the :class:`Landscape` protocol.
+"""What the engine's algorithms need of a loss: the :class:`Landscape` base class.
 
 A landscape is a loss ``L(θ)`` over a few named scalar parameters ``θ``.  Critical sets, flows,
-basins, separatrices and portraits are written against this protocol alone, so they work the
-same for a reduced model declared in SymPy (:class:`gradflow.BoundModel`) and for a loss written
-directly in JAX (:class:`gradflow.JaxLandscape`).
+basins, separatrices and portraits are written against this class alone, so they work the
+same for a reduced model declared in SymPy (:class:`gradflow.BoundModel`), a loss written
+directly in JAX (:class:`gradflow.JaxLandscape`) and a flow in a metric
+(:class:`gradflow.MetricLandscape`).
 
-For implementers: provide ``param_names``, ``loss``, ``grad``, ``hessian`` and ``field``;
-everything else has a default here (subclass :class:`Landscape` explicitly to inherit them).
+For implementers: subclass :class:`Landscape` and provide its five abstract members,
+``param_names``, ``loss``, ``grad``, ``hessian`` and ``field``; every other member has a
+default here (a landscape that knows nothing more of its loss keeps them).
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -164,30 +167,35 @@ class ClosedForm(Protocol):
         ...
 
 
-class Landscape(Protocol):
+class Landscape(abc.ABC):
     """A loss ``L(θ)`` over named scalar parameters; batched evaluation in NumPy.
 
     Points are arrays of shape ``(..., dim)`` in the order of :attr:`param_names`; ``loss``
     returns shape ``(...)``, ``grad`` ``(..., dim)``, ``hessian`` ``(..., dim, dim)``.
+
+    Abstract: :attr:`param_names`, :meth:`loss`, :meth:`grad`, :meth:`hessian` and
+    :attr:`field`, what every loss must provide; the other members are what a loss may know
+    of itself (closed-form critical sets, conserved quantities, kinks, ranges, names), with
+    defaults that claim nothing.
     """
 
     @property
+    @abc.abstractmethod
     def param_names(self) -> tuple[str, ...]:
         """Parameter names in the order of ``θ``."""
-        ...
 
+    @abc.abstractmethod
     def loss(self, theta: Any) -> np.ndarray:
         """``L(θ)``, shape ``(...)``."""
-        ...
 
+    @abc.abstractmethod
     def grad(self, theta: Any) -> np.ndarray:
         """``∇L(θ)``, shape ``(..., dim)``."""
-        ...
 
+    @abc.abstractmethod
     def hessian(self, theta: Any) -> np.ndarray:
         """``∇²L(θ)``, shape ``(..., dim, dim)``; may hold NaN where the loss is not twice
         differentiable in floating point (the classification then falls back)."""
-        ...
 
     def point_grad(self, theta: np.ndarray) -> np.ndarray:
         """``∇L`` at one point ``θ`` of shape ``(dim,)``: the per-point path of root finders,
@@ -200,9 +208,10 @@ class Landscape(Protocol):
         return self.hessian(theta)
 
     @property
+    @abc.abstractmethod
     def field(self) -> GradientField:
-        """The loss and gradient as JAX functions of ``(θ, args)`` for the integrators."""
-        ...
+        """The loss and gradient as JAX functions of ``(θ, args)`` for the integrators (the
+        flow's: in a metric, ``grad`` is ``G⁻¹∇L``)."""
 
     @property
     def args(self) -> Any:
@@ -231,6 +240,18 @@ class Landscape(Protocol):
         return {}
 
     @property
+    def references(self) -> Mapping[str, float]:
+        """Closed-form reference quantities at these hyperparameters (``entropy_rate``,
+        ``global_min_loss``, in the loss's unit) that reports print; empty by default."""
+        return {}
+
+    @property
+    def metric_name(self) -> str:
+        """The metric of the flow ``dθ/dt = -G⁻¹∇L`` that :attr:`field` integrates:
+        ``"euclidean"`` (``G = I``) unless the landscape is a flow in a metric."""
+        return "euclidean"
+
+    @property
     def plane(self) -> tuple[str, str]:
         """The two parameters drawn on portraits, horizontal axis first."""
         names = self.param_names
@@ -256,6 +277,42 @@ class Landscape(Protocol):
         """The default range ``(lo, hi)`` of parameter ``name``."""
         self.index(name)
         return DEFAULT_BOUND
+
+    def search_box(
+        self,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        fixed: Mapping[str, float] | None = None,
+        widen: float = 0.0,
+    ) -> np.ndarray:
+        """A box of parameter space by name: what :func:`gradflow.critical_sets` searches.
+
+        Args:
+            bounds: ``{name: (lo, hi)}`` for some parameters; every other keeps its default
+                range (:meth:`bound`).
+            fixed: ``{name: value}``: parameters pinned at a value (``lo == hi``), a slice.
+            widen: each free range widened by this many times its width on each side.
+
+        Returns:
+            shape ``(dim, 2)``, rows ``(lo, hi)`` in the order of :attr:`param_names`.
+
+        Raises:
+            GradflowError: ``bounds`` not a mapping of ``name: (lo, hi)``, an unknown name,
+                ``lo ≥ hi`` or a bound that is not finite, or a fixed value that is not finite.
+        """
+        from .region import check_range
+
+        ranges = _bounds_mapping(self, bounds)
+        for name in [*ranges, *(fixed or {})]:
+            self.index(name)
+        box = np.array([ranges.get(n, self.bound(n)) for n in self.param_names], dtype=float)
+        for name, (lo, hi) in zip(self.param_names, box):
+            check_range(name, lo, hi)
+        box += widen * (box[:, 1] - box[:, 0])[:, None] * np.array([-1.0, 1.0])
+        for name, value in (fixed or {}).items():
+            if not np.isfinite(float(value)):
+                raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+            box[self.index(name)] = float(value)
+        return box
 
     @property
     def declared_scales(self) -> tuple[float, float] | None:
@@ -351,3 +408,40 @@ class Landscape(Protocol):
             "parameters": list(self.param_names),
             "hyperparameters": dict(self.hyperparameters),
         }
+
+
+def _bounds_mapping(
+    landscape: Landscape, bounds: Mapping[str, tuple[float, float]] | None
+) -> dict[str, tuple[float, float]]:
+    """``bounds`` checked to be ``{name: (lo, hi)}`` with two numbers each.
+
+    Raises:
+        GradflowError: anything else, in one line that shows the expected form with this
+            landscape's names (a plane box ``(xmin, xmax, ymin, ymax)``, the box of a
+            :class:`gradflow.Region`, is named as such).
+    """
+    names = landscape.param_names
+    example = "{" + ", ".join(f"{n!r}: (-3, 3)" for n in names[:2]) + "}"
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        plane = (
+            "; a plane box (xmin, xmax, ymin, ymax) is the box of a Region"
+            if isinstance(bounds, (tuple, list))
+            and len(bounds) == 4
+            and all(isinstance(v, (int, float)) for v in bounds)
+            else ""
+        )
+        raise GradflowError(
+            f"bounds must map parameter names to (lo, hi), e.g. {example}; got {bounds!r}{plane}"
+        )
+    out = {}
+    for name, pair in bounds.items():
+        try:
+            lo, hi = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            raise GradflowError(
+                f"bounds[{name!r}] = {pair!r}: expected (lo, hi), e.g. {example}"
+            ) from None
+        out[name] = (lo, hi)
+    return out

@@ -18,7 +18,7 @@ the integrators, basins, separatrices and portraits then run on it unchanged.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import GradflowError
-from .base import MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
+from .base import MATRIX_CALL_SIZES, ClosedForm, GradientField, Landscape, padded_call
 
 __all__ = [
     "METRICS",
@@ -96,12 +96,14 @@ def spd_solve(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     return jnp.stack(x)
 
 
-class MetricLandscape:
+class MetricLandscape(Landscape):
     """A landscape whose gradient flow runs in a metric: ``dθ/dt = -G(θ)⁻¹ ∇L(θ)``.
 
-    Everything but the flow is the base landscape's: ``loss``, ``grad`` (the Euclidean ``∇L``),
-    ``hessian``, critical sets and their kinds.  Conserved quantities of the Euclidean flow are
-    not conserved in another metric, so none is declared.
+    Everything but the flow is the base landscape's, each member forwarded by name: ``loss``,
+    ``grad`` (the Euclidean ``∇L``), ``hessian``, critical sets and their kinds, ranges, kinks.
+    Its own: :attr:`field` (``G⁻¹∇L``), :attr:`metric_name`, :attr:`title`, :meth:`describe`,
+    and no conserved quantity (those of the Euclidean flow are not conserved in another
+    metric).
 
     Args:
         base: the landscape.
@@ -112,10 +114,116 @@ class MetricLandscape:
     def __init__(self, base: Landscape, metric: Metric, metric_name: str) -> None:
         self.base = base
         self.metric = metric
-        self.metric_name = metric_name
+        self._metric_name = metric_name
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.base, name)
+    @property
+    def metric_name(self) -> str:
+        """How reports name the metric (``"induced"``)."""
+        return self._metric_name
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return self.base.param_names
+
+    def loss(self, theta: Any) -> np.ndarray:
+        return self.base.loss(theta)
+
+    def grad(self, theta: Any) -> np.ndarray:
+        """The Euclidean ``∇L`` (the flow's velocity is :func:`velocity`)."""
+        return self.base.grad(theta)
+
+    def hessian(self, theta: Any) -> np.ndarray:
+        return self.base.hessian(theta)
+
+    def point_grad(self, theta: np.ndarray) -> np.ndarray:
+        return self.base.point_grad(theta)
+
+    def point_hessian(self, theta: np.ndarray) -> np.ndarray:
+        return self.base.point_hessian(theta)
+
+    @property
+    def args(self) -> Any:
+        return self.base.args
+
+    @property
+    def dim(self) -> int:
+        return self.base.dim
+
+    @property
+    def name(self) -> str:
+        return self.base.name
+
+    @property
+    def induced_metric(self) -> Metric | None:
+        return self.base.induced_metric
+
+    @property
+    def hyperparameters(self) -> Mapping[str, float]:
+        return self.base.hyperparameters
+
+    @property
+    def references(self) -> Mapping[str, float]:
+        return self.base.references
+
+    @property
+    def plane(self) -> tuple[str, str]:
+        return self.base.plane
+
+    def index(self, name: str) -> int:
+        return self.base.index(name)
+
+    def bound(self, name: str) -> tuple[float, float]:
+        return self.base.bound(name)
+
+    def search_box(
+        self,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        fixed: Mapping[str, float] | None = None,
+        widen: float = 0.0,
+    ) -> np.ndarray:
+        return self.base.search_box(bounds, fixed, widen)
+
+    @property
+    def declared_scales(self) -> tuple[float, float] | None:
+        return self.base.declared_scales
+
+    @property
+    def closed_forms(self) -> Sequence[ClosedForm]:
+        return self.base.closed_forms
+
+    @property
+    def set_families(self) -> Mapping[str, str]:
+        return self.base.set_families
+
+    @property
+    def global_min_loss(self) -> float | None:
+        return self.base.global_min_loss
+
+    @property
+    def sublevel_shortcut(self) -> bool:
+        return self.base.sublevel_shortcut
+
+    @property
+    def critical_sets_complete(self) -> bool:
+        return self.base.critical_sets_complete
+
+    @property
+    def symbolic_caveats(self) -> tuple[str, ...]:
+        return self.base.symbolic_caveats
+
+    @property
+    def nonsmooth_terms(self) -> tuple[str, ...]:
+        return self.base.nonsmooth_terms
+
+    def kinks_at(self, theta: np.ndarray) -> list[str]:
+        return self.base.kinks_at(theta)
+
+    def kink_values(self, theta: Any) -> tuple[np.ndarray, np.ndarray]:
+        return self.base.kink_values(theta)
+
+    @property
+    def loss_unit(self) -> str:
+        return self.base.loss_unit
 
     @property
     def field(self) -> GradientField:
@@ -213,7 +321,7 @@ def in_metric(
             )
         if metric == "euclidean":
             return landscape
-        induced = getattr(landscape, "induced_metric", None)
+        induced = landscape.induced_metric
         if induced is None:
             raise GradflowError(
                 f"{landscape.name} has no embedding into a full model, so no induced metric; "

@@ -2,8 +2,10 @@
 box, and the values of the parameters off the plane — checked once, where it is made.
 
 Importable without JAX, so that the command line can refuse a bad plane, box or value before
-loading a model; every engine function that takes ``grid``, ``box``, ``fixed`` and ``plane``
-builds one :class:`Region` from them and works from it.
+loading a model.  A region is the one way to say where a map is drawn: :func:`gradflow.basins`,
+:func:`gradflow.portrait`, :func:`gradflow.sweep` and :func:`gradflow.basin_convergence` take
+``region=``, and the box in which their critical sets are searched is made by the region
+(:meth:`Region.search_box`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,22 @@ import numpy as np
 from .._errors import GradflowError
 
 if TYPE_CHECKING:
+    from .._symbolic.model import ReducedModel
     from .base import Landscape
 
-__all__ = ["OnRegion", "Region", "check_region", "grid_axis", "nested_grids"]
+__all__ = [
+    "REACH",
+    "OnRegion",
+    "Region",
+    "check_range",
+    "check_region",
+    "grid_axis",
+    "nested_grids",
+]
+
+REACH = 0.5
+"""How far past a map's box its critical sets are searched, in widths of the box on each side:
+trajectories from the grid may end outside it."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +79,7 @@ class Region:
     @classmethod
     def of(
         cls,
-        landscape: Landscape,
+        landscape: Landscape | ReducedModel,
         grid: int | Sequence[int] = 101,
         box: Sequence[float] | None = None,
         fixed: Mapping[str, float] | None = None,
@@ -73,7 +88,8 @@ class Region:
         """The region of ``landscape`` given by the engine's keyword arguments.
 
         Args:
-            landscape: the loss whose parameters the region spans.
+            landscape: the loss whose parameters the region spans (or a reduced model, whose
+                parameters and ranges are those of every landscape it binds).
             grid: points per axis: ``N`` for ``N × N``, or ``(nx, ny)``.
             box: ``(xmin, xmax, ymin, ymax)``; default the landscape's bounds of the plane.
             fixed: values of the parameters off the plane (default 0).
@@ -83,7 +99,7 @@ class Region:
             GradflowError: see :func:`check_region`.
         """
         names = tuple(landscape.param_names)
-        plane = tuple(plane or landscape.plane)
+        plane = tuple(plane or landscape.plane or ())
         check_region(names, plane, fixed=fixed)
         if box is None:
             box = (*landscape.bound(plane[0]), *landscape.bound(plane[1]))
@@ -119,6 +135,34 @@ class Region:
     def bounds(self) -> dict[str, tuple[float, float]]:
         """``{x: (xmin, xmax), y: (ymin, ymax)}``, the box by parameter name."""
         return {self.plane[0]: self.box[:2], self.plane[1]: self.box[2:]}
+
+    def check_params(self, landscape: Landscape) -> None:
+        """Check that ``landscape`` has the region's parameters, in its order.
+
+        Raises:
+            GradflowError: other parameters (one line naming both lists).
+        """
+        if tuple(landscape.param_names) != self.names:
+            raise GradflowError(
+                f"region over parameters {', '.join(self.names)}; the landscape's are "
+                f"{', '.join(landscape.param_names)}"
+            )
+
+    def search_box(self, landscape: Landscape, on_slice: bool = False) -> np.ndarray:
+        """Where the critical sets of a map on this region are searched: the region's box on
+        the plane and the landscape's range of every other parameter, each widened by
+        :data:`REACH` of its width on each side; with ``on_slice``, the parameters off the plane
+        pinned at their values (only the critical points on the region's slice).
+
+        Returns:
+            shape ``(dim, 2)``, rows ``(lo, hi)`` in parameter order, ``lo == hi`` where pinned
+            (what :func:`gradflow.critical_sets` takes as ``box``).
+
+        Raises:
+            GradflowError: a landscape over other parameters than the region's.
+        """
+        self.check_params(landscape)
+        return landscape.search_box(self.bounds(), self.fixed if on_slice else None, widen=REACH)
 
     def with_grid(self, grid: int | Sequence[int]) -> Region:
         """The same plane, box and values on another grid."""
@@ -210,16 +254,8 @@ def check_region(
                 f"box {tuple(box)}: expected four numbers ({x}min, {x}max, {y}min, {y}max)"
             )
         xmin, xmax, ymin, ymax = (float(v) for v in box)
-        for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
-            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-                raise GradflowError(
-                    f"box: {name} min {lo:g} must be below {name} max {hi:g}, both finite"
-                )
-            if not math.isfinite(hi - lo):
-                raise GradflowError(
-                    f"box: {name} from {lo:g} to {hi:g} is wider than the largest float "
-                    f"({sys.float_info.max:.3g}); give a narrower box"
-                )
+        check_range(plane[0], xmin, xmax)
+        check_range(plane[1], ymin, ymax)
     off_plane = [n for n in names if n not in plane]
     for name, value in (fixed or {}).items():
         if name in plane:
@@ -229,6 +265,22 @@ def check_region(
             )
         if not math.isfinite(value):
             raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+
+
+def check_range(name: str, lo: float, hi: float) -> None:
+    """The one check of a parameter's range in a box (a region's, or a search box's).
+
+    Raises:
+        GradflowError: ``lo ≥ hi``, a bound that is not finite, or a width beyond the largest
+            float — one line naming the parameter and its values.
+    """
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise GradflowError(f"box: {name} min {lo:g} must be below {name} max {hi:g}, both finite")
+    if not math.isfinite(hi - lo):
+        raise GradflowError(
+            f"box: {name} from {lo:g} to {hi:g} is wider than the largest float "
+            f"({sys.float_info.max:.3g}); give a narrower box"
+        )
 
 
 def nested_grids(grids: Sequence[int]) -> tuple[int, ...]:

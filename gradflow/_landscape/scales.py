@@ -79,7 +79,7 @@ def loss_scales(landscape: Landscape) -> LossScales:
         return _CACHE[landscape]
     except (KeyError, TypeError):
         pass
-    declared = getattr(landscape, "declared_scales", None)
+    declared = landscape.declared_scales
     if declared is not None:
         return LossScales(length=float(declared[0]), gradient=float(declared[1]))
     bounds = np.array([landscape.bound(n) for n in landscape.param_names], dtype=float)

@@ -8,7 +8,7 @@ writes the figure with its data beside it.  matplotlib is imported on first draw
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._basins.basin_map import LABELS, BasinMap
-from .._basins.basins import basins, region_of, widened_bounds
+from .._basins.basins import basins, region_of
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
 from .._flow.integrate import FlowOptions
 from .._landscape.base import Landscape
-from .._landscape.metric import Metric, in_metric, velocity
+from .._landscape.metric import Metric, MetricLandscape, in_metric, velocity
 from .._landscape.region import OnRegion, Region
 from .._output.draw import (
     draw_basins,
@@ -171,13 +171,13 @@ class Portrait(OnRegion):
     @property
     def _metric_name(self) -> str | None:
         """The flow's metric for the legend, ``None`` for the Euclidean one."""
-        return getattr(self.landscape, "metric_name", None)
+        name = self.landscape.metric_name
+        return None if name == "euclidean" else name
 
     def shown(self) -> CriticalSets:
         """The critical sets with a point inside the drawn box (the portrait computes them in a
         wider box, to name what trajectories leaving it reach)."""
-        box = np.array([self.landscape.bound(n) for n in self.landscape.param_names], dtype=float)
-        box[:, 0], box[:, 1] = -np.inf, np.inf
+        box = np.tile([-np.inf, np.inf], (self.landscape.dim, 1))
         for name, value in self.fixed.items():
             box[self.landscape.index(name)] = value
         box[self.plane_order[0]] = self.box[:2]
@@ -236,7 +236,7 @@ class Portrait(OnRegion):
         ]
         record: dict[str, Any] = {
             **self.landscape.describe(),
-            "references": getattr(self.landscape, "references", {}),
+            "references": dict(self.landscape.references),
             **self.region.metadata(),
             **critical,
         }
@@ -271,10 +271,6 @@ def _join(lines: list[np.ndarray]) -> np.ndarray:
 def portrait(
     landscape: Landscape,
     *,
-    grid: int | None = None,
-    box: Sequence[float] | None = None,
-    fixed: Mapping[str, float] | None = None,
-    plane: tuple[str, str] | None = None,
     region: Region | None = None,
     show_basins: bool = True,
     options: FlowOptions | Sequence[FlowOptions] | None = None,
@@ -286,12 +282,9 @@ def portrait(
 
     Args:
         landscape: the loss (e.g. a model bound to its hyperparameters).
-        grid: basin grid points per axis (``grid × grid`` flows; default 201).
-        box: ``(xmin, xmax, ymin, ymax)``; default the landscape's bounds on the plane.
-        fixed: values of the parameters off the plane (slices of higher-dimensional models).
-        plane: the two parameters on the axes (default ``landscape.plane``).
-        region: the grid, box, values and plane as one :class:`gradflow.Region`, instead of
-            the four arguments above.
+        region: the plane, its box, the values off the plane (slices of higher-dimensional
+            models) and the basin grid (:class:`gradflow.Region`; default
+            ``Region.of(landscape, 201)``: 201 × 201 flows on the landscape's box).
         show_basins: integrate the basin map (the costly part).
         options: integration stages for the basin map.
         overlays: paths to draw on top, in plane coordinates.
@@ -304,18 +297,17 @@ def portrait(
         The computed :class:`Portrait`.
 
     Raises:
-        GradflowError: an invalid grid, box, plane or fixed value (one line naming it, see
-            :func:`gradflow.Region`), or ``region`` given with any of them.
+        GradflowError: a region over other parameters than the landscape's.
     """
-    region = region_of(landscape, region, grid, box, fixed, plane, default_grid=201)
-    bounds = widened_bounds(landscape, region.bounds())
+    region = region_of(landscape, region, default_grid=201)
+    box = region.search_box(landscape)
     if region.fixed:
-        critical = critical_sets(landscape, bounds=bounds)
+        critical = critical_sets(landscape, box=box)
         on_slice = critical_sets(
-            landscape, bounds=bounds, fixed=region.fixed, samples=CRITICAL_SAMPLES
+            landscape, box=region.search_box(landscape, on_slice=True), samples=CRITICAL_SAMPLES
         )
     else:
-        critical = on_slice = critical_sets(landscape, bounds=bounds, samples=CRITICAL_SAMPLES)
+        critical = on_slice = critical_sets(landscape, box=box, samples=CRITICAL_SAMPLES)
     basin_map = None
     if show_basins:
         basin_map = basins(
@@ -336,8 +328,8 @@ def portrait(
         name = flows.invariant_names[0]
         with np.errstate(all="ignore"):
             invariant = (name, flows.invariant(name, stream_points))
-    base = getattr(flows, "base", None)
-    reach = (*bounds[region.plane[0]], *bounds[region.plane[1]])
+    base = flows.base if isinstance(flows, MetricLandscape) else None
+    reach = (*box[ix], *box[iy])
     return Portrait(
         landscape=flows,
         basin_map=basin_map,

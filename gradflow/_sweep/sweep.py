@@ -27,9 +27,8 @@ import numpy as np
 import sympy as sp
 
 from .._basins.basin_map import LABELS
-from .._basins.basins import basins, widened_bounds
+from .._basins.basins import basins
 from .._cells.cells import run_cells
-from .._critical.box import search_box
 from .._critical.search import critical_sets
 from .._errors import GradflowError
 from .._flow.batched import small_tails
@@ -272,10 +271,7 @@ def sweep(
     axes: Mapping[str, Sequence[float]],
     *,
     values: Mapping[str, float] | None = None,
-    grid: int = 101,
-    box: Sequence[float] | None = None,
-    fixed: Mapping[str, float] | None = None,
-    plane: tuple[str, str] | None = None,
+    region: Region | None = None,
     checkpoint: Path | str | None = None,
     progress: bool | None = None,
     bifurcations: bool = True,
@@ -287,10 +283,9 @@ def sweep(
         model: the reduced model.
         axes: the values of each swept hyperparameter, e.g. ``{"p": …, "q": …}``.
         values: the hyperparameters held fixed (every other one of the model).
-        grid: basin grid points per axis in every cell.
-        box: the basin grid's ``(xmin, xmax, ymin, ymax)``, as for :func:`gradflow.basins`.
-        fixed: values of the parameters off the basin grid's plane.
-        plane: the two parameters on the basin grid's axes.
+        region: every cell's basin grid, its plane, box and values off the plane, as for
+            :func:`gradflow.basins` (``Region.of(model, …)`` takes the model itself; default
+            ``Region.of(model)``: 101 × 101 points of the model's box).
         checkpoint: a folder to write each finished cell to and to resume from.
         progress: a progress bar over the cells (default: shown after 1.5 s).
         bifurcations: follow the isolated critical points from cell to cell and locate the
@@ -304,7 +299,7 @@ def sweep(
 
     Raises:
         GradflowError: an empty axis, a value outside its domain, an axis that is not a
-            hyperparameter, a bad grid or box, a checkpoint folder of another sweep, or cells
+            hyperparameter, a region over other parameters than the model's, a checkpoint folder of another sweep, or cells
             and a grid whose results need more than half of the memory available now
             (:func:`gradflow.sweep_memory`), refused before any cell is bound.
     """
@@ -313,15 +308,19 @@ def sweep(
         if not vals:
             raise GradflowError(f"the sweep over {name} has no values")
     held = dict(values or {})
+    if region is None:
+        region = Region.of(model)
+    region.check_params(model)
     cells = int(np.prod([len(v) for v in axes.values()]))
-    size = grid if isinstance(grid, int) else tuple(grid)
+    nx, ny = region.grid
     shown = " × ".join(f"{len(v)} {name}" for name, v in axes.items())
-    check_memory(f"a sweep of {shown} cells at grid {grid}", sweep_memory(cells, size, model.dim))
+    check_memory(
+        f"a sweep of {shown} cells at grid {nx} × {ny}", sweep_memory(cells, (nx, ny), model.dim)
+    )
     points = [
         model.validate({**held, **dict(zip(axes, combo))})
         for combo in itertools.product(*axes.values())
     ]
-    region = Region.of(BoundModel(model, points[0]), grid, box, fixed, plane)
     done = run_cells(
         CellOfSweep(model, region),
         points,
@@ -378,7 +377,7 @@ def follow(model: ReducedModel, result: Sweep) -> Sweep:
     cells.
     """
     first = model.bind(**result.cells[0].values)
-    box = search_box(first, widened_bounds(first, result.region.bounds()))
+    box = result.region.search_box(first)
     points = [_cell_points(cell.record, cell.values, first.dim) for cell in result.cells]
     found = follow_branches(
         lambda values: _between(model, values), points, result.shape, list(result.axes), box
@@ -501,8 +500,8 @@ def _cell_points(record: dict[str, Any], values: dict[str, float], dim: int) -> 
 
 
 def _cell(landscape: Landscape, region: Region) -> SweepCell:
-    """One cell: the critical sets in the widened box, then the basin map."""
-    critical = critical_sets(landscape, bounds=widened_bounds(landscape, region.bounds()))
+    """One cell: the critical sets in the region's search box, then the basin map."""
+    critical = critical_sets(landscape, box=region.search_box(landscape))
     bm = basins(landscape, region=region, critical=critical, progress=False)
     values = dict(landscape.hyperparameters)
     families = landscape.set_families

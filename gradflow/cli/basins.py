@@ -97,11 +97,9 @@ def run(args: argparse.Namespace) -> int:
         check_grid(grids[-1], model.dim, "--convergence")
         study = basin_convergence(
             model,
+            region=region,
             grids=grids,
             tolerances=tolerances,
-            box=region.box,
-            fixed=region.fixed,
-            plane=region.plane,
             critical=bm.critical,
             metric=args.metric,
         )
