@@ -81,7 +81,7 @@ class Report:
         """Grid points, ``grid²``."""
         return self.config.grid**2
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Timings, steps, devices, and per baseline its time, extrapolation and our speed-up."""
         n = self.trajectories
         return {
@@ -112,7 +112,7 @@ class Report:
 
     def text(self) -> str:
         """Two lines on the basin map, then one table row per baseline."""
-        record, n, grid = self.to_dict(), self.trajectories, self.config.grid
+        record, n, grid = self.metadata(), self.trajectories, self.config.grid
         rows = [
             [
                 name,
@@ -196,24 +196,24 @@ def bench(config: Config) -> Report:
     """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
     import jax
 
-    from gradflow import Region, basins, critical_sets, decision_level, widened_bounds
+    from gradflow import Region, basins, critical_sets, decision_level
     from gradflow.models import markov
 
     jax.config.update("jax_enable_compilation_cache", False)
     model = markov.canonical(P, Q)
     begin = time.perf_counter()
-    basins(model, grid=config.grid)
+    basins(model, region=Region.of(model, grid=config.grid))
     cold = time.perf_counter() - begin
     begin = time.perf_counter()
-    result = basins(model, grid=config.grid)
+    result = basins(model, region=Region.of(model, grid=config.grid))
     warm = time.perf_counter() - begin
-    basins(model, grid=SMALL_GRID, progress=False)
+    basins(model, region=Region.of(model, grid=SMALL_GRID), progress=False)
     begin = time.perf_counter()
-    basins(model, grid=SMALL_GRID, progress=False)
+    basins(model, region=Region.of(model, grid=SMALL_GRID), progress=False)
     small = time.perf_counter() - begin
     region = Region.of(model, config.grid)
     thetas = region.points()
-    critical = critical_sets(model, bounds=widened_bounds(model, region.bounds()))
+    critical = critical_sets(model, box=region.search_box(model))
     level = decision_level(critical)
     rng = np.random.default_rng(0)
     flat = thetas.reshape(-1, model.model.dim)

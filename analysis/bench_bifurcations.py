@@ -57,7 +57,7 @@ class Report:
     bifurcations: tuple[str, ...]
     cores: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, times and the ratio of the whole to the cells alone."""
         return {
             "loss": LOSS,
@@ -73,7 +73,7 @@ class Report:
 
     def text(self) -> str:
         """The sizes, the two times and what was found."""
-        r = self.to_dict()
+        r = self.metadata()
         return "\n".join(
             [
                 f"sweep of L = {LOSS} over {self.config.cells} values of a in [-1, 1],"
@@ -88,12 +88,18 @@ class Report:
 
 def bench(config: Config) -> Report:
     """Sweep from cold without following, then follow."""
-    from gradflow import follow, loss_model, sweep
+    from gradflow import Region, follow, loss_model, sweep
 
     model = loss_model(LOSS, None, ["a"], name=f"L = {LOSS}")
     values = np.linspace(-1.0, 1.0, config.cells)
     begin = time.perf_counter()
-    cells = sweep(model, {"a": values}, grid=config.grid, progress=True, bifurcations=False)
+    cells = sweep(
+        model,
+        {"a": values},
+        region=Region.of(model, grid=config.grid),
+        progress=True,
+        bifurcations=False,
+    )
     seconds = time.perf_counter() - begin
     begin = time.perf_counter()
     followed = follow(model, cells)

@@ -75,7 +75,7 @@ class Report:
     cores: int
     devices: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, times, fates and the gradient baseline."""
         runs = self.config.grid**2
         return {
@@ -102,7 +102,7 @@ class Report:
         """Four lines: the map, its fates, their steps, the gradient baseline."""
         from gradflow.analysis.markov_fate import cost_line
 
-        r = self.to_dict()
+        r = self.metadata()
         g = self.config.grid
         return "\n".join(
             [
@@ -139,7 +139,8 @@ def bench(config: Config) -> Report:
     import jax
     import jax.numpy as jnp
 
-    from gradflow.analysis.markov_fate import FateConfig, _embed_batch, _full_field, fate_map
+    from gradflow.analysis.markov_fate import FateConfig, fate_map
+    from gradflow.analysis.markov_full_landscape import embed_batch, full_field
 
     fate_config = FateConfig(p=P, q=Q, grid=config.grid, sigma=(0.0,), length=config.length)
     begin = time.perf_counter()
@@ -148,8 +149,8 @@ def bench(config: Config) -> Report:
     full = fate_config.full()
     h = full.reduced.bind(p=P, q=Q).h
     starts = np.random.default_rng(0).uniform([0.1, -2.5], [1.6, 2.0], size=(BATCH, 2))
-    x = _embed_batch(full)(jnp.asarray(starts), h)
-    grad = _full_field(full).grad
+    x = embed_batch(full)(jnp.asarray(starts), h)
+    grad = full_field(full).grad
     one = _per_member(jax.jit(grad), x[0], h, 1, ONE_CALLS)
     batched = _per_member(jax.jit(jax.vmap(grad, in_axes=(0, None))), x, h, BATCH, 5)
     return Report(

@@ -59,7 +59,7 @@ class Report:
     minimal: dict[str, float]
     devices: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Settings, both models' rates, the two ratios, devices."""
         full, minimal = self.transformer, self.minimal
         return {
@@ -81,7 +81,7 @@ class Report:
     def text(self) -> str:
         """A heading, one table row per measurement, the two ratios."""
         record, full, minimal, chunk = (
-            self.to_dict(),
+            self.metadata(),
             self.transformer,
             self.minimal,
             self.config.chunk,

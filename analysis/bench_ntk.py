@@ -81,7 +81,7 @@ class Report:
     timings: tuple[Timing, ...]
     neural_tangents: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, devices, one record per implementation, the neural-tangents status."""
         c = self.config
         return {

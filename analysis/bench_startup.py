@@ -88,7 +88,7 @@ class Report:
     load: tuple[float, float]
     cores: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Every time, the slowest ``--help``, the load and the cores."""
         return {
             "main_job": " ".join(("gradflow", *MAIN_JOB)),

@@ -98,7 +98,7 @@ class Report:
         """Trajectories integrated, ``cells² · grid²``."""
         return self.cells * self.config.grid**2
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Sizes, times, trajectories per second and the ratio to warm stand-alone cells."""
         return {
             "model": "canonical",
@@ -132,7 +132,7 @@ class Report:
 
     def text(self) -> str:
         """Three lines: the sweep, its rate, the baseline."""
-        r = self.to_dict()
+        r = self.metadata()
         n = self.config.cells
         lines = [
             f"  on {workers} Dask worker{'s' if workers > 1 else ''}: {seconds:.0f} s "
@@ -164,7 +164,7 @@ def bench(config: Config) -> Report:
     cluster."""
     import jax
 
-    from gradflow import Region, basins, critical_sets, follow, sweep, widened_bounds
+    from gradflow import Region, basins, critical_sets, follow, sweep
     from gradflow.models import markov
 
     load = os.getloadavg()[0]
@@ -172,17 +172,21 @@ def bench(config: Config) -> Report:
     reduced = markov.canonical_model()
     begin = time.perf_counter()
     cells = sweep(
-        reduced, {"p": values, "q": values}, grid=config.grid, progress=True, bifurcations=False
+        reduced,
+        {"p": values, "q": values},
+        region=Region.of(reduced, grid=config.grid),
+        progress=True,
+        bifurcations=False,
     )
     seconds = time.perf_counter() - begin
     begin = time.perf_counter()
     follow(reduced, cells)
     follow_seconds = time.perf_counter() - begin
     model = markov.canonical(P, Q)
-    bounds = widened_bounds(model, Region.of(model, config.grid).bounds())
-    basins(model, grid=config.grid, progress=False)
+    region = Region.of(model, config.grid)
+    basins(model, region=region, progress=False)
     begin = time.perf_counter()
-    basins(model, grid=config.grid, critical=critical_sets(model, bounds=bounds), progress=False)
+    basins(model, region=region, critical=critical_sets(model, box=region.search_box(model)))
     cell = time.perf_counter() - begin
     clusters = _on_clusters(config, reduced, {"p": values, "q": values})
     return Report(
@@ -209,7 +213,7 @@ def _on_clusters(config: Config, reduced: Any, axes: dict[str, np.ndarray]) -> d
         return {}
     from distributed import Client, LocalCluster
 
-    from gradflow import run_cells, sweep
+    from gradflow import Region, run_cells, sweep
 
     seconds, startup, overhead = {}, {}, None
     for workers in config.workers:
@@ -223,7 +227,14 @@ def _on_clusters(config: Config, reduced: Any, axes: dict[str, np.ndarray]) -> d
             client.wait_for_workers(workers)
             startup[workers] = time.perf_counter() - begin
             begin = time.perf_counter()
-            sweep(reduced, axes, grid=config.grid, progress=True, bifurcations=False, client=client)
+            sweep(
+                reduced,
+                axes,
+                region=Region.of(reduced, grid=config.grid),
+                progress=True,
+                bifurcations=False,
+                client=client,
+            )
             seconds[workers] = time.perf_counter() - begin
             run_cells(_empty, list(range(10)), progress=False, client=client)
             begin = time.perf_counter()

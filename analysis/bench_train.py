@@ -110,7 +110,7 @@ class Report:
         rounds."""
         return statistics.median(self.growths)
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """Settings, per-length timings and ratios, the exact-loss timings, the machine."""
         return {
             "settings": {

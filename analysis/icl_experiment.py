@@ -169,7 +169,7 @@ def _seed_record(seed: int, ph: Phases, history: History) -> dict[str, Any]:
     """One seed: its phases, final test loss and distances (last position, and mean)."""
     return {
         "seed": seed,
-        "phases": ph.to_dict(),
+        "phases": ph.metadata(),
         "final_test_loss": {
             "last": float(history.test_last[-1]),
             "mean": float(history.test_mean[-1]),

@@ -19,6 +19,7 @@ and in the unigram stage, and the transition times.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class Phases:
     plateau_length: float | None
     censored: bool
 
-    def to_dict(self) -> dict:
+    def metadata(self) -> dict[str, Any]:
         return {
             "intervals": [list(i) for i in self.intervals],
             "order": self.order,

@@ -31,6 +31,7 @@ from jax.flatten_util import ravel_pytree
 from gradflow import BoundModel, FlowOptions, GradflowError, GradientField, integrate
 from gradflow.models.markov_data import check_length
 from gradflow.models.markov_embedding import canonical_coordinates, default_direction
+from gradflow.models.markov_ranges import FULL_LENGTH
 from gradflow.models.markov_transformer import check_attention, check_width, exact_loss
 
 __all__ = [
@@ -312,7 +313,7 @@ def dynamics_check(
     bound: BoundModel,
     theta0: np.ndarray,
     *,
-    length: int = 8,
+    length: int = FULL_LENGTH,
     d: int = 8,
     lr: float = 0.05,
     steps: int = 2000,

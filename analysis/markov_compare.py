@@ -16,12 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gradflow import format_table
-from gradflow.models.full_model import full_model
-from gradflow.models.markov import canonical_bias_model, canonical_model
-from gradflow.models.markov_attention import (
-    canonical_attention_bias_model,
-    canonical_attention_model,
-)
+from gradflow.models import MODELS
+from gradflow.models.full_model import FULL_MODELS, full_model
 
 from .markov_checks import (
     GROUPS,
@@ -38,14 +34,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["CompareConfig", "CompareReport", "compare"]
-
-MODELS = (
-    canonical_model,
-    canonical_bias_model,
-    canonical_attention_model,
-    canonical_attention_bias_model,
-)
-"""The reduced models checked, in report order."""
 
 
 @dataclass(frozen=True)
@@ -64,10 +52,6 @@ class CompareReport:
     dynamics: DynamicsCheck
     references: dict[str, float]
     spectra: tuple[dict[str, Any], ...] = ()
-
-    def metadata(self) -> dict[str, Any]:
-        """What ``gradflow compare`` writes as JSON (:meth:`to_dict`)."""
-        return self.to_dict()
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The dynamics check over time (``times``; ``full`` and ``reduced`` of shape
@@ -131,8 +115,9 @@ class CompareReport:
         fig.suptitle(f"reduced vs full Markov transformer, p = {c.p:g}, q = {c.q:g}", fontsize=11)
         return fig
 
-    def to_dict(self) -> dict[str, Any]:
-        """Settings, one record per model, the dynamics record."""
+    def metadata(self) -> dict[str, Any]:
+        """What ``gradflow compare`` writes as JSON: settings, one record per model, the
+        dynamics record."""
         c = self.config
         return {
             "p": c.p,
@@ -221,11 +206,11 @@ def _model_record(checks: EmbeddingChecks) -> dict[str, Any]:
 def compare(config: CompareConfig) -> CompareReport:
     """Run the embedding checks of every model and the dynamics check (module docstring)."""
     checks = []
-    for factory in MODELS:
-        bound = factory().bind(p=config.p, q=config.q)
+    for name in FULL_MODELS:
+        bound = MODELS[name].model().bind(p=config.p, q=config.q)
         points = random_points(bound, config.points, seed=config.seed)
         checks.append(embedding_checks(bound, points, length=config.length, d=config.d))
-    bound = canonical_attention_bias_model().bind(p=config.p, q=config.q)
+    bound = MODELS["canonical-attention-bias"].model().bind(p=config.p, q=config.q)
     every = max(1, config.steps // 50)
     dynamics = dynamics_check(
         bound,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gradflow import GradflowError, Region
 from gradflow.models.markov_ranges import (
+    FULL_LENGTH,
     check_attention,
     check_length,
     check_switching,
@@ -181,7 +182,7 @@ class CompareConfig:
     )
     lr: float = field(default=0.05, metadata={"help": "gradient-descent step (flow time per step)"})
     dynamics_length: int = field(
-        default=6,
+        default=FULL_LENGTH,
         metadata={
             "flag": "--dynamics-seq-len",
             "metavar": "N",
@@ -241,7 +242,9 @@ class FateConfig:
         metadata={"help": "standard deviations of the noise on every full weight, comma-separated"},
     )
     seeds: int = field(default=3, metadata={"help": "noise draws per σ > 0"})
-    length: int = field(default=6, metadata={"help": "positions N of the full model (N ≤ 14)"})
+    length: int = field(
+        default=FULL_LENGTH, metadata={"help": "positions N of the full model (N ≤ 14)"}
+    )
     d: int = field(default=8, metadata={"help": "embedding width of the full model"})
     attention: str = field(
         default="linear",

@@ -50,29 +50,27 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from gradflow import (
     FlowOptions,
-    GradflowError,
-    GradientField,
-    Kinks,
-    Landscape,
     Status,
     flow_endpoints,
     in_metric,
     run_cells,
     slide,
 )
-from gradflow.models.full_model import MarkovFullModel
-from gradflow.models.markov_transformer import exact_loss_at, prefix_preactivations
 
 from .fate import FateCell, FateResult
 from .fate_markers import draw_fates
 from .markov_configs import FateConfig
+from .markov_full_landscape import (
+    FullLandscape,
+    embed_batch,
+    off_family,
+    project_batch,
+)
 from .markov_full_spectrum import critical_set_indices, index_lines
 
 __all__ = [
@@ -106,119 +104,6 @@ OFF_GROWTH = 2.0
 factor (and beyond :data:`OFF_FLOOR`)."""
 OFF_FLOOR = 1e-3
 """The least relative distance from the reduced family that counts as having left it."""
-
-
-@dataclass(frozen=True, eq=False)
-class FullLandscape(Landscape):
-    """The full model's exact loss over its flat weights (``ravel_pytree`` order), as a landscape.
-
-    The field is built once per full model, so runs at other ``(p, q)`` reuse the compiled
-    integrator (``h`` is the field's argument).
-    """
-
-    full: MarkovFullModel
-    h: jax.Array
-
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return tuple(f"W{i}" for i in range(_size(self.full)))
-
-    @property
-    def field(self) -> GradientField:
-        return _full_field(self.full)
-
-    @property
-    def kinks(self) -> Kinks:
-        """The FFN's ReLUs: a kink where its input at some prefix is 0
-        (:func:`~gradflow.models.markov_transformer.prefix_preactivations`), slopes ``[0, 1]``."""
-        return _full_kinks(self.full)
-
-    @property
-    def declared_scales(self) -> tuple[float, float]:
-        """Absolute units: ``gtol`` in nats per weight unit, ``t_max`` in time units of the
-        flow, the time of the reduced flow it is compared with."""
-        return (1.0, 1.0)
-
-    @property
-    def args(self) -> jax.Array:
-        return self.h
-
-    @property
-    def name(self) -> str:
-        return f"full model of {self.full.reduced.name}"
-
-    def loss(self, theta: Any) -> np.ndarray:
-        flat = jnp.atleast_2d(jnp.asarray(theta))
-        out = _batched_loss(self.full)(flat, self.h)
-        return np.asarray(out).reshape(np.shape(theta)[:-1])
-
-    def grad(self, theta: Any) -> np.ndarray:
-        flat = jnp.atleast_2d(jnp.asarray(theta))
-        out = jax.vmap(self.field.grad, in_axes=(0, None))(flat, self.h)
-        return np.asarray(out).reshape(np.shape(theta))
-
-    def hessian(self, theta: Any) -> np.ndarray:
-        raise GradflowError("the full landscape does not form Hessians of its weights")
-
-
-@functools.cache
-def _unravel(full: MarkovFullModel) -> Callable[[jax.Array], Any]:
-    theta = jnp.zeros(full.reduced.dim).at[0].set(1.0)
-    return ravel_pytree(full.embed(theta, jnp.asarray([0.5, 0.5])))[1]
-
-
-@functools.cache
-def _size(full: MarkovFullModel) -> int:
-    theta = jnp.zeros(full.reduced.dim).at[0].set(1.0)
-    return int(ravel_pytree(full.embed(theta, jnp.asarray([0.5, 0.5])))[0].size)
-
-
-@functools.cache
-def _full_field(full: MarkovFullModel) -> GradientField:
-    unravel = _unravel(full)
-    return GradientField.from_loss(lambda flat, h: full.loss(unravel(flat), h))
-
-
-@functools.cache
-def _full_kinks(full: MarkovFullModel) -> Kinks:
-    unravel = _unravel(full)
-    units = 4 * full.d
-    count = (2 ** (full.length + 1) - 2) * units
-    return Kinks(
-        surfaces=lambda flat, h: prefix_preactivations(unravel(flat)).ravel(),
-        loss_at=lambda flat, s, h: exact_loss_at(unravel(flat), h[0], h[1], s.reshape(-1, units)),
-        lo=np.zeros(count),
-        hi=np.ones(count),
-    )
-
-
-@functools.cache
-def _batched_loss(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    return jax.jit(jax.vmap(_full_field(full).loss, in_axes=(0, None)))
-
-
-@functools.cache
-def _embed_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    return jax.jit(jax.vmap(lambda t, h: ravel_pytree(full.embed(t, h))[0], in_axes=(0, None)))
-
-
-@functools.cache
-def _project_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    unravel = _unravel(full)
-    return jax.jit(jax.vmap(lambda f: full.project(unravel(f))))
-
-
-@functools.cache
-def _off_family(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    """Jitted, batched: ``‖W - embed(project(W))‖ / ‖W‖``, the relative distance of full
-    weights from the reduced family (0 on it: ``project`` is a left inverse of ``embed``)."""
-    unravel = _unravel(full)
-
-    def off(flat: jax.Array, h: jax.Array) -> jax.Array:
-        back = ravel_pytree(full.embed(full.project(unravel(flat)), h))[0]
-        return jnp.linalg.norm(flat - back) / jnp.linalg.norm(flat)
-
-    return jax.jit(jax.vmap(off, in_axes=(0, None)))
 
 
 def full_options(config: FateConfig) -> FlowOptions:
@@ -296,7 +181,7 @@ def full_row(cell: FullRow) -> dict[str, np.ndarray]:
     bound = full.reduced.bind(p=config.p, q=config.q)
     refs = references(config)
     thetas = config.region().points().reshape(-1, full.reduced.dim)
-    base = np.asarray(_embed_batch(full)(jnp.asarray(thetas), bound.h))
+    base = np.asarray(embed_batch(full)(jnp.asarray(thetas), bound.h))
     noise = np.random.default_rng([cell.seed, n]).standard_normal(base.shape)
     starts = (base + cell.sigma * noise)[cell.row * n : (cell.row + 1) * n]
     gap = refs["unigram_loss"] - refs["entropy_rate"]
@@ -308,14 +193,14 @@ def full_row(cell: FullRow) -> dict[str, np.ndarray]:
     fates = []
     for run, loss in zip(runs, losses):
         fates.append(_fate(run.status, loss, refs, level))
-    off = _off_family(full)
+    off = off_family(full)
     return {
         "fates": np.asarray(fates),
         "times": np.asarray([r.time for r in runs]),
         "losses": losses,
         "steps": np.asarray([r.steps for r in runs]),
         "sliding": np.asarray([r.sliding_time for r in runs]),
-        "projected": np.asarray(_project_batch(full)(jnp.asarray(ends))),
+        "projected": np.asarray(project_batch(full)(jnp.asarray(ends))),
         "off_start": np.asarray(off(jnp.asarray(starts), bound.h)),
         "off_end": np.asarray(off(jnp.asarray(ends), bound.h)),
     }

@@ -63,7 +63,7 @@ class FullSpectrum:
     morse_index: int
     escape_groups: dict[str, float]
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """JSON record: the point, index, the lowest five eigenvalues, the escape groups."""
         return {
             "set": self.name,
@@ -143,7 +143,7 @@ def critical_set_indices(full: MarkovFullModel, p: float, q: float) -> list[dict
     bound = full.reduced.bind(p=p, q=q)
     out = []
     for name, theta in reduced_critical_points(p, q, full.reduced.dim):
-        record = full_spectrum(full, theta, bound.h, name).to_dict()
+        record = full_spectrum(full, theta, bound.h, name).metadata()
         lam = np.linalg.eigvalsh(np.asarray(bound.hessian(theta), float))
         negative = lam < -NEGATIVE_TOL * max(float(np.max(np.abs(lam))), 1e-300)
         record.update(

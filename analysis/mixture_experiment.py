@@ -48,7 +48,7 @@ class MixtureReport:
             "config": vars(run.config),
             "options": vars(run.options),
             "status": run.status,
-            "stages": self.stages.to_dict(),
+            "stages": self.stages.metadata(),
             "final": {
                 "t": float(run.ts[-1]),
                 "loss": float(run.loss[-1]),

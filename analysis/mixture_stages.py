@@ -62,7 +62,7 @@ class StageTimes:
         """``t_attention - t_align``: the length of the attention stage."""
         return self.t_attention - self.t_align
 
-    def to_dict(self) -> dict[str, Any]:
+    def metadata(self) -> dict[str, Any]:
         """The times, the attention-stage duration and the levels, as a plain dict."""
         return {
             "t_align": self.t_align,

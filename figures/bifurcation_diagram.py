@@ -107,12 +107,12 @@ def compute(config: Config = Config()) -> Data:
     Raises:
         GradflowError: the loss does not parse, or ``coordinate`` is not one of its parameters.
     """
-    from gradflow import loss_model, sweep
+    from gradflow import Region, loss_model, sweep
 
     model = loss_model(config.loss, None, [config.hyper], name=f"L = {config.loss}")
     model.index(config.coordinate)
     values = np.linspace(config.lo, config.hi, config.cells)
-    result = sweep(model, {config.hyper: values}, grid=config.grid)
+    result = sweep(model, {config.hyper: values}, region=Region.of(model, grid=config.grid))
     return Data(config=config, sweep=result, params=model.param_names)
 
 

@@ -133,13 +133,16 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Basins on the slices, the rays of both models at both ``(p, q)``, the trajectories."""
-    from gradflow import flow, portrait
+    from gradflow import Region, flow, portrait
     from gradflow.analysis.markov_rays import ray_outcomes, sphere_directions
     from gradflow.models import markov
     from gradflow.models.markov_attention import canonical_attention
 
     model = canonical_attention(P, Q)
-    slices = tuple(portrait(model, grid=config.grid, box=BOX, fixed={"a": a}) for a in SLICES)
+    slices = tuple(
+        portrait(model, region=Region.of(model, grid=config.grid, box=BOX, fixed={"a": a}))
+        for a in SLICES
+    )
     radii = np.geomspace(0.05, 3.0, 16)
     rays = []
     for p, q, style in RAY_CASES:

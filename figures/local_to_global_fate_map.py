@@ -98,7 +98,7 @@ def _tag(p: float, q: float) -> str:
 
 def compute(config: Config) -> Data:
     """The fate map (σ = 0) and the induced-metric portrait of each case."""
-    from gradflow import in_metric, portrait
+    from gradflow import Region, in_metric, portrait
     from gradflow.analysis.markov_fate import FateConfig, fate_map
 
     fates, portraits = [], []
@@ -115,13 +115,9 @@ def compute(config: Config) -> Data:
         folder = Path(config.runs) / _tag(p, q) if config.runs else None
         fates.append(fate_map(fate_config, checkpoint=folder))
         full = fate_config.full()
-        portraits.append(
-            portrait(
-                in_metric(full.reduced.bind(p=p, q=q), full.metric, name="induced"),
-                grid=config.basin_grid,
-                box=BOX,
-            )
-        )
+        flows = in_metric(full.reduced.bind(p=p, q=q), full.metric, name="induced")
+        region = Region.of(flows, grid=config.basin_grid, box=BOX)
+        portraits.append(portrait(flows, region=region))
     return Data(config=config, fates=tuple(fates), portraits=tuple(portraits))
 
 

@@ -74,7 +74,7 @@ class Data:
             "hyperparameters": [{"p": p, "q": q} for p, q in CASES],
             "grid": self.config.grid,
             "box": list(last.box),
-            "solver": [o.to_dict() for o in last.basin_map.options],
+            "solver": [o.metadata() for o in last.basin_map.options],
             "fractions": {
                 _tag(p, q): result.basin_map.fractions()
                 for (p, q), result in zip(CASES, self.portraits)
@@ -89,12 +89,17 @@ def _tag(p: float, q: float) -> str:
 
 def compute(config: Config) -> Data:
     """The portrait (flow, energy levels, basins on a ``grid × grid`` grid) of each case."""
-    from gradflow import portrait
+    from gradflow import Region, portrait
     from gradflow.models import markov
 
     return Data(
         config=config,
-        portraits=tuple(portrait(markov.canonical(p, q), grid=config.grid) for p, q in CASES),
+        portraits=tuple(
+            portrait(
+                markov.canonical(p, q), region=Region.of(markov.canonical(p, q), grid=config.grid)
+            )
+            for p, q in CASES
+        ),
     )
 
 

@@ -96,7 +96,7 @@ class Data:
 
 def compute(config: Config) -> Data:
     """Train every init's seeds; the portrait of ``L(e, w)`` with their ``(w, e)`` paths."""
-    from gradflow import Overlay, portrait
+    from gradflow import Overlay, Region, portrait
     from gradflow.analysis.markov_training import TrainConfig, train
     from gradflow.models import markov
 
@@ -108,7 +108,11 @@ def compute(config: Config) -> Data:
             label = f"{init} init, seed {seed}: loss {result.test_loss[seed, -1]:.4f}"
             path = result.coords[seed][:, [1, 0]]
             overlays.append(Overlay(label, path, color, STYLES[seed]))
-    picture = portrait(markov.canonical(P, Q), grid=config.grid, box=BOX, overlays=overlays)
+    picture = portrait(
+        markov.canonical(P, Q),
+        region=Region.of(markov.canonical(P, Q), grid=config.grid, box=BOX),
+        overlays=overlays,
+    )
     return Data(config=config, runs=runs, picture=picture)
 
 

@@ -78,7 +78,7 @@ class Data:
     Attributes:
         sweep_arrays: :meth:`gradflow.Sweep.arrays`: ``fractions`` of shape
             ``(len(p), len(q), len(LABELS))``, ``label_names``, ``axis_p``, ``axis_q``, …
-        sweep_record: :meth:`gradflow.Sweep.to_dict`: model, axes, grid, box, cells.
+        sweep_record: :meth:`gradflow.Sweep.metadata`: model, axes, grid, box, cells.
         gap: ``H(π) - H`` per cell, nats, shape ``(len(p), len(q))``.
     """
 
@@ -156,7 +156,7 @@ def load_sweep(path: Path | str) -> tuple[dict[str, np.ndarray], dict[str, Any]]
 def compute(config: Config = Config()) -> Data:
     """Sweep the canonical model over ``config.cells²`` values of ``(p, q)``, or read the sweep
     ``config.sweep``; the loss gap in closed form on its cells."""
-    from gradflow import sweep
+    from gradflow import Region, sweep
     from gradflow.models.markov import canonical_model
 
     model = canonical_model()
@@ -164,7 +164,7 @@ def compute(config: Config = Config()) -> Data:
         arrays, record = load_sweep(config.sweep)
     else:
         values = np.linspace(config.lo, config.hi, config.cells)
-        result = sweep(model, {"p": values, "q": values}, grid=config.grid)
+        result = sweep(model, {"p": values, "q": values}, region=Region.of(model, grid=config.grid))
         arrays, record = result.arrays(), result.metadata()
     gap = np.array(
         [

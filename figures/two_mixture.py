@@ -80,7 +80,7 @@ class Data:
         """The run's record, the stage times per ``ω`` and the fitted law."""
         return {
             **self.report.metadata(),
-            "omega_sweep": [t.to_dict() for t in self.sweep],
+            "omega_sweep": [t.metadata() for t in self.sweep],
             "log_law": None if self.law is None else vars(self.law),
         }
 

@@ -24,98 +24,82 @@ if "jax" in sys.modules:
     sys.modules["jax"].config.update("jax_enable_x64", True)
 
 _EXPORTS = {
-    "Attractor": "._attractors",
-    "AttractorIndex": "._attractors",
-    "BasinMap": "._basin_map",
-    "FractionError": "._basin_map",
-    "BasinConvergence": "._basin_convergence",
-    "basin_convergence": "._basin_convergence",
-    "LABELS": "._basin_map",
-    "Label": "._basin_map",
-    "basin_memory": "._memory",
-    "sweep_memory": "._memory",
-    "basins": "._basins",
-    "default_basin_options": "._basins",
-    "Region": "._region",
-    "grid_axis": "._region",
-    "widened_bounds": "._basins",
-    "FlowEndpoints": "._batched",
-    "run_cells": "._cells",
-    "Certificate": "._certify",
-    "CertifiedPoint": "._certify",
-    "Explanation": "._certify",
-    "certify": "._certify",
-    "KINDS": "._classify",
-    "classify_points": "._classify",
-    "CriticalSet": "._critical_sets",
-    "CriticalSets": "._critical_sets",
-    "critical_sets": "._critical",
-    "decision_level": "._critical_sets",
-    "global_min_level": "._critical_sets",
-    "descend": "._descent",
+    "Attractor": "._critical.attractors",
+    "AttractorIndex": "._critical.attractors",
+    "BasinMap": "._basins.basin_map",
+    "FractionError": "._basins.basin_map",
+    "basin_convergence": "._basins.convergence",
+    "LABELS": "._basins.basin_map",
+    "Label": "._basins.basin_map",
+    "basin_memory": "._output.memory",
+    "sweep_memory": "._output.memory",
+    "basins": "._basins.basins",
+    "default_basin_options": "._basins.basins",
+    "Region": "._landscape.region",
+    "grid_axis": "._landscape.region",
+    "run_cells": "._cells.cells",
+    "certify": "._critical.certify",
+    "KINDS": "._critical.classify",
+    "classify_points": "._critical.classify",
+    "CriticalSet": "._critical.sets",
+    "CriticalSets": "._critical.sets",
+    "critical_sets": "._critical.search",
+    "decision_level": "._critical.sets",
+    "descend": "._flow.descent",
     "GradflowError": "._errors",
-    "loss_model": "._expression",
-    "parse_loss": "._expression",
-    "flow": "._flows",
-    "flow_endpoints": "._flows",
-    "gradient_descent": "._flows",
-    "FlowOptions": "._integrate",
-    "SOLVERS": "._integrate",
-    "Status": "._integrate",
-    "Trajectory": "._integrate",
-    "gradient_flow": "._integrate",
-    "integrate": "._integrate",
-    "atomic_outputs": "._io",
-    "check_folder": "._io",
-    "check_output": "._io",
-    "open_checkpoint": "._io",
-    "save_with_data": "._io",
-    "Result": "._io",
-    "save_result": "._io",
-    "to_jsonable": "._io",
-    "JaxLandscape": "._jax_landscape",
-    "ClosedForm": "._landscape",
-    "GradientField": "._landscape",
-    "Landscape": "._landscape",
-    "LOWERED_FUNCTIONS": "._lowering",
-    "LogAddExp": "._lowering",
-    "LogSigmoid": "._lowering",
-    "Sigmoid": "._lowering",
-    "Softplus": "._lowering",
-    "binary_cross_entropy": "._lowering",
-    "lambdify_jax": "._lowering",
-    "lambdify_numpy": "._lowering",
-    "stabilize": "._lowering",
-    "METRICS": "._metric",
-    "Metric": "._metric",
-    "MetricLandscape": "._metric",
-    "in_metric": "._metric",
-    "Kinks": "._landscape",
-    "SlideResult": "._sliding",
-    "slide": "._sliding",
-    "LossScales": "._scales",
-    "loss_scales": "._scales",
-    "BoundModel": "._model",
-    "CriticalSetSpec": "._model",
-    "ReducedModel": "._model",
-    "show_domain": "._model",
-    "FORMATS": "._io",
-    "BIFURCATION_TYPES": "._continuation",
-    "Bifurcation": "._continuation",
-    "Branch": "._continuation",
-    "stability": "._continuation",
-    "Sweep": "._sweep",
-    "SweepCell": "._sweep",
-    "follow": "._sweep",
-    "remove_checkpoint": "._sweep",
-    "sweep": "._sweep",
-    "FUNCTION_NAMES": "._grammar",
-    "Overlay": "._portrait",
-    "Portrait": "._portrait",
-    "portrait": "._portrait",
-    "progress_bar": "._progress",
-    "format_point": "._text",
-    "format_table": "._text",
+    "loss_model": "._symbolic.expression",
+    "parse_loss": "._symbolic.expression",
+    "flow": "._flow.flows",
+    "flow_endpoints": "._flow.flows",
+    "gradient_descent": "._flow.flows",
+    "FlowOptions": "._flow.integrate",
+    "Status": "._flow.integrate",
+    "Trajectory": "._flow.integrate",
+    "gradient_flow": "._flow.integrate",
+    "integrate": "._flow.integrate",
+    "atomic_outputs": "._output.io",
+    "check_folder": "._output.io",
+    "check_output": "._output.io",
+    "open_checkpoint": "._output.io",
+    "save_with_data": "._output.io",
+    "Result": "._output.io",
+    "save_result": "._output.io",
+    "to_jsonable": "._output.io",
+    "JaxLandscape": "._landscape.jax",
+    "GradientField": "._landscape.base",
+    "Landscape": "._landscape.base",
+    "LOWERED_FUNCTIONS": "._symbolic.lowering",
+    "LogAddExp": "._symbolic.functions",
+    "LogSigmoid": "._symbolic.functions",
+    "Sigmoid": "._symbolic.functions",
+    "Softplus": "._symbolic.functions",
+    "binary_cross_entropy": "._symbolic.functions",
+    "lambdify_jax": "._symbolic.lowering",
+    "lambdify_numpy": "._symbolic.lowering",
+    "stabilize": "._symbolic.stabilize",
+    "in_metric": "._landscape.metric",
+    "Kinks": "._landscape.base",
+    "SlideResult": "._flow.sliding",
+    "slide": "._flow.sliding",
+    "LossScales": "._landscape.scales",
+    "loss_scales": "._landscape.scales",
+    "BoundModel": "._symbolic.model",
+    "CriticalSetSpec": "._symbolic.closed_forms",
+    "ReducedModel": "._symbolic.model",
+    "show_domain": "._symbolic.model",
+    "FORMATS": "._output.io",
+    "Branch": "._sweep.branches",
+    "stability": "._sweep.branches",
+    "Sweep": "._sweep.sweep",
+    "follow": "._sweep.sweep",
+    "remove_checkpoint": "._sweep.sweep",
+    "sweep": "._sweep.sweep",
+    "FUNCTION_NAMES": "._symbolic.grammar",
+    "Overlay": "._portrait.portrait",
+    "Portrait": "._portrait.portrait",
+    "portrait": "._portrait.portrait",
+    "progress_bar": "._output.progress",
+    "format_table": "._output.text",
 }
 """Each public name and the private module that defines it."""
 
@@ -136,24 +120,26 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ._attractors import Attractor, AttractorIndex
-    from ._basin_convergence import BasinConvergence, basin_convergence
-    from ._basin_map import LABELS, BasinMap, FractionError, Label
-    from ._basins import basins, default_basin_options, widened_bounds
-    from ._batched import FlowEndpoints
-    from ._cells import run_cells
-    from ._certify import Certificate, CertifiedPoint, Explanation, certify
-    from ._classify import KINDS, classify_points
-    from ._continuation import BIFURCATION_TYPES, Bifurcation, Branch, stability
-    from ._critical import critical_sets
-    from ._critical_sets import CriticalSet, CriticalSets, decision_level, global_min_level
-    from ._descent import descend
+    from ._basins.basin_map import LABELS, BasinMap, FractionError, Label
+    from ._basins.basins import basins, default_basin_options
+    from ._basins.convergence import basin_convergence
+    from ._cells.cells import run_cells
+    from ._critical.attractors import Attractor, AttractorIndex
+    from ._critical.certify import certify
+    from ._critical.classify import KINDS, classify_points
+    from ._critical.search import critical_sets
+    from ._critical.sets import CriticalSet, CriticalSets, decision_level
     from ._errors import GradflowError
-    from ._expression import loss_model, parse_loss
-    from ._flows import flow, flow_endpoints, gradient_descent
-    from ._grammar import FUNCTION_NAMES
-    from ._integrate import SOLVERS, FlowOptions, Status, Trajectory, gradient_flow, integrate
-    from ._io import (
+    from ._flow.descent import descend
+    from ._flow.flows import flow, flow_endpoints, gradient_descent
+    from ._flow.integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate
+    from ._flow.sliding import SlideResult, slide
+    from ._landscape.base import GradientField, Kinks, Landscape
+    from ._landscape.jax import JaxLandscape
+    from ._landscape.metric import in_metric
+    from ._landscape.region import Region, grid_axis
+    from ._landscape.scales import LossScales, loss_scales
+    from ._output.io import (
         FORMATS,
         Result,
         atomic_outputs,
@@ -164,38 +150,31 @@ if TYPE_CHECKING:
         save_with_data,
         to_jsonable,
     )
-    from ._jax_landscape import JaxLandscape
-    from ._landscape import ClosedForm, GradientField, Kinks, Landscape
-    from ._lowering import (
-        LOWERED_FUNCTIONS,
+    from ._output.memory import basin_memory, sweep_memory
+    from ._output.progress import progress_bar
+    from ._output.text import format_table
+    from ._portrait.portrait import Overlay, Portrait, portrait
+    from ._sweep.branches import Branch, stability
+    from ._sweep.sweep import Sweep, follow, remove_checkpoint, sweep
+    from ._symbolic.closed_forms import CriticalSetSpec
+    from ._symbolic.expression import loss_model, parse_loss
+    from ._symbolic.functions import (
         LogAddExp,
         LogSigmoid,
         Sigmoid,
         Softplus,
         binary_cross_entropy,
-        lambdify_jax,
-        lambdify_numpy,
-        stabilize,
     )
-    from ._memory import basin_memory, sweep_memory
-    from ._metric import METRICS, Metric, MetricLandscape, in_metric
-    from ._model import BoundModel, CriticalSetSpec, ReducedModel, show_domain
-    from ._portrait import Overlay, Portrait, portrait
-    from ._progress import progress_bar
-    from ._region import Region, grid_axis
-    from ._scales import LossScales, loss_scales
-    from ._sliding import SlideResult, slide
-    from ._sweep import Sweep, SweepCell, follow, remove_checkpoint, sweep
-    from ._text import format_point, format_table
+    from ._symbolic.grammar import FUNCTION_NAMES
+    from ._symbolic.lowering import LOWERED_FUNCTIONS, lambdify_jax, lambdify_numpy
+    from ._symbolic.model import BoundModel, ReducedModel, show_domain
+    from ._symbolic.stabilize import stabilize
 
 __all__ = [
-    "BIFURCATION_TYPES",
-    "Bifurcation",
     "Branch",
     "stability",
     "FORMATS",
     "Sweep",
-    "SweepCell",
     "follow",
     "remove_checkpoint",
     "run_cells",
@@ -210,16 +189,11 @@ __all__ = [
     "Label",
     "Attractor",
     "AttractorIndex",
-    "BasinConvergence",
     "BasinMap",
     "BoundModel",
-    "ClosedForm",
-    "Certificate",
-    "CertifiedPoint",
     "CriticalSet",
     "CriticalSetSpec",
     "CriticalSets",
-    "FlowEndpoints",
     "FlowOptions",
     "FractionError",
     "GradflowError",
@@ -228,15 +202,10 @@ __all__ = [
     "Kinks",
     "Landscape",
     "LogSigmoid",
-    "Explanation",
-    "METRICS",
-    "Metric",
-    "MetricLandscape",
     "Overlay",
     "Portrait",
     "ReducedModel",
     "Region",
-    "SOLVERS",
     "Result",
     "Sigmoid",
     "Status",
@@ -257,9 +226,7 @@ __all__ = [
     "descend",
     "flow",
     "flow_endpoints",
-    "format_point",
     "format_table",
-    "global_min_level",
     "gradient_descent",
     "gradient_flow",
     "in_metric",
@@ -280,5 +247,4 @@ __all__ = [
     "slide",
     "SlideResult",
     "to_jsonable",
-    "widened_bounds",
 ]

@@ -10,7 +10,12 @@ entry in :data:`MODELS`; ``tests/test_registry.py`` checks the entry against the
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gradflow import ReducedModel
 
 __all__ = ["MODELS", "SWITCHING", "ModelEntry"]
 
@@ -28,12 +33,21 @@ class ModelEntry:
         plane: the parameters its portraits put on the x and y axes.
         hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
             ``--NAME`` option).
+        full: whether it has a full model, the single-layer Markov transformer it embeds into
+            (:func:`gradflow.models.full_model.full_model`, the fate map, ``gradflow compare``).
     """
 
     factory: str
     params: tuple[str, ...]
     plane: tuple[str, str]
     hyperparams: dict[str, tuple[float, float]]
+    full: bool = False
+
+    def model(self) -> ReducedModel:
+        """The reduced model: its factory imported and called (this imports the model and
+        JAX)."""
+        module, _, name = self.factory.partition(":")
+        return getattr(importlib.import_module(module), name)()
 
 
 SWITCHING = {"p": (0.0, 1.0), "q": (0.0, 1.0)}
@@ -45,24 +59,29 @@ MODELS = {
         ("e", "w"),
         ("w", "e"),
         SWITCHING,
+        full=True,
     ),
     "canonical-bias": ModelEntry(
         "gradflow.models.markov:canonical_bias_model",
         ("e", "w", "b"),
         ("w", "e"),
         SWITCHING,
+        full=True,
     ),
     "canonical-attention": ModelEntry(
         "gradflow.models.markov_attention:canonical_attention_model",
         ("e", "w", "a"),
         ("w", "e"),
         SWITCHING,
+        full=True,
     ),
     "canonical-attention-bias": ModelEntry(
         "gradflow.models.markov_attention:canonical_attention_bias_model",
         ("e", "w", "a", "b"),
         ("w", "e"),
         SWITCHING,
+        full=True,
     ),
 }
-"""Every reduced model the command line knows by name."""
+"""Every reduced model the command line knows by name, in report order (the one list: the
+models with a full model are the entries with ``full``)."""

@@ -12,7 +12,8 @@ analyses need of the pair:
   induces: the reduced flow in it, ``dθ/dt = -G⁻¹∇L``, is what the full gradient flow would be
   if the embedded manifold were invariant (the full gradient pulls back to ``Jᵀ∇L_full = ∇L``).
 
-:data:`FULL_MODELS` is the one list of reduced models with a full model; :func:`full_model`
+:data:`FULL_MODELS` names the reduced models with a full model (the entries of
+:data:`gradflow.models.MODELS` marked ``full``, so the models are listed once); :func:`full_model`
 builds the pair for a model name and the full model's settings.  The Markov family (the single-
 layer transformer on binary Markov chains, exact loss by enumerating all ``2^N`` sequences) is
 the family with an embedding today; the minimal induction-head and two-mixture models are
@@ -24,7 +25,7 @@ reduced by projection only and have no ``embed``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -34,10 +35,10 @@ from jaxtyping import Array, Float
 
 from gradflow import GradflowError, ReducedModel
 
-from .markov import canonical_bias_model, canonical_model
-from .markov_attention import canonical_attention_bias_model, canonical_attention_model
+from . import MODELS
 from .markov_data import check_length
 from .markov_embedding import COORDINATES, canonical_coordinates, default_direction
+from .markov_ranges import FULL_LENGTH
 from .markov_transformer import MarkovTransformer, check_attention, check_width, exact_loss
 
 __all__ = ["FULL_MODELS", "FullModel", "MarkovFullModel", "full_model", "pulled_gradient"]
@@ -86,7 +87,9 @@ class MarkovFullModel:
 
     Args:
         reduced: one of the canonical models (coordinates a subset of ``e, w, a, b``).
-        length: positions ``N`` (exact loss over all ``2^N`` input sequences, ``N ≤ 14``).
+        length: positions ``N`` (exact loss over all ``2^N`` input sequences, ``N ≤ 14``;
+            default :data:`~gradflow.models.markov_ranges.FULL_LENGTH`, whose metric is the
+            induced metric of ``metric="induced"``).
         d: embedding width.
         attention: ``"linear"`` (exact for every canonical model) or ``"softmax"`` (exact for
             the models without the attention scalar ``a``, which embed ``W_O = 0``).
@@ -96,7 +99,7 @@ class MarkovFullModel:
     """
 
     reduced: ReducedModel
-    length: int = 6
+    length: int = FULL_LENGTH
     d: int = 8
     attention: str = "linear"
 
@@ -140,13 +143,9 @@ class MarkovFullModel:
         return self.reduced.embed.metric(theta, h, length=self.length)
 
 
-FULL_MODELS: dict[str, Callable[[], ReducedModel]] = {
-    "canonical": canonical_model,
-    "canonical-bias": canonical_bias_model,
-    "canonical-attention": canonical_attention_model,
-    "canonical-attention-bias": canonical_attention_bias_model,
-}
-"""Every reduced model with a full model: name → the reduced model's factory."""
+FULL_MODELS: tuple[str, ...] = tuple(name for name, entry in MODELS.items() if entry.full)
+"""Every reduced model with a full model, by name, in the order of :data:`MODELS` (the entries
+marked ``full``)."""
 
 
 @functools.cache
@@ -162,7 +161,7 @@ def full_model(name: str, **settings: Any) -> MarkovFullModel:
         raise GradflowError(
             f"model {name!r} has no full model; models with one: {', '.join(FULL_MODELS)}"
         )
-    return MarkovFullModel(FULL_MODELS[name](), **settings)
+    return MarkovFullModel(MODELS[name].model(), **settings)
 
 
 def pulled_gradient(full: FullModel, theta: Array, h: Array) -> Array:

@@ -40,7 +40,7 @@ from .markov_ansatz import b as b_sym
 from .markov_ansatz import e as e_sym
 from .markov_ansatz import w as w_sym
 from .markov_data import check_length
-from .markov_ranges import check_attention, check_width
+from .markov_ranges import FULL_LENGTH, check_attention, check_width
 
 if TYPE_CHECKING:
     from jaxtyping import Array, Float
@@ -177,7 +177,9 @@ class ReducedEmbedding:
         )
         return f0 - _shift()(c["e"], c["w"], c["a"])
 
-    def metric(self, theta: Array, h: Array, *, length: int = 8, tied: bool = True) -> Array:
+    def metric(
+        self, theta: Array, h: Array, *, length: int = FULL_LENGTH, tied: bool = True
+    ) -> Array:
         """``G = JᵀJ`` of the embedding at ``θ`` (shape ``(dim,)``), shape ``(dim, dim)``.
 
         Every weight of the embedding is linear in one coordinate except the bias: ``e`` moves
@@ -198,7 +200,7 @@ class ReducedEmbedding:
         h: Array,
         *,
         d: int = 8,
-        length: int = 8,
+        length: int = FULL_LENGTH,
         direction: Float[Array, " d"] | None = None,
         attention: Literal["softmax", "linear"] = "linear",
         tied: bool = True,

@@ -13,6 +13,7 @@ from gradflow import GradflowError
 
 __all__ = [
     "ATTENTION_KINDS",
+    "FULL_LENGTH",
     "MAX_EXACT_LENGTH",
     "MAX_WIDTH",
     "check_attention",
@@ -21,6 +22,15 @@ __all__ = [
     "check_width",
 ]
 
+FULL_LENGTH = 6
+"""Positions ``N`` of the full single-layer transformer every Markov model is checked against
+by default — one value for each use of "the full model": the fate map trains it
+(``gradflow fate --length``), the dynamics check of ``gradflow compare`` descends on it, and
+the induced metric ``G = JᵀJ`` of ``--metric induced`` is its embedding's
+(:meth:`~gradflow.models.markov_embedding.ReducedEmbedding.metric`: ``G_ee = 1 + N/4``).
+``N = 6`` because the documented fate maps and their timings were measured there (825 weights at
+``d = 8``) and its exact loss enumerates 64 sequences; the reduced loss itself does not depend
+on ``N`` (a stationary chain), only the metric and the full runs do."""
 MAX_EXACT_LENGTH = 14
 """Longest sequence whose population loss is computed by enumerating all ``2^N`` sequences.
 

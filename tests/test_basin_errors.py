@@ -43,7 +43,9 @@ def test_on_a_symmetric_box_each_well_is_half_within_its_error_bars(well) -> Non
     with 10 columns per well, 210/441 = 10/21, so the change is 820/1681 - 10/21 = 0.0116,
     about the fine grid's own error 1/2 - 820/1681 = 0.0122 (the error is proportional to the
     spacing).  The saddle's column: cells [0, 80/1600] (no cell lies in it: measure zero)."""
-    bm = gradflow.basins(well, grid=41, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        well, region=gradflow.Region.of(well, grid=41, box=(-2, 2, -2, 2)), progress=False
+    )
     found = errors_by_point(bm)
     for point in ((-1.0, 0.0), (1.0, 0.0)):
         e = found[point]
@@ -64,7 +66,9 @@ def test_on_a_lopsided_box_the_shares_are_a_quarter_and_three_quarters(well) -> 
     has 29 full and touches 30, [1160, 1200]/1600 = [0.725, 0.75]; each holds its exact share,
     as do the Wilson intervals.  Every other point (x spacing 0.2, 21 points): 5 columns on
     the left (105/441), 15 on the right (315/441)."""
-    bm = gradflow.basins(well, grid=41, box=(-1, 3, -1, 1), progress=False)
+    bm = gradflow.basins(
+        well, region=gradflow.Region.of(well, grid=41, box=(-1, 3, -1, 1)), progress=False
+    )
     found = errors_by_point(bm)
     for point, count, cells, coarse, exact in (
         ((-1.0, 0.0), 410, (360 / 1600, 400 / 1600), 105 / 441, 0.25),
@@ -84,7 +88,11 @@ def test_the_shares_over_nested_grids_and_tolerances(well) -> None:
     10/21, 20/41, whatever the tolerance (the flow keeps the sign of x); the saddle's column
     1/N, whose changes 1/11 - 1/21 and 1/21 - 1/41 are the largest."""
     study = gradflow.basin_convergence(
-        well, grids=(41, 11, 21), tolerances=(1e-5, 1e-6), box=(-2, 2, -2, 2), progress=False
+        well,
+        region=gradflow.Region.of(well, box=(-2, 2, -2, 2)),
+        grids=(41, 11, 21),
+        tolerances=(1e-5, 1e-6),
+        progress=False,
     )
     assert study.grids == (11, 21, 41)
     wells = [k for k, a in enumerate(study.attractors) if a.kind == "global_min"]

@@ -38,7 +38,9 @@ def one_d(loss: str, count: int, axis: str = "a", **held: float) -> gradflow.Swe
     """A sweep of ``loss`` over ``count`` values of ``axis`` in [-1, 1], small basin grids."""
     model = gradflow.loss_model(loss, None, [axis, *held])
     axes = {axis: np.linspace(-1, 1, count)}
-    return gradflow.sweep(model, axes, values=held, grid=5, progress=False)
+    return gradflow.sweep(
+        model, axes, region=gradflow.Region.of(model, grid=5), values=held, progress=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +124,12 @@ def test_the_weight_decayed_linear_network_has_its_pitchfork_at_wd_1() -> None:
     The minima merge into it at wd = 1: a supercritical pitchfork there (over wd = 0.5, 0.833,
     1.167, 1.5), the branches at ±√(1 - wd) on the diagonal."""
     model = gradflow.loss_model("(1 - a*b)**2/2 + wd*(a**2 + b**2)/2", ("a", "b"), ["wd"])
-    result = gradflow.sweep(model, {"wd": np.linspace(0.5, 1.5, 4)}, grid=5, progress=False)
+    result = gradflow.sweep(
+        model,
+        {"wd": np.linspace(0.5, 1.5, 4)},
+        region=gradflow.Region.of(model, grid=5),
+        progress=False,
+    )
     (found,) = result.bifurcations
     assert found.type == "pitchfork" and found.criticality == "supercritical"
     assert found.at["wd"] == pytest.approx(1.0, abs=1e-6)
@@ -187,7 +194,13 @@ def test_transcritical_also_when_a_grid_value_falls_on_it() -> None:
 
 @pytest.mark.parametrize("q", [(0.2, 0.7, 0.9), (0.6, 0.8)], ids=["on-a-cell", "between"])
 def test_canonical_halves_of_e_0_trade_kinds_at_q_0_7(q) -> None:
-    result = gradflow.sweep(canonical_model(), {"q": q}, values={"p": 0.3}, grid=5, progress=False)
+    result = gradflow.sweep(
+        canonical_model(),
+        {"q": q},
+        region=gradflow.Region.of(canonical_model(), grid=5),
+        values={"p": 0.3},
+        progress=False,
+    )
     crossings = [b for b in result.bifurcations if b.set == "e = 0"]
     assert len(crossings) == 1
     (found,) = crossings
@@ -204,7 +217,11 @@ def test_a_line_ending_on_p_plus_q_1_has_its_crossing_and_no_fold() -> None:
     beyond its first cell, as one inside the line sees it missing at one cell.  No pair of
     points is born there: the only bifurcation is the crossing of ``e = 0`` at ``p = 1 - q``."""
     result = gradflow.sweep(
-        canonical_model(), {"p": (0.1, 0.3)}, values={"q": 0.9}, grid=5, progress=False
+        canonical_model(),
+        {"p": (0.1, 0.3)},
+        region=gradflow.Region.of(canonical_model(), grid=5),
+        values={"q": 0.9},
+        progress=False,
     )
     (found,) = result.bifurcations
     assert found.type == "degenerate crossing" and found.set == "e = 0"
@@ -225,7 +242,12 @@ def test_a_line_of_critical_points_changes_kind_where_its_curvature_vanishes_exa
 
 def test_the_2d_sweep_locates_p_plus_q_1_on_every_row_and_column_that_crosses_it() -> None:
     values = (0.15, 0.45, 0.75)
-    result = gradflow.sweep(canonical_model(), {"p": values, "q": values}, grid=5, progress=False)
+    result = gradflow.sweep(
+        canonical_model(),
+        {"p": values, "q": values},
+        region=gradflow.Region.of(canonical_model(), grid=5),
+        progress=False,
+    )
     crossings = [b for b in result.bifurcations if b.set == "e = 0"]
     assert all(abs(b.at["p"] + b.at["q"] - 1) <= 1e-6 for b in result.bifurcations)
     rows = sorted(b.at["p"] for b in crossings if b.axis == "q")

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import gradflow
-from gradflow._budget import ENV, GRACE, WALL_FACTOR, OutOfTime, within
+from gradflow._symbolic.budget import ENV, GRACE, WALL_FACTOR, OutOfTime, within
 
 CHAIN = "4*(x**-12 - x**-6) + 4*(y**-12 - y**-6) + 4*((y - x)**-12 - (y - x)**-6)"
 BUDGET = 1.0
@@ -77,7 +77,7 @@ def test_a_solve_that_runs_out_falls_back_to_the_search(monkeypatch: pytest.Monk
     steps = 2  # sympy.solve, and the proof of L ≥ 0 (which fails quickly)
     assert time.process_time() - cpu < steps * BUDGET + 1
     assert time.monotonic() - wall < steps * (BUDGET * WALL_FACTOR + GRACE) + 5
-    sets = gradflow.critical_sets(model, bounds={"x": (0.8, 3), "y": (1.6, 5)})
+    sets = gradflow.critical_sets(model, box=model.search_box({"x": (0.8, 3), "y": (1.6, 5)}))
     s = (2 * (1 + 2**-13) / (1 + 2**-7)) ** (1 / 6)
     assert [(c.kind, c.name) for c in sets] == [("local_min", "numerical")]
     np.testing.assert_allclose(sets[0].sample, [s, 2 * s], atol=1e-9)

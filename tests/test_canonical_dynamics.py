@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import gradflow
-from gradflow import LABELS, basins, critical_sets
+from gradflow import LABELS, Region, basins, critical_sets
 from gradflow.models import markov
 
 W_SADDLE = -1 / np.sqrt(2)
@@ -124,7 +124,11 @@ def test_basin_map_agrees_with_the_energy_classification(p: float, q: float, lon
     The loss is even in ``e``, so the two branches of ``Γ*`` are shown at mirror-image points,
     bit for bit."""
     with long_programs():
-        bm = basins(markov.canonical(p, q), grid=81, progress=False)
+        bm = basins(
+            markov.canonical(p, q),
+            region=Region.of(markov.canonical(p, q), grid=81),
+            progress=False,
+        )
     branches = [a.point for a in bm.attractors if a.set == "Γ*"]
     assert len(branches) == 2
     np.testing.assert_array_equal(branches[1], branches[0] * [-1.0, 1.0])
@@ -159,7 +163,7 @@ def test_separatrix_is_the_saddle_energy_level_out_to_the_box(p: float, q: float
     the first vertex of its integrated part past the edge);
     p + q < 1: the two rays into w < -1/√2, running out to w = -3.
     """
-    from gradflow._separatrix import separatrices
+    from gradflow._portrait.separatrix import separatrices
 
     model = markov.canonical(p, q)
     lines = separatrices(model, critical_sets(model), (-3.0, 3.0, -3.0, 3.0))
@@ -189,7 +193,11 @@ def test_a_separatrix_crosses_a_box_that_does_not_hold_its_saddle(p: float, q: f
     ``w < −1/√2``, where ``e² = E_sad + w² − ln|w|`` reaches 1.6² at ``w = −2.0282…`` (root of
     ``w² − ln|w| = 2.56 − E_sad``), inside ``w ≥ −2.5``.  The portrait draws it (one run, a
     vertex past each edge it crosses)."""
-    result = gradflow.portrait(markov.canonical(p, q), box=(-2.5, 2.0, 0.1, 1.6), show_basins=False)
+    result = gradflow.portrait(
+        markov.canonical(p, q),
+        region=gradflow.Region.of(markov.canonical(p, q), box=(-2.5, 2.0, 0.1, 1.6)),
+        show_basins=False,
+    )
     (line,) = result.separatrix
     w, e = line.T
     assert e[0] < 0.1 <= e[1] and e[-2] <= 1.6 < e[-1]
@@ -219,6 +227,6 @@ def test_bias_model_critical_sets_and_flow() -> None:
     trajectory = gradflow.flow(model, [0.5, -1.5, 0.0])
     assert trajectory.converged
     assert trajectory.losses[-1] == pytest.approx(refs["entropy_rate"], abs=1e-9)
-    sliced = basins(model, grid=9, fixed={"b": 0.0}, progress=False)
+    sliced = basins(model, region=Region.of(model, grid=9, fixed={"b": 0.0}), progress=False)
     assert sum(sliced.fractions().values()) == pytest.approx(1.0)
     assert sliced.fractions()["not_converged"] == 0

@@ -25,7 +25,7 @@ import pytest
 import sympy as sp
 
 from gradflow import GradflowError, certify, critical_sets, loss_model
-from gradflow._symbolic import real_point, solve_gradient
+from gradflow._symbolic.facts import real_point, solve_gradient
 from gradflow.models.markov import canonical
 
 DOUBLE_WELL = "(x**2 - 1)**2 + y**2"
@@ -106,7 +106,9 @@ def test_the_proven_morse_index_corrects_a_saddle_reported_as_a_minimum():
     """``L = 6.25·10⁻¹⁴`` at ``x = 1.0005`` is within the classifier's tolerance of ``inf L = 0``;
     the Hessian eigenvalue ``-10⁻⁶`` there, proven negative, makes it a saddle."""
     model = loss_model(CLOSE_WELLS).bind()
-    sets = critical_sets(model, bounds={"x": (0, 2), "y": (-1, 1)}, starts=0, certify=True)
+    sets = critical_sets(
+        model, box=model.search_box({"x": (0, 2), "y": (-1, 1)}), starts=0, certify=True
+    )
     kinds = sorted((round(float(s.sample[0]), 9), s.kind) for s in sets)
     assert kinds == [(1.0, "global_min"), (1.0005, "saddle"), (1.001, "global_min")]
 
@@ -127,7 +129,7 @@ def test_a_kink_is_left_unresolved_never_called_complete():
     c = certified("Abs(x) + y**2", [[-1, 1], [-1, 1]], min_width=1e-4)
     assert not c.complete and not c.isolated
     assert all(np.any(np.all((b[:, 0] <= 0) & (0 <= b[:, 1]), axis=0)) for b in c.unresolved)
-    assert 0 < c.to_dict()["unresolved"]["volume"] < 1e-3
+    assert 0 < c.metadata()["unresolved"]["volume"] < 1e-3
     assert "NOT complete" in c.text()
 
 
@@ -139,7 +141,7 @@ def test_a_removable_singularity_is_left_unresolved_and_the_true_minimum_certifi
     assert (minimum.kind, minimum.morse_index) == ("local_min", 0)  # SymPy proves no L ≥ 0
     boxes = c.unresolved
     assert any(inside(np.array([1.0, 0.0]), b) for b in boxes)  # off y = 0, ∂L/∂y = 2y ≠ 0
-    report = c.to_dict()["unresolved"]
+    report = c.metadata()["unresolved"]
     assert report["count"] == len(boxes) and report["hull"][0][0] <= 1 <= report["hull"][0][1]
 
 
@@ -149,8 +151,8 @@ def test_points_the_search_misses_are_added_from_the_certificate():
     (``sympy.solve`` does not apply: the gradient is not rational in ``x``)."""
     model = loss_model("10**12*(exp(x) - 1)**2*(exp(x) - exp(1/1000))**2 + y**2").bind()
     box = {"x": (-1, 1), "y": (-1, 1)}
-    plain = critical_sets(model, bounds=box, starts=64)
-    sets = critical_sets(model, bounds=box, starts=64, certify=True)
+    plain = critical_sets(model, box=model.search_box(box), starts=64)
+    sets = critical_sets(model, box=model.search_box(box), starts=64, certify=True)
     assert sets.certificate.complete
     saddle = np.log((1 + np.exp(1e-3)) / 2)
     samples = sorted((round(float(s.sample[0]), 9), s.kind) for s in sets)
@@ -169,8 +171,8 @@ def test_a_point_the_search_reports_where_the_gradient_is_proven_nonzero_is_drop
     and the point is dropped, with a caveat saying so."""
     model = loss_model("(x - 1)**3/3 + x/10**12 + y**2/2").bind()
     box = {"x": (-1, 3), "y": (-1, 1)}
-    assert [s.name for s in critical_sets(model, bounds=box)] == ["numerical"]
-    sets = critical_sets(model, bounds=box, certify=True)
+    assert [s.name for s in critical_sets(model, box=model.search_box(box))] == ["numerical"]
+    sets = critical_sets(model, box=model.search_box(box), certify=True)
     assert len(sets) == 0 and sets.certificate.complete and not sets.certificate.isolated
     assert len(sets.caveats) == 1 and "proves ∇L ≠ 0" in sets.caveats[0]
     assert sets.metadata()["caveats"] == list(sets.caveats)
@@ -180,7 +182,7 @@ def test_a_point_the_search_reports_where_the_gradient_is_proven_nonzero_is_drop
 def test_certify_refuses_a_slice_and_a_loss_without_sympy():
     model = loss_model(DOUBLE_WELL).bind()
     with pytest.raises(GradflowError, match="slice"):
-        critical_sets(model, fixed={"y": 0.0}, certify=True)
+        critical_sets(model, box=model.search_box(None, {"y": 0.0}), certify=True)
     with pytest.raises(GradflowError, match="interval arithmetic 'ball'"):
         certify(model, np.array([[-1.0, 1.0], [-1.0, 1.0]]), interval="ball")
 
@@ -277,7 +279,7 @@ def test_roots_written_with_i_in_three_parameters_with_a_hyperparameter():
     model = loss_model(
         "x**4/4 - 3*x**2/2 + a*x + y**2/2 + (z - 1)**2", params=["x", "y", "z"], hyperparams=["a"]
     ).bind(a=-1.0)
-    sets = critical_sets(model, bounds={"x": (-3, 3), "y": (-1, 1)}, certify=True)
+    sets = critical_sets(model, box=model.search_box({"x": (-3, 3), "y": (-1, 1)}), certify=True)
     assert sets.certificate.complete
     ordered = sorted(sets, key=lambda s: s.sample[0])
     assert [s.kind for s in ordered] == ["local_min", "saddle", "local_min"]
@@ -328,7 +330,7 @@ def test_styblinski_tang_is_certified(dim: int):
     names = "xyz"[:dim]
     text = " + ".join(f"({v}**4 - 16*{v}**2 + 5*{v})/2" for v in names)
     model = loss_model(text, params=list(names)).bind()
-    sets = critical_sets(model, bounds={v: (-5, 5) for v in names}, certify=True)
+    sets = critical_sets(model, box=model.search_box({v: (-5, 5) for v in names}), certify=True)
     assert sets.certificate.complete
     roots = trig_roots(-8.0, 1.25)
     expected = {}
@@ -352,7 +354,7 @@ def test_himmelblau_and_beale_are_certified():
     ``sympy.solve`` writes with cube roots; the other two solutions are complex."""
     himmelblau = loss_model("(x**2 + y - 11)**2 + (x + y**2 - 7)**2").bind()
     box = {"x": (-5, 5), "y": (-5, 5)}
-    sets = critical_sets(himmelblau, bounds=box, certify=True)
+    sets = critical_sets(himmelblau, box=himmelblau.search_box(box), certify=True)
     assert sets.certificate.complete
     kinds = sorted(s.kind for s in sets)
     assert kinds == ["global_min"] * 4 + ["local_max"] + ["saddle"] * 4
@@ -360,7 +362,7 @@ def test_himmelblau_and_beale_are_certified():
     np.testing.assert_allclose(top.sample, [-0.270845, -0.923039], atol=1e-6)
     assert any(np.allclose(s.sample, [3, 2]) for s in sets)
     beale = loss_model("(3/2 - x + x*y)**2 + (9/4 - x + x*y**2)**2 + (21/8 - x + x*y**3)**2").bind()
-    sets = critical_sets(beale, bounds=box, certify=True)
+    sets = critical_sets(beale, box=beale.search_box(box), certify=True)
     assert sets.certificate.complete
     assert sorted(s.kind for s in sets) == ["global_min", "saddle", "saddle"]
     samples = sorted(tuple(np.round(s.sample, 12)) for s in sets)

@@ -164,7 +164,10 @@ def test_critical_on_a_slice_finds_the_sets_on_it(cli) -> None:
         (["--fixed", "z=0.5"], "unknown parameter 'z' of model 'canonical-attention'"),
         (["--fixed", "a=nan"], "--fixed a=nan must be a finite number"),
         (["--fixed", "a"], "expected NAME=NUMBER"),
-        (["--fixed", "w=1", "--box", "-2", "1", "-2", "2"], "w is an axis of the --box plane"),
+        (
+            ["--fixed", "w=1", "--box", "-2", "1", "-2", "2"],
+            "fixed w = 1.0: w is an axis of the plane",
+        ),
     ],
 )
 def test_critical_rejects_a_bad_slice(extra, named, cli) -> None:

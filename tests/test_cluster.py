@@ -202,7 +202,7 @@ def test_a_sweep_on_two_workers_writes_the_serial_files_and_compiles_each_progra
     and each worker loads each program once, over two sweeps."""
     model = gradflow.loss_model("(x**2 - a)**2 + y**2", ["x", "y"], ["a"], name="double well")
     axes = {"a": [-0.5, 0.5, 1.0, 2.0]}
-    options = {"grid": 9, "progress": False, "bifurcations": False}
+    options = {"region": gradflow.Region.of(model, 9), "progress": False, "bifurcations": False}
     serial = gradflow.sweep(model, axes, checkpoint=tmp_path / "one", **options)
     client.run(_count_compiles)
     spread = gradflow.sweep(model, axes, checkpoint=tmp_path / "two", client=client, **options)
@@ -237,7 +237,7 @@ def test_the_sweep_command_on_a_running_cluster_writes_the_files_of_the_serial_r
 def test_workers_get_the_client_s_jax_settings_and_one_with_other_xla_flags_is_refused() -> None:
     from types import SimpleNamespace
 
-    from gradflow._cluster import JaxSettings, jax_settings
+    from gradflow._cells.cluster import JaxSettings, jax_settings
 
     settings = jax_settings()
     assert settings["JAX_ENABLE_X64"] == "1"

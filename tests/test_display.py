@@ -20,8 +20,8 @@ def test_every_object_prints_short_and_names_what_matters() -> None:
     m = WELL.bind()
     sets = gradflow.critical_sets(m)
     path = gradflow.flow(m, [0.3, 1.5], critical=sets)
-    bm = gradflow.basins(m, grid=9, progress=False)
-    picture = gradflow.portrait(m, grid=9, progress=False)
+    bm = gradflow.basins(m, region=gradflow.Region.of(m, grid=9), progress=False)
+    picture = gradflow.portrait(m, region=gradflow.Region.of(m, grid=9), progress=False)
     texts = {
         "critical sets": repr(sets),
         "critical set": repr(sets[0]),
@@ -50,12 +50,18 @@ def test_notebook_displays_are_pictures_and_tables() -> None:
         sets._repr_html_().startswith("<table>") and "<th>sample (x, y)</th>" in sets._repr_html_()
     )
     assert gradflow.flow(m, [0.3, 1.5])._repr_png_().startswith(PNG)
-    assert gradflow.basins(m, grid=5, progress=False)._repr_png_().startswith(PNG)
+    assert (
+        gradflow.basins(m, region=gradflow.Region.of(m, grid=5), progress=False)
+        ._repr_png_()
+        .startswith(PNG)
+    )
 
 
 def test_titles_and_units_come_from_the_model() -> None:
     """No hyperparameters: no dangling comma; not a cross-entropy: no nats."""
-    picture = gradflow.portrait(WELL.bind(), grid=5, show_basins=False)
+    picture = gradflow.portrait(
+        WELL.bind(), region=gradflow.Region.of(WELL.bind(), grid=5), show_basins=False
+    )
     assert picture.title() == "double well: gradient flow in the (x, y) plane"
     assert "nats" not in repr(gradflow.critical_sets(WELL.bind()))
     from gradflow.models import markov
@@ -67,7 +73,7 @@ def test_titles_and_units_come_from_the_model() -> None:
 
 def test_a_user_model_puts_its_first_parameter_on_the_horizontal_axis() -> None:
     assert WELL.plane == ("x", "y") and gradflow.basins(
-        WELL.bind(), grid=3, progress=False
+        WELL.bind(), region=gradflow.Region.of(WELL.bind(), grid=3), progress=False
     ).plane == ("x", "y")
 
 
@@ -79,7 +85,10 @@ def test_sample_points_lie_in_the_drawn_box_and_agree_between_commands() -> None
     m = markov.canonical(0.7, 0.6)
     plain = {s.name + s.kind: s.sample for s in gradflow.critical_sets(m)}
     drawn = {
-        s.name + s.kind: s.sample for s in gradflow.portrait(m, grid=5, show_basins=False).shown()
+        s.name + s.kind: s.sample
+        for s in gradflow.portrait(
+            m, region=gradflow.Region.of(m, grid=5), show_basins=False
+        ).shown()
     }
     assert plain.keys() == drawn.keys()
     for key in plain:
@@ -108,7 +117,9 @@ def test_every_printed_point_and_box_names_its_coordinates() -> None:
     from gradflow.models import markov
 
     m = markov.canonical(0.7, 0.6)
-    bm = gradflow.basins(m, grid=5, box=(-2, 1, 0.5, 1.5), progress=False)
+    bm = gradflow.basins(
+        m, region=gradflow.Region.of(m, grid=5, box=(-2, 1, 0.5, 1.5)), progress=False
+    )
     first = repr(bm).split("\n")[0]
     assert first.endswith("of the (w, e) plane: w ∈ [-2, 1], e ∈ [0.5, 1.5]")
     assert "point (e, w)" in repr(bm)

@@ -115,13 +115,17 @@ def test_basins_and_separatrix_of_the_double_well() -> None:
     well it is in can attract it, so its endpoint lies in that well (x of the start's sign).
     """
     model = double_well().bind(k=0.5)
-    bm = gradflow.basins(model, grid=21, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=21, box=(-2, 2, -2, 2)), progress=False
+    )
     xs = bm.xs[None, :].repeat(len(bm.ys), 0)
     assert np.all(np.sign(bm.endpoints[..., 0]) == np.sign(xs))
     assert np.all(model.loss(bm.endpoints[xs != 0]) < 1.0)
     assert np.all(bm.mask("global_min")[xs != 0])
     assert np.all(bm.mask("saddle")[xs == 0])
-    pic = gradflow.portrait(model, grid=5, box=(-2, 2, -2, 2), show_basins=False)
+    pic = gradflow.portrait(
+        model, region=gradflow.Region.of(model, grid=5, box=(-2, 2, -2, 2)), show_basins=False
+    )
     assert len(pic.separatrix) == 2
     for line in pic.separatrix:
         np.testing.assert_allclose(line[:, 0], 0.0, atol=1e-6)
@@ -132,11 +136,16 @@ def test_the_float32_first_pass_gives_the_float64_labels() -> None:
     """Away from x = 0 every start reaches the well of its sign, whatever the precision; the
     points next to x = 0 (the saddle's stable manifold) are redone in float64 by design."""
     model = double_well().bind(k=0.5)
-    fast = gradflow.basins(model, grid=31, box=(-2, 2, -1.5, 2.5), progress=False)
-    slow = gradflow.basins(
-        model, grid=31, box=(-2, 2, -1.5, 2.5), progress=False, float32_first=False
+    fast = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=31, box=(-2, 2, -1.5, 2.5)), progress=False
     )
-    assert [a.to_dict() for a in fast.attractors] == [a.to_dict() for a in slow.attractors]
+    slow = gradflow.basins(
+        model,
+        region=gradflow.Region.of(model, grid=31, box=(-2, 2, -1.5, 2.5)),
+        progress=False,
+        float32_first=False,
+    )
+    assert [a.metadata() for a in fast.attractors] == [a.metadata() for a in slow.attractors]
     np.testing.assert_array_equal(fast.attractor_ids, slow.attractor_ids)
     xs = fast.xs[None, :].repeat(len(fast.ys), 0)
     assert np.all(np.sign(fast.endpoints[..., 0]) == np.sign(xs))
@@ -154,7 +163,11 @@ def test_a_flat_loss_is_not_labelled_by_the_float32_stopping_rule() -> None:
     )
     slow = tuple(dataclasses.replace(o, t_max=1e8) for o in gradflow.default_basin_options())
     bm = gradflow.basins(
-        model.bind(), grid=101, box=(-2, 2, -2, 2), options=slow, float32_first=True, progress=False
+        model.bind(),
+        region=gradflow.Region.of(model.bind(), grid=101, box=(-2, 2, -2, 2)),
+        options=slow,
+        float32_first=True,
+        progress=False,
     )
     by_point = {tuple(np.round(a.point, 6)): a for a in bm.attractors}
     left, right, saddle = by_point[(-1.0, 0.0)], by_point[(1.0, 0.0)], by_point[(0.0, 0.0)]
@@ -214,9 +227,9 @@ def test_bad_hyperparameters_and_points_are_one_line_errors() -> None:
     with pytest.raises(GradflowError, match="2 coordinates"):
         gradflow.flow(model, [1.0, 2.0, 3.0])
     with pytest.raises(GradflowError, match="grid"):
-        gradflow.basins(model, grid=1)
+        gradflow.basins(model, region=gradflow.Region.of(model, grid=1))
     with pytest.raises(GradflowError, match="must be below"):
-        gradflow.basins(model, box=(1, -1, 0, 1))
+        gradflow.basins(model, region=gradflow.Region.of(model, box=(1, -1, 0, 1)))
 
 
 def test_outputs_are_all_or_nothing(tmp_path) -> None:
@@ -258,12 +271,12 @@ def test_slice_through_a_critical_surface_is_its_level_curve() -> None:
         global_min_loss=sp.S.Zero,
         plane=("x", "y"),
     ).bind(k=1.0)
-    (circle,) = critical_sets(model, fixed={"z": 1.0}, samples=201)
+    (circle,) = critical_sets(model, box=model.search_box(None, {"z": 1.0}), samples=201)
     assert circle.kind == "global_min" and circle.dimension == 1
     np.testing.assert_allclose(np.hypot(circle.points[:, 0], circle.points[:, 1]), 1.0, atol=1e-9)
     np.testing.assert_allclose(circle.points[:, 2], 1.0)
     assert len(circle.points) > 100 and len(circle.polylines()) >= 1
-    (parabola,) = critical_sets(model, fixed={"x": 0.6})
+    (parabola,) = critical_sets(model, box=model.search_box(None, {"x": 0.6}))
     np.testing.assert_allclose(parabola.points[:, 2], 0.36 + parabola.points[:, 1] ** 2, atol=1e-12)
 
 
@@ -289,7 +302,7 @@ def test_isolated_critical_points_on_a_slice_through_them(loss, fixed, expected)
     …)``, zero at the origin with Hessian ``2I``: SymPy does not solve it, so the numerical
     search finds it, moving ``x`` and ``y`` only."""
     model = gradflow.loss_model(loss, params=["x", "y", "z"]).bind()
-    found = critical_sets(model, fixed=fixed)
+    found = critical_sets(model, box=model.search_box(None, fixed))
     assert sorted((s.kind, tuple(np.round(s.sample, 9) + 0.0)) for s in found) == sorted(
         (kind, tuple(float(v) for v in point)) for kind, point in expected
     )
@@ -301,7 +314,7 @@ def test_an_endpoint_is_joined_to_its_sheet_along_a_closed_form_past_every_sampl
     (``x = 0.52``, ``z = 50``) is joined to a sample of its own sheet however far it is (``x = 3``,
     ``z = 0.4``), but not to samples of the other sheet (``x = −1``, ``z = −2/3``), across the
     pole, nor is a point off the surface."""
-    from gradflow._attractors import _joined_on_piece
+    from gradflow._critical.attractors import _joined_on_piece
 
     z = sp.symbols("z", real=True)
     sheets = gradflow.CriticalSetSpec("z = 1/(x − 1/2)", {z: 1 / (x - sp.Rational(1, 2))})
@@ -329,7 +342,7 @@ def test_a_set_sampled_over_a_wide_box() -> None:
     0.5, 1 … until at most 400 values fit (the step once stuck at 0.2 there, and the search never
     returned)."""
     model = gradflow.loss_model("(x*y - 1)**2").bind()
-    found = critical_sets(model, bounds={"y": (-100.0, 100.0)})
+    found = critical_sets(model, box=model.search_box({"y": (-100.0, 100.0)}))
     hyperbola = [s for s in found if s.kind == "global_min"]
     assert hyperbola and all(s.dimension == 1 for s in hyperbola)
     for s in hyperbola:
@@ -339,7 +352,7 @@ def test_a_set_sampled_over_a_wide_box() -> None:
 def test_gradient_flow_compiles_once_per_loss() -> None:
     """The second flow of the same loss from another start of the same shape reuses the
     compiled integrator: L = ½‖θ‖² gives θ(t) = θ0 e^{-t} both times."""
-    from gradflow._integrate import _integrate_path
+    from gradflow._flow.integrate import _integrate_path
 
     loss = lambda tree, _: 0.5 * jnp.sum(tree["a"] ** 2)  # noqa: E731
     ts = np.array([0.0, 1.0])
@@ -383,7 +396,7 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
     well L = (x² − 1)² + y² has ∇L = (4x(x² − 1), 2y): at (1, 0) it is 0 and L = 0, at (0.5, 0)
     it is (−1.5, 0) and L = 0.5625.  A constant loss has ∇L = 0 everywhere, so a state beyond
     the divergence radius is both converged and diverged (diverged wins); NaN is diverged."""
-    from gradflow._integrate import status_code
+    from gradflow._flow.integrate import status_code
 
     well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
     flat = gradflow.JaxLandscape(lambda t, _: 0.0 * t[0], ("x", "y"))

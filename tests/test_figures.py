@@ -241,13 +241,22 @@ def test_a_slice_says_what_it_shows_and_a_loss_is_titled_by_itself():
     import gradflow
 
     bound = gradflow.loss_model("(x**2 - 1)**2 + y**2 + z**2", ["x", "y", "z"]).bind()
-    picture = gradflow.portrait(bound, grid=3, fixed={"z": 0.5}, show_basins=False)
+    picture = gradflow.portrait(
+        bound, region=gradflow.Region.of(bound, grid=3, fixed={"z": 0.5}), show_basins=False
+    )
     title = "L = (x**2 - 1)**2 + y**2 + z**2, z = 0.5: gradient flow in the (x, y) plane"
     assert picture.title() == title
     (legend,) = picture.figure().findobj(Legend)
     assert "streamlines of −∇L projected on the slice" in [t.get_text() for t in legend.texts]
-    assert ", z = 0: " in gradflow.portrait(bound, grid=3, show_basins=False).title()
-    basin_map = gradflow.basins(bound, grid=3, fixed={"z": 0.5}, progress=False)
+    assert (
+        ", z = 0: "
+        in gradflow.portrait(
+            bound, region=gradflow.Region.of(bound, grid=3), show_basins=False
+        ).title()
+    )
+    basin_map = gradflow.basins(
+        bound, region=gradflow.Region.of(bound, grid=3, fixed={"z": 0.5}), progress=False
+    )
     (ax,) = basin_map.figure().get_axes()
     assert ax.get_title() == "L = (x**2 - 1)**2 + y**2 + z**2, z = 0.5: basins in the (x, y) plane"
 
@@ -264,7 +273,9 @@ def test_every_attractor_has_a_tint_of_its_own_and_its_whole_point_in_the_legend
     loss = "(x**2 - 1)**2 + (y**3 - y)**2 + (z - 1)**2"
     bound = gradflow.loss_model(loss, ["x", "y", "z"]).bind()
     basin_map = gradflow.basins(
-        bound, grid=7, box=(-1.6, 1.6, -1.6, 1.6), fixed={"z": 0.5}, progress=False
+        bound,
+        region=gradflow.Region.of(bound, grid=7, box=(-1.6, 1.6, -1.6, 1.6), fixed={"z": 0.5}),
+        progress=False,
     )
     (legend,) = basin_map.figure().findobj(Legend)
     texts = [t.get_text() for t in legend.texts]

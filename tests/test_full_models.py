@@ -42,3 +42,29 @@ def test_models_without_a_full_model_are_refused():
         full_model("induction-heads")
     with pytest.raises(gf.GradflowError, match="exact only for the models without a"):
         full_model("canonical-attention", attention="softmax")
+
+
+def test_the_models_with_a_full_model_are_the_registry_entries_marked_full():
+    """One list: an entry is marked ``full`` exactly when its model has an embedding."""
+    from gradflow.models import MODELS
+
+    for name, entry in MODELS.items():
+        assert entry.full == (entry.model().embed is not None), name
+    assert FULL_MODELS == tuple(n for n, e in MODELS.items() if e.full)
+
+
+@pytest.mark.parametrize("name", ["canonical", "canonical-attention-bias"])
+def test_the_induced_metric_is_the_default_full_models(name):
+    """``metric="induced"`` is the metric of the full model ``full_model(name)`` builds: the
+    embedding moves ``e = eα`` and each of the ``N`` positions by ``−(e/2)α``, so ``G_ee`` holds
+    ``1 + N/4`` and no other entry depends on ``N``: against ``N = 8`` the default ``N = 6``
+    differs by exactly ``−1/2`` in ``G_ee``."""
+    full = full_model(name)
+    bound = full.reduced.bind(p=0.3, q=0.55)
+    theta = jnp.asarray([0.7, -0.4, 0.3, 0.2][: bound.dim])
+    induced = np.asarray(bound.induced_metric(theta, bound.h))
+    np.testing.assert_array_equal(induced, np.asarray(full.metric(theta, bound.h)))
+    longer = np.asarray(full_model(name, length=8).metric(theta, bound.h))
+    expected = np.zeros((bound.dim, bound.dim))
+    expected[0, 0] = (6 - 8) / 4
+    np.testing.assert_allclose(induced - longer, expected, atol=1e-15)

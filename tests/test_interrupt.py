@@ -67,10 +67,10 @@ def assert_interrupted(run: subprocess.CompletedProcess, folder: Path) -> None:
 
 MOMENTS = [
     pytest.param("gradflow.cli._setup:configure_jax", "before", id="start-up"),
-    pytest.param("gradflow._io:write_npz", "before", id="writing"),
+    pytest.param("gradflow._output.io:write_npz", "before", id="writing"),
     pytest.param("gradflow:basins", "0.5", id="compiling", marks=pytest.mark.slow),
     pytest.param(
-        "gradflow._batched:_run_stage", "before", id="integrating", marks=pytest.mark.slow
+        "gradflow._flow.batched:_run_stage", "before", id="integrating", marks=pytest.mark.slow
     ),
 ]
 
@@ -85,7 +85,7 @@ def test_ctrl_c_at_any_moment_exits_130_and_writes_nothing(where, when, tmp_path
 def test_an_interrupted_sweep_keeps_its_cells_and_the_same_command_resumes(tmp_path):
     argv = ["sweep", "--loss", "(x**2 - a)**2 + y**2", "--params", "x,y"]
     argv += ["--hyper", "a=0.5,1,2", "--grid", "5"]
-    run = interrupted(tmp_path, "gradflow._cells:store_cell", "after", *argv)
+    run = interrupted(tmp_path, "gradflow._cells.cells:store_cell", "after", *argv)
     assert run.returncode == 130 and "Traceback" not in run.stderr, run.stderr
     (said,) = [line for line in run.stderr.split("\n") if "interrupted" in line]
     assert said.startswith("gradflow sweep: interrupted"), run.stderr

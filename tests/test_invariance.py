@@ -72,7 +72,9 @@ def test_a_scaled_loss_has_the_same_basins(scaled_well, scale) -> None:
     """The flow of c·L is the flow of L with time divided by c: the same basins.  21 × 21 grid:
     210/441 to each well, 21/441 (the column x = 0) to the saddle, nothing unconverged."""
     landscape = scaled_well.bind(c=scale)
-    bm = gradflow.basins(landscape, grid=21, box=BOX, progress=False)
+    bm = gradflow.basins(
+        landscape, region=gradflow.Region.of(landscape, grid=21, box=BOX), progress=False
+    )
     _well_answer(bm, 21)
     path = gradflow.flow(landscape, [0.5, 1.5], critical=bm.critical)
     assert path.reached == "global_min"
@@ -85,7 +87,9 @@ def test_the_double_well_times_a_constant_on_a_41_grid(scale) -> None:
     """The example as written: the constant inside the loss, a 41 × 41 grid of [-2, 2]²: saddle
     (0, 0) of Morse index 1, minima (±1, 0), 820/1681 to each and 41/1681 to the saddle."""
     model = ReducedModel("well", (x, y), sp.Float(scale) * DOUBLE_WELL, bounds={"x": (-2, 2)})
-    bm = gradflow.basins(model.bind(), grid=41, box=BOX, progress=False)
+    bm = gradflow.basins(
+        model.bind(), region=gradflow.Region.of(model.bind(), grid=41, box=BOX), progress=False
+    )
     (saddle,) = [s for s in bm.critical if s.kind == "saddle"]
     assert saddle.morse_index == 1
     _well_answer(bm, 41)
@@ -100,7 +104,9 @@ def tilted() -> gradflow.BoundModel:
 
 @pytest.fixture(scope="module")
 def tilted_map(tilted) -> gradflow.BasinMap:
-    return gradflow.basins(tilted, grid=21, box=BOX, progress=False)
+    return gradflow.basins(
+        tilted, region=gradflow.Region.of(tilted, grid=21, box=BOX), progress=False
+    )
 
 
 def test_a_grid_symmetric_about_zero_is_exactly_symmetric() -> None:
@@ -164,7 +170,7 @@ def test_each_sheet_of_xyz_1_gets_its_nearest_point_by_the_search_s_tolerance(
     simplex is narrow, not because its iterations ran out: where the values near the
     optimum rounded apart, a tolerance on the squared distance below its rounding kept two of
     them going for 4,000 iterations."""
-    import gradflow._closed_sets as closed_sets
+    import gradflow._critical.closed_sets as closed_sets
 
     statuses, minimize = [], closed_sets.minimize
 
@@ -177,7 +183,9 @@ def test_each_sheet_of_xyz_1_gets_its_nearest_point_by_the_search_s_tolerance(
     box = {"x": (-3.0, 2.0), "y": (-2.0, 3.0), "z": (-1.0, 2.5)}
     bound = gradflow.loss_model("(1 - x*y*z)**2", ["x", "y", "z"]).bind()
     (minima,) = [
-        s for s in gradflow.critical_sets(bound, bounds=box, starts=16) if s.kind == "global_min"
+        s
+        for s in gradflow.critical_sets(bound, box=bound.search_box(box), starts=16)
+        if s.kind == "global_min"
     ]
     assert statuses and all(status == 0 for status in statuses), statuses
     lo, hi = np.array(list(box.values())).T
@@ -216,7 +224,9 @@ def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
 def test_a_points_label_does_not_depend_on_its_grid(tilted, tilted_map) -> None:
     """The 21 × 21 grid's points are the even points of the 41 × 41 grid, bit for bit; each is
     integrated in another batch, with other neighbours, and must get the same attractor."""
-    fine = gradflow.basins(tilted, grid=41, box=BOX, progress=False)
+    fine = gradflow.basins(
+        tilted, region=gradflow.Region.of(tilted, grid=41, box=BOX), progress=False
+    )
     coarse = tilted_map
     assert np.array_equal(fine.xs[::2], coarse.xs) and np.array_equal(fine.ys[::2], coarse.ys)
     same = {
@@ -287,7 +297,11 @@ def test_the_slice_z_1_of_1_minus_xyz_squared_flows_in_three_dimensions() -> Non
     ±(0.75, -0.75).  Five attractors, four of them the four components, none "found by the flow".
     """
     bound = gradflow.loss_model("(1 - x*y*z)**2", ["x", "y", "z"]).bind()
-    bm = gradflow.basins(bound, grid=9, plane=("x", "y"), fixed={"z": 1.0}, progress=False)
+    bm = gradflow.basins(
+        bound,
+        region=gradflow.Region.of(bound, grid=9, plane=("x", "y"), fixed={"z": 1.0}),
+        progress=False,
+    )
     by_id = {a.id: a for a in bm.attractors}
     assert sorted(a.kind for a in bm.attractors if a.fraction > 0) == ["global_min"] * 4 + [
         "saddle"

@@ -27,7 +27,9 @@ def test_measure_zero_comes_from_the_basin_not_the_kind() -> None:
     On a 21 × 21 grid of [-2, 2]²: 11 columns (231/441) reach the origin — a basin with area,
     not measure zero — and 10 columns (210/441) diverge."""
     model = bind("cubic", x**3 / 3 + y**2 / 2, 2.0)
-    bm = gradflow.basins(model, grid=21, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=21, box=(-2, 2, -2, 2)), progress=False
+    )
     (origin,) = bm.reached()
     np.testing.assert_allclose(origin.point, [0.0, 0.0], atol=1e-12)
     assert origin.kind not in ("global_min", "local_min")
@@ -58,7 +60,9 @@ def test_a_kink_is_classified_from_both_sides(kinked) -> None:
 def test_the_basin_of_a_kinked_saddle(kinked) -> None:
     """dx/dt = -2|x|: x0 ≥ 0 ends at 0 (x = x0 e^{-2t}), x0 < 0 escapes (x = x0 e^{2t}).  On a
     21 × 21 grid of [-1, 1]²: 231/441 reach the origin (not measure zero), 210/441 diverge."""
-    bm = gradflow.basins(kinked, grid=21, box=(-1, 1, -1, 1), progress=False)
+    bm = gradflow.basins(
+        kinked, region=gradflow.Region.of(kinked, grid=21, box=(-1, 1, -1, 1)), progress=False
+    )
     (reached,) = bm.reached()
     assert reached.fraction == pytest.approx(231 / 441) and not reached.measure_zero
     assert bm.fractions()["diverged"] == pytest.approx(210 / 441)

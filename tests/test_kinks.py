@@ -17,7 +17,7 @@ import gradflow
 
 def sets_of(loss: str) -> gradflow.CriticalSets:
     model = gradflow.loss_model(loss).bind()
-    return gradflow.critical_sets(model, bounds={"x": (-3, 3), "y": (-3, 3)})
+    return gradflow.critical_sets(model, box=model.search_box({"x": (-3, 3), "y": (-3, 3)}))
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_the_kinds_do_not_change_with_the_loss_scale() -> None:
 @pytest.fixture(scope="module")
 def abs_basins() -> gradflow.BasinMap:
     model = gradflow.loss_model("Abs(x) + y**2").bind()
-    return gradflow.basins(model, grid=21, progress=False)
+    return gradflow.basins(model, region=gradflow.Region.of(model, grid=21), progress=False)
 
 
 def test_every_start_reaches_the_minimum_on_the_kink(abs_basins) -> None:
@@ -108,7 +108,7 @@ def test_a_flow_stalled_on_the_kink_is_told_where_it_slides() -> None:
     sublevel set is bounded: the trajectory is reported non-smooth, having reached the global
     minimum on the kink."""
     model = gradflow.loss_model("Abs(x) + y**2").bind()
-    sets = gradflow.critical_sets(model, bounds=gradflow.widened_bounds(model, {}))
+    sets = gradflow.critical_sets(model, box=gradflow.Region.of(model).search_box(model))
     path = gradflow.flow(model, [1.0, 1.0], gradflow.FlowOptions(max_steps=400), critical=sets)
     assert path.reached == "global_min" and path.attractor is not None
     np.testing.assert_allclose(path.attractor.point, (0.0, 0.0), atol=1e-8)

@@ -124,7 +124,7 @@ def test_a_flow_ends_on_the_sheet_of_the_attractor_it_reaches():
     line's flow searches (the model's box widened by half)."""
     bound = canonical_attention(0.5, 0.8)
     bounds = {n: (-6.0, 6.0) for n in ("e", "w", "a")}
-    sets = gradflow.critical_sets(bound, bounds=bounds)
+    sets = gradflow.critical_sets(bound, box=bound.search_box(bounds))
     (gamma,) = [s for s in sets if s.name == "Γ*"]
     assert _sheets(gamma) == {(-1, -1), (-1, 1), (1, -1), (1, 1)}
     path = gradflow.flow(bound, [2.7, 1.0, 0.5], critical=sets)
@@ -191,7 +191,7 @@ def _crosses_c_zero(e0: float, a0: float) -> bool:
 def test_slice_basin_boundary_is_horizontal_where_w_only_sets_the_speed():
     """On the slice a = 0.5 (p + q > 1), for w > 0 the unigram basin ends at one height e*,
     the same for every w: the basin map of the 3-D flow agrees with the (e, a) reduction."""
-    from gradflow import basins
+    from gradflow import Region, basins
 
     a0 = 0.5
     lo, hi = 1.0, 3.0
@@ -200,11 +200,10 @@ def test_slice_basin_boundary_is_horizontal_where_w_only_sets_the_speed():
         lo, hi = (lo, mid) if _crosses_c_zero(mid, a0) else (mid, hi)
     e_star = (lo + hi) / 2
     es = np.array([e_star - 0.03, e_star - 0.01, e_star + 0.01, e_star + 0.03])
+    model = canonical_attention(0.5, 0.8)
     bm = basins(
-        canonical_attention(0.5, 0.8),
-        grid=(3, 4),
-        box=(0.5, 2.5, es[0], es[-1]),
-        fixed={"a": a0},
+        model,
+        region=Region.of(model, grid=(3, 4), box=(0.5, 2.5, es[0], es[-1]), fixed={"a": a0}),
         progress=False,
     )
     np.testing.assert_allclose(bm.ys, es)

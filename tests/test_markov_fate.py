@@ -35,11 +35,11 @@ from gradflow.analysis.markov_checks import family_residual
 from gradflow.analysis.markov_fate import (
     FATES,
     FateConfig,
-    FullLandscape,
     fate_map,
     full_options,
     references,
 )
+from gradflow.analysis.markov_full_landscape import FullLandscape
 from gradflow.models.full_model import full_model, pulled_gradient
 from gradflow.models.markov_math import entropy_rate, unigram_loss
 from gradflow.models.markov_math import p as p_sym

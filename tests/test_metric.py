@@ -104,7 +104,8 @@ def test_constant_diagonal_metric_is_euclidean_flow_of_rescaled_coordinates(doub
 def test_basins_in_a_metric_keep_the_attractors_and_name_the_metric():
     land = gf.JaxLandscape(double_well, ("x", "y"))
     options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12)
-    kwargs = {"grid": 7, "box": (-1.5, 1.5, -1.5, 1.5), "options": options, "progress": False}
+    region = gf.Region.of(land, 7, box=(-1.5, 1.5, -1.5, 1.5))
+    kwargs = {"region": region, "options": options, "progress": False}
     plain = gf.basins(land, **kwargs)
     bent = gf.basins(land, metric=diagonal_metric, critical=plain.critical, **kwargs)
     assert bent.metric == "diagonal_metric" and plain.metric == "euclidean"
@@ -125,7 +126,12 @@ def test_canonical_separatrix_in_a_diagonal_metric_is_a_level_set_of_the_rescale
         return g_e * e**2 - g_w * (w**2 + np.sign(w) * np.log(np.abs(w)))
 
     model = markov.canonical(p=0.5, q=0.8)
-    portrait = gf.portrait(model, show_basins=False, metric=metric, box=(-2.5, 0.0, -1.6, 1.6))
+    portrait = gf.portrait(
+        model,
+        region=gf.Region.of(model, box=(-2.5, 0.0, -1.6, 1.6)),
+        show_basins=False,
+        metric=metric,
+    )
     level = energy(0.0, -1 / math.sqrt(2))
     assert len(portrait.separatrix) >= 2 and portrait.euclidean_separatrix
     for line in portrait.separatrix:
@@ -155,7 +161,7 @@ def test_an_endpoint_on_a_closed_form_line_beyond_the_searched_box_is_that_line(
     a new one "found by the flow"."""
     m = markov.canonical(0.7, 0.6)
     land = gf.in_metric(m, "induced")
-    sets = gf.critical_sets(m, bounds=gf.widened_bounds(m, {"w": (-3, 3), "e": (-3, 3)}))
+    sets = gf.critical_sets(m, box=gf.Region.of(m, box=(-3, 3, -3, 3)).search_box(m))
     index = gf.AttractorIndex(land, sets, sets.box)
     known = len(index.attractors)
     (right,) = index.add_found(land, np.array([[0.0, 7.5]]), sets.global_min_loss)
@@ -163,3 +169,44 @@ def test_an_endpoint_on_a_closed_form_line_beyond_the_searched_box_is_that_line(
     assert len(index.attractors) == known
     assert index.attractors[right].kind == "local_min" and index.attractors[right].set == "e = 0"
     assert index.attractors[left].kind == "local_max" and index.attractors[left].set == "e = 0"
+
+
+def test_a_landscape_must_provide_its_five_abstract_members() -> None:
+    """``Landscape`` is an abstract base class: the loss, its gradient, its Hessian, the
+    parameter names and the field are what every loss provides; a subclass missing one is
+    refused when it is made, not when an algorithm first asks for it."""
+
+    class NoHessian(gf.Landscape):
+        param_names = ("x",)
+
+        def loss(self, theta):
+            return np.sum(np.asarray(theta) ** 2, axis=-1)
+
+        def grad(self, theta):
+            return 2 * np.asarray(theta)
+
+        @property
+        def field(self):
+            return gf.GradientField.from_loss(lambda t, a: jnp.sum(t**2))
+
+    with pytest.raises(TypeError, match="hessian"):
+        NoHessian()
+
+
+def test_the_metric_wrapper_forwards_every_member_and_owns_the_flow() -> None:
+    """Every member of ``Landscape`` is written out in ``MetricLandscape`` (none reached by a
+    fallback lookup), and on L = (x² − 1)² + y² with G = diag(2, 1) the wrapper gives the
+    base's L and ∇L while its flow's velocity is −G⁻¹∇L (its field's ``−grad``): at (0.5, 1),
+    ∇L = (4x(x² − 1), 2y) = (−1.5, 2), so the velocity is (0.75, −2)."""
+    base = gf.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
+    flows = gf.in_metric(base, lambda t, a: jnp.diag(jnp.array([2.0, 1.0])), name="G")
+    members = {n for n in dir(gf.Landscape) if not n.startswith("_")}
+    written = set(vars(type(flows)))
+    assert members <= written, members - written
+    point = np.array([0.5, 1.0])
+    assert isinstance(flows, gf.Landscape) and flows.metric_name == "G"
+    assert flows.loss(point) == pytest.approx(0.5625 + 1.0)
+    np.testing.assert_allclose(flows.grad(point), [-1.5, 2.0])
+    velocity = -np.asarray(flows.field.grad(jnp.asarray(point), flows.args))
+    np.testing.assert_allclose(velocity, [0.75, -2.0])
+    assert flows.invariant_names == () and base.metric_name == "euclidean"

@@ -24,7 +24,7 @@ from gradflow import (
     flow_endpoints,
     loss_model,
 )
-from gradflow._newton_finish import newton_finish
+from gradflow._flow.newton_finish import newton_finish
 
 GTOL = 1e-8
 OPTIONS = FlowOptions(solver="Tsit5", gtol=1.0)

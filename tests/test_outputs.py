@@ -75,7 +75,7 @@ def _cell(cell: int) -> dict[str, int]:
 def test_a_sweep_whose_results_cannot_fit_is_refused_before_a_cell_is_bound(
     cli, monkeypatch
 ) -> None:
-    monkeypatch.setattr("gradflow._memory.available_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 16 * 2**30)
     monkeypatch.setattr(gradflow, "sweep", _no_work)
     argv = ["sweep", "--p", "0.05:0.95:1000", "--q", "0.05:0.95:1000"]
     cli.assert_rejected(argv, "1000000 cells at --grid 101 needs about")
@@ -83,7 +83,7 @@ def test_a_sweep_whose_results_cannot_fit_is_refused_before_a_cell_is_bound(
 
 def test_a_sweep_estimated_past_a_day_needs_allow_long(cli, monkeypatch) -> None:
     """250,000 cells at 0.4 s each (the canonical model's fixed cost per cell) are 28 h."""
-    monkeypatch.setattr("gradflow._memory.available_memory", lambda: 2**40)
+    monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 2**40)
     monkeypatch.setattr(gradflow, "sweep", _no_work)
     argv = ["sweep", "--p", "0.05:0.95:500", "--q", "0.05:0.95:500", "--grid", "5"]
     cli.assert_rejected(argv, "past the 24 h a sweep runs without --allow-long")
@@ -92,9 +92,9 @@ def test_a_sweep_estimated_past_a_day_needs_allow_long(cli, monkeypatch) -> None
 
 
 def test_python_refuses_a_basin_map_beyond_memory_before_allocating_it(monkeypatch) -> None:
-    monkeypatch.setattr("gradflow._memory.available_memory", lambda: 16 * 2**30)
+    monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 16 * 2**30)
     landscape = gradflow.loss_model("x**2 + y**2").bind()
     start = time.perf_counter()
     with pytest.raises(GradflowError, match=r"^grid 200000 × 200000 needs about 7\.\d+e\+04 GiB"):
-        gradflow.basins(landscape, grid=200000)
+        gradflow.basins(landscape, region=gradflow.Region.of(landscape, grid=200000))
     assert time.perf_counter() - start < 5.0

@@ -28,7 +28,7 @@ def test_defaults_come_from_the_landscape_and_every_point_is_on_the_slice() -> N
     assert np.all(points[..., 2] == 0.25)
     assert Region.of(SLAB.bind(), (3, 4)).fixed == {"z": 0.0}
     assert region.bounds() == {"x": (-2.0, 2.0), "y": (-1.0, 3.0)}
-    assert region.to_dict() == {
+    assert region.metadata() == {
         "plane": ["x", "y"],
         "box": [-2.0, 2.0, -1.0, 3.0],
         "grid": [5, 5],
@@ -51,24 +51,41 @@ def test_defaults_come_from_the_landscape_and_every_point_is_on_the_slice() -> N
     ],
 )
 def test_bad_input_is_refused_in_one_line_naming_the_value(kwargs, message) -> None:
-    kwargs = {"grid": 3} | kwargs
-    for build in (
-        lambda: Region.of(SLAB.bind(), **kwargs),
-        lambda: gradflow.basins(SLAB.bind(), progress=False, **kwargs),
-        lambda: gradflow.portrait(SLAB.bind(), show_basins=False, **kwargs),
-    ):
-        with pytest.raises(GradflowError) as error:
-            build()
-        assert message in str(error.value) and "\n" not in str(error.value)
+    with pytest.raises(GradflowError) as error:
+        Region.of(SLAB.bind(), **({"grid": 3} | kwargs))
+    assert message in str(error.value) and "\n" not in str(error.value)
 
 
-def test_a_region_replaces_the_keywords_and_is_not_given_with_them() -> None:
+def test_the_search_box_of_a_region_is_its_box_and_the_other_ranges_widened_by_half() -> None:
+    """SLAB declares x ∈ [-2, 2], y ∈ [-1, 3] and leaves z at the default [-3, 3].  On the box
+    x ∈ [-2, 2], y ∈ [-1, 1] with z = 0.5 the search box widens each range by half its width
+    on each side: x ∈ [-4, 4], y ∈ [-2, 2], z ∈ [-6, 6]; on the slice z is pinned at 0.5."""
+    bound = SLAB.bind()
+    region = Region.of(bound, 3, box=(-2, 2, -1, 1), fixed={"z": 0.5})
+    np.testing.assert_array_equal(region.search_box(bound), [[-4, 4], [-2, 2], [-6, 6]])
+    np.testing.assert_array_equal(
+        region.search_box(bound, on_slice=True), [[-4, 4], [-2, 2], [0.5, 0.5]]
+    )
+    np.testing.assert_array_equal(bound.search_box(), [[-2, 2], [-1, 3], [-3, 3]])
+
+
+def test_a_search_box_by_name_is_checked_as_a_region_box_is() -> None:
+    """One check of a range: a search box by name and a region's box refuse ``lo ≥ hi`` in the
+    same words; a box given to critical_sets as an array is checked for its shape."""
+    bound = SLAB.bind()
+    with pytest.raises(GradflowError, match="^box: x min 1 must be below x max -1, both finite$"):
+        bound.search_box({"x": (1, -1)})
+    with pytest.raises(GradflowError, match=r"^box of shape \(2, 2\): expected \(3, 2\)"):
+        gradflow.critical_sets(bound, box=[(-1, 1), (-1, 1)])
+    with pytest.raises(GradflowError, match="^box: y min 2 must be below y max 1, both finite$"):
+        gradflow.critical_sets(bound, box=[(-1, 1), (2, 1), (0, 0)])
+
+
+def test_a_portrait_is_drawn_on_its_region() -> None:
     bound = SLAB.bind()
     region = Region.of(bound, 3, box=(-2, 2, -1, 1), fixed={"z": 0.5})
     picture = gradflow.portrait(bound, region=region, show_basins=False)
     assert picture.region == region and picture.fixed == {"z": 0.5}
-    with pytest.raises(GradflowError, match="give region or grid, not both"):
-        gradflow.portrait(bound, region=region, grid=5, show_basins=False)
     other = Region(("x", "y"), ("x", "y"), (0, 1, 0, 1), (2, 2), {})
     with pytest.raises(GradflowError, match="region over parameters x, y; the landscape's are"):
         gradflow.basins(bound, region=other, progress=False)

@@ -23,7 +23,7 @@ WELL = gradflow.ReducedModel(
 @pytest.fixture(scope="module")
 def results() -> dict[str, Result]:
     m = WELL.bind()
-    picture = gradflow.portrait(m, grid=5, progress=False)
+    picture = gradflow.portrait(m, region=gradflow.Region.of(m, grid=5), progress=False)
     return {
         "critical sets": picture.critical,
         "basin map": picture.basin_map,
@@ -142,17 +142,16 @@ def test_the_critical_sets_picture_shows_every_legend_line(results) -> None:
 @pytest.mark.parametrize(
     "bounds, named",
     [
-        ((-3, 3, -3, 3), "box= of basins and portrait"),
+        ((-3, 3, -3, 3), "the box of a Region"),
         ({"x": 3}, "bounds['x'] = 3: expected (lo, hi)"),
         ([("x", (-1, 1))], "bounds must map parameter names to (lo, hi)"),
     ],
 )
-def test_critical_sets_bounds_of_the_wrong_form_are_one_clear_error(bounds, named) -> None:
+def test_search_box_bounds_of_the_wrong_form_are_one_clear_error(bounds, named) -> None:
     landscape = gradflow.loss_model("(x**2 - 1)**2 + y**2").bind()
-    with pytest.raises(GradflowError, match=r"e\.g\. bounds=\{'x': \(-3, 3\), 'y': \(-3, 3\)\}"):
-        gradflow.critical_sets(landscape, bounds=bounds)
     with pytest.raises(GradflowError) as error:
-        gradflow.critical_sets(landscape, bounds=bounds)
+        landscape.search_box(bounds)
+    assert r"e.g. {'x': (-3, 3), 'y': (-3, 3)}" in str(error.value)
     assert named in str(error.value) and "\n" not in str(error.value)
 
 
@@ -172,7 +171,9 @@ def test_a_sweep_draws_the_share_of_each_kind_over_its_axes() -> None:
     the minima (±1, 0) are local and take 20 of the 25 points, the middle column x = 0 (5/25)
     ends at the saddle.  One axis: one line per kind present, and the bifurcation at a = 0."""
     model = gradflow.loss_model("x**4/4 - a*x**2/2 + y**2/2", ["x", "y"], ["a"])
-    result = gradflow.sweep(model, {"a": (-1.0, 1.0)}, grid=5, progress=False)
+    result = gradflow.sweep(
+        model, {"a": (-1.0, 1.0)}, region=gradflow.Region.of(model, grid=5), progress=False
+    )
     (ax,) = result.figure().axes
     lines = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
     shares = {k: list(v.get_ydata()) for k, v in lines.items() if k != "bifurcation"}

@@ -1,6 +1,6 @@
 """The batched Runge–Kutta integrator against diffrax and against answers worked out by hand.
 
-Batches of explicit stages (``Tsit5``) run through :class:`gradflow._rk.BatchedRK`; single
+Batches of explicit stages (``Tsit5``) run through :class:`gradflow._flow.rk.BatchedRK`; single
 trajectories (:func:`gradflow.integrate`) and, with the batched path switched off, the basin
 maps run through diffrax, the reference.  Losses not written for this package:
 
@@ -22,9 +22,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import gradflow._batched as batched
-from gradflow import FlowOptions, GradflowError, JaxLandscape, Status, basins, flow, flow_endpoints
-from gradflow._rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
+import gradflow._flow.batched as batched
+from gradflow import (
+    FlowOptions,
+    GradflowError,
+    JaxLandscape,
+    Region,
+    Status,
+    basins,
+    flow,
+    flow_endpoints,
+)
+from gradflow._flow.rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
 from gradflow.models import markov
 
 OPTIONS = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10, gtol=1e-7, max_steps=4000)
@@ -79,7 +88,7 @@ def test_a_solver_given_by_name_is_the_diffrax_solver() -> None:
     names are diffrax's, and an unknown one is refused naming the choices."""
     named = dataclasses.replace(OPTIONS, solver="Tsit5")
     assert isinstance(named.diffrax_solver(), diffrax.Tsit5)
-    assert named.to_dict() == OPTIONS.to_dict()
+    assert named.metadata() == OPTIONS.metadata()
     ours = flow_endpoints(DOUBLE_WELL, STARTS, named, progress=False)
     reference = flow_endpoints(DOUBLE_WELL, STARTS, OPTIONS, progress=False)
     np.testing.assert_array_equal(ours.endpoints, reference.endpoints)
@@ -118,9 +127,9 @@ def test_float32_steps_are_the_steps_diffrax_takes(monkeypatch) -> None:
 
 def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> None:
     model = markov.canonical(0.7, 0.6)
-    ours = basins(model, grid=31, box=(-3, 3, -3, 3), progress=False)
+    ours = basins(model, region=Region.of(model, grid=31, box=(-3, 3, -3, 3)), progress=False)
     monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
-    reference = basins(model, grid=31, box=(-3, 3, -3, 3), progress=False)
+    reference = basins(model, region=Region.of(model, grid=31, box=(-3, 3, -3, 3)), progress=False)
     np.testing.assert_array_equal(ours.labels, reference.labels)
     np.testing.assert_array_equal(ours.attractor_ids, reference.attractor_ids)
     converged = ours.mask("local_min")

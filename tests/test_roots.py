@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gradflow as gf
-from gradflow._roots import ROOT_STEPS, ROOT_TOL, numerical_solutions
+from gradflow._critical.roots import ROOT_STEPS, ROOT_TOL, numerical_solutions
 
 BOX = np.array([[-2.0, 2.0], [-2.0, 2.0]])
 STARTS = 256

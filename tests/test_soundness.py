@@ -29,7 +29,9 @@ def test_the_two_wells_of_a_double_well_are_two_attractors() -> None:
     41-point grid of [-2, 2]² that is 20 columns of 41 points each per well (820/1681) and the
     middle column (41/1681) for the saddle.  L ≥ 0 with L = 0 at both wells: both global."""
     model = bind("double well", (x**2 - 1) ** 2 + y**2)
-    bm = gradflow.basins(model, grid=41, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=41, box=(-2, 2, -2, 2)), progress=False
+    )
     by_point = {tuple(np.round(a.point, 9)): a for a in bm.attractors}
     left, right, saddle = by_point[(-1.0, 0.0)], by_point[(1.0, 0.0)], by_point[(0.0, 0.0)]
     assert left.id != right.id and left.kind == right.kind == "global_min"
@@ -50,7 +52,9 @@ def test_a_circle_split_into_two_graphs_is_one_attractor() -> None:
     the origin (the radius obeys dr/dt = -4r(r² - 1), so r > 0 ends at r = 1).  The origin is a
     local maximum (L = 1 there, L ≤ 1 nearby) and its own attractor."""
     model = bind("mexican hat", (x**2 + y**2 - 1) ** 2)
-    bm = gradflow.basins(model, grid=9, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=9, box=(-2, 2, -2, 2)), progress=False
+    )
     circle = [a for a in bm.attractors if a.kind == "global_min"]
     assert len(circle) == 1 and circle[0].dimension == 1
     assert np.hypot(*circle[0].point) == pytest.approx(1.0, abs=1e-9)
@@ -81,7 +85,9 @@ def test_no_shortcut_to_global_on_an_unbounded_loss() -> None:
     saddles (0, ±1) (10 points); rows y = ±2 blow up: y² = 1/(1 - (3/4)e^{-2t}) is infinite at
     t* = ½ ln(4/3) ≈ 0.1438 (10 points, diverged)."""
     model = bind("unbounded", x**2 / 2 + y**2 / 2 - y**4 / 4)
-    bm = gradflow.basins(model, grid=5, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=5, box=(-2, 2, -2, 2)), progress=False
+    )
     labels = np.array(gradflow.LABELS)[bm.labels]
     assert not bm.shortcut
     assert list(labels[:, 0]) == ["diverged", "saddle", "local_min", "saddle", "diverged"]
@@ -192,7 +198,9 @@ def test_a_line_of_minima_reached_outside_the_box_is_one_attractor() -> None:
     the critical sets are searched in) every start reaches that one connected line: one
     attractor of dimension 1 with fraction 1, not a measure-zero set."""
     model = gradflow.loss_model("log(exp(x)+exp(y)) - 0.7*x - 0.3*y", params=("x", "y")).bind()
-    bm = gradflow.basins(model, grid=11, box=(5, 6, -6, -5), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=11, box=(5, 6, -6, -5)), progress=False
+    )
     (line,) = bm.reached()
     assert line.fraction == 1.0 and not line.measure_zero and line.dimension == 1
     assert line.kind in ("local_min", "global_min")
@@ -207,7 +215,9 @@ def test_an_arc_of_a_circle_of_minima_reached_outside_the_box_is_one_attractor()
     there).  From [3, 4]² (outside the searched box [2.5, 4.5]²) the ends fill the arc between
     the angles atan(3/4) and atan(4/3): one attractor of dimension 1, fraction 1."""
     model = bind("circle from afar", (x**2 + y**2 - 1) ** 2)
-    bm = gradflow.basins(model, grid=9, box=(3, 4, 3, 4), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=9, box=(3, 4, 3, 4)), progress=False
+    )
     (arc,) = bm.reached()
     assert arc.kind == "global_min" and arc.dimension == 1
     assert arc.fraction == 1.0 and not arc.measure_zero
@@ -238,7 +248,9 @@ def test_a_removable_singularity_at_the_minimum_of_a_relu_teacher_student_loss()
     origin, the cone's tip.  On the 21-point grid of [-2, 2]² that ray holds 10 points and the
     origin one: w* gets 430/441 = 0.97506 of the grid, with area (not measure zero)."""
     model = gradflow.loss_model(tian_loss(1.0, 0.0), params=("x", "y")).bind()
-    bm = gradflow.basins(model, grid=21, box=(-2, 2, -2, 2), progress=False)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=21, box=(-2, 2, -2, 2)), progress=False
+    )
     (best,) = [a for a in bm.attractors if np.allclose(a.point, [1.0, 0.0], atol=1e-7)]
     assert best.kind in ("local_min", "global_min") and not best.measure_zero
     assert best.fraction == pytest.approx(430 / 441)

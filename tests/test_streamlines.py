@@ -5,7 +5,7 @@ import matplotlib
 import numpy as np
 import pytest
 
-from gradflow._streamlines import streamlines
+from gradflow._output.streamlines import streamlines
 
 matplotlib.use("Agg")
 
@@ -43,7 +43,7 @@ def test_portrait_streamlines_drawn_as_streamplot_draws_them():
     """Lines and arrows together: the same pixels as ``streamplot`` with the portrait's style."""
     import matplotlib.pyplot as plt
 
-    from gradflow._draw import draw_streamlines
+    from gradflow._output.draw import draw_streamlines
 
     u, v, _ = FIELDS["double well with a hole"]
     pictures = []

@@ -33,7 +33,7 @@ def test_a_cell_is_the_basin_map_at_its_values(cli, tmp_path) -> None:
 
 def test_an_interrupted_sweep_resumes_to_identical_files(cli, tmp_path, monkeypatch) -> None:
     assert cli("sweep", *SMALL, "--out", "whole.npz").code == 0
-    from gradflow import _sweep
+    from gradflow._sweep import sweep as _sweep
 
     computed = []
     cell = _sweep._cell
@@ -72,7 +72,11 @@ def test_p_plus_q_equal_one_is_where_the_line_e_0_changes_kind() -> None:
     """Across p + q = 1 the sign of Φ'(0) = π0 π1 (p + q - 1) flips: the piece of e = 0 through
     the origin is a line of local minima for p + q > 1, of local maxima for p + q < 1, and every
     critical point is a global minimum on p + q = 1."""
-    result = gradflow.sweep(canonical_model(), {"p": [0.3], "q": [0.2, 0.7, 0.9]}, grid=5)
+    result = gradflow.sweep(
+        canonical_model(),
+        {"p": [0.3], "q": [0.2, 0.7, 0.9]},
+        region=gradflow.Region.of(canonical_model(), grid=5),
+    )
     kinds = [
         {
             s["kind"]

@@ -4,7 +4,7 @@ Python turns SIGINT into ``KeyboardInterrupt`` wherever the main thread runs Pyt
 a JAX host callback (a progress bar) that exception is caught and printed by the runtime, and the
 run goes on to write its files.  So while a command runs, SIGINT instead ends the process at
 once (``os._exit``, after flushing and one line on stderr), except while outputs are being
-written (:func:`gradflow._io.writing`): there it raises ``KeyboardInterrupt``, which unwinds
+written (:func:`gradflow._output.io.writing`): there it raises ``KeyboardInterrupt``, which unwinds
 through the atomic write and removes its temporary files.
 """
 
@@ -34,7 +34,7 @@ def interruptible(message: Callable[[], str]) -> Iterator[None]:
         return
 
     def stop(signum: int, frame: FrameType | None) -> None:
-        from gradflow._io import writing
+        from gradflow._output.io import writing
 
         if writing():
             raise KeyboardInterrupt

@@ -222,7 +222,7 @@ def _precheck_loss(args: argparse.Namespace) -> tuple[str, ...]:
         GradflowError: prefixed ``--loss:``.
     """
     from gradflow import GradflowError
-    from gradflow._grammar import Names, check_names, read
+    from gradflow._symbolic.grammar import Names, check_names, read
 
     if args.model is not None:
         raise GradflowError("--model and --loss exclude each other: give one")

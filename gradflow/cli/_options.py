@@ -72,7 +72,7 @@ def precheck_model(
         GradflowError: naming the option.
     """
     from gradflow import GradflowError
-    from gradflow._region import check_region
+    from gradflow._landscape.region import check_region
 
     from ._sizes import check_grid
 
@@ -162,9 +162,9 @@ def print_notes(notes: Sequence[str]) -> None:
 
 
 def print_report(args: argparse.Namespace, report: Any) -> None:
-    """``report.to_dict()`` as one JSON object with ``--json``, else ``report.text()``."""
+    """``report.metadata()`` as one JSON object with ``--json``, else ``report.text()``."""
     if args.json:
-        print_json(report.to_dict())
+        print_json(report.metadata())
     else:
         print(report.text())
 

@@ -10,7 +10,7 @@ asks for it.
 - A **figure** module in ``gradflow.figures`` provides ``Config``, ``compute(config) -> data``,
   ``draw(data, fig)`` and ``SIZE`` (see :mod:`gradflow.figures`).
 - A **benchmark** module in ``gradflow.analysis`` provides ``Config`` and
-  ``bench(config) -> report`` with ``report.to_dict()`` and ``report.text()``.
+  ``bench(config) -> report`` with ``report.metadata()`` and ``report.text()``.
 - A **model** is listed once, in :data:`gradflow.models.MODELS` (re-exported here); its factory
   returns a :class:`gradflow.ReducedModel`.  Installed packages add models through the
   entry-point group ``gradflow.models``.

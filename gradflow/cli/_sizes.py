@@ -2,7 +2,7 @@
 
 Every size option (a basin grid, a sequence length, a width, a batch) has an estimate of the
 memory it needs; a command refuses a size whose estimate exceeds half of the memory available
-now (:func:`gradflow._memory.check_memory`), in one line naming the option, the size and the
+now (:func:`gradflow._output.memory.check_memory`), in one line naming the option, the size and the
 estimate.
 """
 
@@ -17,7 +17,7 @@ def refuse_beyond_memory(option: str, value: object, needed: float) -> None:
     Raises:
         GradflowError: one line naming the option, its value, the estimate and what is free.
     """
-    from gradflow._memory import check_memory
+    from gradflow._output.memory import check_memory
 
     check_memory(f"{option} {value}".strip(), needed)
 

@@ -72,7 +72,7 @@ def _numbers(text: str, option: str, kind: type) -> list:
 def run(args: argparse.Namespace) -> int:
     precheck_model(args, grid=args.grid)
     from gradflow import GradflowError, check_output
-    from gradflow._region import nested_grids
+    from gradflow._landscape.region import nested_grids
 
     from ._sizes import check_grid
 
@@ -97,15 +97,13 @@ def run(args: argparse.Namespace) -> int:
         check_grid(grids[-1], model.dim, "--convergence")
         study = basin_convergence(
             model,
+            region=region,
             grids=grids,
             tolerances=tolerances,
-            box=region.box,
-            fixed=region.fixed,
-            plane=region.plane,
             critical=bm.critical,
             metric=args.metric,
         )
-        metadata["convergence"] = study.to_dict()
+        metadata["convergence"] = study.metadata()
         text += f"\n\n{study.text()}"
     save_and_report(
         args,

@@ -1,7 +1,7 @@
 """``gradflow bench NAME``: run a benchmark and print its report (text, or JSON with ``--json``).
 
 Each benchmark module (``gradflow.analysis.bench_*``) provides a frozen ``Config``, whose fields
-are the options, and ``bench(config)``, whose report has ``text()`` and ``to_dict()``.
+are the options, and ``bench(config)``, whose report has ``text()`` and ``metadata()``.
 """
 
 from __future__ import annotations

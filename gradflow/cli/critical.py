@@ -38,22 +38,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     precheck_model(args)
     from gradflow import GradflowError, critical_sets
+    from gradflow._landscape.region import check_region
 
     model = bound_model(args)
     fixed = fixed_of(args)
     bounds = None
     if args.box is not None:
         plane = tuple(args.plane or model.plane)
+        check_region(model.param_names, plane, box=args.box, fixed=fixed)
         bounds = {plane[0]: tuple(args.box[:2]), plane[1]: tuple(args.box[2:])}
-        for name in fixed:
-            if name in bounds:
-                raise GradflowError(
-                    f"--fixed {name}: {name} is an axis of the --box plane ({', '.join(plane)})"
-                )
     if args.certify and fixed:
         raise GradflowError("--certify works on the whole parameter space: drop --fixed")
     note_loss_parameters(args, model)
-    sets = critical_sets(model, bounds=bounds, fixed=fixed or None, certify=args.certify)
+    box = model.search_box(bounds, fixed)
+    sets = critical_sets(model, box=box, certify=args.certify)
     notes = model.notes
     if args.json:
         print_json(

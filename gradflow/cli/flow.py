@@ -56,14 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     precheck_model(args, init=args.init)
     check_out(args, "the trajectory")
-    from gradflow import FlowOptions, critical_sets, flow, widened_bounds
+    from gradflow import FlowOptions, critical_sets, flow
+    from gradflow._landscape.region import REACH
 
     options = FlowOptions(**{name: getattr(args, name) for name in BUDGET})
     model = bound_model(args)
     names = model.param_names
     check_init(args.init, names)
     note_loss_parameters(args, model)
-    critical = critical_sets(model, bounds=widened_bounds(model, {}))
+    critical = critical_sets(model, box=model.search_box(widen=REACH))
     trajectory = flow(model, args.init, options, critical=critical, metric=args.metric)
     start = ", ".join(f"{n} = {v:g}" for n, v in zip(names, args.init))
     save_and_report(
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
             **model.describe(),
             **trajectory.metadata(),
             "metric": args.metric,
-            "solver": options.to_dict(),
+            "solver": options.metadata(),
         },
         text=f"{model.title}: flow from ({start})\n{trajectory.text()}",
         notes=model.notes,

@@ -20,8 +20,8 @@ from ._options import (
     add_box_arguments,
     add_json_argument,
     add_model_arguments,
-    fixed_of,
     precheck_model,
+    region_of,
     save_and_report,
 )
 
@@ -201,10 +201,7 @@ def run(args: argparse.Namespace) -> int:
             model,
             {k: v for k, v in axes.items() if len(v) > 1},
             values={k: v[0] for k, v in axes.items() if len(v) == 1},
-            grid=args.grid,
-            box=None if args.box is None else tuple(args.box),
-            fixed=fixed_of(args),
-            plane=tuple(args.plane) if args.plane else None,
+            region=region_of(args, model),
             checkpoint=checkpoint,
             client=client,
         )

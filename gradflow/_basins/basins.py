@@ -1,0 +1,279 @@
+"""Basins of attraction: integrate the flow from every point of a grid and name what it reached.
+
+Each grid point carries the **attractor** its trajectory reached — a connected component of a
+classified critical set, with its id (so the two wells of a double well are two basins) — and
+the attractor's kind, or the label ``diverged``, ``not_converged`` or ``non_smooth``.
+
+Where a landscape proves it (:attr:`~gradflow.Landscape.sublevel_shortcut`), a trajectory whose
+loss falls below every non-global critical value is stopped there: it can only end on a global
+minimum, namely on the component of the sublevel set it is in.  This removes the stiff tail near
+the global-minimum set from the integration.  The component is identified by a straight segment
+to a global-minimum sample that stays below that level; a trajectory for which no such segment
+is found is integrated on to its end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._critical.attractors import AttractorIndex
+from .._critical.search import critical_sets
+from .._critical.sets import CriticalSets
+from .._flow.batched import FlowEndpoints
+from .._flow.flows import flow_endpoints
+from .._flow.integrate import FlowOptions, Status
+from .._flow.kink_settle import settled
+from .._landscape.base import Landscape
+from .._landscape.metric import Metric, in_metric
+from .._landscape.region import Region
+from .._landscape.scales import loss_scales
+from .._output.memory import basin_memory, check_memory
+from .basin_map import OUTCOMES, BasinMap, Label
+from .stable_manifolds import MINIMA, stable_manifolds, uncertain
+from .sublevel import below_level, shortcut_level
+
+__all__ = [
+    "FAST_CHUNK",
+    "FAST_MARGIN",
+    "FAST_ROUND",
+    "FAST_STEPS",
+    "basins",
+    "default_basin_options",
+    "fast_basin_options",
+    "region_of",
+]
+
+
+def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
+    """Tsit5 first (cheap steps), then Kvaerno5 for the members whose 2,000-step budget ran out
+    (stiff regions).  Measured in ``docs/performance.md``."""
+    return (
+        FlowOptions(solver="Tsit5", rtol=1e-6, atol=1e-9, max_steps=2_000),
+        FlowOptions(solver="Kvaerno5", rtol=1e-6, atol=1e-9, max_steps=20_000),
+    )
+
+
+def basins(
+    landscape: Landscape,
+    *,
+    region: Region | None = None,
+    options: FlowOptions | Sequence[FlowOptions] | None = None,
+    critical: CriticalSets | None = None,
+    progress: bool | None = None,
+    float32_first: bool | None = None,
+    metric: str | Metric | None = None,
+) -> BasinMap:
+    """Compute the basin map of the gradient flow on a grid of initial points.
+
+    With the default options every grid point is first integrated in float32
+    (:func:`fast_basin_options`); the points whose outcome is uncertain — not converged,
+    diverged, stuck, near no attractor, at a saddle or maximum, or next to a grid point with
+    another attractor (the basin boundaries) — are integrated again in float64 with the default
+    stages.  On a CPU a float32 step costs about an eighth of a float64 one, and the boundaries
+    hold a vanishing share of a fine grid.  The float32 pass keeps its stops at a small
+    gradient unchecked for an escape from a saddle (its stops at saddles are integrated
+    again); the float64 pass checks them (``escape_check`` of :func:`gradflow.flow_endpoints`).
+
+    Args:
+        landscape: the loss (e.g. a model bound to its hyperparameters).
+        region: the grid of initial points, its box and plane and the values off the plane
+            (:class:`gradflow.Region`; default ``Region.of(landscape)``: 101 × 101 points of
+            the landscape's box on its plane, every other parameter 0).
+        options: integration stages (default :func:`default_basin_options`).
+        critical: critical sets to label with (default: :func:`critical_sets` in the region's
+            search box, :meth:`gradflow.Region.search_box`).
+        progress: progress bar (default: shown once the integration has run 1.5 s).
+        float32_first: the float32 first pass (default: with the default options only).
+        metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`);
+            the critical sets, and so the attractors, are the same in every metric.
+
+    Returns:
+        The map: attractor ids and labels by kind, stopping times and endpoints.
+
+    Raises:
+        GradflowError: a region over other parameters than the landscape's, or a grid whose
+            map needs more than half of the memory available now (:func:`gradflow.basin_memory`).
+    """
+    region = region_of(landscape, region)
+    nx, ny = region.grid
+    check_memory(f"grid {nx} × {ny}", basin_memory((nx, ny), landscape.dim))
+    thetas = region.points()
+    if float32_first is None:
+        float32_first = options is None
+    stages = (
+        default_basin_options()
+        if options is None
+        else ((options,) if isinstance(options, FlowOptions) else tuple(options))
+    )
+    if critical is None:
+        critical = critical_sets(landscape, box=region.search_box(landscape))
+    landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
+    scale = loss_scales(landscape).loss
+    level = shortcut_level(critical, scale) if landscape.sublevel_shortcut else None
+    flat = thetas.reshape(-1, landscape.dim)
+    index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
+    ids, status = np.full(len(flat), -1), np.full(len(flat), int(Status.NOT_CONVERGED))
+    endpoints, times, steps = flat.copy(), np.zeros(len(flat)), np.zeros(len(flat), dtype=int)
+    redo = np.ones(len(flat), dtype=bool)
+    if float32_first:
+        first = flow_endpoints(
+            landscape,
+            flat,
+            fast_basin_options(),
+            decide_below=None if level is None else level - FAST_MARGIN * max(scale, abs(level)),
+            progress=progress,
+            dtype=np.float32,
+            chunk_size=FAST_CHUNK,
+            steps_per_round=FAST_ROUND,
+            escape_check=False,
+            desc="basin map, float32 pass",
+        )
+        ids, status, endpoints = _attractor_ids(
+            landscape, index, critical, first, level, stages, add_found=False
+        )
+        times, steps = first.times, first.steps.copy()
+        minima = np.array([a.kind in MINIMA for a in index.attractors] + [False])
+        redo = uncertain(ids, thetas.shape[:2]) | ~minima[ids]
+    if redo.any():
+        again = flow_endpoints(
+            landscape,
+            flat[redo],
+            stages,
+            decide_below=level,
+            progress=progress and not float32_first,
+            desc="basin map, float64" + (" (uncertain points)" if float32_first else ""),
+        )
+        found = _attractor_ids(landscape, index, critical, again, level, stages, add_found=True)
+        ids[redo], status[redo], endpoints[redo] = found
+        times[redo] = again.times
+        steps[redo] += again.steps
+    ids = stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
+    kinds = np.array([Label.of(a.kind) for a in index.attractors] + [0], dtype=int)
+    labels = np.where(ids >= 0, kinds[ids], 0)
+    for label in OUTCOMES:
+        labels[(ids < 0) & (status == Status[label.name])] = label
+    counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
+    shape = thetas.shape[:2]
+    full = _with_area(ids.reshape(shape))
+    attractors = tuple(
+        dataclasses.replace(
+            a, fraction=float(c) / ids.size, measure_zero=c > 0 and a.id not in full
+        )
+        for a, c in zip(index.attractors, counts)
+    )
+    return BasinMap(
+        region=region,
+        labels=labels.reshape(shape),
+        attractor_ids=ids.reshape(shape),
+        attractors=attractors,
+        times=times.reshape(shape),
+        steps=steps.reshape(shape),
+        endpoints=endpoints.reshape(thetas.shape),
+        critical=critical,
+        options=stages,
+        shortcut=level is not None,
+        metric=landscape.metric_name,
+    )
+
+
+def region_of(landscape: Landscape, region: Region | None, default_grid: int = 101) -> Region:
+    """``region``, or ``Region.of(landscape)`` on a ``default_grid × default_grid`` grid.
+
+    Raises:
+        GradflowError: a region over other parameters than the landscape's.
+    """
+    if region is None:
+        return Region.of(landscape, default_grid)
+    region.check_params(landscape)
+    return region
+
+
+FAST_MARGIN = 1e-4
+"""In the float32 pass, trajectories are decided this far below the decision level (relative to
+the larger of the loss scale and the level), clear of float32 rounding."""
+
+
+FAST_ROUND = 8
+"""Solver steps per round of the float32 pass: most trajectories stop within 8–16 steps, and a
+vectorized round costs its longest member's steps for every member, so short rounds waste less."""
+
+
+def fast_basin_options() -> tuple[FlowOptions]:
+    """The float32 first pass of a basin map: Tsit5 with tolerances float32 can meet
+    (``rtol`` 1e-4, ``atol`` 1e-6, ``‖∇L‖ ≤ 1e-4``) and a budget of :data:`FAST_STEPS` steps;
+    whatever does not settle within it is integrated again in float64.
+
+    The budget is short on purpose: most trajectories settle in 10–20 steps, and the few that
+    converge slowly (near a separatrix, or algebraically at a degenerate minimum) would hold up
+    every vectorized round of the pass; float64 has to integrate them anyway."""
+    return (FlowOptions(solver="Tsit5", rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=FAST_STEPS),)
+
+
+FAST_STEPS = 256
+"""Solver steps the float32 pass allows a trajectory."""
+
+
+FAST_CHUNK = 16_384
+"""Members of the float32 pass integrated together: a round re-batches its members in Python,
+so a million-point map in chunks of 4,096 pays for about 500 rounds' bookkeeping.  Measured in
+docs/performance.md: a small gain on the 1000² map, none lost on a portrait's 201² map."""
+
+
+def _with_area(grid: np.ndarray) -> set[int]:
+    """The attractors whose grid points (``grid`` of ids, shape ``(ny, nx)``) hold a 2 × 2
+    block: their basin has the grid's dimension.  The others are reached from a set of lower
+    dimension (a line of starts on a stable manifold): measure zero."""
+    block = (
+        (grid[:-1, :-1] == grid[1:, :-1])
+        & (grid[:-1, :-1] == grid[:-1, 1:])
+        & (grid[:-1, :-1] == grid[1:, 1:])
+    )
+    return {int(i) for i in np.unique(grid[:-1, :-1][block]) if i >= 0}
+
+
+def _center(points: np.ndarray) -> np.ndarray:
+    return 0.5 * (points.min(axis=0) + points.max(axis=0))
+
+
+def _attractor_ids(
+    landscape: Landscape,
+    index: AttractorIndex,
+    critical: CriticalSets,
+    result: FlowEndpoints,
+    level: float | None,
+    stages: tuple[FlowOptions, ...],
+    *,
+    add_found: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Attractor ids (``-1`` for none), final statuses and endpoints of a batch of flows.
+
+    Decided members are resolved to the global-minimum component of their sublevel set; those
+    that cannot be resolved are integrated on without the decision level.  Converged endpoints
+    near no known set become new attractors with ``add_found``, else keep id ``-1``.  On a loss
+    with kinks, members stalled on one, or out of budget beside one (the float32 pass's
+    chatter), go to the attractor their sublevel set decides
+    (:func:`gradflow._flow.kink_settle.settled`), keeping their status.
+    """
+    status, endpoints = result.status.copy(), result.endpoints.copy()
+    ids = np.full(len(status), -1)
+    decided = np.flatnonzero(status == Status.DECIDED)
+    if decided.size:
+        ids[decided] = below_level(landscape, index, endpoints[decided], level)
+        unresolved = decided[ids[decided] < 0]
+        if unresolved.size:
+            rest = flow_endpoints(landscape, endpoints[unresolved], stages[-1:], progress=False)
+            endpoints[unresolved], status[unresolved] = rest.endpoints, rest.status
+    converged = np.flatnonzero((status == Status.CONVERGED) & (ids < 0))
+    if converged.size:
+        ids[converged] = index.match(endpoints[converged])
+        loose = converged[ids[converged] < 0]
+        if add_found:
+            ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
+    unfinished = (status == Status.NON_SMOOTH) | (status == Status.NOT_CONVERGED)
+    stalled = np.flatnonzero(unfinished & (ids < 0)) if landscape.nonsmooth_terms else []
+    if len(stalled):
+        ids[stalled] = settled(landscape, index, critical, endpoints[stalled])
+    return ids, status, endpoints

@@ -1,0 +1,346 @@
+"""Gradient flows on a landscape: one trajectory, a batch of endpoints, plain gradient descent.
+
+These wrap the integrators (:func:`gradflow.integrate`, :func:`gradflow.descend`) with a
+landscape's own field, check the initial points, and say what each trajectory reached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._critical.attractors import AttractorIndex
+from .._critical.classify import classify_points
+from .._critical.sets import CriticalSets
+from .._errors import GradflowError
+from .._landscape.base import GradientField, Landscape
+from .._landscape.metric import Metric, in_metric
+from .._landscape.scales import loss_scales, unit_field
+from .batched import FlowEndpoints, integrate_batch
+from .descent import descend
+from .integrate import (
+    ESCAPE_FULL_DIM,
+    FlowOptions,
+    Status,
+    Trajectory,
+    escape_test,
+    integrate,
+)
+from .kink_settle import settled
+from .sliding import slide, sliding_options, unit_kinks
+
+__all__ = [
+    "check_initial",
+    "flow",
+    "flow_endpoints",
+    "gradient_descent",
+    "kink_status",
+    "unit_flow",
+]
+
+
+def check_initial(landscape: Landscape, thetas: Any, what: str = "initial points") -> np.ndarray:
+    """Initial points as a float64 array of shape ``(B, dim)``.
+
+    Raises:
+        GradflowError: wrong shape, no points, or a NaN or infinite coordinate; the message
+            names the coordinates in order.
+    """
+    names = ", ".join(landscape.param_names)
+    try:
+        arr = np.atleast_2d(np.asarray(thetas, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise GradflowError(f"{what} must be numbers ({names}), got {thetas!r}") from None
+    dim = landscape.dim
+    if arr.ndim != 2 or arr.shape[1] != dim:
+        raise GradflowError(
+            f"{what} must have {dim} coordinates ({names}), got shape {np.shape(thetas)}"
+        )
+    if arr.shape[0] == 0:
+        raise GradflowError(f"no {what} given (empty grid)")
+    if not np.all(np.isfinite(arr)):
+        raise GradflowError(f"{what} must be finite numbers ({names}), got NaN or inf")
+    return arr
+
+
+def flow(
+    landscape: Landscape,
+    theta0: Any,
+    options: FlowOptions | None = None,
+    *,
+    critical: CriticalSets | None = None,
+    metric: str | Metric | None = None,
+) -> Trajectory:
+    """One trajectory of the gradient flow ``dθ/dt = -G⁻¹∇L`` from ``theta0`` to its stop.
+
+    Args:
+        landscape: the loss (e.g. a model bound to its hyperparameters).
+        theta0: initial point, shape ``(dim,)``, in the order of ``landscape.param_names``.
+        options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).  Its
+            ``gtol`` is in units of the loss's gradient scale and ``t_max`` in units of its time
+            scale (:func:`unit_flow`), so ``c·L`` stops where ``L`` does.
+        critical: critical sets to name the attractor reached (its id in their
+            :class:`~gradflow.AttractorIndex`); without them only the kind is given.
+        metric: the metric ``G`` of the flow: ``"euclidean"`` (``G = I``), ``"induced"`` (the
+            metric of the embedding into the full model) or a callable ``G(θ, args)``; default
+            the landscape's own (Euclidean unless it comes from :func:`gradflow.in_metric`).
+
+    A trajectory that stops on a kink of the loss with flow time left (a smooth solver's steps
+    collapse where the flow slides along the kink) is continued by :func:`gradflow.slide`,
+    where the landscape describes its kinks (:attr:`~gradflow.Landscape.kinks`) and the
+    metric is the Euclidean one; one still on a kink when its budget runs out has status
+    ``NON_SMOOTH``.
+
+    Returns:
+        The whole path (every accepted step), why it stopped and what it reached.
+
+    Raises:
+        GradflowError: ``theta0`` has the wrong shape or is not finite, ``L(θ0)`` is not
+            finite (a loss that is complex or undefined there), or a bad metric.
+    """
+    y0 = check_initial(landscape, theta0, "the initial point")
+    if y0.shape[0] != 1:
+        raise GradflowError(f"flow takes one initial point, got {y0.shape[0]}")
+    with np.errstate(all="ignore"):
+        start = float(landscape.loss(y0[0]))
+    if not np.isfinite(start):
+        where = ", ".join(f"{n} = {v:g}" for n, v in zip(landscape.param_names, y0[0]))
+        raise GradflowError(
+            f"the loss is not finite at the initial point ({where}): L = {start}; "
+            "start where it is real and finite"
+        )
+    flows = in_metric(landscape, metric, at=y0[0])
+    field, args, scaled = unit_flow(flows, options or FlowOptions())
+    path = _slide_on(flows, integrate(field, y0[0], args, scaled), args, scaled)
+    path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
+    return reached(landscape, path, critical)
+
+
+def _slide_on(flows: Landscape, path: Trajectory, args: Any, options: FlowOptions) -> Trajectory:
+    """``path`` continued by :func:`gradflow.slide` where it stopped with budget left in flow
+    time on a landscape whose kinks it can slide along (a smooth solver stalls on a kink the
+    flow slides on); units are those of :func:`unit_flow`."""
+    kinks = flows.kinks
+    if kinks is None or path.status is not Status.NOT_CONVERGED or path.time >= options.t_max:
+        return path
+    more = slide(
+        unit_kinks(kinks), path.endpoint, args, sliding_options(options), t0=path.time, record=True
+    )
+    thetas = more.thetas[1:]
+    losses = flows.loss(thetas) / args[1] if len(thetas) else np.zeros(0)
+    return Trajectory(
+        ts=np.concatenate([path.ts, more.ts[1:]]),
+        thetas=np.concatenate([path.thetas, thetas]),
+        losses=np.concatenate([path.losses, losses]),
+        status=more.status,
+    )
+
+
+def _slide_endpoints(
+    flows: Landscape,
+    result: FlowEndpoints,
+    args: Any,
+    options: FlowOptions,
+    level: float | None,
+) -> FlowEndpoints:
+    """The members of ``result`` that stopped with budget left in flow time continued by
+    :func:`gradflow.slide` (see :func:`_slide_on`), one at a time: they are the few that met
+    a kink the flow slides along."""
+    kinks = flows.kinks
+    if kinks is None:
+        return result
+    stuck = np.flatnonzero((result.status == Status.NOT_CONVERGED) & (result.times < options.t_max))
+    if not stuck.size:
+        return result
+    out = {k: np.array(getattr(result, k), copy=True) for k in ("endpoints", "times", "steps")}
+    status = np.array(result.status, copy=True)
+    unit, sliding = unit_kinks(kinks), sliding_options(options)
+    for i in stuck:
+        more = slide(
+            unit, out["endpoints"][i], args, sliding, decide_below=level, t0=float(out["times"][i])
+        )
+        out["endpoints"][i], out["times"][i] = more.endpoint, more.time
+        out["steps"][i] += more.steps
+        status[i] = int(more.status)
+    return FlowEndpoints(status=status, **out)
+
+
+def reached(
+    landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
+) -> Trajectory:
+    """``path`` with what it reached: the kind at a converged endpoint (and the attractor
+    given ``critical``), the kink for a trajectory stuck on one — with the attractor its
+    sublevel set decides it slides to, given ``critical`` (:func:`gradflow._flow.kink_settle.settled`)
+    — else its status."""
+    status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
+    path = dataclasses.replace(
+        path,
+        status=Status(int(status[0])),
+        kink=kink[0],
+        param_names=tuple(landscape.param_names),
+        unit=landscape.loss_unit,
+        plane=tuple(landscape.plane) if landscape.dim >= 2 else None,
+    )
+    if path.status is Status.NON_SMOOTH and critical is not None:
+        index = AttractorIndex(landscape, critical, critical.box)
+        found = int(settled(landscape, index, critical, path.endpoint[None])[0])
+        if found >= 0:
+            attractor = index.attractors[found]
+            return dataclasses.replace(path, reached=attractor.kind, attractor=attractor)
+    if path.status is not Status.CONVERGED:
+        return dataclasses.replace(path, reached=str(path.status))
+    global_loss = landscape.global_min_loss
+    kind = str(classify_points(landscape, path.endpoint[None], global_loss).kinds[0])
+    attractor = None
+    if critical is not None:
+        index = AttractorIndex(landscape, critical, critical.box)
+        found = int(index.match(path.endpoint[None])[0])
+        attractor = index.attractors[found] if found >= 0 else None
+    return dataclasses.replace(path, reached=kind, attractor=attractor)
+
+
+def kink_status(
+    landscape: Landscape, endpoints: np.ndarray, status: np.ndarray
+) -> tuple[np.ndarray, list[str | None]]:
+    """Relabel trajectories that ran out of budget on a kink of the loss as ``NON_SMOOTH``.
+
+    Returns:
+        The new status codes, shape ``(n,)``, and for each trajectory the kink term or ``None``.
+    """
+    status = np.array(status, copy=True)
+    kinks: list[str | None] = [None] * len(status)
+    if not landscape.nonsmooth_terms:
+        return status, kinks
+    for i in np.flatnonzero((status == Status.NOT_CONVERGED) | (status == Status.NON_SMOOTH)):
+        terms = landscape.kinks_at(endpoints[i])
+        if terms:
+            status[i], kinks[i] = int(Status.NON_SMOOTH), terms[0]
+    return status, kinks
+
+
+def flow_endpoints(
+    landscape: Landscape,
+    thetas0: Any,
+    options: FlowOptions | Sequence[FlowOptions] | None = None,
+    *,
+    decide_below: float | None = None,
+    chunk_size: int = 4096,
+    steps_per_round: int = 32,
+    progress: bool | None = None,
+    dtype: Any = np.float64,
+    metric: str | Metric | None = None,
+    escape_check: bool = True,
+    desc: str | None = None,
+) -> FlowEndpoints:
+    """Integrate many trajectories and return where each one stopped.
+
+    Args:
+        landscape: the loss.
+        thetas0: initial points, shape ``(B, dim)``.
+        options: solver and stopping rule, or a sequence of them tried in turn: members whose
+            step budget runs out in one stage continue from where they stopped in the next (e.g.
+            an explicit solver first, an implicit one for the stiff remainder).  ``gtol`` and
+            ``t_max`` are in units of the loss's scales, as in :func:`flow`.
+        decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
+            level.  Sound only where the landscape proves it
+            (:attr:`~gradflow.Landscape.sublevel_shortcut`).
+        chunk_size: members integrated together.
+        steps_per_round: solver steps before unfinished members are re-batched.
+        progress: show a progress bar (default: only once the batch has run for 1.5 s).
+        dtype: the floating type of the integration (see :func:`gradflow._flow.batched.integrate_batch`).
+        metric: the metric of the flow (see :func:`flow`).
+        escape_check: a member stopped at a small gradient from which the flow escapes along
+            an unstable direction of the Hessian (beside a saddle, off its stable manifold:
+            :func:`gradflow._flow.integrate.escaping`) is integrated on until it stops where it
+            does not (with up to 16 parameters; the Hessian and gradient checked are the
+            Euclidean ones in any metric).  ``False`` keeps every small-gradient stop (for a
+            pass whose stops at saddles are integrated again).
+        desc: what the progress bar is of (a fate map's ``"σ = 0.01, seed 2"``).
+
+    Returns:
+        Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
+        members that stop on a kink with flow time left are continued as in :func:`flow`, and
+        those still on a kink when their budget runs out have status ``NON_SMOOTH``.
+
+    Raises:
+        GradflowError: empty batch, wrong shape, non-finite initial points, or a bad metric.
+    """
+    stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
+    y0 = check_initial(landscape, thetas0)
+    flows = in_metric(landscape, metric, at=y0[0])
+    field, args, _ = unit_flow(flows, stages[0])
+    scale = args[1]
+    scaled = [unit_flow(landscape, stage)[2] for stage in stages]
+    level = None if decide_below is None else decide_below / scale
+    result = integrate_batch(
+        field,
+        args,
+        y0,
+        scaled,
+        decide_below=level,
+        chunk_size=chunk_size,
+        steps_per_round=steps_per_round,
+        progress=progress,
+        dtype=dtype,
+        audit=_escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
+        if escape_check
+        else None,
+        desc=desc,
+    )
+    result = _slide_endpoints(flows, result, args, scaled[-1], level)
+    status, _ = kink_status(landscape, result.endpoints, result.status)
+    return dataclasses.replace(result, status=status, times=result.times / scale)
+
+
+def _escape_audit(
+    landscape: Landscape, horizon: float
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The escape test within the flow time ``horizon`` of endpoints, from the landscape's
+    Hessian and gradient (the programs its classification compiles), or ``None`` above
+    :data:`ESCAPE_FULL_DIM` parameters."""
+    if landscape.dim > ESCAPE_FULL_DIM:
+        return None
+
+    def audit(points: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            h, g = landscape.hessian(points), landscape.grad(points)
+            return escape_test(np, h, g, horizon)
+
+    return audit
+
+
+def gradient_descent(
+    landscape: Landscape, theta0: Any, *, lr: float, steps: int, every: int = 1
+) -> Trajectory:
+    """Plain gradient descent on a landscape; see :func:`gradflow.descend`.
+
+    Raises:
+        GradflowError: bad ``theta0``, ``lr``, ``steps`` or ``every``.
+    """
+    y0 = check_initial(landscape, theta0, "the initial point")
+    if y0.shape[0] != 1:
+        raise GradflowError(f"gradient_descent takes one initial point, got {y0.shape[0]}")
+    path = descend(landscape.field, y0[0], landscape.args, lr=lr, steps=steps, every=every)
+    return dataclasses.replace(path, param_names=tuple(landscape.param_names))
+
+
+def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField, Any, FlowOptions]:
+    """The flow of ``L`` in units of its scales, for the integrators.
+
+    The field is ``L/g`` (its arguments ``(args, g)``, so one compiled program serves every
+    scale, as over a sweep of hyperparameters), whose flow is the flow of ``L`` in the time
+    ``τ = g·t``: its gradient is ``O(1)`` whatever the scale of ``L``, so the solver takes the
+    same steps on ``c·L`` as on ``L`` and the steady-state test ``‖∇L/g‖ ≤ gtol`` is relative.
+    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``).  ``rtol``, ``atol`` and
+    ``divergence_radius`` are in parameter units, which the loss's scale does not change.
+
+    Returns:
+        ``(field, args, options)``; a loss level ``v`` of ``L`` is ``v/g`` of the field, and a
+        time ``τ`` of its flow is ``τ/g`` of the flow of ``L``.
+    """
+    scales = loss_scales(landscape)
+    scaled = dataclasses.replace(options, t_max=options.t_max * scales.length)
+    return unit_field(landscape.field), (landscape.args, scales.gradient), scaled

@@ -1,0 +1,532 @@
+"""One trajectory of a gradient flow ``dθ/dt = -∇L(θ, args)``, integrated with diffrax.
+
+A trajectory stops at a steady state, on divergence (``‖θ‖₂ > divergence_radius`` or a
+non-finite value), when its loss falls below an optional decision level, or when its budget
+(``t_max`` flow time, ``max_steps`` solver steps) runs out.  Every stop is labelled by a
+:class:`Status`.
+
+A steady state is a point with ``‖∇L‖₂ ≤ gtol`` from which the flow does not escape
+(:func:`escaping`): beside a saddle, where the gradient is small, the flow still leaves along an
+unstable direction of the Hessian unless the gradient has no component along it.  The start
+``(10⁻⁸, 10⁻⁸)`` of ``(3 − ab)²/2`` has ``‖∇L‖ ≈ 4·10⁻⁸`` along the unstable direction
+``(1, 1)`` of the saddle at the origin, and the flow leaves it on Saxe et al.'s sigmoidal curve
+(*Exact solutions to the nonlinear dynamics of learning in deep linear networks*, ICLR 2014).
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from .._errors import GradflowError
+from .._landscape.base import GradientField, padded_call
+from .._output.text import format_point
+
+if TYPE_CHECKING:
+    import diffrax
+
+    from .._critical.attractors import Attractor
+
+__all__ = [
+    "SOLVERS",
+    "FlowOptions",
+    "Status",
+    "Trajectory",
+    "diverged",
+    "escaping",
+    "gradient_flow",
+    "integrate",
+    "solve",
+    "status_code",
+]
+
+
+class Status(enum.IntEnum):
+    """Why a trajectory stopped."""
+
+    CONVERGED = 0
+    """``‖∇L‖₂ ≤ gtol`` with no escape along an unstable direction (:func:`escaping`): at a
+    critical point."""
+    DECIDED = 1
+    """The loss fell below the decision level, so the trajectory must end at a global minimum."""
+    DIVERGED = 2
+    """``‖θ‖₂`` exceeded ``divergence_radius`` or became non-finite."""
+    NOT_CONVERGED = 3
+    """The budget (``t_max`` or ``max_steps``) ran out first."""
+    NON_SMOOTH = 4
+    """The budget ran out with the trajectory on a kink of a non-smooth loss (``|x|`` at
+    ``x = 0``), where the gradient flow is not defined and the solver stalls."""
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+
+SOLVERS = (
+    "Tsit5",
+    "Dopri5",
+    "Dopri8",
+    "Bosh3",
+    "Heun",
+    "Midpoint",
+    "Ralston",
+    "Euler",
+    "Kvaerno3",
+    "Kvaerno4",
+    "Kvaerno5",
+    "ImplicitEuler",
+)
+"""The diffrax ODE solvers :class:`FlowOptions` takes by name."""
+
+
+@dataclass(frozen=True)
+class FlowOptions:
+    """How the flow is integrated and when a trajectory stops.
+
+    Attributes:
+        solver: a diffrax solver, or the name of one of :data:`SOLVERS` (diffrax is imported
+            only when it integrates: the explicit pairs run on :class:`gradflow._flow.rk.BatchedRK`
+            in batches).  The default, the implicit ``Kvaerno5``, handles stiff flows (near
+            the canonical model's global-minimum curve the Hessian eigenvalues reach -30 and an
+            explicit solver stalls at its stability limit).
+        rtol, atol: tolerances of the PID step-size controller.
+        gtol: steady-state test ``‖∇L‖₂ ≤ gtol`` (loss units per parameter unit).
+        t_max: flow-time budget (time units of the flow).  The default, ``1e8 = 1/gtol`` in
+            the units of :func:`gradflow.flow` (``ℓ/g`` and ``g``), is the time the flow needs to
+            meet the steady-state test beside a minimum whose smallest curvature is ``gtol``,
+            and more than it needs beside a degenerate one: on ``x⁴ + y⁴`` from ``(1, 1)``,
+            ``x(t) = (1 + 8t)^{-1/2}`` and ``‖∇L‖₂ = 4√2 x³`` falls to ``gtol·g`` at
+            ``t ≈ 6.7e3`` (``≈ 3e5`` in units of ``ℓ/g``), past the ``1e5`` this budget once
+            was, which left the trajectory ``not_converged`` at ``L ≈ 7e-10``; a flat minimum of
+            order ``2k`` needs ``τ ~ gtol^{-(2k-2)/(2k-1)} < 1/gtol``.  Implicit solvers take
+            steps growing with ``t`` there, so the step budget is not what a long time costs.
+        max_steps: solver-step budget per trajectory.
+        divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged.
+
+    Raises:
+        GradflowError: a tolerance, budget or radius that is not positive, or an unknown solver
+            name.
+    """
+
+    solver: str | diffrax.AbstractSolver = "Kvaerno5"
+    rtol: float = 1e-7
+    atol: float = 1e-9
+    gtol: float = 1e-8
+    t_max: float = 1e8
+    max_steps: int = 20_000
+    divergence_radius: float = 1e4
+
+    def __post_init__(self) -> None:
+        for name in ("rtol", "atol", "gtol", "t_max", "divergence_radius"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise GradflowError(f"{name} = {value!r} must be > 0")
+        if self.max_steps < 1:
+            raise GradflowError(f"max_steps = {self.max_steps!r} must be ≥ 1")
+        if isinstance(self.solver, str) and self.solver not in SOLVERS:
+            raise GradflowError(f"solver {self.solver!r}: choose one of {', '.join(SOLVERS)}")
+
+    @property
+    def solver_name(self) -> str:
+        """The solver's name (``"Tsit5"``), whether given as a name or as a diffrax solver."""
+        return self.solver if isinstance(self.solver, str) else type(self.solver).__name__
+
+    def diffrax_solver(self) -> diffrax.AbstractSolver:
+        """The diffrax solver (made from its name on first use, which imports diffrax)."""
+        if not isinstance(self.solver, str):
+            return self.solver
+        import diffrax
+
+        return getattr(diffrax, self.solver)()
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready description: the solver's class name and every tolerance and budget."""
+        return {
+            "solver": self.solver_name,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "gtol": self.gtol,
+            "t_max": self.t_max,
+            "max_steps": self.max_steps,
+            "divergence_radius": self.divergence_radius,
+        }
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One integrated trajectory.
+
+    Attributes:
+        ts: flow times of the recorded points, shape ``(n,)``, starting at 0.
+        thetas: the path, shape ``(n, dim)``.
+        losses: ``L`` along the path, shape ``(n,)``.
+        status: why it stopped.
+        reached: what the endpoint is: a kind of critical point (``"global_min"``, ``"saddle"``,
+            …) for a converged trajectory, else the status (``"diverged"``, …); ``None`` when
+            not classified.
+        attractor: the attractor reached (:class:`gradflow.Attractor`: its id, kind, set and
+            point), or ``None`` (not converged, or no critical sets given).
+        kink: for status ``NON_SMOOTH``, the non-smooth term whose kink holds the endpoint.
+        param_names: the names of the coordinates of ``thetas``.
+        unit: the unit of the losses (``"nats"``), or ``""``.
+        plane: the two parameters its picture draws the path in, horizontal axis first (the
+            landscape's plane, the one its portraits use: ``(w, e)`` for the canonical model,
+            whose points are ``(e, w)``); ``None``: the first two.
+    """
+
+    ts: np.ndarray
+    thetas: np.ndarray
+    losses: np.ndarray
+    status: Status
+    reached: str | None = None
+    attractor: Attractor | None = None
+    kink: str | None = None
+    param_names: tuple[str, ...] = ()
+    unit: str = ""
+    plane: tuple[str, str] | None = None
+
+    @property
+    def endpoint(self) -> np.ndarray:
+        """Where the trajectory stopped, shape ``(dim,)``."""
+        return self.thetas[-1]
+
+    @property
+    def time(self) -> float:
+        """Flow time at which it stopped."""
+        return float(self.ts[-1])
+
+    @property
+    def converged(self) -> bool:
+        """Whether it stopped at a steady state."""
+        return self.status is Status.CONVERGED
+
+    def __repr__(self) -> str:
+        names = f" ({', '.join(self.param_names)})" if self.param_names else ""
+        return (
+            f"Trajectory{names} from {format_point(self.thetas[0])} to "
+            f"{format_point(self.endpoint)}: {self.status}\n  at t = {self.time:.4g} after "
+            f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; "
+            f"reached {self._reached_text(where=False)}"
+        )
+
+    def _reached_text(self, where: bool = True) -> str:
+        reached = self.reached or str(self.status)
+        if self.attractor is not None and where:
+            a = self.attractor
+            reached += f": attractor #{a.id} {a.set} at {format_point(a.point)}"
+        elif self.attractor is not None:
+            reached += f" (attractor #{self.attractor.id})"
+        if self.kink:
+            reached += f" on the kink of {self.kink}"
+        return reached
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """``ts`` (shape ``(n,)``), ``thetas`` (shape ``(n, dim)``) and ``losses`` (``(n,)``)."""
+        return {"ts": self.ts, "thetas": self.thetas, "losses": self.losses}
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready: ``{"parameters", "init", "endpoint", "loss", "time", "status",
+        "converged", "reached", "attractor", "kink"}`` (``attractor`` as
+        :meth:`gradflow.Attractor.metadata`, or ``None``)."""
+        return {
+            "parameters": list(self.param_names),
+            "init": self.thetas[0].tolist(),
+            "endpoint": self.endpoint.tolist(),
+            "loss": float(self.losses[-1]),
+            "time": self.time,
+            "status": str(self.status),
+            "converged": self.converged,
+            "reached": self.reached,
+            "attractor": None if self.attractor is None else self.attractor.metadata(),
+            "kink": self.kink,
+        }
+
+    def text(self) -> str:
+        """The endpoint, its loss, the flow time and what was reached, one line each."""
+        names = self.param_names or tuple(f"θ{i}" for i in range(len(self.endpoint)))
+        point = ", ".join(f"{n} = {v:.6g}" for n, v in zip(names, self.endpoint))
+        return "\n".join(
+            [
+                f"  endpoint  ({point})",
+                f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
+                f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
+                f"  reached   {self._reached_text()}",
+            ]
+        )
+
+    def figure(self) -> Any:
+        """A new matplotlib figure: the path in the first two coordinates, and ``L(t)``."""
+        from .._output.draw import trajectory_figure
+
+        return trajectory_figure(self)
+
+    def _repr_png_(self) -> bytes:
+        from .._output.draw import figure_png
+
+        return figure_png(self.figure())
+
+
+def diverged(y: jax.Array, options: FlowOptions) -> jax.Array:
+    """Whether states ``y`` of shape ``(..., dim)`` are non-finite or beyond the radius."""
+    return ~jnp.all(jnp.isfinite(y), axis=-1) | (
+        jnp.linalg.norm(y, axis=-1) > options.divergence_radius
+    )
+
+
+ESCAPE_SHARE = 1e-3
+"""A small gradient is no steady state where more than this share of it (Euclidean norm) lies
+along unstable directions of the flow's Jacobian: the flow leaves along them.  A start on a
+saddle's stable manifold has none (exactly, on the invariant line of a symmetric loss); a start
+beside the saddle has a share of order one; a trajectory arriving along the stable manifold
+has a share that grows as it nears the saddle, and one within ``ESCAPE_SHARE·gtol`` of the
+manifold (in units of the loss's length) when it meets ``gtol`` is taken to lie on it."""
+ESCAPE_FOLDS = 36.0
+"""A direction is unstable where the flow's Jacobian has an eigenvalue ``λ`` with
+``λ·t_max < -ESCAPE_FOLDS``: a component along it grows by ``e^36 ≈ 2^52`` within the flow-time
+budget, so even one at rounding grows to the size of the state.  A slower direction leaves no
+mark within the budget: a zero eigenvalue perturbed by rounding, or by a point's offset from a
+line of critical points (beside the canonical model's degenerate saddle ``(0, -1/√2)`` on the
+line of minima ``e = 0``, ``λ ≈ -2·10⁻⁸`` against a largest ``2·10⁻³``)."""
+ESCAPE_FULL_DIM = 16
+"""Up to this many parameters the escape test diagonalizes the Jacobian (``dim`` forward-mode
+derivatives of the field); above, it uses the Rayleigh quotient ``Fᵀ(∂F)F/‖F‖²`` alone (one
+Jacobian–vector product): a negative quotient means an unstable direction carries the field,
+though a positive one may hide a small unstable share."""
+
+
+def escape_test(xp: Any, jacobian: Any, field: Any, horizon: float) -> Any:
+    """Whether the flow ``dθ/dt = -F`` escapes from points with Jacobian ``∂F`` (shape
+    ``(..., dim, dim)``) and field ``F`` (shape ``(..., dim)``) within the flow time
+    ``horizon``, computed with the array module ``xp`` (``numpy`` or ``jax.numpy``).
+
+    Escaping means: the share of ``F`` along eigenvectors of ``(∂F + ∂Fᵀ)/2`` whose eigenvalues
+    have ``λ·horizon < -ESCAPE_FOLDS`` (:data:`ESCAPE_FOLDS`) exceeds :data:`ESCAPE_SHARE`.  For
+    the gradient flow ``∂F`` is the Hessian and this is exact: near a critical point
+    ``F ≈ H(θ − θ*)``, and the component of ``θ − θ*`` along an eigenvector with ``λ < 0`` grows
+    as ``e^{|λ|t}``.  In a metric (``F = G⁻¹∇L``) the symmetrized Jacobian stands for
+    ``G⁻¹H``, whose eigenvalues have the Hessian's signs.  Scale-free: ``c·L`` has ``c`` times
+    the eigenvalues and the same flow in ``1/c`` times the time.  A non-finite Jacobian shows
+    no unstable direction.  Returns a boolean array of shape ``(...)``.
+    """
+    sym = 0.5 * (jacobian + xp.swapaxes(jacobian, -1, -2))
+    finite = xp.all(xp.isfinite(sym), axis=(-2, -1))
+    lam, vec = xp.linalg.eigh(xp.where(finite[..., None, None], sym, 0.0))
+    along = xp.einsum("...ji,...j->...i", vec, field) * (lam * horizon < -ESCAPE_FOLDS)
+    norm = xp.sqrt(xp.sum(field * field, axis=-1))
+    return finite & (xp.sqrt(xp.sum(along * along, axis=-1)) > ESCAPE_SHARE * norm)
+
+
+def escaping(field: GradientField, y: jax.Array, args: Any, horizon: float) -> jax.Array:
+    """Whether the flow of ``field`` escapes from the state ``y`` of shape ``(dim,)`` within the
+    flow time ``horizon`` (:func:`escape_test`; above :data:`ESCAPE_FULL_DIM` parameters the
+    Rayleigh quotient ``ρ = Fᵀ(∂F)F/‖F‖²`` with ``ρ·horizon < -ESCAPE_FOLDS`` and
+    ``Fᵀ(∂F)F < -ESCAPE_SHARE·‖F‖·‖(∂F)F‖``)."""
+    f = field.grad(y, args)
+    if y.shape[-1] > ESCAPE_FULL_DIM:
+        _, jf = jax.jvp(lambda t: field.grad(t, args), (y,), (f,))
+        quotient = jnp.dot(f, jf)
+        fast = quotient * horizon < -ESCAPE_FOLDS * jnp.dot(f, f)
+        return fast & (quotient < -ESCAPE_SHARE * jnp.linalg.norm(f) * jnp.linalg.norm(jf))
+    return escape_test(jnp, jax.jacfwd(field.grad)(y, args), f, horizon)
+
+
+def status_code(
+    field: GradientField,
+    options: FlowOptions,
+    y: jax.Array,
+    args: Any,
+    level: jax.Array,
+    gtol: jax.Array | None = None,
+    strict: bool = False,
+) -> jax.Array:
+    """Status code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
+    (a traced value, so that programs differing only in it compile once).
+
+    The first condition met, in the order diverged, converged, decided, gives the code; a state
+    that meets none can only have stopped because its budget ran out.  ``strict`` adds the
+    escape test to convergence (:func:`escaping` within ``options.t_max``, evaluated only where
+    ``‖∇L‖ ≤ gtol``; under
+    ``vmap`` at every member): without it a small gradient is a steady state, and the batched
+    integrator checks its converged members afterwards (``audit`` of
+    :func:`~gradflow._flow.batched.integrate_batch`).  Written as nested ``where``, not
+    ``jnp.select``: vectorized over a batch, ``select``'s argmax over the stacked conditions
+    compiles to a reduction XLA does not vectorize on a CPU, which made a round of the batched
+    integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
+    """
+    converged = jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol)
+    if strict:
+        converged &= ~jax.lax.cond(
+            converged,
+            lambda: escaping(field, y, args, options.t_max),
+            lambda: jnp.zeros((), bool),
+        )
+    code = jnp.where(field.loss(y, args) < level, int(Status.DECIDED), int(Status.NOT_CONVERGED))
+    code = jnp.where(converged, int(Status.CONVERGED), code)
+    return jnp.where(diverged(y, options), int(Status.DIVERGED), code)
+
+
+def solve(
+    field: GradientField,
+    options: FlowOptions,
+    y0: jax.Array,
+    t0: jax.Array,
+    args: Any,
+    level: jax.Array,
+    max_steps: int,
+    saveat: diffrax.SaveAt,
+    strict: bool = False,
+) -> diffrax.Solution:
+    """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event
+    (``strict``: with the escape test, see :func:`status_code`)."""
+    import diffrax
+
+    def vector_field(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
+        return -field.grad(y, a[0])
+
+    def stop(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array], **kwargs: Any) -> jax.Array:
+        code = status_code(field, options, y, a[0], a[1], strict=strict)
+        return code != int(Status.NOT_CONVERGED)
+
+    return diffrax.diffeqsolve(
+        diffrax.ODETerm(vector_field),
+        options.diffrax_solver(),
+        t0=t0,
+        t1=options.t_max,
+        dt0=None,
+        y0=y0,
+        args=(args, level),
+        saveat=saveat,
+        stepsize_controller=diffrax.PIDController(rtol=options.rtol, atol=options.atol),
+        event=diffrax.Event(stop),
+        max_steps=max_steps,
+        throw=False,
+    )
+
+
+def integrate(
+    field: GradientField,
+    theta0: Any,
+    args: Any = None,
+    options: FlowOptions | None = None,
+    *,
+    ts: np.ndarray | None = None,
+) -> Trajectory:
+    """Integrate one trajectory of ``dθ/dt = -∇L(θ, args)`` from flat ``theta0`` until it stops.
+
+    Compiles once per ``(field, options)`` pair and array shapes: reuse the field object.
+
+    Args:
+        field: the loss and its gradient.
+        theta0: initial point, shape ``(dim,)``.
+        args: passed to ``field.loss`` and ``field.grad`` (hyperparameters, data).
+        options: solver and stopping rule.
+        ts: flow times at which to record the path (ascending, from 0); by default every accepted
+            solver step is recorded.
+
+    Returns:
+        The recorded path (ending where the trajectory stopped) and why it stopped.
+    """
+    options = options or FlowOptions()
+    y0 = jnp.asarray(theta0, dtype=jnp.float64)
+    save_ts = None if ts is None else jnp.asarray(ts, dtype=jnp.float64)
+    sol = _integrate_path(field, options, y0, args, save_ts)
+    times, ys = np.asarray(sol.ts), np.asarray(sol.ys)
+    kept = np.isfinite(times)
+    times, ys = times[kept], ys[kept]
+    if ts is not None and (times.size == 0 or times[-1] < float(sol.stats["t_stop"])):
+        times = np.append(times, float(sol.stats["t_stop"]))
+        ys = np.concatenate([ys, np.asarray(sol.stats["y_stop"])[None]])
+    status = Status(int(_final_status(field, options, jnp.asarray(ys[-1]), args)))
+    losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
+    return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
+
+
+PATH_SIZES = tuple(64 << k for k in range(11))
+"""The lengths a recorded path is padded to when its losses are evaluated: powers of two from
+64 to 65,536 (longer paths go in chunks of 65,536).  Paths differ in length from one start to
+the next, and a program per length cost three compilations per trajectory; padding to a power
+of two at most doubles the evaluations, which matters where the loss is a full model's."""
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _final_status(field: GradientField, options: FlowOptions, y: jax.Array, args: Any) -> jax.Array:
+    """:func:`status_code` of the state where a path stopped, one compiled program per
+    ``(field, options)`` (evaluated eagerly it compiled a dozen one-operation programs)."""
+    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype), strict=True)
+
+
+@functools.cache
+def _path_losses(field: GradientField) -> Callable[[jax.Array, Any], jax.Array]:
+    """``field.loss`` at each row of a path, jitted once per field."""
+    return jax.jit(jax.vmap(field.loss, in_axes=(0, None)))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _integrate_path(
+    field: GradientField, options: FlowOptions, y0: jax.Array, args: Any, ts: jax.Array | None
+) -> diffrax.Solution:
+    import diffrax
+    import equinox as eqx
+
+    if ts is None:
+        saveat = diffrax.SaveAt(t0=True, steps=True)
+    else:
+        saveat = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
+    sol = solve(
+        field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat, strict=True
+    )
+    if ts is None:
+        return sol
+    (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys
+    stats = dict(sol.stats, t_stop=stop_ts[-1], y_stop=stop_ys[-1])
+    path_ts = jnp.where(path_ts <= stop_ts[-1], path_ts, jnp.inf)
+    return eqx.tree_at(lambda s: (s.ts, s.ys, s.stats), sol, (path_ts, path_ys, stats))
+
+
+def gradient_flow(
+    loss: Callable[[Any, Any], jax.Array],
+    theta0: Any,
+    args: Any = None,
+    options: FlowOptions | None = None,
+    *,
+    ts: np.ndarray | None = None,
+) -> tuple[Trajectory, Callable[[np.ndarray], Any]]:
+    """Gradient flow of any JAX loss over a pytree of parameters (e.g. a full transformer).
+
+    The flow compiles once per ``loss`` function and parameter structure: calling it again with
+    the same ``loss`` (the same Python function object) and same-shaped parameters reuses the
+    compiled integrator.
+
+    Args:
+        loss: ``loss(params, args)`` returning a scalar.
+        theta0: the initial parameters, any pytree of float arrays.
+        args: passed through to ``loss``.
+        options: solver and stopping rule.
+        ts: flow times at which to record the path; default every accepted step.
+
+    Returns:
+        ``(trajectory, unravel)``: the path over the flattened parameters and the function that
+        turns one flat row ``trajectory.thetas[i]`` back into the pytree.
+    """
+    flat0, unravel = ravel_pytree(jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), theta0))
+    leaves, treedef = jax.tree.flatten(theta0)
+    shapes = tuple(np.shape(leaf) for leaf in leaves)
+    field = _pytree_field(loss, treedef, shapes)
+    return integrate(field, flat0, args, options, ts=ts), unravel
+
+
+@functools.cache
+def _pytree_field(
+    loss: Callable[[Any, Any], jax.Array], treedef: Any, shapes: tuple[tuple[int, ...], ...]
+) -> GradientField:
+    """The field of ``loss`` on flat vectors of one pytree structure, built once per structure."""
+    example = jax.tree.unflatten(treedef, [jnp.zeros(s, jnp.float64) for s in shapes])
+    _, unravel = ravel_pytree(example)
+    return GradientField.from_loss(lambda flat, a: loss(unravel(flat), a))

@@ -1,0 +1,112 @@
+"""A loss written directly in JAX, as a :class:`~gradflow.Landscape`.
+
+Critical sets (numerical search only: there is no symbolic form), flows, basins, separatrices
+and portraits then work on it as on a reduced model declared in SymPy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import numpy as np
+
+from .._errors import GradflowError
+from .base import DEFAULT_BOUND, MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
+
+__all__ = ["JaxLandscape"]
+
+
+@dataclass(frozen=True, eq=False)
+class JaxLandscape(Landscape):
+    """A JAX loss ``fn(θ, args) -> scalar`` over flat parameters ``θ`` of shape ``(dim,)``.
+
+    The gradient and Hessian come from automatic differentiation (``jax.grad``, ``jax.hessian``),
+    compiled once per landscape object.
+
+    Args:
+        fn: the loss.
+        names: the parameter names, in the order of ``θ``.
+        fn_args: what ``fn`` takes besides ``θ`` (data, hyperparameters).
+        label: a name for reports.
+        ranges: ``{name: (lo, hi)}`` default ranges (others ``(-3, 3)``).
+        lower_bound: a proven lower bound of ``fn`` that is attained, if known: sets with this
+            loss are reported as global minima (nothing else is).
+
+    Raises:
+        GradflowError: no or repeated parameter names, or an unknown name in ``ranges``.
+    """
+
+    fn: Callable[[jax.Array, Any], jax.Array]
+    names: Sequence[str]
+    fn_args: Any = None
+    label: str = "JAX loss"
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    lower_bound: float | None = None
+
+    def __post_init__(self) -> None:
+        names = tuple(self.names)
+        if not names or len(set(names)) != len(names):
+            raise GradflowError(f"parameter names must be distinct and not empty, got {names}")
+        object.__setattr__(self, "names", names)
+        for name in self.ranges:
+            self.index(name)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(self.names)
+
+    @property
+    def name(self) -> str:
+        return self.label
+
+    @property
+    def args(self) -> Any:
+        return self.fn_args
+
+    @property
+    def global_min_loss(self) -> float | None:
+        return self.lower_bound
+
+    def bound(self, name: str) -> tuple[float, float]:
+        self.index(name)
+        lo, hi = self.ranges.get(name, DEFAULT_BOUND)
+        return (float(lo), float(hi))
+
+    @functools.cached_property
+    def field(self) -> GradientField:
+        return GradientField.from_loss(self.fn)
+
+    @functools.cached_property
+    def _batched(self) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
+        f = self.field
+        return (
+            jax.jit(jax.vmap(f.loss, in_axes=(0, None))),
+            jax.jit(jax.vmap(f.grad, in_axes=(0, None))),
+            jax.jit(jax.vmap(jax.jacfwd(f.grad), in_axes=(0, None))),
+        )
+
+    @functools.cached_property
+    def _at_point(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        f = self.field
+        return jax.jit(f.grad), jax.jit(jax.jacfwd(f.grad))
+
+    def point_grad(self, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(self._at_point[0](np.asarray(theta, np.float64), self.fn_args))
+
+    def point_hessian(self, theta: np.ndarray) -> np.ndarray:
+        return np.asarray(self._at_point[1](np.asarray(theta, np.float64), self.fn_args))
+
+    def loss(self, theta: Any) -> np.ndarray:
+        return padded_call(self._batched[0], theta, self.dim, (), self.fn_args)
+
+    def grad(self, theta: Any) -> np.ndarray:
+        return padded_call(self._batched[1], theta, self.dim, (self.dim,), self.fn_args)
+
+    def hessian(self, theta: Any) -> np.ndarray:
+        return padded_call(
+            self._batched[2], theta, self.dim, (self.dim, self.dim), self.fn_args, MATRIX_CALL_SIZES
+        )

@@ -1,0 +1,514 @@
+"""Drawing primitives: one function per layer of a portrait, each onto given matplotlib axes.
+
+Each function takes plain data (arrays, critical sets, attractors), draws one layer and returns
+the legend handles of what it drew; results of every layer of the engine (a ``Trajectory``,
+``CriticalSets``, a ``BasinMap``, a ``Portrait``) draw themselves through them.  So this module
+names no engine type, not even in annotations: the results below it import it.  matplotlib is imported inside the
+functions, so importing gradflow does not import it.
+"""
+
+from __future__ import annotations
+
+import colorsys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .text import shorten
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from .._basins.basin_map import BasinMap
+    from .._critical.attractors import Attractor
+    from .._critical.sets import CriticalSet, CriticalSets
+    from .._flow.integrate import Trajectory
+    from .._portrait.portrait import Overlay
+
+__all__ = [
+    "KIND_COLORS",
+    "legend_below",
+    "basin_figure",
+    "critical_figure",
+    "figure_png",
+    "sweep_figure",
+    "trajectory_figure",
+    "attractor_colors",
+    "draw_basins",
+    "draw_critical",
+    "draw_invariant",
+    "draw_overlays",
+    "draw_separatrices",
+    "draw_streamlines",
+    "line_handle",
+]
+
+KIND_COLORS = {
+    "global_min": "#1b7a2e",
+    "local_min": "#1f5fbf",
+    "saddle": "#e07b00",
+    "local_max": "#c0202a",
+    "degenerate": "#7b3fa0",
+}
+"""The colour of each kind of critical set (lines and markers); basins use light tints of it."""
+OUTCOME_COLORS = {"diverged": "#9a9a9a", "not_converged": "#d9d9d9", "non_smooth": "#f0e68c"}
+"""Basin colours of the grid points that reached no attractor."""
+KIND_WIDTH = {
+    "global_min": 2.6,
+    "local_min": 3.2,
+    "saddle": 2.0,
+    "local_max": 2.6,
+    "degenerate": 2.0,
+}
+KIND_TEXT = {
+    "global_min": "global minima",
+    "local_min": "local minima",
+    "saddle": "saddle",
+    "local_max": "local maxima",
+    "degenerate": "degenerate critical points",
+}
+LABEL_EQUATION = 64
+"""A set's equation in a legend is cut only beyond this many characters: the three-scalar
+model's ``e²(1 + a e²/4)(1 + 2w|w|) = c*`` is 32 and must be read whole."""
+INVARIANT_LEVELS = 16
+"""Level sets drawn of a conserved quantity (spaced by quantiles of its values)."""
+STREAM_COLOR = "#555555"
+"""Colour of the streamlines and their arrows."""
+
+
+def line_handle(**kwargs: Any) -> Any:
+    """A legend handle for a line or marker style."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], **kwargs)
+
+
+def _tint(color: str, lightness: float, hue_shift: float = 0.0) -> tuple[float, float, float]:
+    """``color`` with its HLS lightness set to ``lightness`` (0 black … 1 white), its hue
+    turned by ``hue_shift`` (in turns) and its saturation reduced to 0.6 of its own."""
+    from matplotlib.colors import to_rgb
+
+    h, _, s = colorsys.rgb_to_hls(*to_rgb(color))
+    return colorsys.hls_to_rgb((h + hue_shift) % 1.0, lightness, 0.6 * s)
+
+
+def attractor_colors(attractors: Sequence[Attractor]) -> list[tuple[float, float, float]]:
+    """A light tint of its kind's colour per attractor, no two alike.
+
+    The ``n`` attractors of one kind get lightnesses evenly spaced from 0.9 down to 0.62 (one
+    kind alone: 0.88) and hues cycling 0.04 below, at and above the kind's hue, so neighbours in
+    the list differ in hue too; the kinds' hues are far enough apart that tints of two kinds
+    never meet.
+    """
+    counts: dict[str, int] = {}
+    for a in attractors:
+        counts[a.kind] = counts.get(a.kind, 0) + 1
+    seen: dict[str, int] = {}
+    colors = []
+    for a in attractors:
+        k, n = seen.get(a.kind, 0), counts[a.kind]
+        seen[a.kind] = k + 1
+        lightness = 0.88 if n == 1 else 0.9 - 0.28 * k / (n - 1)
+        colors.append(_tint(KIND_COLORS[a.kind], lightness, 0.04 * ((k + 1) % 3 - 1)))
+    return colors
+
+
+def _point_text(point: np.ndarray, names: Sequence[str]) -> str:
+    """``(x, y, z) = (1, -1, 0.5)``: the whole point, every coordinate named."""
+    return f"({', '.join(names)}) = ({', '.join(f'{v:.3g}' for v in point)})"
+
+
+def draw_basins(
+    ax: Axes,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    ids: np.ndarray,
+    labels: np.ndarray,
+    label_names: Sequence[str],
+    attractors: Sequence[Attractor],
+    param_names: Sequence[str],
+) -> list[Any]:
+    """Shade each attractor's basin in a tint of its kind's colour that no other attractor
+    shares (:func:`attractor_colors`); grey for the rest.  The legend gives each attractor's
+    whole point, its coordinates off the plane included.
+
+    Args:
+        ax: the axes.
+        xs, ys: grid coordinates, shapes ``(nx,)``, ``(ny,)``.
+        ids: attractor id per grid point, ``-1`` for none, shape ``(ny, nx)``.
+        labels: label index per grid point into ``label_names``, shape ``(ny, nx)``.
+        label_names: the labels (kinds, then ``diverged``, ``not_converged``, ``non_smooth``).
+        attractors: all attractors (``fraction`` set).
+        param_names: the names of a point's coordinates, all of them.
+
+    Returns:
+        One legend handle per attractor reached and per other outcome that occurs.
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    outcomes = [n for n in OUTCOME_COLORS if n in label_names]
+    colors = attractor_colors(attractors) + [OUTCOME_COLORS[n] for n in outcomes]
+    codes = ids.copy()
+    for k, name in enumerate(outcomes):
+        codes[(ids < 0) & (labels == label_names.index(name))] = len(attractors) + k
+    ax.pcolormesh(
+        xs,
+        ys,
+        codes,
+        cmap=ListedColormap(colors),
+        vmin=-0.5,
+        vmax=len(colors) - 0.5,
+        shading="nearest",
+        rasterized=True,
+    )
+    handles = []
+    for a, color in zip(attractors, colors):
+        if a.fraction > 0:
+            where = _point_text(a.point, param_names)
+            kind = a.kind.replace("_", " ")
+            name = shorten(a.equation or a.set, LABEL_EQUATION)
+            text = f"#{a.id} {kind} {name} at {where} ({share_text(a.fraction)})"
+            if a.measure_zero:
+                text += ", on its stable manifold (measure zero)"
+            handles.append(Patch(color=color, label=text))
+    total = labels.size
+    for k, name in enumerate(outcomes):
+        share = float(np.sum(codes == len(attractors) + k)) / total
+        if share > 0:
+            handles.append(
+                Patch(
+                    color=colors[len(attractors) + k],
+                    label=f"{name.replace('_', ' ')} ({share_text(share)})",
+                )
+            )
+    return handles
+
+
+def share_text(share: float) -> str:
+    """A share of the grid as a percentage with one decimal; a share that would round to 0.0 %
+    but is not zero reads "< 0.1 %"."""
+    return "< 0.1%" if 0 < share < 0.0005 else f"{share:.1%}"
+
+
+def draw_invariant(
+    ax: Axes, xs: np.ndarray, ys: np.ndarray, values: np.ndarray, name: str
+) -> list[Any]:
+    """Level sets of a conserved quantity, :data:`INVARIANT_LEVELS` of them at evenly spaced
+    quantiles of its finite values on the grid.
+
+    Where the quantity jumps between neighbouring grid points by more than a quarter of its
+    range (a singular line, such as ``w = 0`` for the canonical energy with its ``ln|w|``), both
+    points are masked: otherwise every level would be drawn across that one cell.
+    """
+    finite = values[np.isfinite(values)]
+    if not finite.size:
+        return []
+    levels = np.unique(np.quantile(finite, np.linspace(0.03, 0.97, INVARIANT_LEVELS)))
+    jump = 0.25 * (levels[-1] - levels[0])
+    masked = ~np.isfinite(values)
+    with np.errstate(invalid="ignore"):
+        across = np.abs(np.diff(values, axis=1)) > jump
+        along = np.abs(np.diff(values, axis=0)) > jump
+    masked[:, :-1] |= across
+    masked[:, 1:] |= across
+    masked[:-1] |= along
+    masked[1:] |= along
+    ax.contour(
+        xs,
+        ys,
+        np.ma.masked_array(values, masked),
+        levels=levels,
+        colors="#8c8c8c",
+        linewidths=0.6,
+        linestyles="solid",
+        alpha=0.8,
+    )
+    return [line_handle(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}")]
+
+
+def draw_streamlines(
+    ax: Axes,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    projected: bool = False,
+) -> list[Any]:
+    """Streamlines of the plane components ``(u, v)`` of ``-∇L``, shapes ``(ny, nx)``, with an
+    arrow half-way along each: matplotlib's ``streamplot`` (density 1.2), its streamlines
+    computed in one batch (:func:`gradflow._output.streamlines.streamlines`).  The arrows are added
+    as artists, not patches: each lies on its streamline, inside the data limits the lines
+    already set, and ``add_patch`` would compute every arrow's path to update them (a tenth of
+    a second for a portrait's 125 arrows).  ``projected``: the
+    plane is a slice of more parameters, so they are the projection of ``-∇L`` on it (not
+    trajectories of the flow), and the legend says so."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
+    from .streamlines import streamlines
+
+    style = {"color": STREAM_COLOR, "linewidth": 0.6, "zorder": Line2D.zorder}
+    lines = streamlines(xs, ys, u, v, density=1.2)
+    collection = LineCollection([line.points for line in lines], **style)
+    collection.sticky_edges.x[:] = [xs[0], xs[-1]]
+    collection.sticky_edges.y[:] = [ys[0], ys[-1]]
+    ax.add_collection(collection)
+    for line in lines:
+        ax.add_artist(
+            FancyArrowPatch(
+                line.tail,
+                line.head,
+                arrowstyle="-|>",
+                mutation_scale=8.0,
+                transform=ax.transData,
+                **style,
+            )
+        )
+    ax.autoscale_view()
+    label = "streamlines of −∇L projected on the slice" if projected else "streamlines of −∇L"
+    return [line_handle(color=STREAM_COLOR, lw=0.8, label=label)]
+
+
+def draw_separatrices(
+    ax: Axes, lines: Sequence[np.ndarray], metric: str | None = None, *, dotted: bool = False
+) -> list[Any]:
+    """Separatrices (polylines of shape ``(n, 2)``) as dashed black lines (dotted grey for a
+    second flow's); ``metric`` names the flow's metric in the legend (``None``: not named)."""
+    if not lines:
+        return []
+    style = (
+        {"color": "0.35", "lw": 1.6, "ls": ":"}
+        if dotted
+        else {"color": "black", "lw": 2.0, "ls": "--"}
+    )
+    for line in lines:
+        ax.plot(line[:, 0], line[:, 1], **style)
+    where = f", {metric} metric" if metric else ""
+    return [line_handle(**style, label=f"separatrix (stable manifold of a saddle){where}")]
+
+
+def critical_label(s: CriticalSet, unit: str) -> str:
+    """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
+    name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, LABEL_EQUATION)}"
+    detail = ""
+    if s.kind == "saddle":
+        degenerate = s.nullity == len(s.hessian_eigenvalues)
+        detail = ", degenerate: Hessian = 0" if degenerate else f", Morse index {s.morse_index}"
+    unit = f" {unit}" if unit else ""
+    return f"{KIND_TEXT[s.kind]}{name} (L = {s.loss:.4f}{unit}{detail})"
+
+
+def draw_critical(
+    ax: Axes, sets: Sequence[CriticalSet], plane_order: Sequence[int], unit: str
+) -> list[Any]:
+    """Critical sets on the plane: curves as lines, points as markers (saddles as crosses)."""
+    ix, iy = plane_order
+    handles, seen = [], set()
+    for s in sets:
+        color, width = KIND_COLORS[s.kind], KIND_WIDTH[s.kind]
+        label = critical_label(s, unit)
+        lines = s.polylines()
+        if lines:
+            for line in lines:
+                ax.plot(line[:, ix], line[:, iy], color=color, lw=width, zorder=4)
+            handle = line_handle(color=color, lw=width, label=label)
+        else:
+            marker = "X" if s.kind == "saddle" else "o"
+            size = 10 if s.dimension == 0 else 3
+            ax.plot(
+                s.points[:, ix],
+                s.points[:, iy],
+                marker,
+                color=color,
+                ms=size,
+                mec="white",
+                mew=1.2 if size > 5 else 0,
+                zorder=5,
+            )
+            handle = line_handle(color=color, marker=marker, ls="none", ms=8, label=label)
+        if label not in seen:
+            seen.add(label)
+            handles.append(handle)
+    return handles
+
+
+def draw_overlays(ax: Axes, overlays: Sequence[Overlay]) -> list[Any]:
+    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)``, ``color`` and ``linestyle``),
+    a dot at the start."""
+    handles = []
+    for overlay in overlays:
+        style = {"color": overlay.color, "lw": 1.4, "ls": overlay.linestyle}
+        ax.plot(overlay.path[:, 0], overlay.path[:, 1], **style)
+        ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
+        handles.append(line_handle(**style, label=overlay.label))
+    return handles
+
+
+def legend_below(ax: Axes, handles: Sequence[Any], fontsize: float = 7.5) -> None:
+    """A legend under the axes: two columns when every label is short, else one."""
+    short = all(len(h.get_label()) <= 48 for h in handles)
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.1),
+        ncol=2 if short else 1,
+        fontsize=fontsize,
+        frameon=False,
+    )
+
+
+def figure_png(fig: Figure) -> bytes:
+    """The PNG bytes of a matplotlib figure (for Jupyter's ``_repr_png_``)."""
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    return buffer.getvalue()
+
+
+def basin_figure(basin_map: BasinMap, labels: Sequence[str], title: str) -> Figure:
+    """A figure of a basin map alone: attractor basins, the legend below, and ``title``."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 7.0), layout="constrained")
+    ax = fig.add_subplot()
+    handles = draw_basins(
+        ax,
+        basin_map.xs,
+        basin_map.ys,
+        basin_map.attractor_ids,
+        basin_map.labels,
+        labels,
+        basin_map.attractors,
+        basin_map.critical.param_names,
+    )
+    ax.set_xlabel(f"${basin_map.plane[0]}$")
+    ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0, ha="right")
+    ax.set_title(title, fontsize=10)
+    ax.legend(
+        handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=7, frameon=False
+    )
+    return fig
+
+
+def critical_figure(sets: CriticalSets) -> Figure:
+    """A figure of critical sets alone, in the plane of their first two parameters, the legend
+    below."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.5, 7.0), layout="constrained")
+    ax = fig.add_subplot()
+    handles = draw_critical(ax, sets, (0, 1), sets.unit)
+    (x0, x1), (y0, y1) = sets.box[0], sets.box[1]
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel(f"${sets.param_names[0]}$")
+    ax.set_ylabel(f"${sets.param_names[1]}$", rotation=0, ha="right")
+    ax.set_title(f"critical sets of {sets.title or 'the loss'}", fontsize=10)
+    fig.legend(handles=handles, loc="outside lower center", fontsize=7.5, frameon=False)
+    return fig
+
+
+def trajectory_figure(trajectory: Trajectory) -> Figure:
+    """A figure of a trajectory: its path in its plane (``trajectory.plane``, else the first
+    two coordinates), and its loss in time."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.0, 3.6), layout="constrained")
+    path_ax, loss_ax = fig.subplots(1, 2)
+    names = trajectory.param_names or tuple(f"θ{i}" for i in range(trajectory.thetas.shape[1]))
+    if trajectory.thetas.shape[1] >= 2:
+        plane = trajectory.plane or names[:2]
+        i, j = names.index(plane[0]), names.index(plane[1])
+        path = trajectory.thetas[:, [i, j]]
+        path_ax.plot(path[:, 0], path[:, 1], color="#1f5fbf", lw=1.4)
+        path_ax.plot(*path[0], "o", color="black", ms=4)
+        path_ax.plot(*path[-1], "X", color=KIND_COLORS.get(trajectory.reached, "black"), ms=8)
+        path_ax.set_xlabel(f"${plane[0]}$")
+        path_ax.set_ylabel(f"${plane[1]}$", rotation=0, ha="right")
+    else:
+        path_ax.plot(trajectory.ts, trajectory.thetas[:, 0], color="#1f5fbf")
+        path_ax.set_xlabel("flow time")
+        path_ax.set_ylabel(f"${names[0]}$", rotation=0, ha="right")
+    loss_ax.plot(trajectory.ts, trajectory.losses, color="black", lw=1.2)
+    loss_ax.set_xlabel("flow time")
+    loss_ax.set_ylabel("L")
+    loss_ax.set_xscale("symlog", linthresh=1.0)
+    fig.suptitle(f"reached {trajectory.reached}", fontsize=9)
+    return fig
+
+
+def sweep_figure(
+    axes: dict[str, np.ndarray],
+    fractions: dict[str, np.ndarray],
+    bifurcations: Sequence[dict[str, Any]],
+    title: str,
+) -> Figure:
+    """A figure of a sweep: the share of the basin grid reaching each kind over the swept
+    hyperparameters, the located bifurcations marked.
+
+    Args:
+        axes: each swept hyperparameter's values, in the sweep's order.
+        fractions: each label's share in every cell, shape ``(len(values), …)`` per axis; only
+            labels with a share somewhere are drawn.
+        bifurcations: ``{"at": {name: value}, "type": …}`` each.
+        title: what the sweep is of.
+
+    One axis: every label's share against the hyperparameter, bifurcations as vertical lines.
+    Two or more: one panel per label present (at most four), the share as an image over the
+    first two axes (the first horizontal), at the first value of any further axis, and the
+    bifurcations as crosses.
+    """
+    from matplotlib.figure import Figure
+
+    names = list(axes)
+    shown = {k: v for k, v in fractions.items() if np.nanmax(v) > 0}
+    colors = {**{k: KIND_COLORS[k] for k in KIND_COLORS}, **OUTCOME_COLORS}
+    if len(names) == 1:
+        fig = Figure(figsize=(7.5, 4.2), layout="constrained")
+        ax = fig.add_subplot()
+        x = axes[names[0]]
+        for label, share in shown.items():
+            ax.plot(x, share, "o-", ms=3, color=colors.get(label, "black"), label=label)
+        for i, b in enumerate(bifurcations):
+            ax.axvline(
+                b["at"][names[0]], color="0.3", ls=":", lw=1, label="bifurcation" if not i else None
+            )
+        ax.set_xlabel(f"${names[0]}$")
+        ax.set_ylabel("share of the grid")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8, loc="best")
+    else:
+        labels = list(shown)[:4]
+        fig = Figure(figsize=(4.2 * len(labels) + 0.6, 4.4), layout="constrained")
+        panels = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
+        x, y = axes[names[0]], axes[names[1]]
+        extra = tuple(0 for _ in names[2:])
+        for ax, label in zip(panels, labels):
+            share = shown[label][(slice(None), slice(None), *extra)].T
+            image = ax.pcolormesh(x, y, share, vmin=0, vmax=1, cmap="viridis", shading="nearest")
+            marks = [b["at"] for b in bifurcations]
+            if marks:
+                ax.plot(
+                    [m[names[0]] for m in marks],
+                    [m[names[1]] for m in marks],
+                    "x",
+                    color="white",
+                    mec="black",
+                    ms=6,
+                    mew=1.2,
+                    label="bifurcation",
+                )
+                ax.legend(fontsize=7, loc="upper right")
+            ax.set_title(f"share reaching {label}", fontsize=10)
+            ax.set_xlabel(f"${names[0]}$")
+        panels[0].set_ylabel(f"${names[1]}$", rotation=0, ha="right")
+        fig.colorbar(image, ax=list(panels), shrink=0.9, label="share of the grid")
+        if names[2:]:
+            title += " (at " + ", ".join(f"{n} = {axes[n][0]:g}" for n in names[2:]) + ")"
+    fig.suptitle(title, fontsize=10)
+    return fig

@@ -1,0 +1,2 @@
+"""Phase portraits (``portrait``) and separatrices as the stable manifolds of saddles
+(``separatrix``)."""

@@ -1,0 +1,157 @@
+"""A time budget for computations that cannot be cancelled from outside: SymPy's solvers.
+
+``sympy.solve`` has no time limit and no way to be interrupted; on some rational losses it
+runs for many minutes (three Lennard-Jones atoms on a line).  :func:`within` runs such a
+step in a worker thread and waits until it has used its budget of CPU time (wall-clock time
+where the platform has no per-thread CPU clock), so that the answer does not depend on how
+loaded the machine is, or :data:`WALL_FACTOR` times that in wall-clock time (a thread starved of
+CPU), whichever comes first.  Then the step is **stopped**, not abandoned: an exception is raised
+inside the worker thread (CPython's ``PyThreadState_SetAsyncExc``), which pure-Python code
+such as SymPy's sees at its next bytecode, so the thread unwinds (its ``finally`` blocks run,
+its caches keep only completed entries) and its CPU is free again within milliseconds.  A
+step stuck inside one long call of a C extension stops when that call returns; if it has not
+stopped after :data:`GRACE` seconds it is left to finish as a daemon thread, and the caller
+is told so.  The caller gets :class:`OutOfTime` and falls back (to the numerical search, for
+the critical sets) with the reason in its report.
+
+The budget is :data:`DEFAULT_SECONDS` of CPU time per step; the environment variable
+``GRADFLOW_SYMBOLIC_SECONDS`` sets another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .._errors import GradflowError
+
+__all__ = ["DEFAULT_SECONDS", "ENV", "GRACE", "OutOfTime", "symbolic_seconds", "within"]
+
+DEFAULT_SECONDS = 20.0
+"""CPU seconds each symbolic step may use (``GRADFLOW_SYMBOLIC_SECONDS`` overrides it)."""
+ENV = "GRADFLOW_SYMBOLIC_SECONDS"
+"""The environment variable that sets the budget of each symbolic step, in CPU seconds."""
+WALL_FACTOR = 10.0
+"""A step is also stopped after this many times its budget in wall-clock time: a guard against
+a thread starved of CPU, not the budget itself (a machine running a few other jobs gives the
+thread a fraction of a core, and the answer should not change with that)."""
+GRACE = 2.0
+"""Seconds to wait for a stopped step's thread to unwind before leaving it to finish."""
+POLL = 0.02
+"""Seconds between two looks at the worker thread's clock."""
+
+T = TypeVar("T")
+
+
+class OutOfTime(Exception):
+    """A step ran out of its budget.
+
+    Attributes:
+        what: the step, e.g. ``"sympy.solve(∇L = 0)"``.
+        seconds: its budget (CPU seconds).
+        stopped: whether its thread has stopped (else it finishes in the background).
+    """
+
+    def __init__(self, what: str, seconds: float, stopped: bool) -> None:
+        self.what, self.seconds, self.stopped = what, seconds, stopped
+        tail = "" if stopped else "; it could not be stopped and finishes in the background"
+        super().__init__(f"{what} ran out of its {seconds:g} s budget ({ENV} sets it){tail}")
+
+
+class _Stop(BaseException):
+    """Raised inside a worker thread to stop it (a ``BaseException``, so that the ``except
+    Exception`` clauses of the code it interrupts do not swallow it)."""
+
+
+def symbolic_seconds() -> float:
+    """The budget of one symbolic step in CPU seconds: ``GRADFLOW_SYMBOLIC_SECONDS`` if set,
+    else :data:`DEFAULT_SECONDS`.
+
+    Raises:
+        GradflowError: a value that is not a positive finite number.
+    """
+    text = os.environ.get(ENV)
+    if text is None:
+        return DEFAULT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise GradflowError(f"{ENV}={text!r} must be a number of seconds in (0, inf)")
+    return value
+
+
+def within(what: str, fn: Callable[..., T], *args: Any, seconds: float | None = None) -> T:
+    """``fn(*args)``, or :class:`OutOfTime` once it has used ``seconds`` of CPU time (default
+    :func:`symbolic_seconds`) or ``WALL_FACTOR`` times that in wall-clock time.
+
+    An exception raised by ``fn`` is raised here.  An interrupt of the waiting thread stops
+    the step too.
+    """
+    budget = symbolic_seconds() if seconds is None else float(seconds)
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["value"] = fn(*args)
+        except _Stop:
+            outcome["stopped"] = True
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+
+    worker = threading.Thread(target=work, name=f"gradflow budget: {what}", daemon=True)
+    start = time.monotonic()
+    worker.start()
+    clock = _thread_clock(worker)
+    try:
+        while worker.is_alive():
+            worker.join(POLL)
+            wall = time.monotonic() - start
+            used = _read(clock, wall)
+            if worker.is_alive() and (used > budget or wall > WALL_FACTOR * budget):
+                raise OutOfTime(what, budget, _stop(worker))
+    except BaseException:
+        if worker.is_alive():
+            _stop(worker)
+        raise
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _thread_clock(worker: threading.Thread) -> int | None:
+    """The CPU-time clock of ``worker`` where the platform has one (POSIX), else ``None``."""
+    getter = getattr(time, "pthread_getcpuclockid", None)
+    if getter is None or worker.ident is None:
+        return None
+    try:
+        return getter(worker.ident)
+    except OSError:
+        return None
+
+
+def _read(clock: int | None, wall: float) -> float:
+    """The CPU seconds on ``clock``, or ``wall`` without one (or once the thread is gone)."""
+    if clock is None:
+        return wall
+    try:
+        return time.clock_gettime(clock)
+    except OSError:
+        return wall
+
+
+def _stop(worker: threading.Thread) -> bool:
+    """Raise :class:`_Stop` inside ``worker`` until it ends or :data:`GRACE` passes; whether it
+    ended."""
+    deadline = time.monotonic() + GRACE
+    while worker.is_alive() and time.monotonic() < deadline:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(
+            ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop)
+        )
+        worker.join(POLL)
+    return not worker.is_alive()
