@@ -210,6 +210,7 @@ def test_a_separatrix_crosses_a_box_that_does_not_hold_its_saddle(p: float, q: f
         assert w[-2] + t * (w[-1] - w[-2]) == pytest.approx(-2.0282, abs=2e-3)
 
 
+@pytest.mark.slow
 def test_bias_model_critical_sets_and_flow() -> None:
     """L(e, w, b): Γ* lifted with b = c*/(2(1 + 2w|w|)) + logit(p); e = 0 needs b = ln(p/q)."""
     p, q = 0.7, 0.6

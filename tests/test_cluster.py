@@ -191,6 +191,7 @@ def _compiles() -> tuple[list[str], list[str]]:
     return list(handler.hits), list(handler.misses)
 
 
+@pytest.mark.slow
 def test_a_sweep_on_two_workers_writes_the_serial_files_and_compiles_each_program_once(
     client, tmp_path
 ) -> None:
@@ -250,6 +251,7 @@ def test_workers_get_the_client_s_jax_settings_and_one_with_other_xla_flags_is_r
         JaxSettings(other).setup(worker)
 
 
+@pytest.mark.slow
 def test_the_fate_command_on_a_running_cluster_writes_the_files_of_the_serial_run(
     client, cli
 ) -> None:

@@ -74,8 +74,7 @@ SMALL = {
 }
 """A small configuration of every registered figure."""
 DEFAULT_SUITE = {
-    *("local-to-global-fig1", "local-to-global-phase-diagram"),
-    *("canonical-attention", "bifurcation-diagram"),
+    *("local-to-global-fig1", "local-to-global-phase-diagram", "bifurcation-diagram"),
 }
 """The figures cheap enough for the default suite (no network to train)."""
 

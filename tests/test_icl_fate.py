@@ -145,6 +145,7 @@ def test_leading_drive_for_two_states_equals_sympy():
         )
 
 
+@pytest.mark.slow
 def test_unigram_point_is_the_minimum_of_the_convex_loss_in_b():
     """``L(0, b, 0)`` is convex in ``b`` (logits ``b C``, cross-entropy convex in the logits):
     Newton's root of ``∂L/∂b`` is its minimum, below the loss a little to either side."""
@@ -330,6 +331,7 @@ def test_bad_input_is_one_line_exit_2(cli, argv, match):
     cli.assert_rejected(["fate", "--model", "induction-heads", *argv], match)
 
 
+@pytest.mark.slow
 def test_quick_map_runs_from_the_command_line_and_resumes(cli, tmp_path):
     """The map computed into a checkpoint folder, then the command resumes from it (every
     cell already there, nothing trained again) and writes the same agreement."""

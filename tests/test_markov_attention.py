@@ -136,6 +136,7 @@ def test_a_flow_ends_on_the_sheet_of_the_attractor_it_reaches():
     assert reached.set == "Γ*" and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [canonical_attention, canonical_attention_bias])
 def test_iid_chain_makes_the_plane_w_saddle_globally_minimal(model):
     """p + q = 1: c* = 0, so all of {c = 0} ⊃ {w = -1/√2} is a set of global minima at H(π)."""

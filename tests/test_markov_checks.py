@@ -85,6 +85,7 @@ def test_full_gradient_vanishes_on_the_global_minima_and_on_e_zero(rng):
     np.testing.assert_allclose(checks.pulled_grad, 0.0, atol=1e-10)
 
 
+@pytest.mark.slow
 def test_deviation_from_the_reduced_flow_starts_at_the_predicted_rate():
     """``d/dt ‖π(Θ(t)) - θ(t)‖`` at ``t = 0`` is ``‖Dπ (I - P) ∇L_full‖`` (first-order theory)."""
     run = dynamics_check(canonical_attention_bias(P, Q), [0.5, -1.0, 0.3, 0.1], lr=1e-5, **RUN)

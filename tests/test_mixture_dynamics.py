@@ -106,6 +106,7 @@ def test_reduced_flow_matches_the_full_flow_on_the_signal_span(flow_runs):
     assert np.abs(full.loss - reduced.loss).max() < 1e-10
 
 
+@pytest.mark.slow
 def test_reduced_descent_is_the_projection_of_full_descent_under_the_staged_schedule():
     """Full descent S_Q ← S_Q − η S_K G, S_K ← S_K − η S_Q Gᵀ maps B, P_Q, P_K by the exact
     second-order map of ReducedMixture.descent_step: the projected runs agree to rounding."""

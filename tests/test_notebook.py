@@ -60,6 +60,7 @@ def notebooks(tmp_path_factory) -> tuple[Any, Any]:
     return committed, executed(committed, tmp_path_factory.mktemp("notebook"))
 
 
+@pytest.mark.slow
 def test_the_committed_notebook_shows_its_outputs(notebooks) -> None:
     """The tables and at least three pictures (trajectory, basin map, portrait) are there for a
     reader browsing the file, and no cell failed."""

@@ -240,6 +240,7 @@ def tian_loss(a: float, b: float) -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_removable_singularity_at_the_minimum_of_a_relu_teacher_student_loss() -> None:
     """Tian's loss with w* = (1, 0).  At w = w* it is 0 with Hessian E[1{w*ᵀz > 0} z zᵀ] =
     I/2 (eigenvalues 0.5, 0.5), though acos and √(1 - cos²) have infinite derivatives there
