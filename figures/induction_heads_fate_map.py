@@ -10,18 +10,15 @@ the transition to ``ρ``, the ratio reduction/transformer, and the time in each 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from gradflow.analysis.fate import FateData
 from gradflow.analysis.icl_config import ICLFateConfig
 from gradflow.analysis.icl_fate_figure import SIZE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gradflow.analysis.icl_fate import ICLFateMap
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -31,31 +28,15 @@ Config = ICLFateConfig
 """The figure's settings are the map's (:class:`~gradflow.analysis.icl_config.ICLFateConfig`)."""
 
 
-@dataclass(frozen=True)
-class Data:
-    """The fate map."""
-
-    config: ICLFateConfig
-    result: ICLFateMap
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The map's arrays (:meth:`ICLFateMap.arrays`)."""
-        return self.result.arrays()
-
-    def metadata(self) -> dict[str, Any]:
-        """The map's record: agreement, mismatches, transition ratios, every run's stages."""
-        return self.result.metadata()
-
-    def summary(self) -> str:
-        """The map's text report."""
-        return self.result.text()
+Data = FateData
+"""The figure's data: the map (:class:`~gradflow.analysis.fate.FateData`)."""
 
 
 def compute(config: ICLFateConfig) -> Data:
     """Run the fate map."""
     from gradflow.analysis.icl_fate import fate_map
 
-    return Data(config=config, result=fate_map(config))
+    return FateData(fate_map(config))
 
 
 def draw(data: Data, fig: Figure) -> None:

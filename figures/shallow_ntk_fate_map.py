@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from gradflow.analysis.fate import FateData
 from gradflow.analysis.ntk_config import NtkFateConfig, sample_list, size_field, width_list
 from gradflow.analysis.ntk_fate_figure import SIZE
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gradflow.analysis.ntk_fate import NtkFateMap
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -58,31 +56,15 @@ class Config:
         return NtkFateConfig(**dataclasses.asdict(self))
 
 
-@dataclass(frozen=True)
-class Data:
-    """The fate map."""
-
-    config: Config
-    result: NtkFateMap
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The map's arrays (:meth:`NtkFateMap.arrays`)."""
-        return self.result.arrays()
-
-    def metadata(self) -> dict[str, Any]:
-        """The map's record: agreement, mismatches, exponents, rates."""
-        return self.result.metadata()
-
-    def summary(self) -> str:
-        """The map's text report."""
-        return self.result.text()
+Data = FateData
+"""The figure's data: the map (:class:`~gradflow.analysis.fate.FateData`)."""
 
 
 def compute(config: Config) -> Data:
     """Run the fate map."""
     from gradflow.analysis.ntk_fate import fate_map
 
-    return Data(config=config, result=fate_map(config.fate()))
+    return FateData(fate_map(config.fate()))
 
 
 def draw(data: Data, fig: Figure) -> None:

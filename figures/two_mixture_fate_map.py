@@ -11,16 +11,14 @@ with the attention trained and frozen (:mod:`gradflow.analysis.mixture_fate_figu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from gradflow.analysis.fate import FateData
 from gradflow.analysis.mixture_settings import MixtureFateConfig
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from gradflow.analysis.mixture_fate import MixtureFate
 
 __all__ = ["NAME", "SIZE", "Config", "Data", "compute", "draw"]
 
@@ -37,30 +35,15 @@ class Config(MixtureFateConfig):
     """
 
 
-@dataclass(frozen=True)
-class Data:
-    """The fate map."""
-
-    result: MixtureFate
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The map's arrays."""
-        return self.result.arrays()
-
-    def metadata(self) -> dict[str, Any]:
-        """The map's record: agreement, mismatches, the escape law, attention needed or not."""
-        return self.result.metadata()
-
-    def summary(self) -> str:
-        """The map's text report."""
-        return self.result.text()
+Data = FateData
+"""The figure's data: the map (:class:`~gradflow.analysis.fate.FateData`)."""
 
 
 def compute(config: Config) -> Data:
     """Run the fate map."""
     from gradflow.analysis.mixture_fate import fate_map
 
-    return Data(result=fate_map(config))
+    return FateData(fate_map(config))
 
 
 def draw(data: Data, fig: Figure) -> None:
