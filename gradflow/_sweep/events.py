@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 from .branches import Bifurcation, Branch, CellPoints
 from .corrector import singular
@@ -31,14 +32,7 @@ def join_tracks(
     Tracks of different lines that share a point (which no other track of their lines holds)
     are one branch; along one line, two tracks that meet at a point stay two branches.
     """
-    parent = list(range(len(tracks)))
-
-    def root(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    joined = DisjointSet(range(len(tracks)))
     holders: dict[tuple[int, int], list[int]] = {}
     for i, (_, t) in enumerate(tracks):
         for step, j in zip(t.steps, t.nodes):
@@ -46,12 +40,9 @@ def join_tracks(
     for held in holders.values():
         lines = [tracks[i][0] for i in held]
         if len(held) == 2 and lines[0] != lines[1]:
-            parent[root(held[0])] = root(held[1])
-    groups: dict[int, list[int]] = {}
-    for i in range(len(tracks)):
-        groups.setdefault(root(i), []).append(i)
+            joined.merge(held[0], held[1])
     made = []
-    for members in groups.values():
+    for members in map(sorted, joined.subsets()):
         visits = sorted(
             {
                 (tracks[i][1].line[step], j)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
 
 __all__ = ["AttractorTrack", "CellAttractors", "cell_attractors", "match_attractors"]
 
@@ -92,27 +93,16 @@ def match_attractors(
         The tracks, ordered by the first cell they appear in and their id there.
     """
     nodes = [(c, i) for c, cell in enumerate(cells) for i in range(len(cell.ids))]
-    number = {node: k for k, node in enumerate(nodes)}
-    parent = list(range(len(nodes)))
-
-    def root(k: int) -> int:
-        while parent[k] != k:
-            parent[k] = parent[parent[k]]
-            k = parent[k]
-        return k
-
+    joined = DisjointSet(nodes)
     index = np.arange(len(cells)).reshape(shape)
     for axis in range(len(shape)):
         first = np.take(index, range(shape[axis] - 1), axis=axis).ravel()
         second = np.take(index, range(1, shape[axis]), axis=axis).ravel()
         for a, b in zip(first, second):
             for i, j in _pairs(cells[a], cells[b], diagonal):
-                parent[root(number[(a, i)])] = root(number[(b, j)])
-    groups: dict[int, list[tuple[int, int]]] = {}
-    for k, node in enumerate(nodes):
-        groups.setdefault(root(k), []).append(node)
+                joined.merge((int(a), i), (int(b), j))
     tracks = []
-    for members in sorted(groups.values()):
+    for members in sorted(sorted(subset) for subset in joined.subsets()):
         ids = np.full(len(cells), -1)
         fractions = np.zeros(len(cells))
         for c, i in members:
