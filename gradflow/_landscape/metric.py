@@ -18,7 +18,7 @@ the integrators, basins, separatrices and portraits then run on it unchanged.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import GradflowError
-from .base import MATRIX_CALL_SIZES, ClosedForm, GradientField, Landscape, padded_call
+from .base import MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 
 __all__ = [
     "METRICS",
@@ -96,6 +96,12 @@ def spd_solve(matrix: jax.Array, vector: jax.Array) -> jax.Array:
     return jnp.stack(x)
 
 
+def _forwarded(name: str) -> property:
+    """The member ``name`` of the base landscape, read through (a method comes back bound to the
+    base, so ``wrapper.loss(θ)`` is ``wrapper.base.loss(θ)``)."""
+    return property(lambda self: getattr(self.base, name), doc=f"The base landscape's ``{name}``.")
+
+
 class MetricLandscape(Landscape):
     """A landscape whose gradient flow runs in a metric: ``dθ/dt = -G(θ)⁻¹ ∇L(θ)``.
 
@@ -121,109 +127,33 @@ class MetricLandscape(Landscape):
         """How reports name the metric (``"induced"``)."""
         return self._metric_name
 
-    @property
-    def param_names(self) -> tuple[str, ...]:
-        return self.base.param_names
-
-    def loss(self, theta: Any) -> np.ndarray:
-        return self.base.loss(theta)
-
-    def grad(self, theta: Any) -> np.ndarray:
-        """The Euclidean ``∇L`` (the flow's velocity is :func:`velocity`)."""
-        return self.base.grad(theta)
-
-    def hessian(self, theta: Any) -> np.ndarray:
-        return self.base.hessian(theta)
-
-    def point_grad(self, theta: np.ndarray) -> np.ndarray:
-        return self.base.point_grad(theta)
-
-    def point_hessian(self, theta: np.ndarray) -> np.ndarray:
-        return self.base.point_hessian(theta)
-
-    @property
-    def args(self) -> Any:
-        return self.base.args
-
-    @property
-    def dim(self) -> int:
-        return self.base.dim
-
-    @property
-    def name(self) -> str:
-        return self.base.name
-
-    @property
-    def induced_metric(self) -> Metric | None:
-        return self.base.induced_metric
-
-    @property
-    def hyperparameters(self) -> Mapping[str, float]:
-        return self.base.hyperparameters
-
-    @property
-    def references(self) -> Mapping[str, float]:
-        return self.base.references
-
-    @property
-    def plane(self) -> tuple[str, str]:
-        return self.base.plane
-
-    def index(self, name: str) -> int:
-        return self.base.index(name)
-
-    def bound(self, name: str) -> tuple[float, float]:
-        return self.base.bound(name)
-
-    def search_box(
-        self,
-        bounds: Mapping[str, tuple[float, float]] | None = None,
-        fixed: Mapping[str, float] | None = None,
-        widen: float = 0.0,
-    ) -> np.ndarray:
-        return self.base.search_box(bounds, fixed, widen)
-
-    @property
-    def declared_scales(self) -> tuple[float, float] | None:
-        return self.base.declared_scales
-
-    @property
-    def closed_forms(self) -> Sequence[ClosedForm]:
-        return self.base.closed_forms
-
-    @property
-    def set_families(self) -> Mapping[str, str]:
-        return self.base.set_families
-
-    @property
-    def global_min_loss(self) -> float | None:
-        return self.base.global_min_loss
-
-    @property
-    def sublevel_shortcut(self) -> bool:
-        return self.base.sublevel_shortcut
-
-    @property
-    def critical_sets_complete(self) -> bool:
-        return self.base.critical_sets_complete
-
-    @property
-    def symbolic_caveats(self) -> tuple[str, ...]:
-        return self.base.symbolic_caveats
-
-    @property
-    def nonsmooth_terms(self) -> tuple[str, ...]:
-        return self.base.nonsmooth_terms
-
-    def kinks_at(self, theta: np.ndarray) -> list[str]:
-        return self.base.kinks_at(theta)
-
-    def kink_values(self, theta: Any) -> tuple[np.ndarray, np.ndarray]:
-        return self.base.kink_values(theta)
-
-    @property
-    def loss_unit(self) -> str:
-        return self.base.loss_unit
+    param_names = _forwarded("param_names")
+    loss = _forwarded("loss")
+    grad = _forwarded("grad")
+    hessian = _forwarded("hessian")
+    point_grad = _forwarded("point_grad")
+    point_hessian = _forwarded("point_hessian")
+    args = _forwarded("args")
+    dim = _forwarded("dim")
+    name = _forwarded("name")
+    induced_metric = _forwarded("induced_metric")
+    hyperparameters = _forwarded("hyperparameters")
+    references = _forwarded("references")
+    plane = _forwarded("plane")
+    index = _forwarded("index")
+    bound = _forwarded("bound")
+    search_box = _forwarded("search_box")
+    declared_scales = _forwarded("declared_scales")
+    closed_forms = _forwarded("closed_forms")
+    set_families = _forwarded("set_families")
+    global_min_loss = _forwarded("global_min_loss")
+    sublevel_shortcut = _forwarded("sublevel_shortcut")
+    critical_sets_complete = _forwarded("critical_sets_complete")
+    symbolic_caveats = _forwarded("symbolic_caveats")
+    nonsmooth_terms = _forwarded("nonsmooth_terms")
+    kinks_at = _forwarded("kinks_at")
+    kink_values = _forwarded("kink_values")
+    loss_unit = _forwarded("loss_unit")
 
     @property
     def field(self) -> GradientField:
