@@ -28,6 +28,11 @@ from ._options import (
 SECONDS_PER_CELL = 0.4
 """The fixed work of one cell (critical sets, attractor index), seconds: 0.3–0.6 s measured for
 the canonical model on a 2-core machine (docs/performance.md)."""
+COMPILE_S = 15.0
+"""Start-up and compilation, seconds, paid once per process: the canonical model's 7 × 7 sweep
+spends about 11 s compiling and tracing and 3 s importing on a quiet 2-core machine
+(docs/performance.md), several times that under load; the hyperparameters are arguments of the
+compiled programs, so later cells reuse them."""
 SECONDS_PER_FLOW = 1e-5
 """One trajectory of a basin map, seconds: 7–12 µs measured for the canonical model's
 1000 × 1000 map on a 2-core machine (docs/performance.md)."""
@@ -70,7 +75,7 @@ def estimate(cells: int, grid: int) -> str:
     seconds_ = seconds(cells, grid)
     return (
         f"{cells} cells × {grid}² = {flows:.3g} flows: about {duration(seconds_)} on 2 CPU cores "
-        "after start-up and compilation (a few seconds), at the canonical model's rates of "
+        f"after start-up and compilation (about {duration(COMPILE_S)} on a quiet machine), at the canonical model's rates of "
         f"{SECONDS_PER_CELL:g} s + {SECONDS_PER_FLOW * 1e6:g} µs per flow per cell; Ctrl-C keeps "
         "the finished cells, the same command resumes"
     )
