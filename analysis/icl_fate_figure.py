@@ -168,7 +168,7 @@ def _stage_panel(ax: Any, result: ICLFateMap) -> None:
             scale = ref if ref else np.nan
             u = st.uniform_time if st.uniform_time is not None else np.nan
             g = st.unigram_time if st.unigram_time is not None else np.nan
-            labels.append(f"{model[:5]} ρ={rho:g}")
+            labels.append(f"{model}, ρ = {rho:g}")
             uniform.append(u / scale)
             unigram.append(g / scale)
             colors.append(COLORS[model])
