@@ -395,7 +395,8 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
     """Outcome codes of a batch of states, vectorized as the integrators call them.  The double
     well L = (x² − 1)² + y² has ∇L = (4x(x² − 1), 2y): at (1, 0) it is 0 and L = 0, at (0.5, 0)
     it is (−1.5, 0) and L = 0.5625.  A constant loss has ∇L = 0 everywhere, so a state beyond
-    the divergence radius is both converged and diverged (diverged wins); NaN is diverged."""
+    the divergence radius is both converged and diverged (diverged wins); NaN is diverged.  A
+    state below the decision level is decided: its outcome is ``GLOBAL_MIN``."""
     from gradflow._flow.integrate import status_code
 
     well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))

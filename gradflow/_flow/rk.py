@@ -40,7 +40,8 @@ from .._outcome import Outcome
 __all__ = ["DOPRI5", "TSIT5", "BatchedRK", "StepControl", "Tableau", "tableau_of"]
 
 RUNNING = -1
-"""Outcome code of a member still integrating when :meth:`BatchedRK.advance` returns."""
+"""Status code of a member still integrating when :meth:`BatchedRK.advance` returns (no
+:class:`~gradflow.Outcome`: every outcome code is at least 0)."""
 
 
 @dataclass(frozen=True)
