@@ -55,7 +55,7 @@ import numpy as np
 
 from gradflow import (
     FlowOptions,
-    Status,
+    Outcome,
     flow_endpoints,
     in_metric,
     run_cells,
@@ -156,7 +156,7 @@ def reduced_cell(cell: ReducedCell) -> dict[str, np.ndarray]:
         landscape, thetas, FlowOptions(solver="Tsit5"), decide_below=level, progress=False
     )
     losses = bound.loss(ends.endpoints)
-    fates = [_fate(Status(int(s)), loss, refs, level) for s, loss in zip(ends.status, losses)]
+    fates = [_fate(Outcome(int(s)), loss, refs, level) for s, loss in zip(ends.status, losses)]
     return {"labels": np.asarray(FATES)[fates].reshape(config.grid, config.grid)}
 
 
@@ -206,16 +206,16 @@ def full_row(cell: FullRow) -> dict[str, np.ndarray]:
     }
 
 
-def _fate(status: Status, loss: float, refs: dict[str, float], level: float) -> int:
+def _fate(status: Outcome, loss: float, refs: dict[str, float], level: float) -> int:
     """The fate code of a run that stopped with ``status`` at ``loss``."""
     gap = refs["unigram_loss"] - refs["entropy_rate"]
-    if status is Status.DECIDED or loss < level:
+    if status is Outcome.GLOBAL_MIN or loss < level:
         name = "global"
-    elif status is Status.CONVERGED:
+    elif status is Outcome.CONVERGED:
         name = "local" if abs(loss - refs["unigram_loss"]) <= LOCAL_TOL * gap else "other"
-    elif status is Status.DIVERGED:
+    elif status is Outcome.DIVERGED:
         name = "diverged"
-    elif status is Status.NON_SMOOTH:
+    elif status is Outcome.NON_SMOOTH:
         name = "kink"
     else:
         name = "undecided"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gradflow import BoundModel, GradflowError, Status, default_basin_options, flow_endpoints
+from gradflow import BoundModel, GradflowError, Outcome, default_basin_options, flow_endpoints
 
 __all__ = ["OUTCOMES", "RayOutcomes", "ray_outcomes", "sphere_directions"]
 
@@ -74,8 +74,8 @@ def ray_outcomes(bound: BoundModel, directions: np.ndarray, radii: np.ndarray) -
     )
     losses = bound.loss(result.endpoints)
     labels = np.full(len(starts), OUTCOMES.index("other"))
-    labels[result.status == Status.DECIDED] = OUTCOMES.index("global")
-    at_unigram = (result.status == Status.CONVERGED) & (np.abs(losses - h_pi) <= 1e-7)
+    labels[result.status == Outcome.GLOBAL_MIN] = OUTCOMES.index("global")
+    at_unigram = (result.status == Outcome.CONVERGED) & (np.abs(losses - h_pi) <= 1e-7)
     labels[at_unigram] = OUTCOMES.index("unigram")
     return RayOutcomes(
         radii=radii, directions=directions, labels=labels.reshape(len(directions), -1)

@@ -35,7 +35,7 @@ from jax.flatten_util import ravel_pytree
 from gradflow import (
     FlowOptions,
     GradientField,
-    Status,
+    Outcome,
     descend,
     integrate,
     progress_bar,
@@ -84,7 +84,7 @@ class MixtureRun:
         conservation: per attention map, the relative drift of ``C = W_Q W_Qᵀ - W_K W_Kᵀ``
             (:func:`conservation_drift`), shape ``(T, H)``; empty for reduced runs.
         status: ``"horizon"`` if ``t_max`` was reached, else why the integration stopped
-            (a :class:`gradflow.Status` name).
+            (a :class:`gradflow.Outcome` name).
     """
 
     config: MixtureConfig
@@ -203,7 +203,7 @@ class _Dynamics(abc.ABC):
     @abc.abstractmethod
     def advance(
         self, state: Any, n_records: int, flags: tuple[bool, bool]
-    ) -> tuple[list[Any], Status]:
+    ) -> tuple[list[Any], Outcome]:
         """Integrate ``n_records`` record intervals with the ``(attention, neurons)`` flagged
         weights moving; return the states (the initial one first) and the engine's status."""
 
@@ -226,7 +226,7 @@ class _FullDynamics(_Dynamics):
 
     def advance(
         self, state: MixtureTransformer, n_records: int, flags: tuple[bool, bool]
-    ) -> tuple[list[MixtureTransformer], Status]:
+    ) -> tuple[list[MixtureTransformer], Outcome]:
         field, unravel = _full_field(_shape_key(self.config), flags)
         moving, still = eqx.partition(state, _train_filter(self.model0, flags))
         args = (still, self.fixed, self.X, self.y)
@@ -264,15 +264,15 @@ class _ReducedDynamics(_Dynamics):
 
     def advance(
         self, state: ReducedState, n_records: int, flags: tuple[bool, bool]
-    ) -> tuple[list[ReducedState], Status]:
+    ) -> tuple[list[ReducedState], Outcome]:
         options, red = self.options, self.red
         if options.method == "gd":
             every = options.steps_per_record()
             states = _unstack(red.descend(state, options.lr, every * n_records, every, flags))
             finite = [bool(jnp.all(jnp.isfinite(ravel_pytree(s)[0]))) for s in states]
             if all(finite):
-                return states, Status.NOT_CONVERGED
-            return states[: finite.index(False)], Status.DIVERGED
+                return states, Outcome.NOT_CONVERGED
+            return states[: finite.index(False)], Outcome.DIVERGED
         flow_options = _flow_options(options, self.grid * n_records, n_records)
         ts = self.grid * np.arange(n_records + 1)
         path, unravel = red.flow(state, ts, flow_options, flags)
@@ -408,7 +408,7 @@ def _advance(
     n_records: int,
     grid: float,
     options: TrainOptions,
-) -> tuple[np.ndarray, Status]:
+) -> tuple[np.ndarray, Outcome]:
     """Integrate ``n_records`` record intervals of length ``grid``; return the records (initial included)."""
     if options.method == "gd":
         every = options.steps_per_record()

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradflow import FlowOptions, GradflowError, GradientField, Status, integrate
+from gradflow import FlowOptions, GradflowError, GradientField, Outcome, integrate
 from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
 __all__ = [
@@ -170,7 +170,7 @@ def linearized_flow(
     trajectory = integrate(
         _FIELD, np.zeros(f0.size), (factor, residual0 / scale), _OPTIONS, ts=ts / t_end
     )
-    if trajectory.time < 1.0 and trajectory.status is not Status.CONVERGED:
+    if trajectory.time < 1.0 and trajectory.status is not Outcome.CONVERGED:
         raise GradflowError(
             f"the linearized flow stopped at t = {trajectory.time * t_end:g} < {t_end:g} ({trajectory.status.name})"
         )

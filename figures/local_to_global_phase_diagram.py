@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError, sweep_memory
+from gradflow import GradflowError, Kind, sweep_memory
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -97,7 +97,7 @@ class Data:
         """The values of q, shape ``(len(q),)``."""
         return np.asarray(self.sweep_arrays["axis_q"])
 
-    def share(self, kind: str) -> np.ndarray:
+    def share(self, kind: Kind) -> np.ndarray:
         """The share of each cell's grid reaching ``kind``, shape ``(len(p), len(q))``."""
         names = [str(n) for n in self.sweep_arrays["label_names"]]
         return self.sweep_arrays["fractions"][..., names.index(kind)]
@@ -106,8 +106,8 @@ class Data:
         """The sweep's arrays, the shares reaching each kind and the loss gap, over ``(p, q)``."""
         return {
             **self.sweep_arrays,
-            "global_share": self.share("global_min"),
-            "local_share": self.share("local_min"),
+            "global_share": self.share(Kind.GLOBAL_MIN),
+            "local_share": self.share(Kind.LOCAL_MIN),
             "loss_gap": self.gap,
         }
 
@@ -194,11 +194,11 @@ def draw(data: Data, fig: Figure) -> None:
     p, q = data.p, data.q
     extent = (*_edges(q), *_edges(p))
     panels = (
-        ("(a) share reaching the global minimum Γ*", data.share("global_min"), "Greens", (0, 1)),
+        ("(a) share reaching the global minimum Γ*", data.share(Kind.GLOBAL_MIN), "Greens", (0, 1)),
         ("(b) loss gap H(π) − H, local − global minimum (nats)", data.gap, "Purples", None),
         (
             "(c) share reaching the local minimum (unigram)",
-            data.share("local_min"),
+            data.share(Kind.LOCAL_MIN),
             "Blues",
             (0, 1),
         ),

@@ -29,8 +29,7 @@ _EXPORTS = {
     "BasinMap": "._basins.basin_map",
     "FractionError": "._basins.basin_map",
     "basin_convergence": "._basins.convergence",
-    "LABELS": "._basins.basin_map",
-    "Label": "._basins.basin_map",
+    "LABELS": "._outcome",
     "basin_memory": "._output.memory",
     "sweep_memory": "._output.memory",
     "basins": "._basins.basins",
@@ -39,7 +38,8 @@ _EXPORTS = {
     "grid_axis": "._landscape.region",
     "run_cells": "._cells.cells",
     "certify": "._critical.certify",
-    "KINDS": "._critical.classify",
+    "KINDS": "._outcome",
+    "Kind": "._outcome",
     "classify_points": "._critical.classify",
     "CriticalSet": "._critical.sets",
     "CriticalSets": "._critical.sets",
@@ -53,7 +53,7 @@ _EXPORTS = {
     "flow_endpoints": "._flow.flows",
     "gradient_descent": "._flow.flows",
     "FlowOptions": "._flow.integrate",
-    "Status": "._flow.integrate",
+    "Outcome": "._outcome",
     "Trajectory": "._flow.integrate",
     "gradient_flow": "._flow.integrate",
     "integrate": "._flow.integrate",
@@ -120,25 +120,26 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from ._basins.basin_map import LABELS, BasinMap, FractionError, Label
+    from ._basins.basin_map import BasinMap, FractionError
     from ._basins.basins import basins, default_basin_options
     from ._basins.convergence import basin_convergence
     from ._cells.cells import run_cells
     from ._critical.attractors import Attractor, AttractorIndex
     from ._critical.certify import certify
-    from ._critical.classify import KINDS, classify_points
+    from ._critical.classify import classify_points
     from ._critical.search import critical_sets
     from ._critical.sets import CriticalSet, CriticalSets, decision_level
     from ._errors import GradflowError
     from ._flow.descent import descend
     from ._flow.flows import flow, flow_endpoints, gradient_descent
-    from ._flow.integrate import FlowOptions, Status, Trajectory, gradient_flow, integrate
+    from ._flow.integrate import FlowOptions, Trajectory, gradient_flow, integrate
     from ._flow.sliding import SlideResult, slide
     from ._landscape.base import GradientField, Kinks, Landscape
     from ._landscape.jax import JaxLandscape
     from ._landscape.metric import in_metric
     from ._landscape.region import Region, grid_axis
     from ._landscape.scales import LossScales, loss_scales
+    from ._outcome import KINDS, LABELS, Kind, Outcome
     from ._output.io import (
         FORMATS,
         Result,
@@ -186,7 +187,7 @@ __all__ = [
     "stabilize",
     "KINDS",
     "LABELS",
-    "Label",
+    "Kind",
     "Attractor",
     "AttractorIndex",
     "BasinMap",
@@ -208,7 +209,7 @@ __all__ = [
     "Region",
     "Result",
     "Sigmoid",
-    "Status",
+    "Outcome",
     "Trajectory",
     "atomic_outputs",
     "basin_convergence",

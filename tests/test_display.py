@@ -40,7 +40,7 @@ def test_every_object_prints_short_and_names_what_matters() -> None:
     assert "point (x, y)" in texts["basin map"] and "measure zero" in texts["basin map"]
     assert texts["attractor"].startswith("Attractor(#0 global_min")
     assert "double well" in texts["portrait"] and "3 critical sets" in texts["portrait"]
-    assert str(path.status) == "converged" and str(gradflow.Status.NON_SMOOTH) == "non_smooth"
+    assert str(path.status) == "converged" and str(gradflow.Outcome.NON_SMOOTH) == "non_smooth"
 
 
 def test_notebook_displays_are_pictures_and_tables() -> None:

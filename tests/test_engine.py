@@ -15,8 +15,8 @@ import sympy as sp
 import gradflow
 from gradflow import (
     GradflowError,
+    Outcome,
     ReducedModel,
-    Status,
     classify_points,
     critical_sets,
     save_with_data,
@@ -213,7 +213,7 @@ def test_flow_labels_divergence() -> None:
     """L = -k x² drives x to infinity: labelled diverged, not dropped."""
     model = ReducedModel("repel", (x, y), -k * x**2 + y**2, (k,), {k: POSITIVE}).bind(k=1.0)
     trajectory = gradflow.flow(model, [0.1, 0.5])
-    assert trajectory.status is gradflow.Status.DIVERGED and trajectory.reached == "diverged"
+    assert trajectory.status is gradflow.Outcome.DIVERGED and trajectory.reached is Outcome.DIVERGED
 
 
 def test_bad_hyperparameters_and_points_are_one_line_errors() -> None:
@@ -392,10 +392,11 @@ def test_a_second_trajectory_of_another_length_traces_no_program() -> None:
 
 
 def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> None:
-    """Status codes of a batch of states, vectorized as the integrators call them.  The double
+    """Outcome codes of a batch of states, vectorized as the integrators call them.  The double
     well L = (x² − 1)² + y² has ∇L = (4x(x² − 1), 2y): at (1, 0) it is 0 and L = 0, at (0.5, 0)
     it is (−1.5, 0) and L = 0.5625.  A constant loss has ∇L = 0 everywhere, so a state beyond
-    the divergence radius is both converged and diverged (diverged wins); NaN is diverged."""
+    the divergence radius is both converged and diverged (diverged wins); NaN is diverged.  A
+    state below the decision level is decided: its outcome is ``GLOBAL_MIN``."""
     from gradflow._flow.integrate import status_code
 
     well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
@@ -404,12 +405,12 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
 
     def codes(landscape, states, level):
         batch = jax.vmap(lambda y: status_code(landscape.field, options, y, None, level))
-        return [Status(int(c)) for c in batch(jnp.asarray(states))]
+        return [Outcome(int(c)) for c in batch(jnp.asarray(states))]
 
     states = [[1.0, 0.0], [0.5, 0.0], [np.nan, 0.0]]
-    assert codes(well, states, 1.0) == [Status.CONVERGED, Status.DECIDED, Status.DIVERGED]
-    assert codes(well, states, 0.5) == [Status.CONVERGED, Status.NOT_CONVERGED, Status.DIVERGED]
-    assert codes(flat, [[20.0, 0.0], [1.0, 1.0]], 1.0) == [Status.DIVERGED, Status.CONVERGED]
+    assert codes(well, states, 1.0) == [Outcome.CONVERGED, Outcome.GLOBAL_MIN, Outcome.DIVERGED]
+    assert codes(well, states, 0.5) == [Outcome.CONVERGED, Outcome.NOT_CONVERGED, Outcome.DIVERGED]
+    assert codes(flat, [[20.0, 0.0], [1.0, 1.0]], 1.0) == [Outcome.DIVERGED, Outcome.CONVERGED]
 
 
 def test_a_declared_bound_may_be_a_plain_number() -> None:

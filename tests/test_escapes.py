@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradflow
-from gradflow import Status
+from gradflow import Outcome
 
 SAXE = "(3 - a*b)**2/2"
 """A depth-2 linear network fitting 3 (Saxe, McClelland & Ganguli, ICLR 2014): a saddle at the
@@ -41,7 +41,7 @@ def test_a_start_on_the_unstable_direction_of_a_saddle_follows_saxes_curve(saxe)
     stops where ‖∇L‖ = √2·u·(3 - u²) first meets the tolerance: (3 - u²) = 3/(1 + Ce^{6t}),
     so at t* with √2·u·3/(1 + Ce^{6t*}) = gtol·g (g the loss's gradient scale), t* ≈ 9.7."""
     path = gradflow.flow(saxe, [1e-8, 1e-8])
-    assert path.status is Status.CONVERGED and path.reached == "global_min"
+    assert path.status is Outcome.CONVERGED and path.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(path.endpoint, [np.sqrt(3), np.sqrt(3)], rtol=1e-7)
     c = 1e-16 / (3 - 1e-16)
     a, b = path.thetas.T
@@ -68,7 +68,7 @@ def test_a_start_beside_a_saddle_escapes_and_one_on_its_stable_manifold_does_not
     unstable x) too; from (0, 0.5), on the invariant line x = 0 (the saddle's stable
     manifold), it ends at the saddle."""
     out = gradflow.flow(well, [1e-9, 0.0])
-    assert out.reached == "global_min"
+    assert out.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(out.endpoint, [1.0, 0.0], atol=1e-8)
     c = 1e-18 / (1 - 1e-18)
     x2 = out.thetas[:, 0] ** 2
@@ -77,10 +77,10 @@ def test_a_start_beside_a_saddle_escapes_and_one_on_its_stable_manifold_does_not
     assert rising.sum() >= 10
     np.testing.assert_allclose(out.ts[rising], exact, atol=0.01)
     mixed = gradflow.flow(well, [1e-9, 1e-9])
-    assert mixed.reached == "global_min"
+    assert mixed.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(mixed.endpoint, [1.0, 0.0], atol=1e-8)
     on = gradflow.flow(well, [0.0, 0.5])
-    assert on.reached == "saddle" and on.status is Status.CONVERGED
+    assert on.reached is Outcome.SADDLE and on.status is Outcome.CONVERGED
     np.testing.assert_allclose(on.endpoint, [0.0, 0.0], atol=1e-7)
 
 
@@ -88,7 +88,7 @@ def test_the_escape_does_not_depend_on_the_loss_scale(saxe) -> None:
     """1000·L has the flow of L with time divided by 1000: the same escape, the same end."""
     scaled = gradflow.loss_model(f"1000*{SAXE}", params=("a", "b")).bind()
     one, big = gradflow.flow(saxe, [1e-8, 1e-8]), gradflow.flow(scaled, [1e-8, 1e-8])
-    assert big.reached == one.reached == "global_min"
+    assert big.reached is one.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(big.endpoint, one.endpoint, rtol=1e-7)
     assert big.time * 1000 == pytest.approx(one.time, rel=1e-3)
 
@@ -100,7 +100,7 @@ def test_a_batch_of_starts_beside_a_saddle(saxe) -> None:
     line a = -b, the stable manifold, and ends at the saddle."""
     starts = np.array([[1e-8, 1e-8], [-1e-8, -1e-8], [1e-8, -0.5e-8], [1e-8, -1e-8]])
     out = gradflow.flow_endpoints(saxe, starts, gradflow.default_basin_options(), progress=False)
-    assert np.all(out.status == Status.CONVERGED)
+    assert np.all(out.status == Outcome.CONVERGED)
     r = np.sqrt(3)
     np.testing.assert_allclose(out.endpoints[:3], [[r, r], [-r, -r], [r, r]], rtol=1e-6)
     np.testing.assert_allclose(out.endpoints[3], [0.0, 0.0], atol=1e-7)
@@ -125,7 +125,7 @@ def test_an_unstable_direction_counts_only_if_it_acts_within_the_budget() -> Non
     fast = gradflow.loss_model("x**2/2 - y**2/2", params=("x", "y")).bind()
     slow = gradflow.loss_model("x**2/2 - 1e-12*y**2/2", params=("x", "y")).bind()
     out = gradflow.flow(fast, [0.0, 1e-3])
-    assert out.status is Status.DIVERGED
+    assert out.status is Outcome.DIVERGED
     assert out.time == pytest.approx(np.log(1e7), rel=0.05)
     still = gradflow.flow(slow, [0.0, 1e-3])
-    assert still.status is Status.CONVERGED and still.time == 0.0
+    assert still.status is Outcome.CONVERGED and still.time == 0.0

@@ -77,7 +77,7 @@ def test_a_scaled_loss_has_the_same_basins(scaled_well, scale) -> None:
     )
     _well_answer(bm, 21)
     path = gradflow.flow(landscape, [0.5, 1.5], critical=bm.critical)
-    assert path.reached == "global_min"
+    assert path.reached is gradflow.Outcome.GLOBAL_MIN
     np.testing.assert_allclose(path.endpoint, [1.0, 0.0], atol=1e-6)
 
 
@@ -214,9 +214,9 @@ def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
     bm = tilted_map
     i, j = int(np.argmin(np.abs(bm.xs - 1.2))), int(np.argmin(np.abs(bm.ys + 1.2)))
     on = gradflow.flow(tilted, [bm.xs[i], bm.ys[j]], critical=bm.critical)
-    assert on.reached == "saddle" and on.attractor.id == bm.attractor_ids[j, i]
+    assert on.reached is gradflow.Outcome.SADDLE and on.attractor.id == bm.attractor_ids[j, i]
     above = gradflow.flow(tilted, [1.2, -1.0], critical=bm.critical)
-    assert above.reached == "global_min"
+    assert above.reached is gradflow.Outcome.GLOBAL_MIN
     np.testing.assert_allclose(above.endpoint, [1.0, 1.0], atol=1e-6)
 
 

@@ -372,7 +372,7 @@ def test_softplus_loss_at_large_logits_and_its_minimum() -> None:
     np.testing.assert_allclose(model.grad([w_star, 0.0]), [0.0, 0.0], atol=1e-14)
     np.testing.assert_allclose(model.hessian([w_star, 0.0]), np.diag([curvature, 1.0]), rtol=1e-13)
     path = gradflow.flow(model, [-100.0, 1.0])
-    assert path.status == gradflow.Status.CONVERGED
+    assert path.status == gradflow.Outcome.CONVERGED
     # The flow stops at ‖∇L‖ ≤ gtol·g (g: the loss's gradient scale), within gtol·g/λ_min of the
     # minimum, λ_min = 1 (the v direction).
     stop = gradflow.FlowOptions().gtol * loss_scales(model).gradient
@@ -393,7 +393,7 @@ def test_gelu_flow_reaches_the_root_of_gelu_equal_one() -> None:
     np.testing.assert_allclose(model.grad([0.0]), [-1.0], rtol=1e-15)
     root = brentq(lambda t: t * (1 + erf(t / math.sqrt(2))) / 2 - 1, 0.0, 3.0, xtol=1e-15)
     path = gradflow.flow(model, [0.0])
-    assert path.status == gradflow.Status.CONVERGED
+    assert path.status == gradflow.Outcome.CONVERGED
     np.testing.assert_allclose(path.endpoint, [root], atol=1e-7)
     assert root == pytest.approx(1.14445, abs=1e-5)
 

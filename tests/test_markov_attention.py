@@ -129,7 +129,7 @@ def test_a_flow_ends_on_the_sheet_of_the_attractor_it_reaches():
     assert _sheets(gamma) == {(-1, -1), (-1, 1), (1, -1), (1, 1)}
     path = gradflow.flow(bound, [2.7, 1.0, 0.5], critical=sets)
     e_, w_, a_ = path.endpoint
-    assert path.reached == "global_min" and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
+    assert path.reached is gradflow.Outcome.GLOBAL_MIN and e_ > 0 and 1 + 2 * w_ * abs(w_) > 0
     assert 1 + a_ * e_**2 / 4 < 0
     reached = path.attractor
     e_, w_, _ = reached.point

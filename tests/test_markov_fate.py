@@ -153,7 +153,7 @@ def test_a_full_steady_state_is_one_in_absolute_units(full_run):
     config = FateConfig(p=P, q=Q, grid=2, sigma=(0.0,), length=LENGTH, d=4, t_max=200.0)
     start = np.asarray(ravel_pytree(full.embed(jnp.asarray([0.85, -0.3]), h))[0])
     result = gf.slide(land.kinks, start, h, full_options(config))
-    assert result.status == gf.Status.CONVERGED and result.time > 1.0
+    assert result.status == gf.Outcome.CONVERGED and result.time > 1.0
     assert np.linalg.norm(land.grad(result.endpoint)) <= config.gtol
 
 
@@ -198,7 +198,7 @@ def test_a_run_that_slides_along_a_kink_stays_in_the_rank_one_family(sliding_run
 def test_a_sliding_run_descends_to_its_decision(sliding_run):
     """The loss never increases along the flow, sliding or not; this run is decided global."""
     _, _, land, start, run, level, _ = sliding_run
-    assert run.status == gf.Status.DECIDED
+    assert run.status == gf.Outcome.GLOBAL_MIN
     assert land.loss(run.endpoint) < level < land.loss(start)
 
 

@@ -94,7 +94,7 @@ def test_constant_diagonal_metric_is_euclidean_flow_of_rescaled_coordinates(doub
     rescaled = gf.JaxLandscape(rescaled_double_well, ("u", "v"))
     in_metric = gf.flow_endpoints(land, double_well_grid, options, metric=diagonal_metric)
     euclid_u = gf.flow_endpoints(rescaled, double_well_grid * np.sqrt(SCALE), options)
-    assert np.all(in_metric.status == gf.Status.CONVERGED)
+    assert np.all(in_metric.status == gf.Outcome.CONVERGED)
     np.testing.assert_allclose(in_metric.endpoints, euclid_u.endpoints / np.sqrt(SCALE), atol=1e-7)
     euclid = gf.flow_endpoints(land, double_well_grid, options)
     moved = np.sign(euclid.endpoints[:, 0]) != np.sign(in_metric.endpoints[:, 0])

@@ -19,7 +19,7 @@ import pytest
 from gradflow import (
     FlowOptions,
     GradientField,
-    Status,
+    Outcome,
     default_basin_options,
     flow_endpoints,
     loss_model,
@@ -51,7 +51,7 @@ def test_a_member_stalled_at_the_stability_limit_ends_on_the_minimum() -> None:
     pitchfork = loss_model("x**4/4 - a*x**2/2 + y**2/2", ["x", "y"], ["a"]).bind(a=0.5)
     starts = np.array([[0.15, 0.0], [-0.15, 0.0]])
     result = flow_endpoints(pitchfork, starts, default_basin_options(), progress=False)
-    np.testing.assert_array_equal(result.status, [Status.CONVERGED] * 2)
+    np.testing.assert_array_equal(result.status, [Outcome.CONVERGED] * 2)
     ends = np.array([[np.sqrt(0.5), 0.0], [-np.sqrt(0.5), 0.0]])
     np.testing.assert_allclose(result.endpoints, ends, rtol=0, atol=1e-12)
     assert result.steps.max() < default_basin_options()[0].max_steps

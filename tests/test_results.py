@@ -60,7 +60,7 @@ def test_the_basin_arrays_have_one_set_of_names(results) -> None:
     basin, portrait = results["basin map"].arrays(), results["portrait"].arrays()
     for key, value in basin.items():
         np.testing.assert_array_equal(portrait[key], value)
-    assert list(basin["label_names"]) == [str(label) for label in gradflow.Label]
+    assert list(basin["label_names"]) == list(gradflow.LABELS)
 
 
 def test_a_trajectory_names_the_attractor_it_reached(results) -> None:
@@ -100,25 +100,12 @@ def test_the_analyses_results_follow_the_protocol() -> None:
         )
 
 
-def test_basin_labels_are_one_enum_whose_kinds_are_the_classifications() -> None:
-    """The first labels are the kinds a critical point is classified as, in order; the codes a
-    basin map stores index ``LABELS``."""
-    from gradflow import KINDS, LABELS, Label
-
-    assert LABELS[: len(KINDS)] == KINDS
-    assert LABELS[len(KINDS) :] == ("diverged", "not_converged", "non_smooth")
-    assert [int(label) for label in Label] == list(range(len(LABELS)))
-    assert Label.of("saddle") is Label.SADDLE and str(Label.NON_SMOOTH) == "non_smooth"
-    with pytest.raises(GradflowError, match="unknown basin label 'sadle'; labels are global_min"):
-        Label.of("sadle")
-
-
 def test_a_basin_maps_labels_are_its_attractors_kinds(results) -> None:
     bm = results["basin map"]
     kinds = {a.id: a.kind for a in bm.attractors}
     outcomes = {"diverged", "not_converged", "non_smooth"}
     for aid, code in zip(bm.attractor_ids.ravel(), bm.labels.ravel()):
-        label = str(gradflow.Label(code))
+        label = str(gradflow.Outcome(code))
         assert label == kinds[aid] if aid >= 0 else label in outcomes
     assert bm.mask("global_min").sum() == round(bm.fractions()["global_min"] * bm.labels.size)
 

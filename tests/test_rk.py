@@ -27,8 +27,8 @@ from gradflow import (
     FlowOptions,
     GradflowError,
     JaxLandscape,
+    Outcome,
     Region,
-    Status,
     basins,
     flow,
     flow_endpoints,
@@ -60,14 +60,14 @@ def _hyperbola_end(start: np.ndarray) -> np.ndarray:
     return np.array([x, 1 / x])
 
 
-def _expected(landscape: JaxLandscape, start: np.ndarray) -> tuple[Status, np.ndarray | None]:
+def _expected(landscape: JaxLandscape, start: np.ndarray) -> tuple[Outcome, np.ndarray | None]:
     if landscape is DOUBLE_WELL:
-        return Status.CONVERGED, np.array([np.sign(start[0]), 0.0])
+        return Outcome.CONVERGED, np.array([np.sign(start[0]), 0.0])
     if landscape is HYPERBOLA:
-        return Status.CONVERGED, _hyperbola_end(start)
+        return Outcome.CONVERGED, _hyperbola_end(start)
     if start[0] > -1:
-        return Status.CONVERGED, np.array([1.0, 0.0])
-    return Status.DIVERGED, None
+        return Outcome.CONVERGED, np.array([1.0, 0.0])
+    return Outcome.DIVERGED, None
 
 
 def test_the_pairs_are_consistent() -> None:
@@ -163,7 +163,7 @@ def test_a_tail_of_few_members_runs_on_a_smaller_batch_with_the_same_steps(monke
 
 def test_a_member_already_at_a_critical_point_takes_no_step() -> None:
     result = flow_endpoints(DOUBLE_WELL, np.array([[1.0, 0.0], [0.5, 0.5]]), OPTIONS)
-    assert result.steps[0] == 0 and result.status[0] == Status.CONVERGED
+    assert result.steps[0] == 0 and result.status[0] == Outcome.CONVERGED
     assert result.steps[1] > 0
     assert jnp.allclose(result.endpoints[1], jnp.array([1.0, 0.0]), atol=ENDPOINT_TOL)
 
@@ -179,7 +179,7 @@ def _hyperbola_descent():
 
     def stop(y, args):
         small = jnp.linalg.norm(field.grad(y, args)) <= OPTIONS.gtol
-        return jnp.where(small, int(Status.CONVERGED), int(Status.NOT_CONVERGED))
+        return jnp.where(small, int(Outcome.CONVERGED), int(Outcome.NOT_CONVERGED))
 
     return rk, descent, stop
 
@@ -193,7 +193,7 @@ def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
     ys, ts, n, code = rk.path(descent, stop, OPTIONS.max_steps)(jnp.asarray(start), None)
     n = int(n)
     ys, ts = np.asarray(ys), np.asarray(ts)
-    assert code == Status.CONVERGED and 0 < n < OPTIONS.max_steps
+    assert code == Outcome.CONVERGED and 0 < n < OPTIONS.max_steps
     assert np.all(np.isinf(ts[n + 1 :])) and np.all(np.diff(ts[: n + 1]) > 0)
     path = ys[: n + 1]
     invariant = path[:, 0] ** 2 - path[:, 1] ** 2

@@ -27,7 +27,7 @@ import pytest
 import sympy as sp
 
 import gradflow
-from gradflow import FlowOptions, ReducedModel, Status
+from gradflow import FlowOptions, Outcome, ReducedModel
 
 x, y, z = sp.symbols("x y z", real=True)
 TIGHT = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9)
@@ -45,7 +45,7 @@ def one_kink() -> gradflow.BoundModel:
 def test_a_flow_slides_on_a_kink_as_its_closed_form(one_kink) -> None:
     options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=3.0)
     run = gradflow.slide(one_kink.kinks, [0.5, 3.0], one_kink.args, options, record=True)
-    assert run.status is Status.NOT_CONVERGED and run.time == pytest.approx(3.0)
+    assert run.status is Outcome.NOT_CONVERGED and run.time == pytest.approx(3.0)
     np.testing.assert_allclose(run.thetas[:, 0], np.maximum(0.5 - run.ts, 0.0), atol=1e-6)
     np.testing.assert_allclose(run.thetas[:, 1], 1 + 2 * np.exp(-run.ts), atol=1e-6)
     assert run.sliding_time == pytest.approx(2.5, abs=1e-6) and run.surfaces == 1
@@ -92,7 +92,7 @@ def test_away_from_kinks_it_takes_the_path_of_the_smooth_solver() -> None:
     options = FlowOptions(solver="Tsit5", rtol=1e-10, atol=1e-12, gtol=1e-12, t_max=1.0)
     run = gradflow.slide(bound.kinks, [3.0, 0.5], bound.args, options)
     smooth = gradflow.integrate(bound.field, [3.0, 0.5], bound.args, options)
-    assert run.status is smooth.status is Status.NOT_CONVERGED
+    assert run.status is smooth.status is Outcome.NOT_CONVERGED
     np.testing.assert_allclose(run.endpoint, smooth.endpoint, atol=1e-8)
     assert run.endpoint[0] == pytest.approx(2.0, abs=1e-9)
 
@@ -100,14 +100,14 @@ def test_away_from_kinks_it_takes_the_path_of_the_smooth_solver() -> None:
 def test_a_run_whose_budget_ends_on_a_kink_says_so(one_kink) -> None:
     options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, max_steps=40)
     run = gradflow.slide(one_kink.kinks, [0.5, 3.0], one_kink.args, options)
-    assert run.status is Status.NON_SMOOTH and run.endpoint[0] == 0.0 and run.time > 0.5
+    assert run.status is Outcome.NON_SMOOTH and run.endpoint[0] == 0.0 and run.time > 0.5
 
 
 def test_flow_continues_a_stalled_run_along_the_kink(one_kink) -> None:
     """The engine's own flow stalls where it reaches ``x = 0`` (``y = 1 + 2e^{-1/2}``); it is
     continued along the kink to the minimum ``(0, 1)``, where ``∂L ∋ 0``."""
     path = gradflow.flow(one_kink, [0.5, 3.0], TIGHT)
-    assert path.status is Status.CONVERGED
+    assert path.status is Outcome.CONVERGED
     np.testing.assert_allclose(path.endpoint, [0.0, 1.0], atol=1e-7)
     at = np.searchsorted(path.ts, 2.0)
     assert path.thetas[at, 1] == pytest.approx(1 + 2 * np.exp(-path.ts[at]), abs=1e-6)
@@ -121,5 +121,5 @@ def test_a_kink_the_slide_does_not_cover_is_still_reported() -> None:
     bound = model(outer + (y - 1) ** 2)
     assert str(outer) in bound.nonsmooth_terms and bound.kinks is None
     path = gradflow.flow(bound, [0.5, 0.0], FlowOptions(solver=diffrax.Tsit5(), max_steps=2000))
-    assert path.status is Status.NON_SMOOTH and path.kink == str(outer)
+    assert path.status is Outcome.NON_SMOOTH and path.kink == str(outer)
     assert path.endpoint[0] == pytest.approx(1.0, abs=1e-6)

@@ -13,7 +13,7 @@ import pytest
 import sympy as sp
 
 import gradflow
-from gradflow import ReducedModel, Status
+from gradflow import Outcome, ReducedModel
 
 x, y = sp.symbols("x y", real=True)
 BOX = {"x": (-2.0, 2.0), "y": (-2.0, 2.0)}
@@ -170,11 +170,11 @@ def test_a_flow_stuck_on_a_kink_says_so() -> None:
     model = bind("kink", sp.Abs(x) + (y - 1) ** 2)
     assert gradflow.critical_sets(model, starts=16).non_smooth == ("Abs(x)",)
     path = gradflow.flow(model, [0.5, 0.0])
-    if path.status is Status.CONVERGED:
+    if path.status is Outcome.CONVERGED:
         np.testing.assert_allclose(path.endpoint, [0.0, 1.0], atol=1e-3)
     else:
-        assert path.status is Status.NON_SMOOTH and path.kink == "Abs(x)"
-        assert path.reached == "non_smooth"
+        assert path.status is Outcome.NON_SMOOTH and path.kink == "Abs(x)"
+        assert path.reached is Outcome.NON_SMOOTH
         assert abs(path.endpoint[0]) < 1e-6
         assert path.endpoint[1] == pytest.approx(1 - np.exp(-1), abs=1e-3)
 
@@ -270,13 +270,19 @@ def test_a_flow_ends_at_the_removable_singularity_of_an_angle() -> None:
     angle = "acos(x/sqrt(x**2+y**2))**2 + (sqrt(x**2+y**2)-1)**2"
     model = gradflow.loss_model(angle, params=("x", "y")).bind()
     path = gradflow.flow(model, [0.5, 0.5])
-    assert path.status is Status.CONVERGED and path.reached in ("local_min", "global_min")
+    assert path.status is Outcome.CONVERGED and path.reached in (
+        Outcome.LOCAL_MIN,
+        Outcome.GLOBAL_MIN,
+    )
     np.testing.assert_allclose(path.endpoint, [1.0, 0.0], atol=1e-7)
     at = gradflow.classify_points(model, np.array([[1.0, 0.0]]), None)
     np.testing.assert_allclose(at.eigenvalues[0], [2.0, 2.0], atol=1e-5)
     tian = gradflow.loss_model(tian_loss(0.0, 2.0), params=("x", "y")).bind()
     path = gradflow.flow(tian, [1.0, 1.0])
-    assert path.status is Status.CONVERGED and path.reached in ("local_min", "global_min")
+    assert path.status is Outcome.CONVERGED and path.reached in (
+        Outcome.LOCAL_MIN,
+        Outcome.GLOBAL_MIN,
+    )
     np.testing.assert_allclose(path.endpoint, [0.0, 2.0], atol=1e-7)
     assert path.losses[-1] == pytest.approx(0.0, abs=1e-12)
     at = gradflow.classify_points(tian, np.array([[0.0, 2.0]]), None)

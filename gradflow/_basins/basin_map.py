@@ -1,11 +1,10 @@
-"""The basin map as a result: :class:`Label` (what a grid point reached), :class:`BasinMap` (the
-labels, attractor ids, stopping times and endpoints on a :class:`~gradflow.Region`, with its
+"""The basin map as a result: :class:`BasinMap` (the :class:`~gradflow.Outcome` each grid point
+reached, attractor ids, stopping times and endpoints on a :class:`~gradflow.Region`, with its
 table, arrays, metadata and picture).
 """
 
 from __future__ import annotations
 
-import enum
 import textwrap
 from dataclasses import dataclass
 from typing import Any
@@ -14,54 +13,15 @@ import numpy as np
 
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets
-from .._errors import GradflowError
 from .._flow.integrate import FlowOptions
 from .._landscape.region import OnRegion, Region
+from .._outcome import LABELS, Kind, Outcome
 from .._output.text import TABLE_WIDTH, format_point, format_table
 
-__all__ = ["CONFIDENCE", "BasinMap", "FractionError", "LABELS", "Label", "OUTCOMES"]
+__all__ = ["CONFIDENCE", "BasinMap", "FractionError", "OUTCOMES"]
 
 
-class Label(enum.IntEnum):
-    """What a grid point of a basin map reached: the kind of its attractor (:data:`KINDS`), or
-    why it reached none.  The value is the code :attr:`BasinMap.labels` stores; ``str(label)``
-    is its name in every output (``"global_min"``, …, ``"non_smooth"``)."""
-
-    GLOBAL_MIN = 0
-    LOCAL_MIN = 1
-    SADDLE = 2
-    LOCAL_MAX = 3
-    DEGENERATE = 4
-    DIVERGED = 5
-    """The trajectory left every bound (``‖θ‖₂`` beyond the divergence radius) or became
-    non-finite."""
-    NOT_CONVERGED = 6
-    """The budget ran out first."""
-    NON_SMOOTH = 7
-    """Stuck on a kink of a non-smooth loss."""
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-    @classmethod
-    def of(cls, name: str) -> Label:
-        """The label named ``name`` (a kind, ``"diverged"``, ``"not_converged"`` or
-        ``"non_smooth"``).
-
-        Raises:
-            GradflowError: an unknown name.
-        """
-        try:
-            return cls[name.upper()]
-        except KeyError:
-            raise GradflowError(
-                f"unknown basin label {name!r}; labels are {', '.join(LABELS)}"
-            ) from None
-
-
-LABELS = tuple(str(label) for label in Label)
-"""The names of the :class:`Label` values in code order: ``BasinMap.labels`` indexes it."""
-OUTCOMES = (Label.DIVERGED, Label.NOT_CONVERGED, Label.NON_SMOOTH)
+OUTCOMES = (Outcome.DIVERGED, Outcome.NOT_CONVERGED, Outcome.NON_SMOOTH)
 """The labels of grid points that reached no attractor."""
 
 
@@ -164,7 +124,7 @@ class BasinMap(OnRegion):
     Attributes:
         region: the grid of initial points: its plane, box, points per axis and the values of
             the parameters off the plane (a slice of a higher-dimensional flow).
-        labels: :class:`Label` codes, shape ``(ny, nx)`` (row = y).
+        labels: :class:`~gradflow.Outcome` codes, shape ``(ny, nx)`` (row = y).
         attractor_ids: the id of the attractor each grid point reached, ``-1`` where none
             (diverged, not converged, stuck on a kink), shape ``(ny, nx)``.
         attractors: every attractor, with the share of the grid reaching it as ``fraction``.
@@ -206,7 +166,7 @@ class BasinMap(OnRegion):
 
     def mask(self, label: str) -> np.ndarray:
         """Boolean map of the grid points with ``label``, shape ``(ny, nx)``."""
-        return self.labels == Label.of(label)
+        return self.labels == Outcome.of(label)
 
     def reached(self) -> list[Attractor]:
         """The attractors some grid point reaches, largest basin first."""
@@ -235,7 +195,7 @@ class BasinMap(OnRegion):
         ]
         text = format_table(["attractor", "kind", "set", f"point ({names})", "fraction"], rows)
         starred = [a.kind for a in self.reached() if a.measure_zero]
-        if starred and set(starred) <= {"saddle", "local_max"}:
+        if starred and set(starred) <= {Kind.SADDLE, Kind.LOCAL_MAX}:
             text += (
                 "\n* measure zero: these grid points lie on a saddle's or maximum's stable manifold"
             )

@@ -24,14 +24,15 @@ from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._flow.batched import FlowEndpoints
 from .._flow.flows import flow_endpoints
-from .._flow.integrate import FlowOptions, Status
+from .._flow.integrate import FlowOptions
 from .._flow.kink_settle import settled
 from .._landscape.base import Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.region import Region
 from .._landscape.scales import loss_scales
+from .._outcome import Outcome
 from .._output.memory import basin_memory, check_memory
-from .basin_map import OUTCOMES, BasinMap, Label
+from .basin_map import BasinMap
 from .stable_manifolds import MINIMA, stable_manifolds, uncertain
 from .sublevel import below_level, shortcut_level
 
@@ -115,7 +116,7 @@ def basins(
     level = shortcut_level(critical, scale) if landscape.sublevel_shortcut else None
     flat = thetas.reshape(-1, landscape.dim)
     index = AttractorIndex(landscape, critical, critical.box, center=_center(flat))
-    ids, status = np.full(len(flat), -1), np.full(len(flat), int(Status.NOT_CONVERGED))
+    ids, status = np.full(len(flat), -1), np.full(len(flat), int(Outcome.NOT_CONVERGED))
     endpoints, times, steps = flat.copy(), np.zeros(len(flat)), np.zeros(len(flat), dtype=int)
     redo = np.ones(len(flat), dtype=bool)
     if float32_first:
@@ -151,10 +152,8 @@ def basins(
         times[redo] = again.times
         steps[redo] += again.steps
     ids = stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
-    kinds = np.array([Label.of(a.kind) for a in index.attractors] + [0], dtype=int)
-    labels = np.where(ids >= 0, kinds[ids], 0)
-    for label in OUTCOMES:
-        labels[(ids < 0) & (status == Status[label.name])] = label
+    codes = np.array([a.kind.code for a in index.attractors] + [0], dtype=int)
+    labels = np.where(ids >= 0, codes[ids], status)
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
     shape = thetas.shape[:2]
     full = _with_area(ids.reshape(shape))
@@ -259,20 +258,20 @@ def _attractor_ids(
     """
     status, endpoints = result.status.copy(), result.endpoints.copy()
     ids = np.full(len(status), -1)
-    decided = np.flatnonzero(status == Status.DECIDED)
+    decided = np.flatnonzero(status == Outcome.GLOBAL_MIN)
     if decided.size:
         ids[decided] = below_level(landscape, index, endpoints[decided], level)
         unresolved = decided[ids[decided] < 0]
         if unresolved.size:
             rest = flow_endpoints(landscape, endpoints[unresolved], stages[-1:], progress=False)
             endpoints[unresolved], status[unresolved] = rest.endpoints, rest.status
-    converged = np.flatnonzero((status == Status.CONVERGED) & (ids < 0))
+    converged = np.flatnonzero((status == Outcome.CONVERGED) & (ids < 0))
     if converged.size:
         ids[converged] = index.match(endpoints[converged])
         loose = converged[ids[converged] < 0]
         if add_found:
             ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
-    unfinished = (status == Status.NON_SMOOTH) | (status == Status.NOT_CONVERGED)
+    unfinished = (status == Outcome.NON_SMOOTH) | (status == Outcome.NOT_CONVERGED)
     stalled = np.flatnonzero(unfinished & (ids < 0)) if landscape.nonsmooth_terms else []
     if len(stalled):
         ids[stalled] = settled(landscape, index, critical, endpoints[stalled])

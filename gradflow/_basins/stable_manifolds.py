@@ -11,14 +11,15 @@ import numpy as np
 from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
 from .._flow.flows import flow_endpoints
-from .._flow.integrate import FlowOptions, Status
+from .._flow.integrate import FlowOptions
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
+from .._outcome import Kind, Outcome
 
 __all__ = ["MINIMA", "PASSED", "SADDLE_PASS", "stable_manifolds", "uncertain"]
 
 
-MINIMA = ("global_min", "local_min")
+MINIMA = (Kind.GLOBAL_MIN, Kind.LOCAL_MIN)
 """The attractor kinds a float32 label may keep; a point the float32 pass takes to a saddle, a
 maximum or a degenerate set (its ``‖∇L‖ ≤ 1e-4`` stop may be met far from one on a flat loss)
 is integrated again."""
@@ -76,7 +77,7 @@ def stable_manifolds(
     passing = flow_endpoints(
         landscape, flat[edge], loose, decide_below=below, progress=False, escape_check=False
     )
-    near = np.where(passing.status == Status.CONVERGED, index.match(passing.endpoints), -1)
+    near = np.where(passing.status == Outcome.CONVERGED, index.match(passing.endpoints), -1)
     via = (near >= 0) & ~minima[near] & hyperbolic[near]
     ids = ids.copy()
     ids[edge[via]] = near[via]

@@ -11,6 +11,7 @@ from scipy.spatial import cKDTree
 from .._critical.attractors import AttractorIndex
 from .._critical.sets import CriticalSets, decision_level, global_min_level
 from .._landscape.base import Landscape
+from .._outcome import Kind
 
 __all__ = ["CANDIDATES", "SEGMENT_BLOCK", "SEGMENT_SAMPLES", "below_level", "shortcut_level"]
 SEGMENT_SAMPLES = 17
@@ -31,7 +32,7 @@ def below_level(
     the global-minimum set (the nearest first) shows which.
     """
     ids = np.full(len(points), -1)
-    owners = [a.id for a in index.attractors if a.kind == "global_min"]
+    owners = [a.id for a in index.attractors if a.kind == Kind.GLOBAL_MIN]
     samples = index.samples(owners)
     if level is None or not len(samples[0]):
         return ids

@@ -23,6 +23,7 @@ from scipy.spatial.distance import pdist, squareform
 
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
+from .._outcome import Kind
 from .._output.text import format_point
 from .classify import Classification, classify_points
 from .merging import joined_on_set, runs_between, same_loss
@@ -47,7 +48,7 @@ class Attractor:
 
     Attributes:
         id: its number, ``0 … n - 1`` (global minima first, then by kind and loss).
-        kind: the kind of its set (``global_min``, ``local_min``, ``saddle``, …).
+        kind: the :class:`~gradflow.Kind` of its set (a name, ``"saddle"``, is converted to it).
         set: the name of its set (``"Γ*"``, ``"numerical"``, ``"found by the flow"``).
         equation: its set's equation, where known.
         point: a representative point of the component, shape ``(dim,)``.
@@ -60,7 +61,7 @@ class Attractor:
     """
 
     id: int
-    kind: str
+    kind: Kind
     set: str
     equation: str | None
     point: np.ndarray
@@ -68,6 +69,9 @@ class Attractor:
     dimension: int
     fraction: float = 0.0
     measure_zero: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", Kind(self.kind))
 
     def __repr__(self) -> str:
         share = f", {self.fraction:.1%} of the grid" if self.fraction else ""
@@ -231,7 +235,7 @@ class AttractorIndex:
         for group in groups:
             members = np.concatenate([clusters[c] for c in group])
             first = group[0]
-            kind = str(found.kinds[first])
+            kind = found.kinds[first]
             known = self._set_through(landscape, points[best[first]], kind)
             if known >= 0:
                 ids[members] = known
@@ -295,7 +299,7 @@ class AttractorIndex:
         )
         self._tree = cKDTree(self._points)
 
-    def _set_through(self, landscape: Landscape, point: np.ndarray, kind: str) -> int:
+    def _set_through(self, landscape: Landscape, point: np.ndarray, kind: Kind) -> int:
         """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
         ``point``, the sample nearest it joined to it along the set
         (:func:`~gradflow._critical.merging.joined_on_set`); ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
@@ -398,10 +402,10 @@ def _linked(
     return list(groups.values())
 
 
-def _class(kind: str) -> str:
+def _class(kind: Kind) -> str:
     """A kind with the two minima as one: ``"minimum"``, ``"saddle"``, ``"local_max"``,
     ``"degenerate"``."""
-    return "minimum" if kind in ("global_min", "local_min") else kind
+    return "minimum" if kind in (Kind.GLOBAL_MIN, Kind.LOCAL_MIN) else str(kind)
 
 
 def _sample_if_on(s: CriticalSet, part: np.ndarray) -> np.ndarray | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._outcome import Kind
 from .._output.text import format_point
 
 __all__ = ["POINT_TOL", "CertifiedPoint", "Certificate", "Explanation", "inside_any"]
@@ -39,7 +40,7 @@ class CertifiedPoint:
     enclosure: np.ndarray
     unique_in: np.ndarray
     loss: float
-    kind: str
+    kind: Kind
     morse_index: int | None
 
     def metadata(self) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._errors import GradflowError
 from .._landscape.base import Landscape
+from .._outcome import Kind
 from .._symbolic.budget import OutOfTime, within
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
@@ -106,7 +107,7 @@ def certify(
             c.enclosure,
             c.unique_in,
             float(loss),
-            _proven_kind(str(kind), c.morse_index, landscape.dim),
+            _proven_kind(kind, c.morse_index, landscape.dim),
             c.morse_index,
         )
         for c, kind, loss in zip(search.isolated, classes.kinds, losses)
@@ -124,12 +125,12 @@ def certify(
     )
 
 
-def _proven_kind(kind: str, morse_index: int | None, dim: int) -> str:
+def _proven_kind(kind: Kind, morse_index: int | None, dim: int) -> Kind:
     """The kind, corrected by a proven Morse index: a point with a negative Hessian eigenvalue
     is no minimum, however close its loss is to the lower bound (``L = 6.25e-14`` at the
     saddle between two wells ``10⁻³`` apart); a positive-definite one is a minimum."""
     if morse_index is None:
         return kind
     if morse_index == 0:
-        return kind if kind in ("global_min", "local_min") else "local_min"
-    return "local_max" if morse_index == dim else "saddle"
+        return kind if kind in (Kind.GLOBAL_MIN, Kind.LOCAL_MIN) else Kind.LOCAL_MIN
+    return Kind.LOCAL_MAX if morse_index == dim else Kind.SADDLE

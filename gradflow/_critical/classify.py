@@ -27,11 +27,9 @@ import numpy as np
 
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
+from .._outcome import KINDS, Kind
 
-__all__ = ["KINDS", "Classification", "classify_points", "hessians", "local_curvature"]
-
-KINDS = ("global_min", "local_min", "saddle", "local_max", "degenerate")
-"""The kinds of critical points and sets, in reporting order."""
+__all__ = ["Classification", "classify_points", "hessians", "local_curvature"]
 
 ZERO_EIGENVALUE = 1e-7
 """An eigenvalue is zero when ``|λ| ≤ ZERO_EIGENVALUE · max(c, max|λ|)``, ``c`` the curvature the
@@ -60,7 +58,7 @@ class Classification:
     """Classification of ``n`` critical points.
 
     Attributes:
-        kinds: one of :data:`KINDS` per point, shape ``(n,)``.
+        kinds: a :class:`~gradflow.Kind` per point, shape ``(n,)`` (an object array).
         eigenvalues: Hessian eigenvalues, ascending, shape ``(n, dim)``.
         morse_index: number of negative eigenvalues, shape ``(n,)``.
         nullity: number of zero eigenvalues (the dimension of a Morse–Bott set), shape ``(n,)``.
@@ -149,7 +147,17 @@ def classify_points(
     )
     looks_min = (pos > 0) & (neg == 0) & (nullity == 0)
     decreases |= _probe(landscape, thetas, losses, vec, np.ones_like(null), looks_min)[0]
-    kinds = np.select(
+    choices = [
+        Kind.SADDLE,
+        Kind.SADDLE,
+        Kind.LOCAL_MIN,
+        Kind.SADDLE,
+        Kind.LOCAL_MAX,
+        Kind.SADDLE,
+        Kind.LOCAL_MAX,
+        Kind.LOCAL_MIN,
+    ]
+    codes = np.select(
         [
             (neg > 0) & (pos > 0),
             (pos > 0) & decreases,
@@ -160,23 +168,15 @@ def classify_points(
             decreases,
             increases,
         ],
-        [
-            "saddle",
-            "saddle",
-            "local_min",
-            "saddle",
-            "local_max",
-            "saddle",
-            "local_max",
-            "local_min",
-        ],
-        "degenerate",
-    ).astype(object)
+        [k.code for k in choices],
+        Kind.DEGENERATE.code,
+    )
+    kinds = np.array(KINDS, dtype=object)[codes]
     if global_min_loss is not None:
         is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * np.maximum(
             scales.loss, np.abs(losses)
         )
-        kinds[is_global] = "global_min"
+        kinds[is_global] = Kind.GLOBAL_MIN
     return Classification(
         kinds=kinds,
         eigenvalues=lam,

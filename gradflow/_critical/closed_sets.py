@@ -15,7 +15,8 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from .._landscape.base import ClosedForm, Landscape
-from .classify import KINDS, Classification, classify_points
+from .._outcome import KINDS
+from .classify import Classification, classify_points
 from .pieces import (
     SampledPiece,
 )

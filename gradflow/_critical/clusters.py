@@ -14,7 +14,8 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import pdist
 
 from .._landscape.base import Landscape
-from .classify import KINDS, Classification, classify_points
+from .._outcome import KINDS
+from .classify import Classification, classify_points
 from .merging import joined_on_set
 from .pieces import (
     ON_SET_TOL,

@@ -38,6 +38,7 @@ from scipy.optimize import nnls
 
 from .._landscape.base import Landscape
 from .._landscape.scales import LossScales, loss_scales
+from .._outcome import Kind
 from .classify import GLOBAL_LOSS, PROBE_LOSS, PROBE_RADIUS, Classification
 from .clusters import numerical_sets
 from .sets import CriticalSet
@@ -300,7 +301,7 @@ def classify_kink_points(
         if global_min_loss is not None and abs(loss - global_min_loss) <= GLOBAL_LOSS * max(
             scales.loss, abs(loss)
         ):
-            kind = "global_min"
+            kind = Kind.GLOBAL_MIN
         kinds.append(kind)
         eigenvalues.append(lam)
         index.append(morse)
@@ -317,7 +318,7 @@ def classify_kink_points(
 
 def _kind(
     landscape: Landscape, theta: np.ndarray, loss: float, scales: LossScales
-) -> tuple[str, np.ndarray, int, int]:
+) -> tuple[Kind, np.ndarray, int, int]:
     """``(kind, eigenvalues, Morse index, nullity)`` of one point on kinks."""
     length, tol = scales.length, PROBE_LOSS * max(scales.loss, abs(loss))
     active = np.flatnonzero(_active(landscape, theta[None])[0])
@@ -349,7 +350,9 @@ def _kind(
     if flat or null:
         kind = _probed(landscape, theta, loss, tol)
     else:
-        kind = "local_min" if morse == 0 else "local_max" if morse == len(theta) else "saddle"
+        kind = (
+            Kind.LOCAL_MIN if morse == 0 else Kind.LOCAL_MAX if morse == len(theta) else Kind.SADDLE
+        )
     return kind, eigen, morse, null
 
 
@@ -394,12 +397,12 @@ def _tangential_hessian(
     return np.linalg.eigvalsh(h)
 
 
-def _probed(landscape: Landscape, theta: np.ndarray, loss: float, tol: float) -> str:
+def _probed(landscape: Landscape, theta: np.ndarray, loss: float, tol: float) -> Kind:
     """The kind the loss shows around ``θ`` at :data:`PROBE_RADIUS`, in every direction of
     :func:`_sphere`: rising only a minimum, falling only a maximum, both a saddle."""
     directions = _sphere(landscape, theta, _unit_normals(landscape, theta))
     delta = landscape.loss(theta + PROBE_RADIUS * directions) - loss
     rises, falls = bool(np.any(delta > tol)), bool(np.any(delta < -tol))
     if rises and falls:
-        return "saddle"
-    return "local_min" if rises else "local_max" if falls else "degenerate"
+        return Kind.SADDLE
+    return Kind.LOCAL_MIN if rises else Kind.LOCAL_MAX if falls else Kind.DEGENERATE

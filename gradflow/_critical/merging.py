@@ -12,7 +12,8 @@ from scipy.spatial import cKDTree
 
 from .._landscape.base import ClosedForm, Landscape
 from .._landscape.scales import loss_scales
-from .classify import KINDS, classify_points
+from .._outcome import KINDS
+from .classify import classify_points
 from .pieces import (
     ON_SET_TOL,
     gradient_tol,

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .._landscape.base import Landscape
+from .._outcome import Kind
 from .._output.text import format_point, format_table
 from .certificate import Certificate
 from .classify import Classification
@@ -44,7 +45,7 @@ class CriticalSet:
     Attributes:
         name: the closed-form set it comes from (e.g. ``"Γ*"``), ``"sympy.solve: …"`` with the
             solution, or ``"numerical"``.
-        kind: ``global_min``, ``local_min``, ``saddle``, ``local_max`` or ``degenerate``.
+        kind: its :class:`~gradflow.Kind` (a name, ``"saddle"``, is converted to it).
         dimension: 0 for an isolated point, 1 for a curve, … (from the set's geometry).
         loss: ``L`` on the set (constant on a connected critical set).
         points: sample points on the set inside the bounds, shape ``(n, dim)``.
@@ -66,7 +67,7 @@ class CriticalSet:
     """
 
     name: str
-    kind: str
+    kind: Kind
     dimension: int
     loss: float
     points: np.ndarray
@@ -78,6 +79,9 @@ class CriticalSet:
     components: np.ndarray
     samples: np.ndarray
     segments: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", Kind(self.kind))
 
     @property
     def sample(self) -> np.ndarray:
@@ -222,7 +226,7 @@ class CriticalSets(Sequence[CriticalSet]):
             lines = [format_table(*self.rows())]
         if self.bounded_below is False:
             lines.append("L is unbounded below (it runs to -∞ along a ray): no minimum is global")
-        elif self.global_min_loss is None and any(s.kind == "local_min" for s in self.sets):
+        elif self.global_min_loss is None and any(s.kind == Kind.LOCAL_MIN for s in self.sets):
             lines.append("no lower bound of L is known: minima are reported as local")
         if self.non_smooth:
             lines.append(f"non-smooth: ∇L jumps across the kinks of {', '.join(self.non_smooth)}")
@@ -280,7 +284,7 @@ class CriticalSets(Sequence[CriticalSet]):
 
 def global_min_level(sets: Sequence[CriticalSet]) -> float | None:
     """The loss of the global minimum among ``sets``, or ``None`` if none is global."""
-    losses = [s.loss for s in sets if s.kind == "global_min"]
+    losses = [s.loss for s in sets if s.kind == Kind.GLOBAL_MIN]
     return min(losses) if losses else None
 
 
@@ -291,7 +295,7 @@ def decision_level(sets: Sequence[CriticalSet]) -> float | None:
     landscape proves that no other critical point exists outside the sets found and that the
     flow converges below this level (:attr:`gradflow.Landscape.sublevel_shortcut`).
     """
-    losses = [s.loss for s in sets if s.kind != "global_min"]
+    losses = [s.loss for s in sets if s.kind != Kind.GLOBAL_MIN]
     return min(losses) if losses else None
 
 
@@ -319,7 +323,7 @@ def make_set(
     nearest = idx[int(np.argmin(np.linalg.norm(points[idx] - center, axis=1)))]
     return CriticalSet(
         name=name,
-        kind=str(classes.kinds[rep]),
+        kind=classes.kinds[rep],
         dimension=dimension,
         loss=float(np.median(landscape.loss(points[idx]))),
         points=points[idx],

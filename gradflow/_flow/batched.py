@@ -29,8 +29,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._errors import GradflowError
 from .._landscape.base import GradientField, host_cast
+from .._outcome import Outcome
 from .._output.progress import progress_bar
-from .integrate import FlowOptions, Status, solve, status_code
+from .integrate import FlowOptions, solve, status_code
 from .newton_finish import newton_finish
 from .rk import BatchedRK, StepControl, tableau_of
 
@@ -45,7 +46,7 @@ class FlowEndpoints:
         endpoints: shape ``(B, dim)``.
         times: flow time at the stop, shape ``(B,)``.
         steps: solver steps taken, accepted and rejected, shape ``(B,)``.
-        status: :class:`Status` codes, shape ``(B,)``.
+        status: :class:`Outcome` codes, shape ``(B,)``.
     """
 
     endpoints: np.ndarray
@@ -91,7 +92,7 @@ def integrate_batch(
             its steps in the stage reach :data:`FINISH_AFTER` times a power of two and when its
             budget runs out: a member beside a nondegenerate minimum stops there, converged
             (its time is the flow time of the test), instead of continuing in the next stage.
-        decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
+        decide_below: stop a trajectory as :attr:`Outcome.GLOBAL_MIN` once its loss is below this
             level.
         chunk_size: at most this many members are integrated together.  Each stage compiles
             one batch size: ``chunk_size``, or for a stage with fewer members the smallest of
@@ -129,7 +130,7 @@ def integrate_batch(
         t=np.zeros(n, dtype=dtype),
         dt=np.zeros(n, dtype=dtype),
         steps=np.zeros(n, dtype=np.int64),
-        status=np.full(n, int(Status.NOT_CONVERGED)),
+        status=np.full(n, int(Outcome.NOT_CONVERGED)),
     )
     level = host_cast(-np.inf if decide_below is None else decide_below, dtype)
     args = jax.tree.map(
@@ -141,10 +142,10 @@ def integrate_batch(
     )
     with progress_bar(n, "trajectory", progress, desc, even=False) as bar:
         run(np.arange(n), bar, strict=False)
-        done = np.flatnonzero(state.status == Status.CONVERGED)
+        done = np.flatnonzero(state.status == Outcome.CONVERGED)
         if audit is not None and done.size:
             leaving = done[np.asarray(audit(state.y[done].astype(np.float64)), dtype=bool)]
-            state.status[leaving] = int(Status.NOT_CONVERGED)
+            state.status[leaving] = int(Outcome.NOT_CONVERGED)
             if leaving.size:
                 bar.total += leaving.size
                 run(leaving, bar, strict=True)
@@ -285,7 +286,7 @@ class _Finish:
         ok = np.asarray(ok)[: members.size]
         state.y[members[ok]] = np.asarray(x)[: members.size][ok]
         code = code.copy()
-        code[np.flatnonzero(due)[ok]] = int(Status.CONVERGED)
+        code[np.flatnonzero(due)[ok]] = int(Outcome.CONVERGED)
         return code
 
 

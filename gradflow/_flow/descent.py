@@ -11,7 +11,8 @@ import numpy as np
 
 from .._errors import GradflowError
 from .._landscape.base import GradientField
-from .integrate import FlowOptions, Status, Trajectory, diverged, status_code
+from .._outcome import Outcome
+from .integrate import FlowOptions, Trajectory, diverged, status_code
 
 __all__ = ["descend"]
 
@@ -56,9 +57,9 @@ def descend(
     bad = np.asarray(diverged(jnp.asarray(ys), options))
     if bad.any():
         first = int(np.argmax(bad))
-        ys, ts, status = ys[: first + 1], ts[: first + 1], Status.DIVERGED
+        ys, ts, status = ys[: first + 1], ts[: first + 1], Outcome.DIVERGED
     else:
-        status = Status(int(status_code(field, options, jnp.asarray(ys[-1]), args, -jnp.inf)))
+        status = Outcome(int(status_code(field, options, jnp.asarray(ys[-1]), args, -jnp.inf)))
     losses = np.asarray(jax.vmap(field.loss, in_axes=(0, None))(jnp.asarray(ys), args))
     return Trajectory(ts=ts, thetas=ys, losses=losses, status=status)
 

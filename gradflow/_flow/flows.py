@@ -19,12 +19,12 @@ from .._errors import GradflowError
 from .._landscape.base import GradientField, Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.scales import loss_scales, unit_field
+from .._outcome import Outcome
 from .batched import FlowEndpoints, integrate_batch
 from .descent import descend
 from .integrate import (
     ESCAPE_FULL_DIM,
     FlowOptions,
-    Status,
     Trajectory,
     escape_test,
     integrate,
@@ -124,7 +124,7 @@ def _slide_on(flows: Landscape, path: Trajectory, args: Any, options: FlowOption
     time on a landscape whose kinks it can slide along (a smooth solver stalls on a kink the
     flow slides on); units are those of :func:`unit_flow`."""
     kinks = flows.kinks
-    if kinks is None or path.status is not Status.NOT_CONVERGED or path.time >= options.t_max:
+    if kinks is None or path.status is not Outcome.NOT_CONVERGED or path.time >= options.t_max:
         return path
     more = slide(
         unit_kinks(kinks), path.endpoint, args, sliding_options(options), t0=path.time, record=True
@@ -152,7 +152,9 @@ def _slide_endpoints(
     kinks = flows.kinks
     if kinks is None:
         return result
-    stuck = np.flatnonzero((result.status == Status.NOT_CONVERGED) & (result.times < options.t_max))
+    stuck = np.flatnonzero(
+        (result.status == Outcome.NOT_CONVERGED) & (result.times < options.t_max)
+    )
     if not stuck.size:
         return result
     out = {k: np.array(getattr(result, k), copy=True) for k in ("endpoints", "times", "steps")}
@@ -178,28 +180,28 @@ def reached(
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
         path,
-        status=Status(int(status[0])),
+        status=Outcome(int(status[0])),
         kink=kink[0],
         param_names=tuple(landscape.param_names),
         unit=landscape.loss_unit,
         plane=tuple(landscape.plane) if landscape.dim >= 2 else None,
     )
-    if path.status is Status.NON_SMOOTH and critical is not None:
+    if path.status is Outcome.NON_SMOOTH and critical is not None:
         index = AttractorIndex(landscape, critical, critical.box)
         found = int(settled(landscape, index, critical, path.endpoint[None])[0])
         if found >= 0:
             attractor = index.attractors[found]
-            return dataclasses.replace(path, reached=attractor.kind, attractor=attractor)
-    if path.status is not Status.CONVERGED:
-        return dataclasses.replace(path, reached=str(path.status))
+            return dataclasses.replace(path, reached=attractor.kind.outcome, attractor=attractor)
+    if path.status is not Outcome.CONVERGED:
+        return dataclasses.replace(path, reached=path.status)
     global_loss = landscape.global_min_loss
-    kind = str(classify_points(landscape, path.endpoint[None], global_loss).kinds[0])
+    kind = classify_points(landscape, path.endpoint[None], global_loss).kinds[0]
     attractor = None
     if critical is not None:
         index = AttractorIndex(landscape, critical, critical.box)
         found = int(index.match(path.endpoint[None])[0])
         attractor = index.attractors[found] if found >= 0 else None
-    return dataclasses.replace(path, reached=kind, attractor=attractor)
+    return dataclasses.replace(path, reached=kind.outcome, attractor=attractor)
 
 
 def kink_status(
@@ -214,10 +216,10 @@ def kink_status(
     kinks: list[str | None] = [None] * len(status)
     if not landscape.nonsmooth_terms:
         return status, kinks
-    for i in np.flatnonzero((status == Status.NOT_CONVERGED) | (status == Status.NON_SMOOTH)):
+    for i in np.flatnonzero((status == Outcome.NOT_CONVERGED) | (status == Outcome.NON_SMOOTH)):
         terms = landscape.kinks_at(endpoints[i])
         if terms:
-            status[i], kinks[i] = int(Status.NON_SMOOTH), terms[0]
+            status[i], kinks[i] = int(Outcome.NON_SMOOTH), terms[0]
     return status, kinks
 
 
@@ -244,7 +246,7 @@ def flow_endpoints(
             step budget runs out in one stage continue from where they stopped in the next (e.g.
             an explicit solver first, an implicit one for the stiff remainder).  ``gtol`` and
             ``t_max`` are in units of the loss's scales, as in :func:`flow`.
-        decide_below: stop a trajectory as :attr:`Status.DECIDED` once its loss is below this
+        decide_below: stop a trajectory as :attr:`Outcome.GLOBAL_MIN` once its loss is below this
             level.  Sound only where the landscape proves it
             (:attr:`~gradflow.Landscape.sublevel_shortcut`).
         chunk_size: members integrated together.

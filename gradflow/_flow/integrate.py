@@ -3,7 +3,7 @@
 A trajectory stops at a steady state, on divergence (``‖θ‖₂ > divergence_radius`` or a
 non-finite value), when its loss falls below an optional decision level, or when its budget
 (``t_max`` flow time, ``max_steps`` solver steps) runs out.  Every stop is labelled by a
-:class:`Status`.
+:class:`Outcome`.
 
 A steady state is a point with ``‖∇L‖₂ ≤ gtol`` from which the flow does not escape
 (:func:`escaping`): beside a saddle, where the gradient is small, the flow still leaves along an
@@ -15,7 +15,6 @@ unstable direction of the Hessian unless the gradient has no component along it.
 
 from __future__ import annotations
 
-import enum
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from jax.flatten_util import ravel_pytree
 
 from .._errors import GradflowError
 from .._landscape.base import GradientField, padded_call
+from .._outcome import Outcome
 from .._output.text import format_point
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "SOLVERS",
     "FlowOptions",
-    "Status",
     "Trajectory",
     "diverged",
     "escaping",
@@ -47,26 +46,6 @@ __all__ = [
     "solve",
     "status_code",
 ]
-
-
-class Status(enum.IntEnum):
-    """Why a trajectory stopped."""
-
-    CONVERGED = 0
-    """``‖∇L‖₂ ≤ gtol`` with no escape along an unstable direction (:func:`escaping`): at a
-    critical point."""
-    DECIDED = 1
-    """The loss fell below the decision level, so the trajectory must end at a global minimum."""
-    DIVERGED = 2
-    """``‖θ‖₂`` exceeded ``divergence_radius`` or became non-finite."""
-    NOT_CONVERGED = 3
-    """The budget (``t_max`` or ``max_steps``) ran out first."""
-    NON_SMOOTH = 4
-    """The budget ran out with the trajectory on a kink of a non-smooth loss (``|x|`` at
-    ``x = 0``), where the gradient flow is not defined and the solver stalls."""
-
-    def __str__(self) -> str:
-        return self.name.lower()
 
 
 SOLVERS = (
@@ -167,10 +146,11 @@ class Trajectory:
         ts: flow times of the recorded points, shape ``(n,)``, starting at 0.
         thetas: the path, shape ``(n, dim)``.
         losses: ``L`` along the path, shape ``(n,)``.
-        status: why it stopped.
-        reached: what the endpoint is: a kind of critical point (``"global_min"``, ``"saddle"``,
-            …) for a converged trajectory, else the status (``"diverged"``, …); ``None`` when
-            not classified.
+        status: why it stopped: ``CONVERGED`` (at a critical point), ``GLOBAL_MIN`` (below the
+            decision level), ``DIVERGED``, ``NOT_CONVERGED`` or ``NON_SMOOTH``.
+        reached: how it ended: the outcome of its critical point's kind (``SADDLE``, …) for a
+            converged trajectory or one a kink's sublevel set decides, else its status;
+            ``None`` when not classified.
         attractor: the attractor reached (:class:`gradflow.Attractor`: its id, kind, set and
             point), or ``None`` (not converged, or no critical sets given).
         kink: for status ``NON_SMOOTH``, the non-smooth term whose kink holds the endpoint.
@@ -184,8 +164,8 @@ class Trajectory:
     ts: np.ndarray
     thetas: np.ndarray
     losses: np.ndarray
-    status: Status
-    reached: str | None = None
+    status: Outcome
+    reached: Outcome | None = None
     attractor: Attractor | None = None
     kink: str | None = None
     param_names: tuple[str, ...] = ()
@@ -205,7 +185,7 @@ class Trajectory:
     @property
     def converged(self) -> bool:
         """Whether it stopped at a steady state."""
-        return self.status is Status.CONVERGED
+        return self.status is Outcome.CONVERGED
 
     def __repr__(self) -> str:
         names = f" ({', '.join(self.param_names)})" if self.param_names else ""
@@ -217,7 +197,7 @@ class Trajectory:
         )
 
     def _reached_text(self, where: bool = True) -> str:
-        reached = self.reached or str(self.status)
+        reached = str(self.status if self.reached is None else self.reached)
         if self.attractor is not None and where:
             a = self.attractor
             reached += f": attractor #{a.id} {a.set} at {format_point(a.point)}"
@@ -243,7 +223,7 @@ class Trajectory:
             "time": self.time,
             "status": str(self.status),
             "converged": self.converged,
-            "reached": self.reached,
+            "reached": None if self.reached is None else str(self.reached),
             "attractor": None if self.attractor is None else self.attractor.metadata(),
             "kink": self.kink,
         }
@@ -346,7 +326,7 @@ def status_code(
     gtol: jax.Array | None = None,
     strict: bool = False,
 ) -> jax.Array:
-    """Status code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
+    """Outcome code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
     (a traced value, so that programs differing only in it compile once).
 
     The first condition met, in the order diverged, converged, decided, gives the code; a state
@@ -367,9 +347,11 @@ def status_code(
             lambda: escaping(field, y, args, options.t_max),
             lambda: jnp.zeros((), bool),
         )
-    code = jnp.where(field.loss(y, args) < level, int(Status.DECIDED), int(Status.NOT_CONVERGED))
-    code = jnp.where(converged, int(Status.CONVERGED), code)
-    return jnp.where(diverged(y, options), int(Status.DIVERGED), code)
+    code = jnp.where(
+        field.loss(y, args) < level, int(Outcome.GLOBAL_MIN), int(Outcome.NOT_CONVERGED)
+    )
+    code = jnp.where(converged, int(Outcome.CONVERGED), code)
+    return jnp.where(diverged(y, options), int(Outcome.DIVERGED), code)
 
 
 def solve(
@@ -392,7 +374,7 @@ def solve(
 
     def stop(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array], **kwargs: Any) -> jax.Array:
         code = status_code(field, options, y, a[0], a[1], strict=strict)
-        return code != int(Status.NOT_CONVERGED)
+        return code != int(Outcome.NOT_CONVERGED)
 
     return diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
@@ -443,7 +425,7 @@ def integrate(
     if ts is not None and (times.size == 0 or times[-1] < float(sol.stats["t_stop"])):
         times = np.append(times, float(sol.stats["t_stop"]))
         ys = np.concatenate([ys, np.asarray(sol.stats["y_stop"])[None]])
-    status = Status(int(_final_status(field, options, jnp.asarray(ys[-1]), args)))
+    status = Outcome(int(_final_status(field, options, jnp.asarray(ys[-1]), args)))
     losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
     return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
 

@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 
 from .._landscape.base import GradientField
-from .integrate import FlowOptions, Status, status_code
+from .._outcome import Outcome
+from .integrate import FlowOptions, status_code
 
 __all__ = ["NEWTON_ITERATIONS", "newton_finish"]
 
@@ -88,7 +89,7 @@ def newton_finish(field: GradientField, options: FlowOptions) -> Callable[..., A
         convex = jnp.min(jax.vmap(smallest, in_axes=(0, None))(probes, args)) >= 0.5 * mu
         code = status_code(field, options, x, args, level, gtol=gtol)
         finite = jnp.all(jnp.isfinite(x))
-        steady = code == int(Status.CONVERGED)
+        steady = code == int(Outcome.CONVERGED)
         return finite & quadratic & (mu > 0) & convex & steady, x
 
     return jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))

@@ -35,12 +35,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .integrate import Status
+from .._outcome import Outcome
 
 __all__ = ["DOPRI5", "TSIT5", "BatchedRK", "StepControl", "Tableau", "tableau_of"]
 
 RUNNING = -1
-"""Status code of a member still integrating when :meth:`BatchedRK.advance` returns."""
+"""Status code of a member still integrating when :meth:`BatchedRK.advance` returns (no
+:class:`~gradflow.Outcome`: every outcome code is at least 0)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,7 @@ class StepControl:
 Field = Callable[[jax.Array, Any], jax.Array]
 """A vector field ``F(θ, args)`` of one state of shape ``(dim,)``."""
 StopRule = Callable[[jax.Array, Any], jax.Array]
-"""The :class:`Status` code of one state of shape ``(dim,)``; ``NOT_CONVERGED`` goes on."""
+"""The :class:`Outcome` code of one state of shape ``(dim,)``; ``NOT_CONVERGED`` goes on."""
 
 
 def _rms(x: jax.Array) -> jax.Array:
@@ -209,7 +210,7 @@ class BatchedRK:
         It maps ``(y0, t0, dt0, args)`` (shapes ``(B, dim)``, ``(B,)``, ``(B,)``, any pytree
         shared by the members) to ``(y, t, dt, steps, status)``: the states and flow times
         reached, the step each member tries next, the steps taken by each member (accepted and
-        rejected), and each member's :class:`Status` code, or ``-1`` for a member still running.
+        rejected), and each member's :class:`Outcome` code, or ``-1`` for a member still running.
         ``dt0`` is the step a member tries first, or 0 for :meth:`initial_step`'s: passing back
         the ``dt`` of a previous call continues the step-size control where it stopped, so a
         trajectory advanced in several calls takes the steps of one long solve.  A member that
@@ -248,7 +249,7 @@ class BatchedRK:
         It maps ``(y0, args)`` (``y0`` of shape ``(dim,)``, from flow time 0) to
         ``(ys, ts, n, status)``: the states ``(max_steps + 1, dim)`` and flow times
         ``(max_steps + 1,)`` of the start and of each accepted step (rows after the ``n``-th
-        are ``inf``), the number ``n`` of accepted steps, and the :class:`Status` code where
+        are ``inf``), the number ``n`` of accepted steps, and the :class:`Outcome` code where
         it stopped, or ``-1`` if ``max_steps`` steps (accepted and rejected) ran out first.  The
         steps are those of :meth:`advance`.  Compiled once per ``(self, field, stop, max_steps)``.
         """
@@ -274,7 +275,7 @@ def _stepper(
 
     def start(y0: jax.Array, t0: jax.Array, dt0: jax.Array) -> tuple[jax.Array, ...]:
         code = status(y0)
-        code = jnp.where((code == int(Status.NOT_CONVERGED)) & (t0 < t_max), RUNNING, code)
+        code = jnp.where((code == int(Outcome.NOT_CONVERGED)) & (t0 < t_max), RUNNING, code)
         first, k1 = rk.initial_step(f, y0)
         dt = jnp.where(dt0 > 0, dt0.astype(first.dtype), first)
         return y0, t0, dt, k1, jnp.zeros(y0.shape[1], dtype=jnp.int32), code
@@ -306,7 +307,7 @@ def _stepper(
         k1 = jnp.where(accept[None, :], ks[-1], k1)
         dt = jnp.where(running, (h * factor).astype(dtype), dt)
         new = status(y1)
-        done = accept & ((new != int(Status.NOT_CONVERGED)) | (t >= t_max))
+        done = accept & ((new != int(Outcome.NOT_CONVERGED)) | (t >= t_max))
         code = jnp.where(done, new, code)
         return (y, t, dt, k1, n + running.astype(n.dtype), code), accept
 

@@ -45,7 +45,7 @@ with equal units, or positions that coincide, has hundreds of pre-activations on
 They are grouped by the direction of their normals (measured along a few fixed random
 directions) and solved as one.
 
-A run whose budget ends on a surface is reported :attr:`Status.NON_SMOOTH`, as the other
+A run whose budget ends on a surface is reported :attr:`Outcome.NON_SMOOTH`, as the other
 integrators report a run stuck on a kink.
 """
 
@@ -60,7 +60,8 @@ from typing import Any
 import numpy as np
 
 from .._landscape.base import Kinks
-from .integrate import FlowOptions, Status
+from .._outcome import Outcome
+from .integrate import FlowOptions
 from .rk import TSIT5, StepControl
 from .sliding_steps import (
     BAND,
@@ -114,7 +115,7 @@ class SlideResult:
         endpoint: shape ``(dim,)``.
         time: flow time at the stop.
         steps: steps tried, accepted, rejected and those that located a surface.
-        status: why it stopped (:class:`Status`).
+        status: why it stopped (:class:`Outcome`).
         ts, thetas: the accepted points (start included), shapes ``(n,)`` and ``(n, dim)``,
             when recorded; else empty.
         sliding_time: flow time spent sliding on at least one surface.
@@ -124,7 +125,7 @@ class SlideResult:
     endpoint: np.ndarray
     time: float
     steps: int
-    status: Status
+    status: Outcome
     ts: np.ndarray
     thetas: np.ndarray
     sliding_time: float = 0.0
@@ -150,7 +151,7 @@ def slide(
         options: tolerances (``rtol``, ``atol``) and the stop rule (``gtol`` on the speed
             ``‖θ'‖``, the minimum-norm subgradient; ``t_max``; ``max_steps``;
             ``divergence_radius``); the solver is Tsitouras's 5(4) pair whatever it names.
-        decide_below: stop as :attr:`Status.DECIDED` once the loss is below this level.
+        decide_below: stop as :attr:`Outcome.GLOBAL_MIN` once the loss is below this level.
         t0: the flow time at the start.
         record: keep every accepted point.
 
@@ -228,7 +229,7 @@ class _Run:
             h *= self._factor(info.err, accepted=True)
         y, g = np.array(y), np.asarray(g)
         if status is None:
-            status = Status.NON_SMOOTH if np.any(self._on(g)) else Status.NOT_CONVERGED
+            status = Outcome.NON_SMOOTH if np.any(self._on(g)) else Outcome.NOT_CONVERGED
         return SlideResult(
             endpoint=y,
             time=t,
@@ -281,18 +282,18 @@ class _Run:
 
     def _status(
         self, finite: bool, size: float, loss: float, speed: float, t: float
-    ) -> Status | None:
+    ) -> Outcome | None:
         """Why to stop at a point (``finite`` coordinates of norm ``size``, ``loss``, the
         field's norm ``speed``, at flow time ``t``), or ``None``."""
         opts = self.options
         if not finite or size > opts.divergence_radius:
-            return Status.DIVERGED
+            return Outcome.DIVERGED
         if speed <= opts.gtol:
-            return Status.CONVERGED
+            return Outcome.CONVERGED
         if loss < self.level:
-            return Status.DECIDED
+            return Outcome.GLOBAL_MIN
         if t >= opts.t_max:
-            return Status.NOT_CONVERGED
+            return Outcome.NOT_CONVERGED
         return None
 
     def _factor(self, err: float, accepted: bool) -> float:

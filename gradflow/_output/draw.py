@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._outcome import Kind, Outcome
 from .text import shorten
 
 if TYPE_CHECKING:
@@ -46,28 +47,32 @@ __all__ = [
 ]
 
 KIND_COLORS = {
-    "global_min": "#1b7a2e",
-    "local_min": "#1f5fbf",
-    "saddle": "#e07b00",
-    "local_max": "#c0202a",
-    "degenerate": "#7b3fa0",
+    Kind.GLOBAL_MIN: "#1b7a2e",
+    Kind.LOCAL_MIN: "#1f5fbf",
+    Kind.SADDLE: "#e07b00",
+    Kind.LOCAL_MAX: "#c0202a",
+    Kind.DEGENERATE: "#7b3fa0",
 }
 """The colour of each kind of critical set (lines and markers); basins use light tints of it."""
-OUTCOME_COLORS = {"diverged": "#9a9a9a", "not_converged": "#d9d9d9", "non_smooth": "#f0e68c"}
-"""Basin colours of the grid points that reached no attractor."""
+OUTCOME_COLORS = {
+    str(Outcome.DIVERGED): "#9a9a9a",
+    str(Outcome.NOT_CONVERGED): "#d9d9d9",
+    str(Outcome.NON_SMOOTH): "#f0e68c",
+}
+"""Basin colours of the grid points that reached no attractor, by the outcome's name."""
 KIND_WIDTH = {
-    "global_min": 2.6,
-    "local_min": 3.2,
-    "saddle": 2.0,
-    "local_max": 2.6,
-    "degenerate": 2.0,
+    Kind.GLOBAL_MIN: 2.6,
+    Kind.LOCAL_MIN: 3.2,
+    Kind.SADDLE: 2.0,
+    Kind.LOCAL_MAX: 2.6,
+    Kind.DEGENERATE: 2.0,
 }
 KIND_TEXT = {
-    "global_min": "global minima",
-    "local_min": "local minima",
-    "saddle": "saddle",
-    "local_max": "local maxima",
-    "degenerate": "degenerate critical points",
+    Kind.GLOBAL_MIN: "global minima",
+    Kind.LOCAL_MIN: "local minima",
+    Kind.SADDLE: "saddle",
+    Kind.LOCAL_MAX: "local maxima",
+    Kind.DEGENERATE: "degenerate critical points",
 }
 LABEL_EQUATION = 64
 """A set's equation in a legend is cut only beyond this many characters: the three-scalar
@@ -295,7 +300,7 @@ def critical_label(s: CriticalSet, unit: str) -> str:
     """``global minima: Γ* (L = 0.5813 nats)`` — the legend text of a critical set."""
     name = "" if s.name == "numerical" else f": {shorten(s.equation or s.name, LABEL_EQUATION)}"
     detail = ""
-    if s.kind == "saddle":
+    if s.kind == Kind.SADDLE:
         degenerate = s.nullity == len(s.hessian_eigenvalues)
         detail = ", degenerate: Hessian = 0" if degenerate else f", Morse index {s.morse_index}"
     unit = f" {unit}" if unit else ""
@@ -317,7 +322,7 @@ def draw_critical(
                 ax.plot(line[:, ix], line[:, iy], color=color, lw=width, zorder=4)
             handle = line_handle(color=color, lw=width, label=label)
         else:
-            marker = "X" if s.kind == "saddle" else "o"
+            marker = "X" if s.kind == Kind.SADDLE else "o"
             size = 10 if s.dimension == 0 else 3
             ax.plot(
                 s.points[:, ix],
@@ -427,7 +432,8 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
         path = trajectory.thetas[:, [i, j]]
         path_ax.plot(path[:, 0], path[:, 1], color="#1f5fbf", lw=1.4)
         path_ax.plot(*path[0], "o", color="black", ms=4)
-        path_ax.plot(*path[-1], "X", color=KIND_COLORS.get(trajectory.reached, "black"), ms=8)
+        kind = None if trajectory.reached is None else trajectory.reached.kind
+        path_ax.plot(*path[-1], "X", color=KIND_COLORS.get(kind, "black"), ms=8)
         path_ax.set_xlabel(f"${plane[0]}$")
         path_ax.set_ylabel(f"${plane[1]}$", rotation=0, ha="right")
     else:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._basins.basin_map import LABELS, BasinMap
+from .._basins.basin_map import BasinMap
 from .._basins.basins import basins, region_of
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
@@ -24,6 +24,7 @@ from .._flow.integrate import FlowOptions
 from .._landscape.base import Landscape
 from .._landscape.metric import Metric, MetricLandscape, in_metric, velocity
 from .._landscape.region import OnRegion, Region
+from .._outcome import LABELS
 from .._output.draw import (
     draw_basins,
     draw_critical,

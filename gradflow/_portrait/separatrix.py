@@ -33,6 +33,7 @@ from .._flow.integrate import FlowOptions, status_code
 from .._flow.rk import TSIT5, BatchedRK, StepControl
 from .._landscape.base import GradientField, Landscape
 from .._landscape.metric import MetricLandscape, velocity
+from .._outcome import Kind
 
 __all__ = ["separatrices"]
 
@@ -78,7 +79,7 @@ def separatrices(
     order = [model.index(plane[0]), model.index(plane[1])]
     lines: list[np.ndarray] = []
     for s in critical:
-        if s.kind != "saddle" or s.dimension != 0:
+        if s.kind != Kind.SADDLE or s.dimension != 0:
             continue
         saddle = s.points[0]
         if not _inside(saddle[order], reach):

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .._outcome import Kind
+
 __all__ = [
     "BIFURCATION_TYPES",
     "CRITICALITIES",
@@ -26,9 +28,10 @@ CRITICALITIES = ("supercritical", "subcritical")
 """The values of :attr:`Bifurcation.criticality` for a pitchfork the kinds tell apart."""
 
 
-def stability(kind: str) -> str:
-    """``"min"``, ``"saddle"``, ``"max"`` or ``"degenerate"`` for a kind of :data:`KINDS`."""
-    return {"global_min": "min", "local_min": "min", "local_max": "max"}.get(kind, kind)
+def stability(kind: Kind) -> str:
+    """``"min"``, ``"saddle"``, ``"max"`` or ``"degenerate"`` for a :class:`~gradflow.Kind`."""
+    minimum = kind in (Kind.GLOBAL_MIN, Kind.LOCAL_MIN)
+    return "min" if minimum else "max" if kind == Kind.LOCAL_MAX else str(kind)
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,7 @@ class CellPoints:
 
     values: Mapping[str, float]
     points: np.ndarray
-    kinds: tuple[str, ...]
+    kinds: tuple[Kind, ...]
     names: tuple[str, ...]
     curves: tuple[tuple[str, str, np.ndarray], ...] = ()
 
@@ -66,7 +69,7 @@ class Branch:
     name: str
     cells: tuple[int, ...]
     points: np.ndarray
-    kinds: tuple[str, ...]
+    kinds: tuple[Kind, ...]
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "name", "cells", "points", "kinds"}``."""

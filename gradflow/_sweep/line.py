@@ -12,6 +12,7 @@ import numpy as np
 
 from .._critical.classify import classify_points
 from .._landscape.base import Landscape
+from .._outcome import Kind
 from .branches import CellPoints, stability
 from .corrector import H_TOL, Family, bisect, morse_index, newton, on_set, singular, tangent
 
@@ -55,7 +56,7 @@ class Nodes:
 
     def __init__(self, cells: Sequence[CellPoints], dim: int, radius: float) -> None:
         self.points: list[np.ndarray] = []
-        self.kinds: list[list[str]] = []
+        self.kinds: list[list[Kind]] = []
         self.names: list[list[str]] = []
         for c in cells:
             points = np.asarray(c.points, dtype=float).reshape(-1, dim)
@@ -68,7 +69,7 @@ class Nodes:
             self.kinds.append([c.kinds[i] for i in keep])
             self.names.append([c.names[i] for i in keep])
 
-    def add(self, cell: int, point: np.ndarray, kind: str, name: str) -> int:
+    def add(self, cell: int, point: np.ndarray, kind: Kind, name: str) -> int:
         """Add a point to a cell; returns its index there."""
         self.points[cell] = np.vstack([self.points[cell], point[None]])
         self.kinds[cell].append(kind)
@@ -183,7 +184,7 @@ class Line:
                 if new_kinds is None:
                     new_kinds = classify_points(landscape, corrected, None).kinds
                 name = self.nodes.names[self.line[t.steps[-1]]][t.nodes[-1]]
-                j = self.nodes.add(cell, corrected[i], str(new_kinds[i]), name)
+                j = self.nodes.add(cell, corrected[i], new_kinds[i], name)
             targets[i] = j
         miss = np.linalg.norm(corrected - predicted, axis=1)
         for j in set(targets.values()):
@@ -281,7 +282,7 @@ class Line:
         if {0, len(self.line) - 1} & {k0, k1}:
             return None
         return lambda landscape, point: (
-            stability(str(classify_points(landscape, point[None], None).kinds[0])) == before
+            stability(classify_points(landscape, point[None], None).kinds[0]) == before
         )
 
     def _locate_existence(
@@ -367,7 +368,7 @@ class Line:
         if not found:
             return [None] * len(points)
         kinds = iter(classify_points(landscape, np.array(found), None).kinds)
-        return [None if p is None else stability(str(next(kinds))) for p in points]
+        return [None if p is None else stability(next(kinds)) for p in points]
 
     def _locate_curve(
         self, k: int, name: str, sample: np.ndarray, before: str, after: str

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from scipy.cluster.hierarchy import DisjointSet
 
+from .._outcome import Kind
+
 __all__ = ["AttractorTrack", "CellAttractors", "cell_attractors", "match_attractors"]
 
 POINT_RADIUS = 0.05
@@ -44,7 +46,7 @@ class CellAttractors:
 
     ids: tuple[int, ...]
     sets: tuple[str, ...]
-    kinds: tuple[str, ...]
+    kinds: tuple[Kind, ...]
     points: np.ndarray
     fractions: tuple[float, ...]
     labels: np.ndarray
@@ -64,7 +66,7 @@ class AttractorTrack:
 
     id: int
     set: str
-    kind: str
+    kind: Kind
     ids: np.ndarray
     fractions: np.ndarray
 
@@ -167,7 +169,7 @@ def cell_attractors(record: Mapping[str, Any], labels: np.ndarray, dim: int) -> 
     return CellAttractors(
         ids=tuple(int(a["id"]) for a in attractors),
         sets=tuple(family.get(a["set"], a["set"]) for a in attractors),
-        kinds=tuple(a["kind"] for a in attractors),
+        kinds=tuple(Kind(a["kind"]) for a in attractors),
         points=np.asarray([a["point"] for a in attractors], dtype=float).reshape(-1, dim),
         fractions=tuple(float(a["fraction"]) for a in attractors),
         labels=np.asarray(labels),

@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .._basins.basin_map import LABELS
 from .._basins.basins import basins
 from .._cells.cells import run_cells
 from .._critical.search import critical_sets
@@ -34,6 +33,7 @@ from .._errors import GradflowError
 from .._flow.batched import small_tails
 from .._landscape.base import Landscape
 from .._landscape.region import OnRegion, Region
+from .._outcome import LABELS, Kind
 from .._output.io import package_versions, to_jsonable
 from .._output.memory import check_memory, sweep_memory
 from .._symbolic.closed_forms import CriticalSetSpec, closed_form_specs
@@ -130,7 +130,7 @@ class Sweep(OnRegion):
         neighbouring cells it separates) is one event, printed once (:func:`_same_events`)."""
         events = _same_events(self.bifurcations)
         shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())
-        share = self.fraction("global_min")
+        share = self.fraction(Kind.GLOBAL_MIN)
         lines = [
             f"{self.model}: sweep over {shape} cells ({len(self.cells)} in all), "
             f"{self.grid} × {self.grid} grid each",
@@ -485,7 +485,7 @@ def _cell_points(record: dict[str, Any], values: dict[str, float], dim: int) -> 
         if s["dimension"] == 0:
             for point in s.get("points", [s["sample"]]):
                 points.append(point)
-                kinds.append(s["kind"])
+                kinds.append(Kind(s["kind"]))
                 names.append(s.get("family", s["name"]))
         elif s["name"] != "numerical":
             family = s.get("family", s["name"])
