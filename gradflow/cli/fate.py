@@ -4,7 +4,9 @@ a grid of a system's own axes (:mod:`gradflow.analysis.fate`).
     gradflow fate --p 0.5 --q 0.8 --grid 12 --sigma 0,0.01,0.1 --seeds 3
     gradflow fate --model NAME --quick --json
 
-``--model`` picks the system (default ``canonical``); the other options are that system's
+``--model`` picks the system (default ``canonical``): one with a fate map of its own, or any
+registered model that declares a full model (the generic map of
+:mod:`gradflow.analysis.model_fate`); the other options are that system's
 (``gradflow fate --model NAME --help`` lists them).  Finished cells are checkpointed in
 ``--out``'s ``.runs`` folder; run again with the same arguments, an interrupted map continues
 where it stopped and writes the same files.  ``--workers N`` runs the cells on a local Dask
