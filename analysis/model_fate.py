@@ -342,11 +342,11 @@ class ModelFateMap(FateResult):
         handles = [plt.Line2D([], [], marker="o", ls="", color=colours[n], label=n) for n in names]
         fig.legend(handles=handles, loc="lower center", ncol=min(len(names), 4), fontsize=8)
         fig.suptitle(
-            f"fate map, {self.config.model}: full outcome (dot) on the induced prediction "
+            f"fate map, {self.config.model}\nfull outcome (dot) on the induced prediction "
             "(square), mismatches ringed",
             fontsize=10,
         )
-        fig.tight_layout(rect=(0, 0.03 + 0.04 * -(-len(names) // 4), 1, 0.95))
+        fig.tight_layout(rect=(0, 0.03 + 0.04 * -(-len(names) // 4), 1, 0.92))
         return fig
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from jaxtyping import Array, Float
 
-from gradflow import GradflowError, ReducedModel
+from gradflow import FullModel, GradflowError, ReducedModel
 
 from . import MODELS
 from .markov_data import check_length
@@ -116,6 +116,12 @@ class MarkovFullModel:
     def metric(self, theta: Float[Array, " dim"], h: Float[Array, " 2"]) -> Float[Array, "dim dim"]:
         """``G = D + u uᵀ`` in closed form (:meth:`ReducedEmbedding.metric`)."""
         return self.embedding.metric(theta, h, length=self.length)
+
+    @functools.cached_property
+    def value(self) -> FullModel:
+        """This full model at its settings as one :class:`gradflow.FullModel` (what follows from
+        it: the pulled-back gradient, the projection, the distance from the family)."""
+        return FullModel(self.embed, self.loss, metric=self.metric, project=self.project)
 
 
 FULL_MODELS: tuple[str, ...] = tuple(name for name, entry in MODELS.items() if entry.full)

@@ -185,3 +185,23 @@ def test_a_family_that_is_not_invariant_is_left_and_the_fate_map_says_so(cli, to
         np.testing.assert_allclose(runs["projected"][0, i, j], expected, atol=1e-5)
     assert runs["off_end"][0, 1, 1] == pytest.approx(1.0, abs=1e-5)  # from the saddle: c → 1
     assert np.all(runs["off_end"][0][on_minima] == 0.0)
+
+
+def test_what_follows_from_a_full_model_on_a_circle():
+    """``embed(θ, h) = h₀(cos θ, sin θ)``, the circle of radius ``r = h₀``, with
+    ``L_full(W) = W₀``: ``J = r(−sin θ, cos θ)``, so ``G = JᵀJ = r²``; ``Jᵀ∇L_full = −r sin θ``;
+    the point ``ρ(cos φ, sin φ)`` projects by least squares to ``θ = φ`` at distance ``|ρ − r|``."""
+    import jax.numpy as jnp
+
+    import gradflow as gf
+
+    full = gf.FullModel(
+        embed=lambda t, h: h[0] * jnp.stack([jnp.cos(t[0]), jnp.sin(t[0])]),
+        loss=lambda w, h: w[0],
+    )
+    h, theta = jnp.asarray([1.5]), jnp.asarray([0.7])
+    np.testing.assert_allclose(full.induced_metric(theta, h), [[1.5**2]], atol=1e-14)
+    np.testing.assert_allclose(full.pulled_gradient(theta, h), [-1.5 * np.sin(0.7)], atol=1e-14)
+    point = 4.0 * jnp.asarray([np.cos(1.1), np.sin(1.1)])
+    np.testing.assert_allclose(full.projection(point, h, theta), [1.1], atol=1e-12)
+    assert float(full.family_distance(point, h, theta)) == pytest.approx(4.0 - 1.5, abs=1e-12)

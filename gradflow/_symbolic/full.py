@@ -16,12 +16,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import optimistix as optx
 from jax.flatten_util import ravel_pytree
 
-__all__ = ["PROJECTION_STEPS", "FullModel"]
+__all__ = ["PROJECTION_STEPS", "PROJECTION_TOL", "FullModel"]
 
-PROJECTION_STEPS = 50
-"""Gauss–Newton steps of the least-squares projection of a full model without ``project``."""
+PROJECTION_STEPS = 256
+"""Most Levenberg–Marquardt steps of the least-squares projection of a full model without
+``project``."""
+PROJECTION_TOL = 1e-12
+"""Relative and absolute tolerance of that projection (optimistix's ``rtol`` and ``atol``)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,21 +77,20 @@ class FullModel:
 
     def projection(self, params: Any, h: jax.Array, theta: jax.Array) -> jax.Array:
         """Reduced coordinates of full parameters ``params``, shape ``(dim,)``: ``project``
-        where given, else the ``θ`` minimizing ``‖ravel(embed(θ, h)) − ravel(W)‖²`` reached by
-        :data:`PROJECTION_STEPS` Gauss–Newton steps from ``theta`` (exact in one step for an
-        embedding linear in ``θ``); traceable."""
+        where given, else the ``θ`` minimizing ``‖ravel(embed(θ, h)) − ravel(W)‖²`` that
+        Levenberg–Marquardt (``optimistix.least_squares``) reaches from ``theta`` (a local
+        minimum: the nearest point of the family seen from ``theta``); traceable."""
         if self.project is not None:
             return self.project(params)
         target = ravel_pytree(params)[0]
 
-        def flat(t: jax.Array) -> jax.Array:
-            return ravel_pytree(self.embed(t, h))[0]
+        def residual(t: jax.Array, _: Any) -> jax.Array:
+            return ravel_pytree(self.embed(t, h))[0] - target
 
-        def step(t: jax.Array, _: Any) -> tuple[jax.Array, None]:
-            jac = jax.jacfwd(flat)(t)
-            return t + jnp.linalg.lstsq(jac, target - flat(t))[0], None
-
-        return jax.lax.scan(step, jnp.asarray(theta, target.dtype), None, PROJECTION_STEPS)[0]
+        solver = optx.LevenbergMarquardt(rtol=PROJECTION_TOL, atol=PROJECTION_TOL)
+        start = jnp.asarray(theta, target.dtype)
+        found = optx.least_squares(residual, solver, start, max_steps=PROJECTION_STEPS, throw=False)
+        return found.value
 
     def family_distance(self, params: Any, h: jax.Array, theta: jax.Array) -> jax.Array:
         """``‖W − embed(θ̂, h)‖`` with ``θ̂`` the :meth:`projection` of ``W`` (from ``theta``):
