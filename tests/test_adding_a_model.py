@@ -144,6 +144,7 @@ def test_a_toy_model_added_by_the_recipe_runs_every_command(cli, toys):
     assert fate["agreement"] == {"euclidean σ=0": 1.0, "induced σ=0": 1.0}
     assert fate["mismatches"] == [] and fate["reasons"] == {}
     runs = np.load(cli.folder / "fate.npz")
+    assert (cli.folder / "fate.png").stat().st_size > 0
     assert np.all(runs["off_end"] == 0.0)  # an invariant family: never left, to the last bit
     a0, b0 = np.meshgrid(runs["x"], runs["y"])
     a, b = runs["projected"][0, ..., 0], runs["projected"][0, ..., 1]
