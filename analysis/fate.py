@@ -15,8 +15,11 @@ the times of the stages, convergence within a budget.  Every system has
   prediction, the full outcome, whether they agree and, where not, a :data:`REASONS` key),
   written by the commands' one writer (NPZ, JSON, a picture).
 
-:data:`FATE_SYSTEMS` lists the systems by name (``gradflow fate --model NAME``) as plain data,
-so the command line reads it without importing any of them.
+:data:`FATE_SYSTEMS` lists the systems with a fate map of their own by name (``gradflow fate
+--model NAME``) as plain data, so the command line reads it without importing any of them;
+:func:`fate_systems` adds every other registered model that declares a full model
+(:data:`gradflow.models.MODELS` entries marked ``full``), whose map is the generic one of
+:mod:`gradflow.analysis.model_fate`.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "FateResult",
     "FateSystem",
     "config_type",
+    "fate_systems",
     "quick_config",
     "run_fate",
 ]
@@ -105,7 +109,27 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
         "m → ∞ reduced dynamics over K × ω × m, attention trained and frozen",
     ),
 }
-"""Every system ``gradflow fate --model NAME`` runs."""
+"""The systems with a fate map of their own."""
+
+
+def fate_systems() -> dict[str, FateSystem]:
+    """Every system ``gradflow fate --model NAME`` runs: :data:`FATE_SYSTEMS`, then each other
+    model of :data:`gradflow.models.MODELS` marked ``full``, with the generic map
+    (:mod:`gradflow.analysis.model_fate`).  Read from the registry when called, so a model
+    registered after import is found."""
+    from gradflow.models import MODELS
+
+    generic = {
+        name: FateSystem(
+            "gradflow.analysis.model_fate_config:ModelFateConfig",
+            "gradflow.analysis.model_fate:fate_map",
+            f"{name}: its full model's gradient flow from a grid of embedded reduced starts",
+            {"model": name},
+        )
+        for name, entry in MODELS.items()
+        if entry.full and name not in FATE_SYSTEMS
+    }
+    return {**FATE_SYSTEMS, **generic}
 
 
 def _load(path: str) -> Any:
@@ -142,7 +166,7 @@ def run_fate(
     """Run the fate map of the system ``name`` (see the module docstring).
 
     Args:
-        name: a key of :data:`FATE_SYSTEMS`.
+        name: a key of :func:`fate_systems`.
         config: an instance of its configuration dataclass.
         checkpoint: a folder to keep finished cells in and resume from.
         cell_options: passed on to :func:`gradflow.run_cells` (``progress``, …).
@@ -160,11 +184,12 @@ def run_fate(
 
 
 def _system(name: str) -> FateSystem:
-    if name not in FATE_SYSTEMS:
+    systems = fate_systems()
+    if name not in systems:
         from gradflow import GradflowError
 
-        raise GradflowError(f"model = {name!r} has no fate map; one of {', '.join(FATE_SYSTEMS)}")
-    return FATE_SYSTEMS[name]
+        raise GradflowError(f"model = {name!r} has no fate map; one of {', '.join(systems)}")
+    return systems[name]
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ def embedding_checks(
     """Value and gradient checks of a reduced Markov model against the full transformer.
 
     Args:
-        bound: a reduced model with an ``embed`` (canonical, canonical-bias, canonical-attention,
+        bound: a reduced model with a full model (canonical, canonical-bias, canonical-attention,
             canonical-attention-bias) at fixed ``p, q``.
         thetas: reduced points, shape ``(K, dim)``.
         length: positions ``N`` of the full model (exact enumeration: ``N ≤ 14``).
@@ -182,11 +182,11 @@ def embedding_checks(
         attention: attention kind of the full model.
 
     Raises:
-        GradflowError: a model without ``embed``, ``N > 14``, a bad width or attention kind.
+        GradflowError: a model without a full model, ``N > 14``, a bad width or attention kind.
     """
-    embed = bound.model.embed
-    if embed is None:
+    if bound.model.full is None:
         raise GradflowError(f"model {bound.model.name!r} has no embedding into a full model")
+    embed = bound.model.full.embed
     check_length(length, exact=True)
     check_attention(attention)
     alpha = (
@@ -345,7 +345,7 @@ def dynamics_check(
     if steps < every or every < 1:
         raise GradflowError(f"steps = {steps!r} must be ≥ every = {every!r} ≥ 1")
     check_length(length, exact=True)
-    embed, h = bound.model.embed, bound.h
+    embed, h = bound.model.full.embed, bound.h
     alpha = (
         default_direction(check_width(d))
         if direction is None

@@ -225,7 +225,7 @@ def initial_model(config: TrainConfig, key: jax.Array) -> MarkovTransformer:
     from gradflow.models.markov import canonical_model
 
     model = canonical_model()
-    full = model.embed(
+    full = model.full.embed(
         jnp.asarray(config.theta0),
         model.bind(p=config.p, q=config.q).h,
         d=config.d,

@@ -4,8 +4,9 @@
 ``--p``/``--q`` options and ``gradflow models`` are derived from it.  Importing this package
 imports no model module (so the command line checks its arguments before JAX is loaded).
 
-Adding a model: a module here with a factory returning a :class:`gradflow.ReducedModel`, and one
-entry in :data:`MODELS`; ``tests/test_registry.py`` checks the entry against the model.
+Adding a model: a module here with a factory returning a :class:`gradflow.ReducedModel` (its
+full model, if any, one value of the declaration: :class:`gradflow.FullModel`), one entry in
+:data:`MODELS`, and its tests; ``tests/test_registry.py`` checks the entry against the model.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ class ModelEntry:
         plane: the parameters its portraits put on the x and y axes.
         hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
             ``--NAME`` option).
-        full: whether it has a full model, the single-layer Markov transformer it embeds into
-            (:func:`gradflow.models.full_model.full_model`, the fate map, ``gradflow compare``).
+        full: whether it declares a full model (``ReducedModel.full``): ``gradflow fate
+            --model NAME`` runs its fate map; for the Markov models also
+            :func:`gradflow.models.full_model.full_model` and ``gradflow compare``.
     """
 
     factory: str

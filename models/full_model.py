@@ -1,23 +1,23 @@
-"""One contract for every reduced model that has a full model: :class:`FullModel`.
+"""The Markov models' full model at any settings: :class:`MarkovFullModel`.
 
-A reduced model ``L(θ; h)`` comes from a full model ``L_full(W; h)`` through an embedding
-``W = embed(θ, h)`` with ``L_full(embed(θ, h); h) = L(θ; h)``.  What the reduced-vs-full
-analyses need of the pair:
+A reduced model declares its full model once, as one value,
+``ReducedModel(..., full=gradflow.FullModel(embed, loss, metric, project))``
+(:class:`gradflow.FullModel`); the reduced-vs-full analyses of the Markov family need it at
+other settings than the declared ones (a sequence length ``N``, a width ``d``, softmax
+attention).  :class:`MarkovFullModel` is the declared full model of a canonical model at given
+settings, with what those analyses read besides:
 
-- ``embed(θ, h)``: the full parameters (a pytree) at reduced point ``θ``;
-- ``loss(W, h)``: the full model's exact population loss (nats);
-- ``project(W)``: reduced coordinates of any full parameters (a left inverse of ``embed``);
-- ``groups``: names of the full parameter groups (for reports of where a gradient points);
-- ``metric(θ, h)``: ``G = JᵀJ``, ``J = ∂ ravel(embed(θ, h))/∂θ``, the metric the embedding
-  induces: the reduced flow in it, ``dθ/dt = -G⁻¹∇L``, is what the full gradient flow would be
-  if the embedded manifold were invariant (the full gradient pulls back to ``Jᵀ∇L_full = ∇L``).
+- ``embed(θ, h)``, ``loss(W, h)``, ``project(W)``, ``metric(θ, h)``: the declared full model's
+  at these settings (the embedding's :class:`~gradflow.models.markov_embedding.ReducedEmbedding`
+  called with them);
+- ``groups``: names of the full parameter groups (for reports of where a gradient points).
 
-:data:`FULL_MODELS` names the reduced models with a full model (the entries of
-:data:`gradflow.models.MODELS` marked ``full``, so the models are listed once); :func:`full_model`
-builds the pair for a model name and the full model's settings.  The Markov family (the single-
-layer transformer on binary Markov chains, exact loss by enumerating all ``2^N`` sequences) is
-the family with an embedding today; the minimal induction-head and two-mixture models are
-reduced by projection only and have no ``embed``.
+At the default settings it is the declared full model itself: one ``N``
+(:data:`~gradflow.models.markov_ranges.FULL_LENGTH`), so the induced metric of
+``metric="induced"`` is this model's.  :data:`FULL_MODELS` names the reduced models with a full
+model (the entries of :data:`gradflow.models.MODELS` marked ``full``, so the models are listed
+once); :func:`full_model` builds the model at given settings.  The minimal induction-head and
+two-mixture models are reduced by projection only and declare no full model.
 """
 
 # ruff: noqa: F722  (jaxtyping shape strings are not Python expressions)
@@ -25,51 +25,20 @@ reduced by projection only and have no ``embed``.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-import jax
-import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from gradflow import GradflowError, ReducedModel
+from gradflow import FullModel, GradflowError, ReducedModel
 
 from . import MODELS
 from .markov_data import check_length
-from .markov_embedding import COORDINATES, canonical_coordinates, default_direction
+from .markov_embedding import ReducedEmbedding, default_direction, population_loss
 from .markov_ranges import FULL_LENGTH
-from .markov_transformer import MarkovTransformer, check_attention, check_width, exact_loss
+from .markov_transformer import MarkovTransformer, check_attention, check_width
 
-__all__ = ["FULL_MODELS", "FullModel", "MarkovFullModel", "full_model", "pulled_gradient"]
-
-
-class FullModel(Protocol):
-    """What a reduced model's full model provides (module docstring).
-
-    Attributes:
-        reduced: the reduced model.
-        groups: parameter group name → names of the full parameters (pytree fields) in it.
-    """
-
-    reduced: ReducedModel
-    groups: Mapping[str, tuple[str, ...]]
-
-    def embed(self, theta: Float[Array, " dim"], h: Float[Array, " k"]) -> Any:
-        """Full parameters at reduced point ``θ`` and hyperparameters ``h``."""
-        ...
-
-    def loss(self, params: Any, h: Float[Array, " k"]) -> Float[Array, ""]:
-        """The full model's exact population loss, nats."""
-        ...
-
-    def project(self, params: Any) -> Float[Array, " dim"]:
-        """Reduced coordinates of full parameters."""
-        ...
-
-    def metric(self, theta: Float[Array, " dim"], h: Float[Array, " k"]) -> Float[Array, "dim dim"]:
-        """``G = JᵀJ`` of the embedding at ``θ``."""
-        ...
+__all__ = ["FULL_MODELS", "MarkovFullModel", "full_model"]
 
 
 MARKOV_GROUPS = {
@@ -106,8 +75,10 @@ class MarkovFullModel:
     groups = MARKOV_GROUPS
 
     def __post_init__(self) -> None:
-        if self.reduced.embed is None:
-            raise GradflowError(f"model {self.reduced.name!r} has no embedding into a full model")
+        if self.reduced.full is None or not isinstance(self.reduced.full.embed, ReducedEmbedding):
+            raise GradflowError(
+                f"model {self.reduced.name!r} has no embedding into the Markov transformer"
+            )
         check_length(self.length, exact=True)
         check_width(self.d)
         check_attention(self.attention)
@@ -122,25 +93,35 @@ class MarkovFullModel:
         """The unit vector ``α`` of the embedding, ``1/√d``."""
         return default_direction(self.d)
 
+    @property
+    def embedding(self) -> ReducedEmbedding:
+        """The declared full model's embedding (called here with these settings)."""
+        return self.reduced.full.embed
+
     def embed(self, theta: Float[Array, " dim"], h: Float[Array, " 2"]) -> MarkovTransformer:
         """The rank-one weights at ``θ`` (:class:`~gradflow.models.markov_embedding.ReducedEmbedding`)."""
-        return self.reduced.embed(
+        return self.embedding(
             theta, h, length=self.length, direction=self.direction, attention=self.attention
         )
 
     def loss(self, params: MarkovTransformer, h: Float[Array, " 2"]) -> Float[Array, ""]:
-        """:func:`~gradflow.models.markov_transformer.exact_loss`, nats."""
-        return exact_loss(params, h[0], h[1])
+        """:func:`~gradflow.models.markov_embedding.population_loss`, nats."""
+        return population_loss(params, h)
 
     def project(self, params: MarkovTransformer) -> Float[Array, " dim"]:
-        """:func:`~gradflow.models.markov_embedding.canonical_coordinates` along ``α``, restricted
-        to the reduced model's coordinates (``e`` keeps its sign along ``α``)."""
-        coords = canonical_coordinates(params, self.direction)
-        return coords[jnp.asarray([COORDINATES.index(n) for n in self.reduced.param_names])]
+        """:meth:`ReducedEmbedding.project`: the canonical coordinates along ``α``, restricted to
+        the reduced model's (``e`` keeps its sign along ``α``)."""
+        return self.embedding.project(params)
 
     def metric(self, theta: Float[Array, " dim"], h: Float[Array, " 2"]) -> Float[Array, "dim dim"]:
         """``G = D + u uᵀ`` in closed form (:meth:`ReducedEmbedding.metric`)."""
-        return self.reduced.embed.metric(theta, h, length=self.length)
+        return self.embedding.metric(theta, h, length=self.length)
+
+    @functools.cached_property
+    def value(self) -> FullModel:
+        """This full model at its settings as one :class:`gradflow.FullModel` (what follows from
+        it: the pulled-back gradient, the projection, the distance from the family)."""
+        return FullModel(self.embed, self.loss, metric=self.metric, project=self.project)
 
 
 FULL_MODELS: tuple[str, ...] = tuple(name for name, entry in MODELS.items() if entry.full)
@@ -162,10 +143,3 @@ def full_model(name: str, **settings: Any) -> MarkovFullModel:
             f"model {name!r} has no full model; models with one: {', '.join(FULL_MODELS)}"
         )
     return MarkovFullModel(MODELS[name].model(), **settings)
-
-
-def pulled_gradient(full: FullModel, theta: Array, h: Array) -> Array:
-    """``Jᵀ ∇L_full`` at ``embed(θ)``: the full gradient pulled back to reduced coordinates,
-    shape ``(dim,)``; equals ``∇L(θ)`` when the embedding preserves the loss."""
-    params, vjp = jax.vjp(lambda t: full.embed(t, h), theta)
-    return vjp(jax.grad(full.loss)(params, h))[0]

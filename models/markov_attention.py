@@ -128,7 +128,7 @@ def canonical_attention_model() -> ReducedModel:
         sublevel_shortcut=True,
         plane=("w", "e"),
         bounds={k: BOUNDS[k] for k in ("e", "w", "a")},
-        embed=ReducedEmbedding((e, w, a), (p, q), f0),
+        full=ReducedEmbedding((e, w, a), (p, q), f0).full_model(),
         source=SOURCE,
     )
 
@@ -160,7 +160,7 @@ def canonical_attention_bias_model() -> ReducedModel:
         sublevel_shortcut=True,
         plane=("w", "e"),
         bounds=dict(BOUNDS),
-        embed=ReducedEmbedding((e, w, a, b), (p, q), f0),
+        full=ReducedEmbedding((e, w, a, b), (p, q), f0).full_model(),
         source=SOURCE + ", bias trained",
     )
 

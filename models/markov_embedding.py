@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import sympy as sp
 
-from gradflow import GradflowError, lambdify_jax
+from gradflow import FullModel, GradflowError, lambdify_jax
 
 from .markov_ansatz import a as a_sym
 from .markov_ansatz import ansatz_logit
@@ -53,6 +53,7 @@ __all__ = [
     "canonical_coordinates",
     "default_direction",
     "paper_init",
+    "population_loss",
     "rank_one_diagnostics",
     "rank_one_transformer",
 ]
@@ -194,6 +195,20 @@ class ReducedEmbedding:
         u = jax.grad(lambda t: self.full_bias(t, h))(theta)
         return jnp.diag(diag) + jnp.outer(u, u)
 
+    def project(self, params: MarkovTransformer) -> Array:
+        """The reduced coordinates of full weights: :func:`canonical_coordinates` along the
+        embedding's ``α = 1/√d`` (``d`` the weights' width), restricted to the model's
+        coordinates; ``project(embed(θ)) = θ`` exactly."""
+        coords = canonical_coordinates(params, default_direction(params.d, params.e.dtype))
+        return coords[jnp.asarray([COORDINATES.index(s.name) for s in self.params])]
+
+    def full_model(self) -> FullModel:
+        """The reduced model's full model at the default settings (width 8,
+        :data:`~gradflow.models.markov_ranges.FULL_LENGTH` positions, linear attention): this
+        embedding, :func:`population_loss`, the closed-form :meth:`metric` and :meth:`project`.
+        Other settings: :func:`gradflow.models.full_model.full_model`."""
+        return FullModel(embed=self, loss=population_loss, metric=self.metric, project=self.project)
+
     def __call__(
         self,
         theta: Array,
@@ -241,6 +256,14 @@ class ReducedEmbedding:
             attention=attention,
             tied=tied,
         )
+
+
+def population_loss(params: MarkovTransformer, h: Array) -> Array:
+    """The full transformer's exact population loss at ``h = (p, q)``, nats
+    (:func:`~gradflow.models.markov_transformer.exact_loss`: all ``2^N`` sequences)."""
+    from .markov_transformer import exact_loss
+
+    return exact_loss(params, h[0], h[1])
 
 
 def canonical_coordinates(

@@ -14,7 +14,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import gradflow as gf
-from gradflow.models.full_model import FULL_MODELS, full_model, pulled_gradient
+from gradflow.models.full_model import FULL_MODELS, full_model
 
 LENGTH = 4
 BOX = {"e": (0.2, 1.5), "w": (-1.5, 1.5), "a": (-0.8, 0.8), "b": (-1.0, 1.0)}
@@ -31,7 +31,7 @@ def test_full_model_contract(name):
         t = jnp.asarray(theta)
         params = full.embed(t, h)
         assert float(full.loss(params, h)) == pytest.approx(float(bound.loss(theta)), abs=1e-12)
-        np.testing.assert_allclose(pulled_gradient(full, t, h), bound.grad(theta), atol=1e-11)
+        np.testing.assert_allclose(full.value.pulled_gradient(t, h), bound.grad(theta), atol=1e-11)
         jac = jax.jacfwd(lambda x: ravel_pytree(full.embed(x, h))[0])(t)
         np.testing.assert_allclose(full.metric(t, h), jac.T @ jac, atol=1e-12)
         np.testing.assert_allclose(full.project(params), theta, atol=1e-12)
@@ -45,11 +45,11 @@ def test_models_without_a_full_model_are_refused():
 
 
 def test_the_models_with_a_full_model_are_the_registry_entries_marked_full():
-    """One list: an entry is marked ``full`` exactly when its model has an embedding."""
+    """One list: an entry is marked ``full`` exactly when its model declares a full model."""
     from gradflow.models import MODELS
 
     for name, entry in MODELS.items():
-        assert entry.full == (entry.model().embed is not None), name
+        assert entry.full == (entry.model().full is not None), name
     assert FULL_MODELS == tuple(n for n, e in MODELS.items() if e.full)
 
 

@@ -40,7 +40,7 @@ from gradflow.analysis.markov_fate import (
     references,
 )
 from gradflow.analysis.markov_full_landscape import FullLandscape
-from gradflow.models.full_model import full_model, pulled_gradient
+from gradflow.models.full_model import full_model
 from gradflow.models.markov_math import entropy_rate, unigram_loss
 from gradflow.models.markov_math import p as p_sym
 from gradflow.models.markov_math import q as q_sym
@@ -138,7 +138,7 @@ def test_initial_full_rate_is_at_least_the_induced_reduced_rate():
         t = jnp.asarray(theta)
         g = jax.grad(full.loss)(full.embed(t, h), h)
         full_rate = sum(float(jnp.sum(x**2)) for x in jax.tree.leaves(g))
-        grad = pulled_gradient(full, t, h)
+        grad = full.value.pulled_gradient(t, h)
         reduced_rate = float(grad @ jnp.linalg.solve(full.metric(t, h), grad))
         assert full_rate >= reduced_rate * (1 - 1e-12) and reduced_rate > 0
 

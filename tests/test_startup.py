@@ -49,6 +49,7 @@ REJECTED = [
     ["sweep", "--p", "0.1:0.9:3", "--q", "0.5", "--grid", "0"],
     ["sweep", "--p", "0.1:0.9:3", "--q", "0.5", "--workers", "0"],
     ["fate", "--workers", "-1"],
+    ["fate", "--model", "canonical-bias", "--hyper", "p=2", "q=0.5"],
     ["sweep", "--loss", "x**2 + a*y**2", "--hyper", "a=1:2:3", "--plane", "x", "x"],
     ["portrait", "--loss", "x**2 + y**2 + z**2", "--fixed", "x=1"],
     ["flow", "--loss", "x**2 + y**2", "--init", "1", "2", "3"],

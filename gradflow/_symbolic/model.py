@@ -18,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import sympy as sp
-from jax.flatten_util import ravel_pytree
 
 from .._errors import GradflowError
 from .._landscape.base import (
@@ -48,6 +47,7 @@ from .facts import (
     nonsmooth_atoms,
     readable,
 )
+from .full import FullModel
 from .lowering import lambdify_jax, lambdify_numpy
 from .stabilize import stabilize
 
@@ -96,9 +96,10 @@ class ReducedModel:
       and the critical-point search; a parameter left out gets ``(-3, 3)``.
     - ``loss_unit``: the unit of ``L`` for labels (``"nats"`` for a cross-entropy in natural
       logs), default none.
-    - ``embed``: ``embed(θ, h) -> full-model parameters`` for the reduced-vs-full checks; an
-      ``embed.metric(θ, h)`` method, if present, gives the induced metric ``JᵀJ`` in closed
-      form (flows in the ``"induced"`` metric use it; else it comes from ``jax.jacfwd``).
+    - ``full``: the full model the loss comes from (:class:`~gradflow.FullModel`: its
+      ``embed(θ, h)``, its ``loss(W, h)``, optionally the induced metric ``JᵀJ`` in closed form
+      and a left inverse ``project``), for the reduced-vs-full checks and fate maps; flows in
+      the ``"induced"`` metric use its metric.
     - ``source``: the paper and equation the loss comes from.
     - ``notes``: remarks for reports, each shown where its condition on ``h`` holds, e.g.
       ``{"p + q = 1: the chain is i.i.d. …": Eq(p + q, 1)}``.
@@ -122,7 +123,7 @@ class ReducedModel:
     plane: tuple[str, str] | None = None
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     loss_unit: str = ""
-    embed: Callable[..., Any] | None = None
+    full: FullModel | None = None
     source: str = ""
     notes: Mapping[str, sp.Basic] = field(default_factory=dict)
     critical_sets_complete: bool = False
@@ -336,13 +337,9 @@ class BoundModel(Landscape):
 
     @property
     def induced_metric(self) -> Callable[[jax.Array, Any], jax.Array] | None:
-        """``G(θ, h) = JᵀJ`` with ``J = ∂ ravel(embed(θ, h))/∂θ`` (the embedding's default full
-        model): the embedding's own ``metric(θ, h)`` where it has one (a closed form), else by
-        automatic differentiation; ``None`` for a model without ``embed``."""
-        embed = self.model.embed
-        if embed is None:
-            return None
-        return getattr(embed, "metric", None) or induced_metric(embed)
+        """``G(θ, h) = JᵀJ`` with ``J = ∂ ravel(embed(θ, h))/∂θ``, the metric of the model's
+        full model (:attr:`FullModel.induced_metric`); ``None`` for a model without one."""
+        return None if self.model.full is None else self.model.full.induced_metric
 
     @functools.cached_property
     def _subs(self) -> dict[sp.Symbol, float]:
@@ -560,16 +557,3 @@ def _kink_gradients(
             )
         )
     return tuple(out)
-
-
-@functools.cache
-def induced_metric(embed: Callable[..., Any]) -> Callable[[jax.Array, Any], jax.Array]:
-    """``G(θ, h) = JᵀJ``, ``J`` the Jacobian of ``θ ↦ ravel(embed(θ, h))`` (every full weight a
-    row): the metric in which the reduced flow is the full flow restricted to the embedding.
-    Built once per embedding, so flows in it compile once."""
-
-    def metric(theta: jax.Array, h: Any) -> jax.Array:
-        jac = jax.jacfwd(lambda t: ravel_pytree(embed(t, h))[0])(theta)
-        return jac.T @ jac
-
-    return metric

@@ -4,7 +4,9 @@ a grid of a system's own axes (:mod:`gradflow.analysis.fate`).
     gradflow fate --p 0.5 --q 0.8 --grid 12 --sigma 0,0.01,0.1 --seeds 3
     gradflow fate --model NAME --quick --json
 
-``--model`` picks the system (default ``canonical``); the other options are that system's
+``--model`` picks the system (default ``canonical``): one with a fate map of its own, or any
+registered model that declares a full model (the generic map of
+:mod:`gradflow.analysis.model_fate`); the other options are that system's
 (``gradflow fate --model NAME --help`` lists them).  Finished cells are checkpointed in
 ``--out``'s ``.runs`` folder; run again with the same arguments, an interrupted map continues
 where it stopped and writes the same files.  ``--workers N`` runs the cells on a local Dask
@@ -17,7 +19,7 @@ import argparse
 import shutil
 from collections.abc import Sequence
 
-from gradflow.analysis.fate import FATE_SYSTEMS, config_type, quick_config
+from gradflow.analysis.fate import config_type, fate_systems, quick_config
 
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._config import add_config_arguments, config_from_args
@@ -28,12 +30,13 @@ DEFAULT = "canonical"
 
 def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) -> None:
     """``--model NAME`` and the options of that system's configuration."""
+    systems = fate_systems()
     parser.add_argument(
         "--model",
-        choices=tuple(FATE_SYSTEMS),
+        choices=tuple(systems),
         default=DEFAULT,
         help="the system: "
-        + "; ".join(f"{k}: {v.help}" for k, v in FATE_SYSTEMS.items())
+        + "; ".join(f"{k}: {v.help}" for k, v in systems.items())
         + f" (default {DEFAULT})",
     )
     parser.add_argument(
@@ -43,8 +46,8 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
         "not given",
     )
     name = _selected(words)
-    if name in FATE_SYSTEMS:
-        system = FATE_SYSTEMS[name]
+    if name in systems:
+        system = systems[name]
         add_config_arguments(parser, config_type(name), skip=tuple(system.fixed))
     add_output_arguments(
         parser,
@@ -69,7 +72,7 @@ def _selected(words: Sequence[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     check_cluster(args)
     check_out(args, "the fate map")
-    system = FATE_SYSTEMS[args.model]
+    system = fate_systems()[args.model]
     config = config_from_args(config_type(args.model), args, **system.fixed)
     if args.quick:
         config = quick_config(config)

@@ -1,0 +1,208 @@
+"""Adding a model by the recipe of docs/architecture.md: a module with a factory and its entry in
+``MODELS`` (its full model one value of the declaration) — and ``critical``, ``basins``,
+``portrait`` and ``fate`` work on it, with answers worked out by hand.
+
+**toy**: ``L(a, b) = ½(1 − ab)²``, the scalar depth-2 linear network, reduced from the width-2
+network ``x ↦ W2·(W1 x)`` by ``embed(a, b) = (W1 = (a, 0)ᵀ, W2 = (b, 0))``.  By hand, with
+``r = 1 − ab``: ``∇L = −r (b, a)``, zero on ``ab = 1`` (``L = 0``: global minima, two branches,
+``a > 0`` and ``a < 0``) and at the origin (``L = ½``, Hessian ``[[0, −1], [−1, 0]]``,
+eigenvalues ``±1``: a saddle).  ``s = a + b`` and ``d = a − b`` obey ``ṡ = r s``, ``ḋ = −r d``:
+the line ``a + b = 0`` is the saddle's stable manifold, ``sign(a0 + b0)`` picks the branch, and
+``a² − b² = s d`` is conserved.  The full gradient on the family, ``∂L/∂W1 = −r W2ᵀ = −r (b, 0)``,
+``∂L/∂W2 = −r (a, 0)``, is tangent to it: the family is invariant, the full flow from
+``embed(θ0)`` is the reduced flow, and (``J`` with orthonormal columns, ``G = I``) both metrics
+predict it.  So every cell agrees, every run ends on the family (distance exactly 0) at the
+point of ``ab = 1`` with ``a² − b² = a0² − b0²``.
+
+**toy-bias**: the same reduced loss from ``f = w2 w1 + c`` with the bias ``c = 0`` dropped:
+``L_full = ½(1 − w2 w1 − c)²``, ``embed(a, b) = (a, b, 0)``.  On the family ``∂L_full/∂c = −r``:
+the family is not invariant off ``ab = 1``.  With ``σ(t) = ∫ r``: ``c = σ`` and
+``(w1, w2) = (a0 cosh σ + b0 sinh σ, a0 sinh σ + b0 cosh σ)``, so the run stops at the first
+root ``σ∞`` of ``1 − σ − [a0 b0 cosh 2σ + ½(a0² + b0²) sinh 2σ]``, at distance ``|σ∞|`` from the
+family (``σ∞ = 1`` from the origin: ``c → 1``, the reduced saddle left).  Every start off
+``ab = 1`` is a mismatch with reason ``off-reduction``.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+from gradflow.models import MODELS, ModelEntry
+
+TOY_MODULE = '''\
+"""Toy models: the scalar depth-2 linear network L(a, b) = ½(1 − ab)² and its full models."""
+
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import sympy as sp
+
+from gradflow import FullModel, ReducedModel
+
+a, b = sp.symbols("a b", real=True)
+
+
+def embed(theta, h):
+    """(a, b) ↦ W1 = (a, 0)ᵀ, W2 = (b, 0)."""
+    zero = jnp.zeros_like(theta[0])
+    return {"W1": jnp.stack([theta[0], zero]), "W2": jnp.stack([theta[1], zero])}
+
+
+def loss(params, h):
+    """½(1 − W2·W1)²."""
+    return 0.5 * (1 - params["W2"] @ params["W1"]) ** 2
+
+
+def project(params):
+    return jnp.stack([params["W1"][0], params["W2"][0]])
+
+
+@functools.cache
+def toy_model() -> ReducedModel:
+    return ReducedModel(
+        "toy",
+        (a, b),
+        (1 - a * b) ** 2 / 2,
+        bounds={"a": (-2, 2), "b": (-2, 2)},
+        full=FullModel(embed, loss, project=project),
+        source="a depth-2 linear network",
+    )
+
+
+def embed_bias(theta, h):
+    """(a, b) ↦ (w1, w2, c) = (a, b, 0)."""
+    return {"w1": theta[0], "w2": theta[1], "c": jnp.zeros_like(theta[0])}
+
+
+def loss_bias(params, h):
+    """½(1 − w2 w1 − c)²."""
+    return 0.5 * (1 - params["w2"] * params["w1"] - params["c"]) ** 2
+
+
+@functools.cache
+def toy_bias_model() -> ReducedModel:
+    return ReducedModel(
+        "toy-bias",
+        (a, b),
+        (1 - a * b) ** 2 / 2,
+        bounds={"a": (-2, 2), "b": (-2, 2)},
+        full=FullModel(embed_bias, loss_bias),
+        source="a depth-2 linear network whose bias the reduction drops",
+    )
+'''
+
+
+@pytest.fixture
+def toys(tmp_path_factory, monkeypatch):
+    """The recipe: the module on the path, its entries in ``MODELS`` (as a user's line would)."""
+    folder = tmp_path_factory.mktemp("toys")
+    (folder / "gradflow_test_toys.py").write_text(textwrap.dedent(TOY_MODULE))
+    monkeypatch.syspath_prepend(str(folder))
+    for name, factory in (("toy", "toy_model"), ("toy-bias", "toy_bias_model")):
+        entry = ModelEntry(f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full=True)
+        monkeypatch.setitem(MODELS, name, entry)
+
+
+def json_of(run):
+    assert run.code == 0, run.err
+    return json.loads(run.out)
+
+
+def test_a_toy_model_added_by_the_recipe_runs_every_command(cli, toys):
+    sets = {
+        s["kind"]: s for s in json_of(cli("critical", "--model", "toy", "--json"))["critical_sets"]
+    }
+    assert sorted(sets) == ["global_min", "saddle"]
+    curve = np.asarray(sets["global_min"]["points"])
+    np.testing.assert_allclose(curve[:, 0] * curve[:, 1], 1.0, atol=1e-9)
+    assert sets["global_min"]["dimension"] == 1 and sets["global_min"]["components"] == 2
+    assert sets["saddle"]["points"] == [[0.0, 0.0]] and sets["saddle"]["loss"] == 0.5
+    np.testing.assert_allclose(sets["saddle"]["hessian_eigenvalues"], [-1.0, 1.0], atol=1e-12)
+
+    json_of(cli("basins", "--model", "toy", "--grid", "5", "--json"))
+    data = np.load(cli.folder / "basins.npz")
+    branch = _branches(data["x"], data["y"])
+    names = data["label_names"][data["labels"]]
+    np.testing.assert_array_equal(names == "saddle", branch == 0)
+    attractors = json.loads((cli.folder / "basins.json").read_text())["attractors"]
+    sign = np.asarray([np.sign(attractors[i]["point"][0]) for i in data["attractor_ids"].ravel()])
+    np.testing.assert_array_equal(sign, branch.ravel())
+
+    portrait = json_of(cli("portrait", "--model", "toy", "--grid", "21", "--json"))
+    assert portrait["fractions"]["saddle"] == pytest.approx(21 / 21**2)  # the line a + b = 0
+    assert portrait["fractions"]["global_min"] == pytest.approx(1 - 1 / 21)
+
+    fate = json_of(cli("fate", "--model", "toy", "--quick", "--json"))
+    assert fate["system"] == "toy" and fate["cells"] == 2 * 25
+    assert fate["agreement"] == {"euclidean σ=0": 1.0, "induced σ=0": 1.0}
+    assert fate["mismatches"] == [] and fate["reasons"] == {}
+    runs = np.load(cli.folder / "fate.npz")
+    assert (cli.folder / "fate.png").stat().st_size > 0
+    assert np.all(runs["off_end"] == 0.0)  # an invariant family: never left, to the last bit
+    a0, b0 = np.meshgrid(runs["x"], runs["y"])
+    a, b = runs["projected"][0, ..., 0], runs["projected"][0, ..., 1]
+    np.testing.assert_allclose(a**2 - b**2, a0**2 - b0**2, atol=1e-6)
+    ends = _branches(runs["x"], runs["y"]) != 0
+    # the runs stop at ‖∇L‖ = |1 − ab|·‖(a, b)‖ ≤ gtol (1e-6, relative to the loss's scale)
+    np.testing.assert_allclose((a * b)[ends], 1.0, atol=1e-4)
+    np.testing.assert_array_equal(np.sign(a[ends]), _branches(runs["x"], runs["y"])[ends])
+    np.testing.assert_allclose(a[~ends], 0.0, atol=1e-5)
+
+
+def _branches(xs, ys):
+    """``sign(a0 + b0)`` per start (row = b): the branch of ``ab = 1`` reached, 0 the saddle."""
+    a0, b0 = np.meshgrid(xs, ys)
+    return np.sign(np.round(a0 + b0, 12))
+
+
+def test_a_family_that_is_not_invariant_is_left_and_the_fate_map_says_so(cli, toys):
+    fate = json_of(
+        cli("fate", "--model", "toy-bias", "--grid", "3", "--box", "-1", "1", "-1", "1", "--json")
+    )
+    runs = np.load(cli.folder / "fate.npz")
+    a0, b0 = np.meshgrid(runs["x"], runs["y"])
+    on_minima = np.isclose(a0 * b0, 1.0)  # r = 0: the run never moves
+    assert fate["agreement"] == {"euclidean σ=0": 2 / 9, "induced σ=0": 2 / 9}
+    assert fate["reasons"] == {"off-reduction": 2 * 7}
+    assert {(m["reduced"] != m["full"], m["full"]) for m in fate["mismatches"]} == {
+        (True, "off-family")
+    }
+    for i, j in zip(*np.nonzero(~on_minima)):
+        a, b = a0[i, j], b0[i, j]
+
+        def residual(s, a=a, b=b):
+            return 1 - s - (a * b * np.cosh(2 * s) + 0.5 * (a**2 + b**2) * np.sinh(2 * s))
+
+        s = brentq(residual, 0.0, 3.0, xtol=1e-14)
+        assert runs["off_end"][0, i, j] == pytest.approx(s, abs=1e-5)
+        expected = (a * np.cosh(s) + b * np.sinh(s), a * np.sinh(s) + b * np.cosh(s))
+        np.testing.assert_allclose(runs["projected"][0, i, j], expected, atol=1e-5)
+    assert runs["off_end"][0, 1, 1] == pytest.approx(1.0, abs=1e-5)  # from the saddle: c → 1
+    assert np.all(runs["off_end"][0][on_minima] == 0.0)
+
+
+def test_what_follows_from_a_full_model_on_a_circle():
+    """``embed(θ, h) = h₀(cos θ, sin θ)``, the circle of radius ``r = h₀``, with
+    ``L_full(W) = W₀``: ``J = r(−sin θ, cos θ)``, so ``G = JᵀJ = r²``; ``Jᵀ∇L_full = −r sin θ``;
+    the point ``ρ(cos φ, sin φ)`` projects by least squares to ``θ = φ`` at distance ``|ρ − r|``."""
+    import jax.numpy as jnp
+
+    import gradflow as gf
+
+    full = gf.FullModel(
+        embed=lambda t, h: h[0] * jnp.stack([jnp.cos(t[0]), jnp.sin(t[0])]),
+        loss=lambda w, h: w[0],
+    )
+    h, theta = jnp.asarray([1.5]), jnp.asarray([0.7])
+    np.testing.assert_allclose(full.induced_metric(theta, h), [[1.5**2]], atol=1e-14)
+    np.testing.assert_allclose(full.pulled_gradient(theta, h), [-1.5 * np.sin(0.7)], atol=1e-14)
+    point = 4.0 * jnp.asarray([np.cos(1.1), np.sin(1.1)])
+    np.testing.assert_allclose(full.projection(point, h, theta), [1.1], atol=1e-12)
+    assert float(full.family_distance(point, h, theta)) == pytest.approx(4.0 - 1.5, abs=1e-12)
