@@ -15,7 +15,7 @@ import numpy as np
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
-from .._flow.integrate import FlowOptions
+from .._flow.options import FlowOptions
 from .._landscape.region import OnRegion, Region
 from .._output.text import TABLE_WIDTH, format_point, format_table
 

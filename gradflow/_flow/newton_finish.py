@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 
 from .._landscape.base import GradientField
-from .integrate import FlowOptions, Status, status_code
+from .integrate import Status, status_code
+from .options import FlowOptions
 
 __all__ = ["NEWTON_ITERATIONS", "newton_finish"]
 
