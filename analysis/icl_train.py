@@ -34,7 +34,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradflow import FlowOptions, GradflowError, descend, integrate, progress_bar
+from gradflow import (
+    PID,
+    FlowOptions,
+    GradflowError,
+    GradientDescent,
+    StopRule,
+    flow,
+    progress_bar,
+)
 from gradflow.models import icl_minimal as mm
 from gradflow.models import icl_transformer as tr
 from gradflow.models.icl_data import Dirichlet, ICLBatch, Prior, sample
@@ -358,18 +366,16 @@ def flow_reduced(spec: RunSpec, progress: bool | None = None) -> History:
     lr = spec.step_size
     with progress_bar(1, "run", enabled=progress, desc=f"reduced seed {spec.seed}") as bar:
         if spec.solver == "gd":
-            traj = descend(field, theta0, data, lr=lr, steps=spec.steps, every=1)
+            descent = FlowOptions(solver=GradientDescent(lr), stop=StopRule(max_steps=spec.steps))
+            traj = flow(field, theta0, descent, args=data)
             thetas = traj.thetas[np.minimum(eval_steps.astype(int), len(traj.thetas) - 1)]
         else:
             options = FlowOptions(
                 solver=diffrax.Tsit5(),
-                rtol=1e-6,
-                atol=1e-8,
-                gtol=1e-9,
-                t_max=lr * spec.steps,
-                max_steps=100_000,
+                controller=PID(rtol=1e-6, atol=1e-8),
+                stop=StopRule(gtol=1e-9, t_max=lr * spec.steps, max_steps=100_000),
             )
-            traj = integrate(field, theta0, data, options, ts=lr * eval_steps)
+            traj = flow(field, theta0, options, args=data, ts=lr * eval_steps)
             thetas = traj.thetas
             eval_steps = traj.ts / lr
         bar.update(1)

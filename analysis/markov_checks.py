@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from gradflow import BoundModel, FlowOptions, GradflowError, GradientField, integrate
+from gradflow import PID, BoundModel, FlowOptions, GradflowError, GradientField, StopRule, flow
 from gradflow.models.markov_data import check_length
 from gradflow.models.markov_embedding import canonical_coordinates, default_direction
 from gradflow.models.markov_ranges import FULL_LENGTH
@@ -359,8 +359,10 @@ def dynamics_check(
     metric, rate = (np.asarray(v) for v in _geometry(theta0, h, alpha, embed=embed, length=length))
     times = lr * every * np.arange(steps // every + 1)
     args = (h, jnp.asarray(np.linalg.inv(metric)))
-    options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12, gtol=1e-12)
-    path = integrate(_metric_field(bound.compiled), np.asarray(theta0), args, options, ts=times)
+    options = FlowOptions(
+        solver=diffrax.Tsit5(), controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-12)
+    )
+    path = flow(_metric_field(bound.compiled), np.asarray(theta0), options, args=args, ts=times)
     reduced = _hold_last(path.thetas, len(times))
     return DynamicsCheck(
         times=times,

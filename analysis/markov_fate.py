@@ -54,8 +54,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradflow import (
+    PID,
     FlowOptions,
     Outcome,
+    StopRule,
     flow_endpoints,
     in_metric,
     run_cells,
@@ -114,12 +116,10 @@ def full_options(config: FateConfig) -> FlowOptions:
     gradient."""
     return FlowOptions(
         solver="Tsit5",
-        rtol=FULL_RTOL,
-        atol=FULL_ATOL,
-        gtol=config.gtol,
-        t_max=config.t_max,
-        max_steps=config.max_steps,
-        divergence_radius=1e3,
+        controller=PID(rtol=FULL_RTOL, atol=FULL_ATOL),
+        stop=StopRule(
+            gtol=config.gtol, t_max=config.t_max, max_steps=config.max_steps, divergence_radius=1e3
+        ),
     )
 
 

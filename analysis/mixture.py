@@ -2,8 +2,8 @@
 
 The full model (:mod:`gradflow.models.mixture_transformer`) is trained on its exact population
 loss (a finite sum over the ``4K(K-1)`` samples) by the engine, with gradient descent
-(:func:`gradflow.descend`, step ``η``; ``n`` steps advance flow time by ``nη``) or by the
-gradient flow itself (:func:`gradflow.integrate`, an explicit adaptive solver).  The reduced
+(:func:`gradflow.flow` with :class:`gradflow.GradientDescent`, step ``η``; ``n`` steps advance flow time by ``nη``) or by the
+gradient flow itself (:func:`gradflow.flow` of a field, an explicit adaptive solver).  The reduced
 dynamics (:class:`gradflow.models.mixture_reduced.ReducedMixture`) run the same schedules on the
 attention state ``(B, P_Q, P_K)`` and the neuron alignments ``N``; its descent map is the exact
 projection of full descent, so sweeps over ``ω`` use it (:mod:`.mixture_stages`).
@@ -33,11 +33,13 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from gradflow import (
+    PID,
     FlowOptions,
+    GradientDescent,
     GradientField,
     Outcome,
-    descend,
-    integrate,
+    StopRule,
+    flow,
     progress_bar,
 )
 from gradflow.models.mixture_reduced import ReducedMixture, ReducedState, project
@@ -412,10 +414,14 @@ def _advance(
     """Integrate ``n_records`` record intervals of length ``grid``; return the records (initial included)."""
     if options.method == "gd":
         every = options.steps_per_record()
-        path = descend(field, theta0, args, lr=options.lr, steps=every * n_records, every=every)
+        descent = FlowOptions(
+            solver=GradientDescent(options.lr), stop=StopRule(max_steps=every * n_records)
+        )
+        ts = options.lr * every * np.arange(n_records + 1)
+        path = flow(field, theta0, descent, args=args, ts=ts)
         return path.thetas, path.status
     flow_options = _flow_options(options, grid * n_records, n_records)
-    path = integrate(field, theta0, args, flow_options, ts=grid * np.arange(n_records + 1))
+    path = flow(field, theta0, flow_options, args=args, ts=grid * np.arange(n_records + 1))
     return path.thetas[_on_grid(path.ts, grid)], path.status
 
 
@@ -425,11 +431,8 @@ def _flow_options(options: TrainOptions, horizon: float, n_records: int) -> Flow
     finite minimizer."""
     return FlowOptions(
         solver=diffrax.Tsit5(),
-        rtol=options.rtol,
-        atol=options.atol,
-        gtol=1e-300,
-        t_max=horizon,
-        max_steps=options.max_steps * n_records,
+        controller=PID(rtol=options.rtol, atol=options.atol),
+        stop=StopRule(gtol=1e-300, t_max=horizon, max_steps=options.max_steps * n_records),
     )
 
 

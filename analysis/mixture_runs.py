@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from gradflow import GradientField, descend
+from gradflow import FlowOptions, GradientDescent, GradientField, StopRule, flow
 from gradflow.models.mixture_limit import limit_descent, limit_init
 from gradflow.models.mixture_reduced import project
 from gradflow.models.mixture_transformer import (
@@ -122,7 +122,9 @@ def _full_run(
     pop = config.population()
     X, y = jnp.asarray(pop.tokens(config.frame())), jnp.asarray(pop.y, jnp.float64)
     args = (fixed, X, y, jnp.asarray(float(attention)))
-    path = descend(field, ravel_pytree(trained)[0], args, lr=lr, steps=steps, every=every)
+    descent = FlowOptions(solver=GradientDescent(lr), stop=StopRule(max_steps=steps))
+    ts = lr * every * np.arange(steps // every + 1)
+    path = flow(field, ravel_pytree(trained)[0], descent, args=args, ts=ts)
     margins, score = summarize(jnp.asarray(path.thetas), fixed, X, y)
     ends = [eqx.combine(unravel(jnp.asarray(path.thetas[i])), fixed) for i in (0, -1)]
     nan = np.full(len(score), np.nan)

@@ -148,7 +148,9 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
     land = gf.JaxLandscape(
         lambda w, args: full.loss(unravel(w), args), names, h, f"full model of {bound.name}"
     )
-    options = gf.FlowOptions(solver="Tsit5", gtol=cell.config.gtol, t_max=cell.config.t_max)
+    options = gf.FlowOptions(
+        solver="Tsit5", stop=gf.StopRule(gtol=cell.config.gtol, t_max=cell.config.t_max)
+    )
     ends = gf.flow_endpoints(land, starts, options, progress=False)
 
     @jax.jit
@@ -164,8 +166,8 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
     ids = index.match(projected)
     outcomes = []
     for status, gone, i in zip(ends.status, left, ids):
-        if status != gf.Status.CONVERGED:
-            outcomes.append(str(gf.Status(int(status))))
+        if status != gf.Outcome.CONVERGED:
+            outcomes.append(str(gf.Outcome(int(status))))
         elif gone:
             outcomes.append(OFF_FAMILY)
         else:
@@ -192,7 +194,7 @@ class ModelFateMap(FateResult):
         xs, ys: the grid's coordinates, shapes ``(nx,)`` and ``(ny,)``.
         runs: ``(σ, seed)`` per batch of runs, in the order of the arrays' first axis.
         full: full outcomes (strings), shape ``(R, ny, nx)`` (row = y).
-        status: the full runs' :class:`gradflow.Status` codes, shape ``(R, ny, nx)``.
+        status: the full runs' :class:`gradflow.Outcome` codes, shape ``(R, ny, nx)``.
         times: flow time at which each run stopped, shape ``(R, ny, nx)``.
         losses: final full loss, shape ``(R, ny, nx)``.
         projected: final weights projected to reduced coordinates, shape ``(R, ny, nx, dim)``.

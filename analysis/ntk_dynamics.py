@@ -8,7 +8,7 @@ by ``f_{k+1} - f_k ≈ -γ K (f_k - y)``; in the kernel regime ``K`` stays at it
 
 That flow is the gradient flow of ``½ ‖f_0 + Φ z - y‖²`` over ``z ∈ R^N`` for any factor
 ``Φ Φᵀ = K`` (then ``df/dt = Φ dz/dt = -Φ Φᵀ (f - y)``), which :func:`linearized_flow`
-integrates with the engine (:func:`gradflow.integrate`).  Wu et al. (2023) bound the GD loss by
+integrates with the engine (:func:`gradflow.flow` of a field).  Wu et al. (2023) bound the GD loss by
 ``ℓ_k ≤ (1 - γ τ1² α_0² / 2)^k ℓ_0`` (:func:`loss_bound`).
 """
 
@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from gradflow import FlowOptions, GradflowError, GradientField, Outcome, integrate
+from gradflow import PID, FlowOptions, GradflowError, GradientField, Outcome, StopRule, flow
 from gradflow.models.shallow_encoder import ShallowEncoder, predict, squared_loss
 
 __all__ = [
@@ -120,12 +120,8 @@ _FIELD = GradientField.from_loss(_residual_loss)
 
 _OPTIONS = FlowOptions(
     solver=diffrax.Tsit5(),
-    rtol=1e-10,
-    atol=1e-13,
-    gtol=1e-13,
-    t_max=1.0,
-    max_steps=100_000,
-    divergence_radius=1e12,
+    controller=PID(rtol=1e-10, atol=1e-13),
+    stop=StopRule(gtol=1e-13, t_max=1.0, max_steps=100_000, divergence_radius=1e12),
 )
 """Solver and stopping rule of the normalized flow (time ``s = t / t_max`` on ``[0, 1]``, unit
 initial residual); fixed, so that every call reuses one compiled solve."""
@@ -167,8 +163,8 @@ def linearized_flow(
     factor = U * np.sqrt(t_end * np.clip(lam, 0.0, None))
     residual0 = f0 - y
     scale = float(np.linalg.norm(residual0)) or 1.0
-    trajectory = integrate(
-        _FIELD, np.zeros(f0.size), (factor, residual0 / scale), _OPTIONS, ts=ts / t_end
+    trajectory = flow(
+        _FIELD, np.zeros(f0.size), _OPTIONS, args=(factor, residual0 / scale), ts=ts / t_end
     )
     if trajectory.time < 1.0 and trajectory.status is not Outcome.CONVERGED:
         raise GradflowError(

@@ -45,18 +45,18 @@ _EXPORTS = {
     "CriticalSets": "._critical.sets",
     "critical_sets": "._critical.search",
     "decision_level": "._critical.sets",
-    "descend": "._flow.descent",
     "GradflowError": "._errors",
     "loss_model": "._symbolic.expression",
     "parse_loss": "._symbolic.expression",
     "flow": "._flow.flows",
     "flow_endpoints": "._flow.flows",
-    "gradient_descent": "._flow.flows",
-    "FlowOptions": "._flow.integrate",
+    "FlowOptions": "._flow.options",
+    "ConstantStep": "._flow.options",
+    "GradientDescent": "._flow.options",
+    "PID": "._flow.options",
+    "StopRule": "._flow.options",
     "Outcome": "._outcome",
     "Trajectory": "._flow.integrate",
-    "gradient_flow": "._flow.integrate",
-    "integrate": "._flow.integrate",
     "atomic_outputs": "._output.io",
     "check_folder": "._output.io",
     "check_output": "._output.io",
@@ -86,7 +86,6 @@ _EXPORTS = {
     "BoundModel": "._symbolic.model",
     "CriticalSetSpec": "._symbolic.closed_forms",
     "ReducedModel": "._symbolic.model",
-    "FullModel": "._symbolic.full",
     "show_domain": "._symbolic.model",
     "FORMATS": "._output.io",
     "Branch": "._sweep.branches",
@@ -131,9 +130,9 @@ if TYPE_CHECKING:
     from ._critical.search import critical_sets
     from ._critical.sets import CriticalSet, CriticalSets, decision_level
     from ._errors import GradflowError
-    from ._flow.descent import descend
-    from ._flow.flows import flow, flow_endpoints, gradient_descent
-    from ._flow.integrate import FlowOptions, Trajectory, gradient_flow, integrate
+    from ._flow.flows import flow, flow_endpoints
+    from ._flow.integrate import Trajectory
+    from ._flow.options import PID, ConstantStep, FlowOptions, GradientDescent, StopRule
     from ._flow.sliding import SlideResult, slide
     from ._landscape.base import GradientField, Kinks, Landscape
     from ._landscape.jax import JaxLandscape
@@ -160,7 +159,6 @@ if TYPE_CHECKING:
     from ._sweep.sweep import Sweep, follow, remove_checkpoint, sweep
     from ._symbolic.closed_forms import CriticalSetSpec
     from ._symbolic.expression import loss_model, parse_loss
-    from ._symbolic.full import FullModel
     from ._symbolic.functions import (
         LogAddExp,
         LogSigmoid,
@@ -198,8 +196,11 @@ __all__ = [
     "CriticalSetSpec",
     "CriticalSets",
     "FlowOptions",
+    "ConstantStep",
+    "GradientDescent",
+    "PID",
+    "StopRule",
     "FractionError",
-    "FullModel",
     "GradflowError",
     "GradientField",
     "JaxLandscape",
@@ -227,17 +228,13 @@ __all__ = [
     "critical_sets",
     "decision_level",
     "default_basin_options",
-    "descend",
     "flow",
     "flow_endpoints",
     "format_table",
-    "gradient_descent",
-    "gradient_flow",
     "in_metric",
     "loss_scales",
     "LossScales",
     "grid_axis",
-    "integrate",
     "lambdify_jax",
     "lambdify_numpy",
     "loss_model",

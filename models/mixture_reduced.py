@@ -39,7 +39,7 @@ import numpy as np
 import sympy as sp
 from jax.flatten_util import ravel_pytree
 
-from gradflow import FlowOptions, GradientField, Trajectory, integrate
+from gradflow import FlowOptions, GradientField, Trajectory, flow
 
 from .mixture_data import ZERO_SLOT, Population
 from .mixture_transformer import (
@@ -381,7 +381,7 @@ class ReducedMixture(eqx.Module):
         options: FlowOptions | None = None,
         train: tuple[bool, bool] = (True, True),
     ) -> tuple[Trajectory, Callable[[np.ndarray], ReducedState]]:
-        """Integrate the reduced dynamics with the engine (:func:`gradflow.integrate`).
+        """Integrate the reduced dynamics with the engine (:func:`gradflow.flow` of a field).
 
         The engine follows ``dθ/dt = -grad(θ)``; here ``grad`` is minus :meth:`velocity` (the
         full gradient pushed through ``U``, a preconditioned gradient of the reduced loss) on
@@ -395,12 +395,13 @@ class ReducedMixture(eqx.Module):
             train: ``(attention, neurons)`` switches.
 
         Returns:
-            ``(trajectory, unravel)`` as :func:`gradflow.gradient_flow` returns.
+            ``(trajectory, unravel)``: the path over flat states and the function that turns one
+            row back into a :class:`ReducedState`.
         """
         field, unravel = _reduced_field(
             state0.B.shape[0], state0.N.shape[1], state0.B.shape[-1], train
         )
-        return integrate(field, ravel_pytree(state0)[0], self, options, ts=ts), unravel
+        return flow(field, ravel_pytree(state0)[0], options, args=self, ts=ts), unravel
 
 
 @functools.partial(jax.jit, static_argnums=(2, 3, 4, 5))

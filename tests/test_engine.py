@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
+from jax.flatten_util import ravel_pytree
 
 import gradflow
 from gradflow import (
@@ -161,7 +161,7 @@ def test_a_flat_loss_is_not_labelled_by_the_float32_stopping_rule() -> None:
         params=(x, y),
         loss=sp.Rational(1, 10**5) * ((x**2 - 1) ** 2 + y**2),
     )
-    slow = tuple(dataclasses.replace(o, t_max=1e8) for o in gradflow.default_basin_options())
+    slow = tuple(o.with_stop(t_max=1e8) for o in gradflow.default_basin_options())
     bm = gradflow.basins(
         model.bind(),
         region=gradflow.Region.of(model.bind(), grid=101, box=(-2, 2, -2, 2)),
@@ -190,7 +190,10 @@ def test_hyperparameters_are_arguments_so_a_sweep_compiles_once() -> None:
 
 def test_gradient_descent_on_a_quadratic_is_the_exact_geometric_sequence() -> None:
     model = ReducedModel("quad", (x, y), k * (x**2 + y**2) / 2, (k,), {k: POSITIVE}).bind(k=3.0)
-    path = gradflow.gradient_descent(model, [1.0, -2.0], lr=0.1, steps=40, every=5)
+    descent = gradflow.FlowOptions(
+        solver=gradflow.GradientDescent(0.1), stop=gradflow.StopRule(max_steps=40)
+    )
+    path = gradflow.flow(model, [1.0, -2.0], descent, ts=0.5 * np.arange(9))
     n = np.arange(0, 41, 5)
     np.testing.assert_allclose(path.thetas, np.outer(0.7**n, [1.0, -2.0]), rtol=1e-12)
 
@@ -200,8 +203,9 @@ def test_gradient_flow_of_a_pytree_follows_the_exponential() -> None:
     params = {"a": jnp.array([1.0, 2.0]), "b": jnp.array(-3.0)}
     loss = lambda tree, _: 0.5 * (jnp.sum(tree["a"] ** 2) + tree["b"] ** 2)  # noqa: E731
     ts = np.linspace(0.0, 3.0, 7)
-    options = gradflow.FlowOptions(rtol=1e-10, atol=1e-12)
-    trajectory, unravel = gradflow.gradient_flow(loss, params, options=options, ts=ts)
+    options = gradflow.FlowOptions(controller=gradflow.PID(rtol=1e-10, atol=1e-12))
+    trajectory = gradflow.flow(loss, params, options, ts=ts)
+    unravel = ravel_pytree(params)[1]
     flat0 = np.array([1.0, 2.0, -3.0])
     np.testing.assert_allclose(
         trajectory.thetas[: len(ts)], np.outer(np.exp(-ts), flat0), rtol=1e-7
@@ -356,9 +360,9 @@ def test_gradient_flow_compiles_once_per_loss() -> None:
 
     loss = lambda tree, _: 0.5 * jnp.sum(tree["a"] ** 2)  # noqa: E731
     ts = np.array([0.0, 1.0])
-    first, _ = gradflow.gradient_flow(loss, {"a": jnp.array([1.0, 2.0])}, ts=ts)
+    gradflow.flow(loss, {"a": jnp.array([1.0, 2.0])}, ts=ts)
     programs = _integrate_path._cache_size()
-    second, _ = gradflow.gradient_flow(loss, {"a": jnp.array([-3.0, 0.5])}, ts=ts)
+    second = gradflow.flow(loss, {"a": jnp.array([-3.0, 0.5])}, ts=ts)
     assert _integrate_path._cache_size() == programs
     np.testing.assert_allclose(second.thetas[1], np.array([-3.0, 0.5]) * np.exp(-1.0), rtol=1e-5)
 
@@ -370,7 +374,7 @@ def test_a_second_trajectory_of_another_length_traces_no_program() -> None:
     import jax.monitoring
 
     model = gradflow.loss_model("x**2/2 + y**2/2").bind()
-    options = gradflow.FlowOptions(solver="Tsit5", rtol=1e-8, atol=1e-10)
+    options = gradflow.FlowOptions(solver="Tsit5", controller=gradflow.PID(rtol=1e-8, atol=1e-10))
     first = gradflow.flow(model, [1.0, 2.0], options)
     traces = []
 
@@ -401,7 +405,7 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
 
     well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
     flat = gradflow.JaxLandscape(lambda t, _: 0.0 * t[0], ("x", "y"))
-    options = gradflow.FlowOptions(gtol=1e-3, divergence_radius=10.0)
+    options = gradflow.FlowOptions(stop=gradflow.StopRule(gtol=1e-3, divergence_radius=10.0))
 
     def codes(landscape, states, level):
         batch = jax.vmap(lambda y: status_code(landscape.field, options, y, None, level))

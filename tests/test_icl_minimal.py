@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from gradflow import descend
+from gradflow import FlowOptions, GradientDescent, StopRule, flow
 from gradflow.analysis.icl_phases import phases
 from gradflow.analysis.icl_train import RunSpec, train_minimal
 from gradflow.models import icl_data as d
@@ -162,7 +162,8 @@ def test_reduced_flow_matches_the_minimal_model_trained_directly(batch):
         params = step(params)
         assert float(mm.family_residual(params.W)) < 1e-12
         path.append(mm.project(params))
-    reduced = descend(mm.reduced_field("softmax"), jnp.zeros(21), sym, lr=lr, steps=steps)
+    descent = FlowOptions(solver=GradientDescent(lr), stop=StopRule(max_steps=steps))
+    reduced = flow(mm.reduced_field("softmax"), jnp.zeros(21), descent, args=sym)
     np.testing.assert_allclose(reduced.thetas, np.stack(path), atol=1e-11)
     assert reduced.thetas[-1, 0] > 0.5  # it moved
 

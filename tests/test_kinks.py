@@ -109,7 +109,12 @@ def test_a_flow_stalled_on_the_kink_is_told_where_it_slides() -> None:
     minimum on the kink."""
     model = gradflow.loss_model("Abs(x) + y**2").bind()
     sets = gradflow.critical_sets(model, box=gradflow.Region.of(model).search_box(model))
-    path = gradflow.flow(model, [1.0, 1.0], gradflow.FlowOptions(max_steps=400), critical=sets)
+    path = gradflow.flow(
+        model,
+        [1.0, 1.0],
+        gradflow.FlowOptions(stop=gradflow.StopRule(max_steps=400)),
+        critical=sets,
+    )
     assert path.reached is gradflow.Outcome.GLOBAL_MIN and path.attractor is not None
     np.testing.assert_allclose(path.attractor.point, (0.0, 0.0), atol=1e-8)
     if path.status is gradflow.Outcome.NON_SMOOTH:

@@ -109,8 +109,13 @@ def full_run():
     full = full_model("canonical", length=LENGTH, d=4)
     h = jnp.asarray([P, Q])
     params0 = full.embed(jnp.asarray([0.8, -1.2]), h)
-    options = gf.FlowOptions(solver=diffrax.Tsit5(), t_max=20.0, rtol=1e-8, atol=1e-10)
-    path, unravel = gf.gradient_flow(full.loss, params0, h, options)
+    options = gf.FlowOptions(
+        solver=diffrax.Tsit5(),
+        controller=gf.PID(rtol=1e-8, atol=1e-10),
+        stop=gf.StopRule(t_max=20.0),
+    )
+    path = gf.flow(full.loss, params0, options, args=h)
+    unravel = ravel_pytree(jax.tree.map(lambda p: jnp.asarray(p, jnp.float64), params0))[1]
     return full, h, path, unravel
 
 
@@ -218,7 +223,11 @@ def test_constant_induced_metric_is_the_euclidean_flow_of_rescaled_coordinates()
         return bound.field.loss(u / jnp.sqrt(jnp.asarray(scale)), h)
 
     land = gf.JaxLandscape(rescaled, ("u_e", "u_w", "u_b"), fn_args=bound.h)
-    options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12, t_max=2e3)
+    options = gf.FlowOptions(
+        solver=diffrax.Tsit5(),
+        controller=gf.PID(rtol=1e-10, atol=1e-12),
+        stop=gf.StopRule(t_max=2e3),
+    )
     induced = gf.flow_endpoints(bound, starts, options, metric=full.metric)
     euclid = gf.flow_endpoints(land, starts * np.sqrt(scale), options)
     np.testing.assert_array_equal(induced.status, euclid.status)

@@ -53,7 +53,7 @@ def diagonal_metric(theta, _):
 def test_quadratic_flow_in_a_constant_metric_is_the_matrix_exponential():
     land = gf.JaxLandscape(quadratic, ("x", "y"))
     theta0 = np.array([1.0, -0.5])
-    options = gf.FlowOptions(rtol=1e-10, atol=1e-12)
+    options = gf.FlowOptions(controller=gf.PID(rtol=1e-10, atol=1e-12))
     path = gf.flow(land, theta0, options, metric=constant_quadratic_metric)
     rate = np.linalg.solve(G_QUAD, A)
     exact = np.stack([scipy.linalg.expm(-rate * t) @ theta0 for t in path.ts])
@@ -73,7 +73,7 @@ def test_the_metric_flow_solves_with_G_in_every_dimension(dim):
         lambda t, _: 0.5 * t @ jnp.asarray(a) @ t, tuple(f"x{i}" for i in range(dim))
     )
     theta0 = rng.standard_normal(dim)
-    options = gf.FlowOptions(rtol=1e-10, atol=1e-12)
+    options = gf.FlowOptions(controller=gf.PID(rtol=1e-10, atol=1e-12))
     path = gf.flow(land, theta0, options, metric=lambda t, _: jnp.asarray(g, t.dtype))
     rate = np.linalg.solve(g, a)
     exact = np.stack([scipy.linalg.expm(-rate * t) @ theta0 for t in path.ts])
@@ -89,7 +89,11 @@ def double_well_grid() -> np.ndarray:
 
 
 def test_constant_diagonal_metric_is_euclidean_flow_of_rescaled_coordinates(double_well_grid):
-    options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12, gtol=1e-8)
+    options = gf.FlowOptions(
+        solver=diffrax.Tsit5(),
+        controller=gf.PID(rtol=1e-10, atol=1e-12),
+        stop=gf.StopRule(gtol=1e-8),
+    )
     land = gf.JaxLandscape(double_well, ("x", "y"))
     rescaled = gf.JaxLandscape(rescaled_double_well, ("u", "v"))
     in_metric = gf.flow_endpoints(land, double_well_grid, options, metric=diagonal_metric)
@@ -103,7 +107,7 @@ def test_constant_diagonal_metric_is_euclidean_flow_of_rescaled_coordinates(doub
 
 def test_basins_in_a_metric_keep_the_attractors_and_name_the_metric():
     land = gf.JaxLandscape(double_well, ("x", "y"))
-    options = gf.FlowOptions(solver=diffrax.Tsit5(), rtol=1e-10, atol=1e-12)
+    options = gf.FlowOptions(solver=diffrax.Tsit5(), controller=gf.PID(rtol=1e-10, atol=1e-12))
     region = gf.Region.of(land, 7, box=(-1.5, 1.5, -1.5, 1.5))
     kwargs = {"region": region, "options": options, "progress": False}
     plain = gf.basins(land, **kwargs)

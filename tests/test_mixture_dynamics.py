@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradflow import FlowOptions, GradflowError, GradientField, integrate
+from gradflow import PID, FlowOptions, GradflowError, GradientField, StopRule, flow
 from gradflow.analysis.mixture import MixtureRun, TrainOptions, train, train_reduced
 from gradflow.analysis.mixture_stages import detect_stages, fit_log_law, omega_sweep
 from gradflow.models.mixture_reduced import infinite_width_state, score_velocity
@@ -49,8 +49,12 @@ def test_score_grows_as_omega_squared_sinh_and_reaches_one_at_arcsinh_over_2gamm
     assert t_star == pytest.approx(4.7747, abs=5e-5)
     ts = np.array([0.0, 1.0, 2.5, 4.0, t_star])
     theta0 = np.concatenate([state.B[0].ravel(), state.P_Q[0].ravel(), state.P_K[0].ravel()])
-    options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-11, atol=1e-14, t_max=t_star, gtol=1e-300)
-    path = integrate(_sinh_field(G), theta0, None, options, ts=ts)
+    options = FlowOptions(
+        solver=diffrax.Tsit5(),
+        controller=PID(rtol=1e-11, atol=1e-14),
+        stop=StopRule(gtol=1e-300, t_max=t_star),
+    )
+    path = flow(_sinh_field(G), theta0, options, ts=ts)
     B, P_Q, P_K = path.thetas.reshape(len(ts), 3, 4, 4).transpose(1, 0, 2, 3)
     assert np.allclose(B[:, a, b], omega**2 * np.sinh(2 * gamma * ts), rtol=1e-8, atol=1e-14)
     assert np.allclose(P_Q[:, b, b], omega**2 * np.cosh(2 * gamma * ts), rtol=1e-8)

@@ -20,6 +20,7 @@ from gradflow import (
     FlowOptions,
     GradientField,
     Outcome,
+    StopRule,
     default_basin_options,
     flow_endpoints,
     loss_model,
@@ -27,7 +28,7 @@ from gradflow import (
 from gradflow._flow.newton_finish import newton_finish
 
 GTOL = 1e-8
-OPTIONS = FlowOptions(solver="Tsit5", gtol=1.0)
+OPTIONS = FlowOptions(solver="Tsit5", stop=StopRule(gtol=1.0))
 
 
 def _well(t: jnp.ndarray) -> jnp.ndarray:

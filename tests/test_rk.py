@@ -1,7 +1,7 @@
 """The batched Runge–Kutta integrator against diffrax and against answers worked out by hand.
 
 Batches of explicit stages (``Tsit5``) run through :class:`gradflow._flow.rk.BatchedRK`; single
-trajectories (:func:`gradflow.integrate`) and, with the batched path switched off, the basin
+trajectories (:func:`gradflow.flow`) and, with the batched path switched off, the basin
 maps run through diffrax, the reference.  Losses not written for this package:
 
 - the double well ``(x² − 1)² + y²``: minima ``(±1, 0)``, a start with ``x0 > 0`` ends at
@@ -24,11 +24,13 @@ import pytest
 
 import gradflow._flow.batched as batched
 from gradflow import (
+    PID,
     FlowOptions,
     GradflowError,
     JaxLandscape,
     Outcome,
     Region,
+    StopRule,
     basins,
     flow,
     flow_endpoints,
@@ -36,7 +38,11 @@ from gradflow import (
 from gradflow._flow.rk import DOPRI5, TSIT5, BatchedRK, StepControl, tableau_of
 from gradflow.models import markov
 
-OPTIONS = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10, gtol=1e-7, max_steps=4000)
+OPTIONS = FlowOptions(
+    solver=diffrax.Tsit5(),
+    controller=PID(rtol=1e-8, atol=1e-10),
+    stop=StopRule(gtol=1e-7, max_steps=4000),
+)
 """Tight tolerances.  ``gtol`` is in units of the loss's gradient scale ``g`` (at most 10 for
 each loss here), so a trajectory stops where ``‖∇L‖ ≤ 1e-7 g``: within ``1e-7 g / λ_min`` of a
 minimum whose smallest Hessian eigenvalue is ``λ_min ≥ 2`` (each minimum here)."""
@@ -115,7 +121,11 @@ def test_float32_steps_are_the_steps_diffrax_takes(monkeypatch) -> None:
     """Same tableau, controller and stop rule: the same steps, to float32 rounding (on the
     double well both stall near ``(±1, 0)`` at the loose float32 tolerances, where the step
     size sits at the stability limit; the basin maps send such members to float64)."""
-    options = FlowOptions(solver=diffrax.Tsit5(), rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=300)
+    options = FlowOptions(
+        solver=diffrax.Tsit5(),
+        controller=PID(rtol=1e-4, atol=1e-6),
+        stop=StopRule(gtol=1e-4, max_steps=300),
+    )
     ours = flow_endpoints(DOUBLE_WELL, STARTS, options, progress=False, dtype=np.float32)
     monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
     reference = flow_endpoints(DOUBLE_WELL, STARTS, options, progress=False, dtype=np.float32)

@@ -27,10 +27,10 @@ import pytest
 import sympy as sp
 
 import gradflow
-from gradflow import FlowOptions, Outcome, ReducedModel
+from gradflow import PID, FlowOptions, Outcome, ReducedModel, StopRule
 
 x, y, z = sp.symbols("x y z", real=True)
-TIGHT = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9)
+TIGHT = FlowOptions(controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9))
 
 
 def model(loss: sp.Expr, params=(x, y)) -> gradflow.BoundModel:
@@ -43,7 +43,9 @@ def one_kink() -> gradflow.BoundModel:
 
 
 def test_a_flow_slides_on_a_kink_as_its_closed_form(one_kink) -> None:
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=3.0)
+    options = FlowOptions(
+        controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, t_max=3.0)
+    )
     run = gradflow.slide(one_kink.kinks, [0.5, 3.0], one_kink.args, options, record=True)
     assert run.status is Outcome.NOT_CONVERGED and run.time == pytest.approx(3.0)
     np.testing.assert_allclose(run.thetas[:, 0], np.maximum(0.5 - run.ts, 0.0), atol=1e-6)
@@ -56,7 +58,9 @@ def test_a_flow_slides_on_a_kink_as_its_closed_form(one_kink) -> None:
 def test_two_kinks_slide_together() -> None:
     loss = sp.Abs(x) + 2 * sp.Abs(y) + (z - 1) ** 2 / 2 + (x + y) / 2
     bound = model(loss, (x, y, z))
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=4.0)
+    options = FlowOptions(
+        controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, t_max=4.0)
+    )
     run = gradflow.slide(bound.kinks, [1.0, 2.0, 3.0], bound.args, options, record=True)
     t = run.ts
     np.testing.assert_allclose(run.thetas[:, 0], np.maximum(1 - 1.5 * t, 0.0), atol=1e-6)
@@ -67,7 +71,9 @@ def test_two_kinks_slide_together() -> None:
 
 def test_a_kink_the_flow_crosses_is_crossed() -> None:
     bound = model(sp.Abs(x) + (x + 2) ** 2 / 2 + (y - 1) ** 2 / 2)
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=3.0)
+    options = FlowOptions(
+        controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, t_max=3.0)
+    )
     run = gradflow.slide(bound.kinks, [1.0, 3.0], bound.args, options, record=True)
     t, t1 = run.ts, np.log(4 / 3)
     exact = np.where(t < t1, 4 * np.exp(-t) - 3, np.exp(-(t - t1)) - 1)
@@ -78,7 +84,9 @@ def test_a_kink_the_flow_crosses_is_crossed() -> None:
 
 def test_a_flow_slides_on_a_curved_kink() -> None:
     bound = model(sp.Abs(x**2 + y**2 - 1) - x)
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=2.0)
+    options = FlowOptions(
+        controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, t_max=2.0)
+    )
     run = gradflow.slide(bound.kinks, [0.0, 1.0], bound.args, options, record=True)
     phi = 2 * np.arctan(np.exp(-run.ts))
     np.testing.assert_allclose(run.thetas, np.stack([np.cos(phi), np.sin(phi)], 1), atol=1e-6)
@@ -89,16 +97,20 @@ def test_away_from_kinks_it_takes_the_path_of_the_smooth_solver() -> None:
     and ``y`` follows the double well's flow; diffrax's Tsit5 at the same tolerances gives the
     same endpoint."""
     bound = model(sp.Abs(x) + (y**2 - 1) ** 2)
-    options = FlowOptions(solver="Tsit5", rtol=1e-10, atol=1e-12, gtol=1e-12, t_max=1.0)
+    options = FlowOptions(
+        solver="Tsit5", controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-12, t_max=1.0)
+    )
     run = gradflow.slide(bound.kinks, [3.0, 0.5], bound.args, options)
-    smooth = gradflow.integrate(bound.field, [3.0, 0.5], bound.args, options)
+    smooth = gradflow.flow(bound.field, [3.0, 0.5], options, args=bound.args)
     assert run.status is smooth.status is Outcome.NOT_CONVERGED
     np.testing.assert_allclose(run.endpoint, smooth.endpoint, atol=1e-8)
     assert run.endpoint[0] == pytest.approx(2.0, abs=1e-9)
 
 
 def test_a_run_whose_budget_ends_on_a_kink_says_so(one_kink) -> None:
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, max_steps=40)
+    options = FlowOptions(
+        controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, max_steps=40)
+    )
     run = gradflow.slide(one_kink.kinks, [0.5, 3.0], one_kink.args, options)
     assert run.status is Outcome.NON_SMOOTH and run.endpoint[0] == 0.0 and run.time > 0.5
 
@@ -120,6 +132,8 @@ def test_a_kink_the_slide_does_not_cover_is_still_reported() -> None:
     outer = sp.Abs(sp.Abs(x) - 1)
     bound = model(outer + (y - 1) ** 2)
     assert str(outer) in bound.nonsmooth_terms and bound.kinks is None
-    path = gradflow.flow(bound, [0.5, 0.0], FlowOptions(solver=diffrax.Tsit5(), max_steps=2000))
+    path = gradflow.flow(
+        bound, [0.5, 0.0], FlowOptions(solver=diffrax.Tsit5(), stop=StopRule(max_steps=2000))
+    )
     assert path.status is Outcome.NON_SMOOTH and path.kink == str(outer)
     assert path.endpoint[0] == pytest.approx(1.0, abs=1e-6)

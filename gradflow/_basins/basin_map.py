@@ -13,7 +13,7 @@ import numpy as np
 
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets
-from .._flow.integrate import FlowOptions
+from .._flow.options import FlowOptions
 from .._landscape.region import OnRegion, Region
 from .._outcome import LABELS, Kind, Outcome
 from .._output.text import TABLE_WIDTH, format_point, format_table

@@ -24,8 +24,8 @@ from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._flow.batched import FlowEndpoints
 from .._flow.flows import flow_endpoints
-from .._flow.integrate import FlowOptions
 from .._flow.kink_settle import settled
+from .._flow.options import PID, FlowOptions, StopRule
 from .._landscape.base import Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.region import Region
@@ -52,8 +52,12 @@ def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
     """Tsit5 first (cheap steps), then Kvaerno5 for the members whose 2,000-step budget ran out
     (stiff regions).  Measured in ``docs/performance.md``."""
     return (
-        FlowOptions(solver="Tsit5", rtol=1e-6, atol=1e-9, max_steps=2_000),
-        FlowOptions(solver="Kvaerno5", rtol=1e-6, atol=1e-9, max_steps=20_000),
+        FlowOptions(
+            solver="Tsit5", controller=PID(rtol=1e-6, atol=1e-9), stop=StopRule(max_steps=2_000)
+        ),
+        FlowOptions(
+            solver="Kvaerno5", controller=PID(rtol=1e-6, atol=1e-9), stop=StopRule(max_steps=20_000)
+        ),
     )
 
 
@@ -64,16 +68,16 @@ def basins(
     options: FlowOptions | Sequence[FlowOptions] | None = None,
     critical: CriticalSets | None = None,
     progress: bool | None = None,
-    float32_first: bool | None = None,
+    float32_first: bool = True,
     metric: str | Metric | None = None,
 ) -> BasinMap:
     """Compute the basin map of the gradient flow on a grid of initial points.
 
-    With the default options every grid point is first integrated in float32
-    (:func:`fast_basin_options`); the points whose outcome is uncertain — not converged,
-    diverged, stuck, near no attractor, at a saddle or maximum, or next to a grid point with
-    another attractor (the basin boundaries) — are integrated again in float64 with the default
-    stages.  On a CPU a float32 step costs about an eighth of a float64 one, and the boundaries
+    Unless ``float32_first=False``, every grid point is first integrated in float32
+    (:func:`fast_basin_options`, whatever ``options`` are); the points whose outcome is uncertain
+    — not converged, diverged, stuck, near no attractor, at a saddle or maximum, or next to a
+    grid point with another attractor (the basin boundaries) — are integrated again in float64
+    with the stages ``options``.  On a CPU a float32 step costs about an eighth of a float64 one, and the boundaries
     hold a vanishing share of a fine grid.  The float32 pass keeps its stops at a small
     gradient unchecked for an escape from a saddle (its stops at saddles are integrated
     again); the float64 pass checks them (``escape_check`` of :func:`gradflow.flow_endpoints`).
@@ -87,7 +91,9 @@ def basins(
         critical: critical sets to label with (default: :func:`critical_sets` in the region's
             search box, :meth:`gradflow.Region.search_box`).
         progress: progress bar (default: shown once the integration has run 1.5 s).
-        float32_first: the float32 first pass (default: with the default options only).
+        float32_first: the float32 first pass (default on, with any ``options``); ``False``
+            integrates every point with ``options`` in float64 alone (the reference the pass
+            is tested against: the same labels).
         metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`);
             the critical sets, and so the attractors, are the same in every metric.
 
@@ -102,8 +108,6 @@ def basins(
     nx, ny = region.grid
     check_memory(f"grid {nx} × {ny}", basin_memory((nx, ny), landscape.dim))
     thetas = region.points()
-    if float32_first is None:
-        float32_first = options is None
     stages = (
         default_basin_options()
         if options is None
@@ -208,7 +212,13 @@ def fast_basin_options() -> tuple[FlowOptions]:
     The budget is short on purpose: most trajectories settle in 10–20 steps, and the few that
     converge slowly (near a separatrix, or algebraically at a degenerate minimum) would hold up
     every vectorized round of the pass; float64 has to integrate them anyway."""
-    return (FlowOptions(solver="Tsit5", rtol=1e-4, atol=1e-6, gtol=1e-4, max_steps=FAST_STEPS),)
+    return (
+        FlowOptions(
+            solver="Tsit5",
+            controller=PID(rtol=1e-4, atol=1e-6),
+            stop=StopRule(gtol=1e-4, max_steps=FAST_STEPS),
+        ),
+    )
 
 
 FAST_STEPS = 256

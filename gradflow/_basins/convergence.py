@@ -21,7 +21,7 @@ from .._critical.attractors import Attractor
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
-from .._flow.integrate import FlowOptions
+from .._flow.options import PID, FlowOptions
 from .._landscape.base import Landscape
 from .._landscape.metric import Metric
 from .._landscape.region import Region, nested_grids
@@ -53,7 +53,9 @@ def tolerance_stages(rtol: float) -> tuple[FlowOptions, ...]:
         GradflowError: ``rtol`` not positive.
     """
     return tuple(
-        dataclasses.replace(stage, rtol=rtol, atol=rtol * 1e-3, gtol=rtol * 1e-2)
+        dataclasses.replace(
+            stage.with_stop(gtol=rtol * 1e-2), controller=PID(rtol=rtol, atol=rtol * 1e-3)
+        )
         for stage in default_basin_options()
     )
 

@@ -4,14 +4,12 @@ steady-state test, and labelled with the saddle (so a symmetric loss gets a symm
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
 from .._flow.flows import flow_endpoints
-from .._flow.integrate import FlowOptions
+from .._flow.options import FlowOptions
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
 from .._outcome import Kind, Outcome
@@ -72,7 +70,7 @@ def stable_manifolds(
     if not stops:
         return ids
     top = max(stops)
-    loose = dataclasses.replace(stage, gtol=SADDLE_PASS)
+    loose = stage.with_stop(gtol=SADDLE_PASS)
     below = top - PASSED * max(loss_scales(landscape).loss, abs(top))
     passing = flow_endpoints(
         landscape, flat[edge], loose, decide_below=below, progress=False, escape_check=False

@@ -1,6 +1,7 @@
-"""Gradient flows: one trajectory with diffrax (``integrate``), batches of trajectories
+"""Gradient flows: the options as values — solver, step-size controller, stop rule
+(``options``) —, one trajectory with diffrax (``integrate``), batches of trajectories
 (``batched``, ``rk``), the Newton endpoint of a stalled flow (``newton_finish``), plain descent
 (``descent``), the flow that slides along kinks (``sliding``; its device programs and the
 geometry of the surfaces in ``sliding_steps``), where a run stalled on a kink ends
-(``kink_settle``) and the entry points on a landscape (``flows``).
+(``kink_settle``) and the two entry points, one trajectory and a batch (``flows``).
 """

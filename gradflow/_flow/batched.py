@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,8 +30,9 @@ from .._errors import GradflowError
 from .._landscape.base import GradientField, host_cast
 from .._outcome import Outcome
 from .._output.progress import progress_bar
-from .integrate import FlowOptions, solve, status_code
+from .integrate import solve, status_code
 from .newton_finish import newton_finish
+from .options import FlowOptions
 from .rk import BatchedRK, StepControl, tableau_of
 
 __all__ = ["FlowEndpoints", "integrate_batch", "small_tails"]
@@ -281,7 +281,7 @@ class _Finish:
             return code
         members = take[due]
         idx = np.resize(members, _padded(members.size, self.chunk))
-        test = newton_finish(self.field, dataclasses.replace(self.stage, gtol=1.0))
+        test = newton_finish(self.field, self.stage.with_stop(gtol=1.0))
         ok, x = test(jnp.asarray(state.y[idx]), self.args, self.level, self.stage.gtol)
         ok = np.asarray(ok)[: members.size]
         state.y[members[ok]] = np.asarray(x)[: members.size][ok]
@@ -351,12 +351,12 @@ def _round_function(
     step the member tries next, which the next round starts from (0 from a diffrax round, which
     restarts its step-size control), ``steps`` counting rejected steps too (a member
     whose steps are all rejected, as at a blow-up, must still spend its budget), with status
-    ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) runs
+    ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) with a PID controller runs
     as one batched program (:class:`BatchedRK`); any other solver through diffrax, vectorized.
     ``strict``: the stopping rule includes the escape test (a program of its own).
     """
-    if tableau_of(options.solver) is not None:
-        advance = _explicit_round(field, dataclasses.replace(options, gtol=1.0), steps, strict)
+    if options.adaptive and tableau_of(options.solver) is not None:
+        advance = _explicit_round(field, options.with_stop(gtol=1.0), steps, strict)
         gtol = options.gtol
         return lambda y0, t0, dt0, args, level: advance(y0, t0, dt0, (args, level, gtol))
 

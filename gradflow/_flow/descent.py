@@ -12,7 +12,8 @@ import numpy as np
 from .._errors import GradflowError
 from .._landscape.base import GradientField
 from .._outcome import Outcome
-from .integrate import FlowOptions, Trajectory, diverged, status_code
+from .integrate import Trajectory, diverged, status_code
+from .options import FlowOptions
 
 __all__ = ["descend"]
 
@@ -20,48 +21,64 @@ __all__ = ["descend"]
 def descend(
     field: GradientField,
     theta0: Any,
-    args: Any = None,
-    *,
-    lr: float,
-    steps: int,
-    every: int = 1,
-    options: FlowOptions | None = None,
+    args: Any,
+    options: FlowOptions,
+    ts: np.ndarray | None = None,
 ) -> Trajectory:
-    """Plain gradient descent ``θ ← θ - η ∇L(θ, args)`` from flat ``theta0``.
+    """Plain gradient descent ``θ ← θ - η ∇L(θ, args)`` from flat ``theta0``, with ``η`` the
+    ``lr`` of ``options.solver`` (:class:`~gradflow._flow.options.GradientDescent`).
 
     Args:
         field: the loss and its gradient on flat parameters.
         theta0: initial point, shape ``(dim,)``.
         args: passed to the field.
-        lr: the step ``η`` (one step advances flow time by ``η``).
-        steps: number of steps.
-        every: record every ``every``-th iterate.
-        options: only its ``gtol`` and ``divergence_radius`` are used, to label the stop.
+        options: the solver (its step ``η``) and the stop rule: ``min(max_steps, ⌊t_max/η⌋)``
+            steps; ``gtol`` and ``divergence_radius`` label the stop.
+        ts: the flow times to record, ``0, kη, 2kη, …`` for a whole ``k ≥ 1`` (every ``k``-th
+            iterate; the steps end at the last of them, or earlier at the budget); default
+            every iterate.
 
     Returns:
         The recorded iterates with ``ts = η · iteration``; status ``CONVERGED`` if the last
         iterate has ``‖∇L‖₂ ≤ gtol``, ``DIVERGED`` if any iterate left the radius or was not
-        finite, else ``NOT_CONVERGED``.
+        finite (the path ends at the first such), else ``NOT_CONVERGED``.
 
     Raises:
-        GradflowError: ``lr ≤ 0``, ``steps < 1`` or ``every < 1``.
+        GradflowError: ``ts`` not of that form.
     """
-    if not lr > 0:
-        raise GradflowError(f"lr = {lr!r} must be > 0")
-    if steps < 1 or every < 1:
-        raise GradflowError(f"steps = {steps!r} and every = {every!r} must be ≥ 1")
-    options = options or FlowOptions()
+    lr = options.solver.lr
+    budget = min(options.max_steps, int(np.floor(options.t_max / lr * (1 + 1e-12))))
+    every, steps = _recording(ts, lr, budget)
     ys = np.asarray(_descend_path(field, jnp.asarray(theta0, jnp.float64), args, lr, steps, every))
     ys = np.concatenate([np.asarray(theta0, np.float64)[None], ys])
-    ts = lr * every * np.arange(len(ys))
+    times = lr * every * np.arange(len(ys))
     bad = np.asarray(diverged(jnp.asarray(ys), options))
     if bad.any():
         first = int(np.argmax(bad))
-        ys, ts, status = ys[: first + 1], ts[: first + 1], Outcome.DIVERGED
+        ys, times, status = ys[: first + 1], times[: first + 1], Outcome.DIVERGED
     else:
         status = Outcome(int(status_code(field, options, jnp.asarray(ys[-1]), args, -jnp.inf)))
     losses = np.asarray(jax.vmap(field.loss, in_axes=(0, None))(jnp.asarray(ys), args))
-    return Trajectory(ts=ts, thetas=ys, losses=losses, status=status)
+    return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
+
+
+def _recording(ts: np.ndarray | None, lr: float, budget: int) -> tuple[int, int]:
+    """``(every, steps)``: record every ``every``-th of ``steps`` iterates, for the recording
+    times ``ts`` (default every iterate) within ``budget`` steps.
+
+    Raises:
+        GradflowError: ``ts`` not ``0, kη, 2kη, …`` for a whole ``k ≥ 1``.
+    """
+    if ts is None:
+        return 1, budget
+    ts = np.asarray(ts, dtype=np.float64)
+    k = round(float(ts[1]) / lr) if ts.ndim == 1 and len(ts) >= 2 else 0
+    if k < 1 or not np.allclose(ts, lr * k * np.arange(len(ts)), rtol=1e-9, atol=0):
+        raise GradflowError(
+            f"ts must be 0, kη, 2kη, … for a whole k ≥ 1 (η = {lr:g}, gradient descent), got "
+            f"{np.asarray(ts)[:4]!r}…"
+        )
+    return k, min(k * (len(ts) - 1), budget)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 3, 4, 5))

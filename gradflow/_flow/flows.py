@@ -1,7 +1,12 @@
-"""Gradient flows on a landscape: one trajectory, a batch of endpoints, plain gradient descent.
+"""The two entry points of the gradient flow: one trajectory (:func:`flow`) and a batch of
+endpoints (:func:`flow_endpoints`).
 
-These wrap the integrators (:func:`gradflow.integrate`, :func:`gradflow.descend`) with a
-landscape's own field, check the initial points, and say what each trajectory reached.
+Both take one :class:`~gradflow.FlowOptions`, whose solver (a diffrax ODE solver or
+:class:`~gradflow.GradientDescent`), step-size controller and stop rule are values; they wrap
+the private integrators (:func:`gradflow._flow.integrate.integrate`,
+:func:`gradflow._flow.descent.descend`, :func:`gradflow._flow.batched.integrate_batch`) with a
+landscape's own field in units of its scales, check the initial points, and say what each
+trajectory reached.
 """
 
 from __future__ import annotations
@@ -10,7 +15,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
@@ -24,19 +32,19 @@ from .batched import FlowEndpoints, integrate_batch
 from .descent import descend
 from .integrate import (
     ESCAPE_FULL_DIM,
-    FlowOptions,
     Trajectory,
     escape_test,
     integrate,
+    pytree_field,
 )
 from .kink_settle import settled
+from .options import ConstantStep, FlowOptions
 from .sliding import slide, sliding_options, unit_kinks
 
 __all__ = [
     "check_initial",
     "flow",
     "flow_endpoints",
-    "gradient_descent",
     "kink_status",
     "unit_flow",
 ]
@@ -67,40 +75,70 @@ def check_initial(landscape: Landscape, thetas: Any, what: str = "initial points
 
 
 def flow(
-    landscape: Landscape,
+    loss: Landscape | GradientField | Callable[[Any, Any], jax.Array],
     theta0: Any,
     options: FlowOptions | None = None,
     *,
+    args: Any = None,
+    ts: np.ndarray | None = None,
     critical: CriticalSets | None = None,
     metric: str | Metric | None = None,
 ) -> Trajectory:
     """One trajectory of the gradient flow ``dθ/dt = -G⁻¹∇L`` from ``theta0`` to its stop.
 
     Args:
-        landscape: the loss (e.g. a model bound to its hyperparameters).
-        theta0: initial point, shape ``(dim,)``, in the order of ``landscape.param_names``.
-        options: solver and stopping rule; defaults to :class:`FlowOptions()` (Kvaerno5).  Its
-            ``gtol`` is in units of the loss's gradient scale and ``t_max`` in units of its time
-            scale (:func:`unit_flow`), so ``c·L`` stops where ``L`` does.
+        loss: what flows, one of
+            a :class:`~gradflow.Landscape` (e.g. a model bound to its hyperparameters; it
+            carries its arguments; tolerances in units of its scales, see below);
+            a :class:`~gradflow.GradientField` on flat vectors, called with ``args``; or
+            any JAX loss ``loss(params, args)`` over a pytree of parameters (e.g. a full
+            transformer), flattened in ``jax.flatten_util.ravel_pytree`` order: the path's rows
+            are flat, and ``ravel_pytree(params0)[1]`` turns one back into the pytree.
+            A field or a pytree loss is integrated in its own units; the flow compiles once
+            per field object (per loss function and parameter structure for a pytree).
+        theta0: initial point, shape ``(dim,)``, in the order of ``landscape.param_names``; a
+            pytree for a pytree loss.
+        options: solver, step-size controller and stop rule; defaults to
+            :class:`FlowOptions()` (Kvaerno5, ``PID(1e-7, 1e-9)``).  On a landscape ``gtol`` is
+            in units of its gradient scale and ``t_max`` (and a :class:`~gradflow.ConstantStep`'s
+            ``dt``) in units of its time scale (:func:`unit_flow`), so ``c·L`` stops where ``L``
+            does; :class:`~gradflow.GradientDescent`'s step ``η`` is in the loss's own time.
+        args: the arguments of a field or pytree loss (hyperparameters, data); a landscape
+            has its own.
+        ts: flow times at which to record the path (ascending, from 0; for gradient descent
+            ``0, kη, 2kη, …``); by default every accepted step.  Where a landscape's run
+            continues by sliding along a kink, every step of the sliding motion is recorded.
         critical: critical sets to name the attractor reached (its id in their
             :class:`~gradflow.AttractorIndex`); without them only the kind is given.
+            Landscapes only.
         metric: the metric ``G`` of the flow: ``"euclidean"`` (``G = I``), ``"induced"`` (the
             metric of the embedding into the full model) or a callable ``G(θ, args)``; default
             the landscape's own (Euclidean unless it comes from :func:`gradflow.in_metric`).
+            Landscapes only.
 
-    A trajectory that stops on a kink of the loss with flow time left (a smooth solver's steps
-    collapse where the flow slides along the kink) is continued by :func:`gradflow.slide`,
-    where the landscape describes its kinks (:attr:`~gradflow.Landscape.kinks`) and the
-    metric is the Euclidean one; one still on a kink when its budget runs out has status
-    ``NON_SMOOTH``.
+    On a landscape, a trajectory that stops on a kink of the loss with flow time left (a smooth
+    solver's steps collapse where the flow slides along the kink) is continued by
+    :func:`gradflow.slide`, where the landscape describes its kinks
+    (:attr:`~gradflow.Landscape.kinks`) and the metric is the Euclidean one; one still on a kink
+    when its budget runs out has status ``NON_SMOOTH``.
 
     Returns:
-        The whole path (every accepted step), why it stopped and what it reached.
+        The path, why it stopped and (on a landscape) what it reached.
 
     Raises:
         GradflowError: ``theta0`` has the wrong shape or is not finite, ``L(θ0)`` is not
-            finite (a loss that is complex or undefined there), or a bad metric.
+            finite (a loss that is complex or undefined there), a bad metric, ``ts`` not of
+            gradient descent's form, or ``args``, ``critical`` or ``metric`` given with a loss
+            they do not apply to.
     """
+    options = options or FlowOptions()
+    if not isinstance(loss, Landscape):
+        if critical is not None or metric is not None:
+            raise GradflowError("critical and metric apply to a Landscape, not to a field or loss")
+        return _field_flow(loss, theta0, args, options, ts)
+    if args is not None:
+        raise GradflowError("a Landscape carries its own args; give args with a field or loss")
+    landscape = loss
     y0 = check_initial(landscape, theta0, "the initial point")
     if y0.shape[0] != 1:
         raise GradflowError(f"flow takes one initial point, got {y0.shape[0]}")
@@ -113,10 +151,44 @@ def flow(
             "start where it is real and finite"
         )
     flows = in_metric(landscape, metric, at=y0[0])
-    field, args, scaled = unit_flow(flows, options or FlowOptions())
-    path = _slide_on(flows, integrate(field, y0[0], args, scaled), args, scaled)
+    if options.descent:
+        path = descend(flows.field, y0[0], flows.args, _descent_units(flows, options), ts)
+        return reached(landscape, path, critical)
+    field, args, scaled = unit_flow(flows, options)
+    unit_ts = None if ts is None else np.asarray(ts, dtype=np.float64) * args[1]
+    path = _slide_on(flows, integrate(field, y0[0], args, scaled, ts=unit_ts), args, scaled)
     path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
     return reached(landscape, path, critical)
+
+
+def _field_flow(
+    loss: GradientField | Callable[[Any, Any], jax.Array],
+    theta0: Any,
+    args: Any,
+    options: FlowOptions,
+    ts: np.ndarray | None,
+) -> Trajectory:
+    """:func:`flow` of a field, or of a loss over a pytree, in their own units."""
+    if isinstance(loss, GradientField):
+        field, flat0 = loss, theta0
+    else:
+        params = jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), theta0)
+        flat0, _ = ravel_pytree(params)
+        leaves, treedef = jax.tree.flatten(theta0)
+        field = pytree_field(loss, treedef, tuple(np.shape(leaf) for leaf in leaves))
+    if options.descent:
+        return descend(field, flat0, args, options, ts)
+    return integrate(field, flat0, args, options, ts=ts)
+
+
+def _descent_units(landscape: Landscape, options: FlowOptions) -> FlowOptions:
+    """Gradient descent's options on ``L`` itself: its iterates are those of ``θ ← θ − η∇L``,
+    while ``gtol`` (units of the gradient scale ``g``) and ``t_max`` (units of ``ℓ/g``) keep
+    the landscape's units of :func:`unit_flow`."""
+    scales = loss_scales(landscape)
+    return options.with_stop(
+        gtol=options.gtol * scales.gradient, t_max=options.t_max * scales.length / scales.gradient
+    )
 
 
 def _slide_on(flows: Landscape, path: Trajectory, args: Any, options: FlowOptions) -> Trajectory:
@@ -237,15 +309,20 @@ def flow_endpoints(
     escape_check: bool = True,
     desc: str | None = None,
 ) -> FlowEndpoints:
-    """Integrate many trajectories and return where each one stopped.
+    """Integrate many trajectories and return where each one stopped: the batch counterpart of
+    :func:`flow`, with the same options.
 
     Args:
         landscape: the loss.
         thetas0: initial points, shape ``(B, dim)``.
-        options: solver and stopping rule, or a sequence of them tried in turn: members whose
-            step budget runs out in one stage continue from where they stopped in the next (e.g.
-            an explicit solver first, an implicit one for the stiff remainder).  ``gtol`` and
-            ``t_max`` are in units of the loss's scales, as in :func:`flow`.
+        options: solver, step-size controller and stop rule (default :class:`FlowOptions()`),
+            or a sequence of them tried in turn: members whose step budget runs out in one
+            stage continue from where they stopped in the next (e.g. an explicit solver
+            first, an implicit one for the stiff remainder).  ``gtol``, ``t_max`` and a
+            constant step are in units of the loss's scales, as in :func:`flow`.  Explicit
+            pairs (``Tsit5``, ``Dopri5``) under a :class:`~gradflow.PID` controller run as
+            one batched program, every other solver through diffrax; gradient descent runs
+            in :func:`flow` only.
         decide_below: stop a trajectory as :attr:`Outcome.GLOBAL_MIN` once its loss is below this
             level.  Sound only where the landscape proves it
             (:attr:`~gradflow.Landscape.sublevel_shortcut`).
@@ -268,9 +345,12 @@ def flow_endpoints(
         those still on a kink when their budget runs out have status ``NON_SMOOTH``.
 
     Raises:
-        GradflowError: empty batch, wrong shape, non-finite initial points, or a bad metric.
+        GradflowError: empty batch, wrong shape, non-finite initial points, a bad metric, or
+            a :class:`~gradflow.GradientDescent` stage.
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
+    if any(stage.descent for stage in stages):
+        raise GradflowError("gradient descent runs one trajectory: use flow")
     y0 = check_initial(landscape, thetas0)
     flows = in_metric(landscape, metric, at=y0[0])
     field, args, _ = unit_flow(flows, stages[0])
@@ -314,21 +394,6 @@ def _escape_audit(
     return audit
 
 
-def gradient_descent(
-    landscape: Landscape, theta0: Any, *, lr: float, steps: int, every: int = 1
-) -> Trajectory:
-    """Plain gradient descent on a landscape; see :func:`gradflow.descend`.
-
-    Raises:
-        GradflowError: bad ``theta0``, ``lr``, ``steps`` or ``every``.
-    """
-    y0 = check_initial(landscape, theta0, "the initial point")
-    if y0.shape[0] != 1:
-        raise GradflowError(f"gradient_descent takes one initial point, got {y0.shape[0]}")
-    path = descend(landscape.field, y0[0], landscape.args, lr=lr, steps=steps, every=every)
-    return dataclasses.replace(path, param_names=tuple(landscape.param_names))
-
-
 def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField, Any, FlowOptions]:
     """The flow of ``L`` in units of its scales, for the integrators.
 
@@ -336,13 +401,17 @@ def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField
     scale, as over a sweep of hyperparameters), whose flow is the flow of ``L`` in the time
     ``τ = g·t``: its gradient is ``O(1)`` whatever the scale of ``L``, so the solver takes the
     same steps on ``c·L`` as on ``L`` and the steady-state test ``‖∇L/g‖ ≤ gtol`` is relative.
-    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``).  ``rtol``, ``atol`` and
-    ``divergence_radius`` are in parameter units, which the loss's scale does not change.
+    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``), and a constant step ``dt``
+    becomes ``dt·ℓ``.  ``rtol``, ``atol`` and ``divergence_radius`` are in parameter units,
+    which the loss's scale does not change.
 
     Returns:
         ``(field, args, options)``; a loss level ``v`` of ``L`` is ``v/g`` of the field, and a
         time ``τ`` of its flow is ``τ/g`` of the flow of ``L``.
     """
     scales = loss_scales(landscape)
-    scaled = dataclasses.replace(options, t_max=options.t_max * scales.length)
+    scaled = options.with_stop(t_max=options.t_max * scales.length)
+    if isinstance(options.controller, ConstantStep):
+        step = ConstantStep(options.controller.dt * scales.length)
+        scaled = dataclasses.replace(scaled, controller=step)
     return unit_field(landscape.field), (landscape.args, scales.gradient), scaled

@@ -25,10 +25,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from .._errors import GradflowError
 from .._landscape.base import GradientField, padded_call
 from .._outcome import Outcome
 from .._output.text import format_point
+from .options import FlowOptions
 
 if TYPE_CHECKING:
     import diffrax
@@ -36,106 +36,14 @@ if TYPE_CHECKING:
     from .._critical.attractors import Attractor
 
 __all__ = [
-    "SOLVERS",
-    "FlowOptions",
     "Trajectory",
     "diverged",
     "escaping",
-    "gradient_flow",
     "integrate",
+    "pytree_field",
     "solve",
     "status_code",
 ]
-
-
-SOLVERS = (
-    "Tsit5",
-    "Dopri5",
-    "Dopri8",
-    "Bosh3",
-    "Heun",
-    "Midpoint",
-    "Ralston",
-    "Euler",
-    "Kvaerno3",
-    "Kvaerno4",
-    "Kvaerno5",
-    "ImplicitEuler",
-)
-"""The diffrax ODE solvers :class:`FlowOptions` takes by name."""
-
-
-@dataclass(frozen=True)
-class FlowOptions:
-    """How the flow is integrated and when a trajectory stops.
-
-    Attributes:
-        solver: a diffrax solver, or the name of one of :data:`SOLVERS` (diffrax is imported
-            only when it integrates: the explicit pairs run on :class:`gradflow._flow.rk.BatchedRK`
-            in batches).  The default, the implicit ``Kvaerno5``, handles stiff flows (near
-            the canonical model's global-minimum curve the Hessian eigenvalues reach -30 and an
-            explicit solver stalls at its stability limit).
-        rtol, atol: tolerances of the PID step-size controller.
-        gtol: steady-state test ``‖∇L‖₂ ≤ gtol`` (loss units per parameter unit).
-        t_max: flow-time budget (time units of the flow).  The default, ``1e8 = 1/gtol`` in
-            the units of :func:`gradflow.flow` (``ℓ/g`` and ``g``), is the time the flow needs to
-            meet the steady-state test beside a minimum whose smallest curvature is ``gtol``,
-            and more than it needs beside a degenerate one: on ``x⁴ + y⁴`` from ``(1, 1)``,
-            ``x(t) = (1 + 8t)^{-1/2}`` and ``‖∇L‖₂ = 4√2 x³`` falls to ``gtol·g`` at
-            ``t ≈ 6.7e3`` (``≈ 3e5`` in units of ``ℓ/g``), past the ``1e5`` this budget once
-            was, which left the trajectory ``not_converged`` at ``L ≈ 7e-10``; a flat minimum of
-            order ``2k`` needs ``τ ~ gtol^{-(2k-2)/(2k-1)} < 1/gtol``.  Implicit solvers take
-            steps growing with ``t`` there, so the step budget is not what a long time costs.
-        max_steps: solver-step budget per trajectory.
-        divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged.
-
-    Raises:
-        GradflowError: a tolerance, budget or radius that is not positive, or an unknown solver
-            name.
-    """
-
-    solver: str | diffrax.AbstractSolver = "Kvaerno5"
-    rtol: float = 1e-7
-    atol: float = 1e-9
-    gtol: float = 1e-8
-    t_max: float = 1e8
-    max_steps: int = 20_000
-    divergence_radius: float = 1e4
-
-    def __post_init__(self) -> None:
-        for name in ("rtol", "atol", "gtol", "t_max", "divergence_radius"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise GradflowError(f"{name} = {value!r} must be > 0")
-        if self.max_steps < 1:
-            raise GradflowError(f"max_steps = {self.max_steps!r} must be ≥ 1")
-        if isinstance(self.solver, str) and self.solver not in SOLVERS:
-            raise GradflowError(f"solver {self.solver!r}: choose one of {', '.join(SOLVERS)}")
-
-    @property
-    def solver_name(self) -> str:
-        """The solver's name (``"Tsit5"``), whether given as a name or as a diffrax solver."""
-        return self.solver if isinstance(self.solver, str) else type(self.solver).__name__
-
-    def diffrax_solver(self) -> diffrax.AbstractSolver:
-        """The diffrax solver (made from its name on first use, which imports diffrax)."""
-        if not isinstance(self.solver, str):
-            return self.solver
-        import diffrax
-
-        return getattr(diffrax, self.solver)()
-
-    def metadata(self) -> dict[str, Any]:
-        """JSON-ready description: the solver's class name and every tolerance and budget."""
-        return {
-            "solver": self.solver_name,
-            "rtol": self.rtol,
-            "atol": self.atol,
-            "gtol": self.gtol,
-            "t_max": self.t_max,
-            "max_steps": self.max_steps,
-            "divergence_radius": self.divergence_radius,
-        }
 
 
 @dataclass(frozen=True)
@@ -376,16 +284,20 @@ def solve(
         code = status_code(field, options, y, a[0], a[1], strict=strict)
         return code != int(Outcome.NOT_CONVERGED)
 
+    if options.adaptive:
+        dt0, controller = None, diffrax.PIDController(rtol=options.rtol, atol=options.atol)
+    else:
+        dt0, controller = options.controller.dt, diffrax.ConstantStepSize()
     return diffrax.diffeqsolve(
         diffrax.ODETerm(vector_field),
         options.diffrax_solver(),
         t0=t0,
         t1=options.t_max,
-        dt0=None,
+        dt0=dt0,
         y0=y0,
         args=(args, level),
         saveat=saveat,
-        stepsize_controller=diffrax.PIDController(rtol=options.rtol, atol=options.atol),
+        stepsize_controller=controller,
         event=diffrax.Event(stop),
         max_steps=max_steps,
         throw=False,
@@ -472,43 +384,13 @@ def _integrate_path(
     return eqx.tree_at(lambda s: (s.ts, s.ys, s.stats), sol, (path_ts, path_ys, stats))
 
 
-def gradient_flow(
-    loss: Callable[[Any, Any], jax.Array],
-    theta0: Any,
-    args: Any = None,
-    options: FlowOptions | None = None,
-    *,
-    ts: np.ndarray | None = None,
-) -> tuple[Trajectory, Callable[[np.ndarray], Any]]:
-    """Gradient flow of any JAX loss over a pytree of parameters (e.g. a full transformer).
-
-    The flow compiles once per ``loss`` function and parameter structure: calling it again with
-    the same ``loss`` (the same Python function object) and same-shaped parameters reuses the
-    compiled integrator.
-
-    Args:
-        loss: ``loss(params, args)`` returning a scalar.
-        theta0: the initial parameters, any pytree of float arrays.
-        args: passed through to ``loss``.
-        options: solver and stopping rule.
-        ts: flow times at which to record the path; default every accepted step.
-
-    Returns:
-        ``(trajectory, unravel)``: the path over the flattened parameters and the function that
-        turns one flat row ``trajectory.thetas[i]`` back into the pytree.
-    """
-    flat0, unravel = ravel_pytree(jax.tree.map(lambda x: jnp.asarray(x, jnp.float64), theta0))
-    leaves, treedef = jax.tree.flatten(theta0)
-    shapes = tuple(np.shape(leaf) for leaf in leaves)
-    field = _pytree_field(loss, treedef, shapes)
-    return integrate(field, flat0, args, options, ts=ts), unravel
-
-
 @functools.cache
-def _pytree_field(
+def pytree_field(
     loss: Callable[[Any, Any], jax.Array], treedef: Any, shapes: tuple[tuple[int, ...], ...]
 ) -> GradientField:
-    """The field of ``loss`` on flat vectors of one pytree structure, built once per structure."""
+    """The field of ``loss(params, args)`` on the flat vectors (``ravel_pytree`` order) of one
+    pytree structure, built once per ``loss`` function and structure, so that its flow
+    compiles once."""
     example = jax.tree.unflatten(treedef, [jnp.zeros(s, jnp.float64) for s in shapes])
     _, unravel = ravel_pytree(example)
     return GradientField.from_loss(lambda flat, a: loss(unravel(flat), a))

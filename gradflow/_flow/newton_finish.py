@@ -39,7 +39,8 @@ import jax.numpy as jnp
 
 from .._landscape.base import GradientField
 from .._outcome import Outcome
-from .integrate import FlowOptions, status_code
+from .integrate import status_code
+from .options import FlowOptions
 
 __all__ = ["NEWTON_ITERATIONS", "newton_finish"]
 

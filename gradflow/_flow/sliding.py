@@ -51,7 +51,6 @@ integrators report a run stuck on a kink.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -61,7 +60,7 @@ import numpy as np
 
 from .._landscape.base import Kinks
 from .._outcome import Outcome
-from .integrate import FlowOptions
+from .options import PID, FlowOptions
 from .rk import TSIT5, StepControl
 from .sliding_steps import (
     BAND,
@@ -100,11 +99,13 @@ def sliding_options(options: FlowOptions) -> FlowOptions:
     """``options`` for :func:`slide` where another integrator stopped: tolerances at most a
     hundredth of ``gtol``.  An explicit pair that has reached its stability limit beside a
     minimum keeps an error of about ``rtol·|θ| + atol`` in the state, so a steady state at
-    ``gtol`` needs tolerances below it (the implicit solvers these runs continue need not)."""
+    ``gtol`` needs tolerances below it (the implicit solvers these runs continue need not).
+    A run that had a fixed step (:class:`~gradflow._flow.options.ConstantStep`) or was gradient
+    descent slides with the tolerances ``gtol/100``."""
     tight = 1e-2 * options.gtol
-    return dataclasses.replace(
-        options, rtol=min(options.rtol, tight), atol=min(options.atol, tight), solver="Tsit5"
-    )
+    rtol, atol = (options.rtol, options.atol) if options.adaptive else (tight, tight)
+    pid = PID(rtol=min(rtol, tight), atol=min(atol, tight))
+    return FlowOptions(solver="Tsit5", controller=pid, stop=options.stop)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from .._basins.basins import basins, region_of
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
-from .._flow.integrate import FlowOptions
+from .._flow.options import FlowOptions
 from .._landscape.base import Landscape
 from .._landscape.metric import Metric, MetricLandscape, in_metric, velocity
 from .._landscape.region import OnRegion, Region

@@ -29,7 +29,8 @@ import numpy as np
 import scipy.linalg
 
 from .._critical.sets import CriticalSet
-from .._flow.integrate import FlowOptions, status_code
+from .._flow.integrate import status_code
+from .._flow.options import FlowOptions, StopRule
 from .._flow.rk import TSIT5, BatchedRK, StepControl
 from .._landscape.base import GradientField, Landscape
 from .._landscape.metric import MetricLandscape, velocity
@@ -138,7 +139,7 @@ def _ascend(
     Run backward in time, the flow follows a stable manifold away from its saddle.
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
-    options = FlowOptions(solver="Tsit5", t_max=1e6, divergence_radius=10 * scale)
+    options = FlowOptions(solver="Tsit5", stop=StopRule(t_max=1e6, divergence_radius=10 * scale))
     ys, _, n, _ = _ascent_path(model.field, options)(jnp.asarray(start, jnp.float64), model.args)
     return np.asarray(ys)[: int(n) + 1, order]
 

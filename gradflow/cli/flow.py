@@ -26,8 +26,12 @@ BUDGET = {
     "t_max": (float, 1e8, "flow-time budget, in units of the loss's time scale ℓ/g"),
     "max_steps": (int, 20_000, "solver-step budget"),
 }
-"""The solver and the stopping rule, as :class:`gradflow.FlowOptions` takes them (its defaults;
-a bad value is refused by ``FlowOptions`` in one line)."""
+"""The solver, the step-size controller's tolerances and the stop rule, with the defaults of
+:class:`gradflow.FlowOptions`, :class:`gradflow.PID` and :class:`gradflow.StopRule` (a bad value
+is refused by them in one line)."""
+
+STOP = ("gtol", "t_max", "max_steps")
+"""The options of :data:`BUDGET` that make the :class:`gradflow.StopRule`."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,10 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     precheck_model(args, init=args.init)
     check_out(args, "the trajectory")
-    from gradflow import FlowOptions, critical_sets, flow
+    from gradflow import PID, FlowOptions, StopRule, critical_sets, flow
     from gradflow._landscape.region import REACH
 
-    options = FlowOptions(**{name: getattr(args, name) for name in BUDGET})
+    options = FlowOptions(
+        solver=args.solver,
+        controller=PID(rtol=args.rtol, atol=args.atol),
+        stop=StopRule(**{name: getattr(args, name) for name in STOP}),
+    )
     model = bound_model(args)
     names = model.param_names
     check_init(args.init, names)

@@ -1,0 +1,281 @@
+"""How a flow is integrated, as values: the solver, the step-size controller and the stop rule.
+
+:class:`FlowOptions` holds one of each and is what both entry points take
+(:func:`gradflow.flow` for one trajectory, :func:`gradflow.flow_endpoints` for a batch):
+
+- the **solver**: a diffrax solver (``diffrax.Tsit5()``), or the name of its class
+  (``"Tsit5"``, one of :data:`SOLVERS`) — the same solver, spelled so that diffrax is imported
+  only when something integrates — or :class:`GradientDescent` (the discrete map
+  ``θ ← θ − η∇L``, whose step is its own);
+- the **step-size controller**: :class:`PID` (error-controlled steps within ``rtol``, ``atol``)
+  or :class:`ConstantStep` (a fixed step ``dt``);
+- the **stop rule**: :class:`StopRule` (steady state at ``‖∇L‖₂ ≤ gtol``, the flow-time and
+  step budgets, the divergence radius).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .._errors import GradflowError
+
+if TYPE_CHECKING:
+    import diffrax
+
+__all__ = ["SOLVERS", "ConstantStep", "FlowOptions", "GradientDescent", "PID", "StopRule"]
+
+SOLVERS = (
+    "Tsit5",
+    "Dopri5",
+    "Dopri8",
+    "Bosh3",
+    "Heun",
+    "Midpoint",
+    "Ralston",
+    "Euler",
+    "Kvaerno3",
+    "Kvaerno4",
+    "Kvaerno5",
+    "ImplicitEuler",
+)
+"""The diffrax ODE solvers :class:`FlowOptions` takes by name."""
+
+
+def _positive(**values: float) -> None:
+    for name, value in values.items():
+        if not value > 0:
+            raise GradflowError(f"{name} = {value!r} must be > 0")
+
+
+@dataclass(frozen=True)
+class PID:
+    """Error-controlled step sizes (diffrax's ``PIDController``; :class:`gradflow._flow.rk.StepControl`
+    for the batched explicit pairs): a step is accepted where its local error estimate is at
+    most ``atol + rtol·|θ|`` in every coordinate.
+
+    Attributes:
+        rtol: relative tolerance (dimensionless).
+        atol: absolute tolerance (parameter units).
+
+    Raises:
+        GradflowError: a tolerance that is not positive.
+    """
+
+    rtol: float = 1e-7
+    atol: float = 1e-9
+
+    def __post_init__(self) -> None:
+        _positive(rtol=self.rtol, atol=self.atol)
+
+
+@dataclass(frozen=True)
+class ConstantStep:
+    """A fixed step ``dt`` (flow time units; on a landscape, units of its time scale ``ℓ/g``,
+    as ``t_max``), with no error control: Euler with ``ConstantStep(dt)`` is gradient descent
+    with step ``dt``.  Integrated through diffrax (``ConstantStepSize``), also in batches.
+
+    Raises:
+        GradflowError: ``dt`` not positive.
+    """
+
+    dt: float
+
+    def __post_init__(self) -> None:
+        _positive(dt=self.dt)
+
+
+@dataclass(frozen=True)
+class GradientDescent:
+    """Plain gradient descent ``θ_{k+1} = θ_k − η∇L(θ_k)`` as a solver: the discrete map full
+    training uses, one step advancing flow time by ``η``.
+
+    It runs ``min(max_steps, ⌊t_max/η⌋)`` steps of the stop rule's budgets (it does not stop
+    early), then labels its last iterate by the stop rule: converged where ``‖∇L‖₂ ≤ gtol``,
+    diverged where an iterate left the divergence radius or was not finite (the path ends
+    there).  On a landscape ``η`` is in flow time units of the loss itself (not of its scales:
+    the iterates are those of ``θ ← θ − η∇L``), while ``gtol`` and ``t_max`` keep their
+    landscape units.  It takes no step-size controller.
+
+    Attributes:
+        lr: the step ``η`` (flow time units).
+
+    Raises:
+        GradflowError: ``lr`` not positive.
+    """
+
+    lr: float
+
+    def __post_init__(self) -> None:
+        _positive(lr=self.lr)
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a trajectory stops.
+
+    Attributes:
+        gtol: steady-state test ``‖∇L‖₂ ≤ gtol`` (loss units per parameter unit; on a landscape,
+            in units of its gradient scale ``g``).
+        t_max: flow-time budget (time units of the flow; on a landscape, of its time scale
+            ``ℓ/g``).  The default, ``1e8 = 1/gtol``, is the time the flow needs to meet the
+            steady-state test beside a minimum whose smallest curvature is ``gtol``, and more
+            than it needs beside a degenerate one: on ``x⁴ + y⁴`` from ``(1, 1)``,
+            ``x(t) = (1 + 8t)^{-1/2}`` and ``‖∇L‖₂ = 4√2 x³`` falls to ``gtol·g`` at
+            ``t ≈ 6.7e3`` (``≈ 3e5`` in units of ``ℓ/g``); a flat minimum of order ``2k`` needs
+            ``τ ~ gtol^{-(2k-2)/(2k-1)} < 1/gtol``.  Implicit solvers take steps growing with
+            ``t`` there, so the step budget is not what a long time costs.
+        max_steps: solver-step budget per trajectory.
+        divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged (parameter
+            units).
+
+    Raises:
+        GradflowError: a tolerance, budget or radius that is not positive.
+    """
+
+    gtol: float = 1e-8
+    t_max: float = 1e8
+    max_steps: int = 20_000
+    divergence_radius: float = 1e4
+
+    def __post_init__(self) -> None:
+        _positive(gtol=self.gtol, t_max=self.t_max, divergence_radius=self.divergence_radius)
+        if self.max_steps < 1:
+            raise GradflowError(f"max_steps = {self.max_steps!r} must be ≥ 1")
+
+
+@dataclass(frozen=True)
+class FlowOptions:
+    """How the flow is integrated and when a trajectory stops: a solver, a step-size controller
+    and a stop rule, each a value.
+
+    Attributes:
+        solver: a diffrax solver, the name of one (:data:`SOLVERS`: the same solver, with
+            diffrax imported only when it integrates), or :class:`GradientDescent`.  The
+            explicit pairs ``Tsit5`` and ``Dopri5`` with a :class:`PID` controller run on
+            :class:`gradflow._flow.rk.BatchedRK` in batches, every other solver through
+            diffrax.  The default, the implicit ``Kvaerno5``, handles stiff flows (near the
+            canonical model's global-minimum curve the Hessian eigenvalues reach -30 and an
+            explicit solver stalls at its stability limit).
+        controller: :class:`PID` or :class:`ConstantStep`; ``None`` (the default) is
+            ``PID()`` (``rtol = 1e-7``, ``atol = 1e-9``) for an ODE solver and stays ``None``
+            for :class:`GradientDescent`, which has its step.
+        stop: the stop rule (:class:`StopRule`).
+
+    The tolerances and budgets are readable through the options too (``options.gtol`` is
+    ``options.stop.gtol``, ``options.rtol`` is ``options.controller.rtol``).
+
+    Raises:
+        GradflowError: an unknown solver name, a controller given to gradient descent, or a :class:`PID` controller's tolerances read under another
+            controller.
+    """
+
+    solver: str | diffrax.AbstractSolver | GradientDescent = "Kvaerno5"
+    controller: PID | ConstantStep | None = None
+    stop: StopRule = field(default_factory=StopRule)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.solver, str) and self.solver not in SOLVERS:
+            raise GradflowError(f"solver {self.solver!r}: choose one of {', '.join(SOLVERS)}")
+        if self.descent and self.controller is not None:
+            raise GradflowError(
+                f"GradientDescent takes its step from lr, not from controller {self.controller!r}"
+            )
+        if not self.descent and self.controller is None:
+            object.__setattr__(self, "controller", PID())
+        if not self.descent and not isinstance(self.controller, (PID, ConstantStep)):
+            raise GradflowError(
+                f"controller {self.controller!r}: give PID(rtol, atol) or ConstantStep(dt)"
+            )
+        if not isinstance(self.stop, StopRule):
+            raise GradflowError(f"stop {self.stop!r}: give a StopRule")
+
+    def with_stop(self, **changes: Any) -> FlowOptions:
+        """These options with the stop rule's fields ``changes`` replaced (``gtol=1e-4``)."""
+        return dataclasses.replace(self, stop=dataclasses.replace(self.stop, **changes))
+
+    @property
+    def descent(self) -> bool:
+        """Whether the solver is :class:`GradientDescent`."""
+        return isinstance(self.solver, GradientDescent)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the controller is :class:`PID` (error-controlled steps)."""
+        return isinstance(self.controller, PID)
+
+    @property
+    def rtol(self) -> float:
+        """The :class:`PID` controller's ``rtol``."""
+        return self._pid().rtol
+
+    @property
+    def atol(self) -> float:
+        """The :class:`PID` controller's ``atol``."""
+        return self._pid().atol
+
+    @property
+    def gtol(self) -> float:
+        """The stop rule's ``gtol``."""
+        return self.stop.gtol
+
+    @property
+    def t_max(self) -> float:
+        """The stop rule's ``t_max``."""
+        return self.stop.t_max
+
+    @property
+    def max_steps(self) -> int:
+        """The stop rule's ``max_steps``."""
+        return self.stop.max_steps
+
+    @property
+    def divergence_radius(self) -> float:
+        """The stop rule's ``divergence_radius``."""
+        return self.stop.divergence_radius
+
+    def _pid(self) -> PID:
+        if not isinstance(self.controller, PID):
+            raise GradflowError(
+                f"rtol and atol are a PID controller's; these options have {self.controller!r}"
+            )
+        return self.controller
+
+    @property
+    def solver_name(self) -> str:
+        """The solver's name (``"Tsit5"``), whether given as a name or as a value."""
+        return self.solver if isinstance(self.solver, str) else type(self.solver).__name__
+
+    def diffrax_solver(self) -> diffrax.AbstractSolver:
+        """The diffrax solver (made from its name on first use, which imports diffrax).
+
+        Raises:
+            GradflowError: the solver is :class:`GradientDescent`, which is no ODE solver.
+        """
+        if self.descent:
+            raise GradflowError("GradientDescent is a discrete map, not a diffrax solver")
+        if not isinstance(self.solver, str):
+            return self.solver
+        import diffrax
+
+        return getattr(diffrax, self.solver)()
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-ready description: the solver's class name, the controller's tolerances
+        (``rtol`` and ``atol``, or ``dt``; gradient descent's ``lr``) and the stop rule's
+        tolerance and budgets."""
+        if isinstance(self.solver, GradientDescent):
+            steps: dict[str, float] = {"lr": self.solver.lr}
+        elif isinstance(self.controller, ConstantStep):
+            steps = {"dt": self.controller.dt}
+        else:
+            steps = {"rtol": self.rtol, "atol": self.atol}
+        return {
+            "solver": self.solver_name,
+            **steps,
+            "gtol": self.gtol,
+            "t_max": self.t_max,
+            "max_steps": self.max_steps,
+            "divergence_radius": self.divergence_radius,
+        }

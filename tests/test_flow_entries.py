@@ -1,0 +1,190 @@
+"""The two flow entry points — :func:`gradflow.flow` (one trajectory) and
+:func:`gradflow.flow_endpoints` (a batch) — with the solver, the step-size controller and the stop
+rule as values, on losses whose flows are known by hand.
+
+- ``L = (x² − 1)² + y²``: ``dy/dt = −2y`` gives ``y = y0 e^{−2t}``, and ``u = x²`` follows the
+  logistic ``du/dt = −8u(u − 1)``, so ``x(t)² = 1/(1 + (1/x0² − 1) e^{−8t})``; from ``(0.5, 1)``
+  the flow ends at the minimum ``(1, 0)``.
+- ``L = (1 − xy)²/2``: ``d(x² − y²)/dt = 2x·(−y r) − 2y·(−x r) = 0`` with ``r = xy − 1``
+  (the balancedness of a depth-2 linear network), so from ``(2, 0.1)`` the flow ends on
+  ``xy = 1`` with ``x² − y² = 3.99``: ``x² = (3.99 + √(3.99² + 4))/2``.
+- ``L = ½ Σ λᵢ θᵢ²``: gradient descent with step ``η`` (and Euler with the constant step ``η``)
+  gives ``θᵢ(k) = (1 − ηλᵢ)^k θᵢ(0)`` exactly.
+"""
+
+from __future__ import annotations
+
+import diffrax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+
+import gradflow
+from gradflow import (
+    PID,
+    ConstantStep,
+    FlowOptions,
+    GradflowError,
+    GradientDescent,
+    GradientField,
+    Outcome,
+    ReducedModel,
+    StopRule,
+    flow,
+    flow_endpoints,
+)
+
+x, y = sp.symbols("x y", real=True)
+
+TIGHT = FlowOptions(solver=diffrax.Tsit5(), controller=PID(rtol=1e-10, atol=1e-12))
+"""Tsit5 given as a diffrax value, tolerances far below the checks."""
+
+
+@pytest.fixture(scope="module")
+def well() -> gradflow.BoundModel:
+    return ReducedModel("double well", (x, y), (x**2 - 1) ** 2 + y**2).bind()
+
+
+@pytest.fixture(scope="module")
+def balanced() -> gradflow.BoundModel:
+    return ReducedModel("depth-2 linear", (x, y), (1 - x * y) ** 2 / 2).bind()
+
+
+def test_the_double_well_path_is_the_closed_form_and_ends_at_the_minimum(well) -> None:
+    ts = np.array([0.0, 0.1, 0.25, 0.5, 1.0])
+    path = flow(well, [0.5, 1.0], TIGHT, ts=ts)
+    np.testing.assert_allclose(path.ts[: len(ts)], ts, rtol=1e-12)
+    np.testing.assert_allclose(path.thetas[: len(ts), 1], np.exp(-2 * ts), rtol=1e-8, atol=1e-12)
+    x_t = 1 / np.sqrt(1 + 3 * np.exp(-8 * ts))
+    np.testing.assert_allclose(path.thetas[: len(ts), 0], x_t, rtol=1e-8)
+    assert path.status is Outcome.CONVERGED and path.reached is Outcome.GLOBAL_MIN
+    np.testing.assert_allclose(path.endpoint, [1.0, 0.0], atol=1e-7)
+
+
+def test_one_trajectory_and_the_batch_agree_on_the_same_starts(well) -> None:
+    """The start (0.5, 1) alone and among others in a batch ends at (1, 0) both ways; the
+    others at the well of their sign of x."""
+    starts = np.array([[0.5, 1.0], [-0.5, 1.0], [2.0, -1.5], [-1.7, 0.3]])
+    batch = flow_endpoints(well, starts, TIGHT, progress=False)
+    assert np.all(batch.status == Outcome.CONVERGED)
+    for start, end in zip(starts, batch.endpoints):
+        one = flow(well, start, TIGHT)
+        np.testing.assert_allclose(end, [np.sign(start[0]), 0.0], atol=1e-7)
+        np.testing.assert_allclose(one.endpoint, end, atol=1e-7)
+
+
+def test_the_named_solver_is_the_diffrax_value(well) -> None:
+    """``"Tsit5"`` and ``diffrax.Tsit5()`` are one solver: the same path, bit for bit."""
+    named = FlowOptions(solver="Tsit5", controller=TIGHT.controller)
+    np.testing.assert_array_equal(
+        flow(well, [0.5, 1.0], named).thetas, flow(well, [0.5, 1.0], TIGHT).thetas
+    )
+
+
+def test_the_balanced_flow_lands_on_xy_1_with_x2_minus_y2_conserved(balanced) -> None:
+    x_end = np.sqrt((3.99 + np.sqrt(3.99**2 + 4)) / 2)
+    expected = np.array([x_end, 1 / x_end])
+    path = flow(balanced, [2.0, 0.1], TIGHT)
+    np.testing.assert_allclose(path.thetas[:, 0] ** 2 - path.thetas[:, 1] ** 2, 3.99, rtol=1e-8)
+    np.testing.assert_allclose(path.endpoint, expected, rtol=1e-7)
+    batch = flow_endpoints(balanced, [[2.0, 0.1], [0.1, 2.0]], TIGHT, progress=False)
+    np.testing.assert_allclose(batch.endpoints, [expected, expected[::-1]], rtol=1e-7)
+    field = GradientField.from_loss(lambda t, _: (1 - t[0] * t[1]) ** 2 / 2)
+    on_field = flow(field, jnp.array([2.0, 0.1]), TIGHT)
+    on_tree = flow(lambda p, _: (1 - p["x"] * p["y"]) ** 2 / 2, {"x": 2.0, "y": 0.1}, TIGHT)
+    for other in (on_field, on_tree):
+        assert other.status is Outcome.CONVERGED
+        np.testing.assert_allclose(other.endpoint, expected, rtol=1e-7)
+
+
+LAMBDA = np.array([1.0, 3.0])
+QUADRATIC = GradientField.from_loss(lambda t, _: 0.5 * jnp.sum(jnp.asarray(LAMBDA) * t**2))
+
+
+def test_gradient_descent_is_the_geometric_sequence() -> None:
+    eta, theta0 = 0.1, np.array([1.0, -2.0])
+    descent = FlowOptions(solver=GradientDescent(eta), stop=StopRule(max_steps=30))
+    path = flow(QUADRATIC, theta0, descent, ts=np.linspace(0.0, 3.0, 11))
+    k = 3 * np.arange(11)
+    np.testing.assert_allclose(path.thetas, (1 - eta * LAMBDA) ** k[:, None] * theta0, rtol=1e-12)
+    np.testing.assert_allclose(path.ts, eta * k, rtol=1e-12)
+    every = flow(QUADRATIC, theta0, descent)
+    assert len(every.thetas) == 31 and every.status is Outcome.NOT_CONVERGED
+    euler = FlowOptions(solver="Euler", controller=ConstantStep(eta), stop=StopRule(t_max=3.0))
+    same = flow(QUADRATIC, theta0, euler, ts=np.linspace(0.0, 3.0, 11))
+    np.testing.assert_allclose(same.thetas, path.thetas, rtol=1e-10)
+
+
+def test_a_constant_step_on_a_landscape_is_in_units_of_its_time_scale(well) -> None:
+    """Euler with ``ConstantStep(dt)`` on a landscape is gradient descent with the step
+    ``η = dt·ℓ/g`` of the flow of ``L`` (its scales, :func:`gradflow.loss_scales`), one
+    trajectory or in a batch; on ``(x² − 1)² + y²`` the y-coordinate is then ``(1 − 2η)^k``."""
+    scales = gradflow.loss_scales(well)
+    eta = 0.01
+    dt = eta * scales.gradient / scales.length
+    euler = FlowOptions(
+        solver="Euler", controller=ConstantStep(dt), stop=StopRule(t_max=40 * dt, gtol=1e-12)
+    )
+    descent = FlowOptions(solver=GradientDescent(eta), stop=StopRule(max_steps=40))
+    one = flow(well, [0.5, 1.0], euler)
+    gd = flow(well, [0.5, 1.0], descent)
+    batch = flow_endpoints(well, [[0.5, 1.0], [-0.5, 1.0]], euler, progress=False)
+    assert one.endpoint[1] == pytest.approx((1 - 2 * eta) ** 40, rel=1e-9)
+    np.testing.assert_allclose(gd.endpoint, one.endpoint, rtol=1e-9)
+    np.testing.assert_allclose(batch.endpoints[0], one.endpoint, rtol=1e-9)
+    np.testing.assert_allclose(batch.endpoints[1], one.endpoint * [-1, 1], rtol=1e-9)
+
+
+def test_options_that_do_not_fit_are_one_line_errors(well) -> None:
+    with pytest.raises(GradflowError, match="GradientDescent takes its step"):
+        FlowOptions(solver=GradientDescent(0.1), controller=PID())
+    with pytest.raises(GradflowError, match="lr = 0"):
+        GradientDescent(0)
+    with pytest.raises(GradflowError, match="rtol = -1"):
+        PID(rtol=-1)
+    with pytest.raises(GradflowError, match="max_steps = 0"):
+        StopRule(max_steps=0)
+    with pytest.raises(GradflowError, match="one trajectory"):
+        flow_endpoints(well, [[0.5, 1.0]], FlowOptions(solver=GradientDescent(0.1)))
+    with pytest.raises(GradflowError, match="kη"):
+        flow(QUADRATIC, [1.0, 1.0], FlowOptions(solver=GradientDescent(0.1)), ts=[0.0, 0.15])
+    with pytest.raises(GradflowError, match="own args"):
+        flow(well, [0.5, 1.0], args=1.0)
+    with pytest.raises(GradflowError, match="PID controller"):
+        _ = FlowOptions(solver="Euler", controller=ConstantStep(0.1)).rtol
+
+
+def test_the_float32_pass_runs_with_custom_options_and_keeps_the_labels(well, monkeypatch):
+    """Given stages of its own (an explicit pair, then an implicit solver for what stalls at the
+    explicit one's stability limit), a basin map still runs its float32 pass first, and its
+    labels are those of the float64-only map: the x < 0 half goes to (−1, 0), the x > 0 half to
+    (1, 0), the line x = 0 to the saddle."""
+    tight = PID(rtol=1e-7, atol=1e-9)
+    options = (
+        FlowOptions(solver="Tsit5", controller=tight, stop=StopRule(max_steps=1_000)),
+        FlowOptions(solver="Kvaerno5", controller=tight),
+    )
+    region = gradflow.Region.of(well, grid=21, box=(-2, 2, -1.5, 1.5))
+    dtypes = []
+    real = gradflow.flow_endpoints
+
+    def spy(*args, **kwargs):
+        dtypes.append(kwargs.get("dtype", np.float64))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr("gradflow._basins.basins.flow_endpoints", spy)
+    fast = gradflow.basins(well, region=region, options=options, progress=False)
+    assert dtypes[0] is np.float32
+    dtypes.clear()
+    slow = gradflow.basins(
+        well, region=region, options=options, progress=False, float32_first=False
+    )
+    assert np.float32 not in dtypes
+    np.testing.assert_array_equal(fast.labels, slow.labels)
+    np.testing.assert_array_equal(fast.attractor_ids, slow.attractor_ids)
+    xs = np.broadcast_to(fast.xs, fast.attractor_ids.shape)
+    point = {a.id: tuple(np.round(a.point, 6)) for a in fast.attractors}
+    assert {point[i] for i in fast.attractor_ids[xs < 0]} == {(-1.0, 0.0)}
+    assert {point[i] for i in fast.attractor_ids[xs > 0]} == {(1.0, 0.0)}
+    assert {point[i] for i in fast.attractor_ids[xs == 0]} == {(0.0, 0.0)}
