@@ -24,6 +24,7 @@ class Outcome(enum.IntEnum):
     what it means.  A trajectory's status is one of ``GLOBAL_MIN`` (stopped below a decision
     level), ``CONVERGED``, ``DIVERGED``, ``NOT_CONVERGED`` or ``NON_SMOOTH``; what it reached
     and a basin map's label name the kind of a converged endpoint instead of ``CONVERGED``.
+    ``GLOBAL_MIN`` is code 0, so it is falsy: test an optional outcome with ``is None``.
     """
 
     message: str
