@@ -86,6 +86,7 @@ _EXPORTS = {
     "BoundModel": "._symbolic.model",
     "CriticalSetSpec": "._symbolic.closed_forms",
     "ReducedModel": "._symbolic.model",
+    "FullModel": "._symbolic.full",
     "show_domain": "._symbolic.model",
     "FORMATS": "._output.io",
     "Branch": "._sweep.branches",
@@ -159,6 +160,7 @@ if TYPE_CHECKING:
     from ._sweep.sweep import Sweep, follow, remove_checkpoint, sweep
     from ._symbolic.closed_forms import CriticalSetSpec
     from ._symbolic.expression import loss_model, parse_loss
+    from ._symbolic.full import FullModel
     from ._symbolic.functions import (
         LogAddExp,
         LogSigmoid,
@@ -201,6 +203,7 @@ __all__ = [
     "PID",
     "StopRule",
     "FractionError",
+    "FullModel",
     "GradflowError",
     "GradientField",
     "JaxLandscape",
