@@ -113,8 +113,8 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
 
 
 def fate_systems() -> dict[str, FateSystem]:
-    """Every system ``gradflow fate --model NAME`` runs: :data:`FATE_SYSTEMS`, then each other
-    model of :data:`gradflow.models.MODELS` marked ``full``, with the generic map
+    """Every system ``gradflow fate --model NAME`` runs: :data:`FATE_SYSTEMS`, then each model
+    of :data:`gradflow.models.MODELS` with ``full="declared"``, with the generic map
     (:mod:`gradflow.analysis.model_fate`).  Read from the registry when called, so a model
     registered after import is found."""
     from gradflow.models import MODELS
@@ -127,7 +127,7 @@ def fate_systems() -> dict[str, FateSystem]:
             {"model": name},
         )
         for name, entry in MODELS.items()
-        if entry.full and name not in FATE_SYSTEMS
+        if entry.full == "declared" and name not in FATE_SYSTEMS
     }
     return {**FATE_SYSTEMS, **generic}
 

@@ -60,10 +60,11 @@ class ModelFateConfig:
         from gradflow.models import MODELS
 
         entry = MODELS.get(self.model)
-        if entry is None or not entry.full:
-            with_full = ", ".join(n for n, e in MODELS.items() if e.full)
+        if entry is None or entry.full != "declared":
+            with_full = ", ".join(n for n, e in MODELS.items() if e.full == "declared")
             raise GradflowError(
-                f"model = {self.model!r} has no full model; models with one: {with_full}"
+                f"model = {self.model!r} has no declared full model for the generic fate map "
+                f"(models with one: {with_full or 'none'})"
             )
         object.__setattr__(self, "hyper", tuple(self.hyper))
         object.__setattr__(self, "sigma", tuple(float(s) for s in self.sigma))

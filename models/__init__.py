@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gradflow import ReducedModel
 
-__all__ = ["MODELS", "SWITCHING", "ModelEntry"]
+__all__ = ["FULL_KINDS", "MODELS", "SWITCHING", "ModelEntry"]
+
+FULL_KINDS = (None, "markov", "declared")
+"""What :attr:`ModelEntry.full` may say: no full model, the Markov transformer, one declared."""
 
 
 @dataclass(frozen=True)
@@ -34,16 +37,23 @@ class ModelEntry:
         plane: the parameters its portraits put on the x and y axes.
         hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
             ``--NAME`` option).
-        full: whether it declares a full model (``ReducedModel.full``): ``gradflow fate
-            --model NAME`` runs its fate map; for the Markov models also
-            :func:`gradflow.models.full_model.full_model` and ``gradflow compare``.
+        full: the full model it declares (``ReducedModel.full``), if any: ``"markov"`` for a
+            model of the single-layer Markov transformer (:data:`FULL_MODELS`,
+            :func:`gradflow.models.full_model.full_model`, ``gradflow compare``; fate maps by
+            ``gradflow fate --model canonical``, whose runs slide along the transformer's ReLU
+            kinks), ``"declared"`` for any other full model (``gradflow fate --model NAME``
+            runs the generic fate map on it), ``None`` for none.
     """
 
     factory: str
     params: tuple[str, ...]
     plane: tuple[str, str]
     hyperparams: dict[str, tuple[float, float]]
-    full: bool = False
+    full: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.full not in FULL_KINDS:
+            raise ValueError(f"full = {self.full!r}: choose one of {FULL_KINDS}")
 
     def model(self) -> ReducedModel:
         """The reduced model: its factory imported and called (this imports the model and
@@ -61,28 +71,28 @@ MODELS = {
         ("e", "w"),
         ("w", "e"),
         SWITCHING,
-        full=True,
+        full="markov",
     ),
     "canonical-bias": ModelEntry(
         "gradflow.models.markov:canonical_bias_model",
         ("e", "w", "b"),
         ("w", "e"),
         SWITCHING,
-        full=True,
+        full="markov",
     ),
     "canonical-attention": ModelEntry(
         "gradflow.models.markov_attention:canonical_attention_model",
         ("e", "w", "a"),
         ("w", "e"),
         SWITCHING,
-        full=True,
+        full="markov",
     ),
     "canonical-attention-bias": ModelEntry(
         "gradflow.models.markov_attention:canonical_attention_bias_model",
         ("e", "w", "a", "b"),
         ("w", "e"),
         SWITCHING,
-        full=True,
+        full="markov",
     ),
 }
 """Every reduced model the command line knows by name, in report order (the one list: the

@@ -124,9 +124,11 @@ class MarkovFullModel:
         return FullModel(self.embed, self.loss, metric=self.metric, project=self.project)
 
 
-FULL_MODELS: tuple[str, ...] = tuple(name for name, entry in MODELS.items() if entry.full)
-"""Every reduced model with a full model, by name, in the order of :data:`MODELS` (the entries
-marked ``full``)."""
+FULL_MODELS: tuple[str, ...] = tuple(
+    name for name, entry in MODELS.items() if entry.full == "markov"
+)
+"""Every reduced model of the Markov transformer, by name, in the order of :data:`MODELS` (the
+entries with ``full="markov"``)."""
 
 
 @functools.cache

@@ -106,7 +106,9 @@ def toys(tmp_path_factory, monkeypatch):
     (folder / "gradflow_test_toys.py").write_text(textwrap.dedent(TOY_MODULE))
     monkeypatch.syspath_prepend(str(folder))
     for name, factory in (("toy", "toy_model"), ("toy-bias", "toy_bias_model")):
-        entry = ModelEntry(f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full=True)
+        entry = ModelEntry(
+            f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full="declared"
+        )
         monkeypatch.setitem(MODELS, name, entry)
 
 
