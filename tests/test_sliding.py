@@ -130,9 +130,9 @@ def test_a_kink_split_in_two_close_ones_is_crossed_then_slid_on() -> None:
     as noise splits a layer's coincident kinks): ``x' = -3/2`` above ``ε``, ``-1/2`` between the
     kinks (both fields point down: ``x = ε`` is crossed), ``+3/2`` below 0 (``x = 0`` slides).
     So ``x = 0.5 - 1.5t`` to ``t₁ = (0.5 - ε)/1.5``, ``x = ε - (t - t₁)/2`` to ``t₁ + 2ε``,
-    then 0; ``y = 1 + 2e^{-t}``.  At tight tolerances the two kinks are met one after the
-    other; at ``rtol = 10⁻⁶`` they lie within one band and are met at once, the path within
-    the band of the exact one."""
+    then 0; ``y = 1 + 2e^{-t}``.  The two kinks are met one after the other, at tight
+    tolerances and at the fate map's (``rtol = 10⁻⁶``), the path within the tolerance of the
+    exact one."""
     eps = 1e-7
     bound = model(sp.Abs(x) + sp.Abs(x - eps) / 2 + (y - 1) ** 2 / 2)
     t1 = (0.5 - eps) / 1.5

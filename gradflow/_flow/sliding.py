@@ -30,8 +30,7 @@ surface, or crosses it, on that side.
   :class:`gradflow._flow.rk.StepControl`, on the smooth piece of the loss the point lies on;
 - a step whose end lies beyond a surface that pushes it back (the field on the far side points
   toward the surface as well) is *located*: the step is shortened, by regula falsi on the
-  surface's value, until it ends on the surface (within the band of
-  :func:`~gradflow._flow.sliding_steps.band`, the run's relative tolerance);
+  surface's value, until it ends on the surface (within :data:`BAND`);
 - on the surfaces, the sliding mode (which surfaces slide, the slopes of the others) is the
   solution of the box-constrained least-squares problem above (SciPy's BVLS, exact for the
   handful of surfaces a point is on), and the steps integrate the smooth field
@@ -68,7 +67,6 @@ from .sliding_steps import (
     Info,
     Mode,
     Programs,
-    band,
     grouped,
     independent_rows,
     min_norm_weights,
@@ -179,7 +177,6 @@ class _Run:
         self.level = -math.inf if level is None else float(level)
         self.programs = Programs(kinks, options.rtol, options.atol)
         self.control = StepControl(options.rtol, options.atol)
-        self._share = band(options.rtol)
 
     def integrate(self, y: np.ndarray, t: float) -> SlideResult:
         opts, prog = self.options, self.programs
@@ -277,7 +274,7 @@ class _Run:
         return bool(np.all((lam > INTERIOR) & (lam < 1 - INTERIOR)))
 
     def _band(self, g: np.ndarray) -> float:
-        return self._share * max(1.0, float(np.max(np.abs(g), initial=0.0)))
+        return BAND * max(1.0, float(np.max(np.abs(g), initial=0.0)))
 
     def _on(self, g: np.ndarray) -> np.ndarray:
         return np.abs(g) <= self._band(g)
@@ -352,8 +349,8 @@ class _Run:
             if not Info(*np.asarray(step[-1])).err < 1.0:
                 hi, f_hi, last = trial, -abs(f_hi), 0
                 continue
-            value, width = phi(step[2])
-            if abs(value) <= width:
+            value, band = phi(step[2])
+            if abs(value) <= band:
                 return (trial, step), used
             if value > 0:
                 lo, f_lo = trial, value
@@ -411,7 +408,7 @@ class _Run:
                 lam[i] >= 1 - INTERIOR and rates[i] >= -INTERIOR * scale[i]
             ):
                 chosen[k] = rows[i + 1, k]
-        keep = independent_rows(normals[sliding], self._share) if sliding else np.zeros(0, int)
+        keep = independent_rows(normals[sliding]) if sliding else np.zeros(0, int)
         kept = np.asarray(sliding, int)[keep]
         plain = normals[kept] * np.array([groups[i][1][0] for i in kept])[:, None]
         along = np.einsum("ij,ji->i", plain, jumps[:, kept]) / np.sum(plain**2, axis=1)

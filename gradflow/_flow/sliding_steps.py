@@ -20,16 +20,16 @@ from .._landscape.base import Kinks
 from .rk import TSIT5
 
 BAND = 1e-9
-"""The least share of ``max(1, max_j |g_j|)`` within which a point is on a surface
-(:func:`band`): far above the rounding of a point projected onto the surfaces."""
+"""A point is on kink ``k`` when ``|g_k| ≤ BAND · max(1, max_j |g_j|)``: where a located step
+ends and what the sliding mode is solved over.  Far below any tolerance of the flow, far above
+the rounding of a point projected onto the surfaces."""
 GROUP_TOL = 1e-6
 """Surfaces whose unit normals (along :data:`SIGNATURES` random directions) differ by at most
 this are one surface."""
 SIGNATURES = 6
 """Random directions along which the normals of the surfaces a point is on are compared."""
 RANK_TOL = 1e-8
-"""Sliding normals are independent when pivoted QR keeps ``|R_jj| ≥ tol·|R_00|``, ``tol`` at
-least this (:func:`independent_rows`)."""
+"""Sliding normals are independent when pivoted QR keeps ``|R_jj| ≥ RANK_TOL·|R_00|``."""
 NEWTON = 3
 """Gauss–Newton iterations of the projection onto the sliding surfaces."""
 
@@ -62,8 +62,8 @@ class Info:
     field's norm at its end, whether its end is finite and how far from the origin, whether
     it crossed a surface the mode does not hold (at some stage; at the end), whether a held
     surface was left on the side whose slope it does not hold, whether its end is on a
-    surface, and on one the mode does not hold or holds without sliding, or off one it slides
-    on (its mode must be solved again)."""
+    surface, and on one the mode does not hold or holds without sliding (its mode must be
+    solved again)."""
 
     err: float
     loss: float
@@ -77,31 +77,16 @@ class Info:
     new: bool
 
 
-def band(rtol: float) -> float:
-    """A point is on kink ``k`` when ``|g_k| ≤ band(rtol) · max(1, max_j |g_j|)``: where a
-    located step ends and what the sliding mode is solved over.  The share is the run's relative
-    tolerance (at least :data:`BAND`): a surface closer than that is one the step's own error
-    allowance cannot tell from the point, and taking it as reached moves the point, where it
-    slides, by no more than a step may err.  Noise on a layer's weights splits a kink into
-    many surfaces a few rounding errors of the weights apart (prefixes whose residual streams
-    differ by the attention output alone); within the band they are reached at once, not
-    located one by one."""
-    return max(BAND, float(rtol))
-
-
-def independent_rows(normals: np.ndarray, tol: float = RANK_TOL) -> np.ndarray:
+def independent_rows(normals: np.ndarray) -> np.ndarray:
     """Indices of rows of ``normals`` that are linearly independent (pivoted QR, keeping
-    ``|R_jj| ≥ max(tol, RANK_TOL)·|R_00|``), in their order.  A sliding surface whose normal
-    lies within ``tol`` (relative) of the span of the others' is held by them: the
-    projection onto the kept surfaces keeps it within the band of :func:`band` while it
-    slides, and the step reports it where it drifts out (``new`` of :class:`Info`)."""
+    ``|R_jj| ≥ RANK_TOL·|R_00|``), in their order."""
     if len(normals) <= 1:
         return np.arange(len(normals))
     import scipy.linalg
 
     _, r, order = scipy.linalg.qr(normals.T, mode="economic", pivoting=True)
     diag = np.abs(np.diag(r))
-    rank = int(np.sum(diag >= max(tol, RANK_TOL) * diag[0])) if diag[0] > 0 else 0
+    rank = int(np.sum(diag >= RANK_TOL * diag[0])) if diag[0] > 0 else 0
     return np.sort(order[:rank])
 
 
@@ -154,7 +139,8 @@ _ORIENT = np.array([1.0, 1 / 3, 1 / 7, 1 / 11, 1 / 13, 1 / 17, 1 / 19, 1 / 23])
 def min_norm_weights(w: np.ndarray, jumps: np.ndarray) -> np.ndarray:
     """``argmin ‖w + J λ‖`` over ``λ ∈ [0, 1]^m`` (``J`` of shape ``(dim, m)``), by SciPy's
     bounded-variable least squares (Stark & Parker 1995), exact for an active-set problem this
-    small.  A surface whose jump vanishes (the gradient is continuous across it) keeps
+    small, on ``J = QR``: ``‖w + Jλ‖² = ‖Qᵀw + Rλ‖² + ‖w - QQᵀw‖²``, so the iterations work on
+    the ``m × m`` factor instead of the ``dim × m`` jumps.  A surface whose jump vanishes (the gradient is continuous across it) keeps
     ``λ = 0``."""
     from scipy.optimize import lsq_linear
 
@@ -347,13 +333,12 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
         y1 = jax.lax.cond(sliding, project, lambda x: x, end)
         f1, mu = jax.lax.cond(sliding, projected, lambda x: (ks[-1], jnp.zeros_like(mask)), y1)
         g1 = kinks.surfaces(y1, args)
-        share = band(rtol)
-        band0 = share * jnp.maximum(1.0, jnp.max(jnp.abs(g0)))
+        band0 = BAND * jnp.maximum(1.0, jnp.max(jnp.abs(g0)))
         crossed = ~fixed & (((g0 > 0) & (lowest < 0)) | ((g0 < 0) & (highest > 0)))
         wrong = (fixed & ~slides) & (
             ((s == hi) & (lowest < -band0)) | ((s == lo) & (highest > band0))
         )
-        on = jnp.abs(g1) <= share * jnp.maximum(1.0, jnp.max(jnp.abs(g1)))
+        on = jnp.abs(g1) <= BAND * jnp.maximum(1.0, jnp.max(jnp.abs(g1)))
         info = jnp.stack(
             [
                 norm,
@@ -365,7 +350,7 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
                 jnp.any(crossed & (jnp.sign(g1) != jnp.sign(g0))),
                 jnp.any(wrong),
                 jnp.any(on),
-                jnp.any((on & ~slides) | (slides & ~on)),
+                jnp.any(on & ~slides),
             ]
         )
         return y1, f1, g1, crossed, mu, wrong, info
