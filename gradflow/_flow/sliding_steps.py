@@ -140,8 +140,8 @@ def min_norm_weights(w: np.ndarray, jumps: np.ndarray) -> np.ndarray:
     """``argmin ‖w + J λ‖`` over ``λ ∈ [0, 1]^m`` (``J`` of shape ``(dim, m)``), by SciPy's
     bounded-variable least squares (Stark & Parker 1995), exact for an active-set problem this
     small, on ``J = QR``: ``‖w + Jλ‖² = ‖Qᵀw + Rλ‖² + ‖w - QQᵀw‖²``, so the iterations work on
-    the ``m × m`` factor instead of the ``dim × m`` jumps.  A surface whose jump vanishes (the gradient is continuous across it) keeps
-    ``λ = 0``."""
+    the ``m × m`` factor instead of the ``dim × m`` jumps.  A surface whose jump vanishes (the
+    gradient is continuous across it) keeps ``λ = 0``."""
     from scipy.optimize import lsq_linear
 
     lam = np.zeros(jumps.shape[1])
@@ -206,7 +206,7 @@ class Programs:
         if not mode.sliding:
             return -w
         n = self.normals(y, mode.reps[: mode.sliding], args)
-        return -(w - n.T @ np.linalg.lstsq(n.T, w, rcond=None)[0])
+        return -(w - n.T @ np.linalg.solve(n @ n.T, n @ w))
 
     def step(self, mode: Mode, y: Any, k1: Any, h: float, g0: Any, args: Any) -> tuple[Any, ...]:
         """One Tsit5 step of the mode's field from ``y`` (``k1`` the field there, ``g0`` the
@@ -235,7 +235,7 @@ class Programs:
         for _ in range(NEWTON):
             g = self.probe(y, args)[0][reps]
             n = self.normals(y, reps, args)
-            y = y - np.linalg.lstsq(n, g, rcond=None)[0]
+            y = y - n.T @ np.linalg.solve(n @ n.T, g)
         return y
 
 
