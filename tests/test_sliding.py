@@ -137,3 +137,59 @@ def test_a_kink_the_slide_does_not_cover_is_still_reported() -> None:
     )
     assert path.status is Outcome.NON_SMOOTH and path.kink == str(outer)
     assert path.endpoint[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_kink_split_in_two_close_ones_is_crossed_then_slid_on() -> None:
+    """``|x| + ½|x - ε| + ½(y - 1)²`` from ``(0.5, 3)``, ``ε = 10⁻⁷`` (one kink split into two,
+    as noise splits a layer's coincident kinks): ``x' = -3/2`` above ``ε``, ``-1/2`` between the
+    kinks (both fields point down: ``x = ε`` is crossed), ``+3/2`` below 0 (``x = 0`` slides).
+    So ``x = 0.5 - 1.5t`` to ``t₁ = (0.5 - ε)/1.5``, ``x = ε - (t - t₁)/2`` to ``t₁ + 2ε``,
+    then 0; ``y = 1 + 2e^{-t}``.  The two kinks are met one after the other, at tight
+    tolerances and at the fate map's (``rtol = 10⁻⁶``), the path within the tolerance of the
+    exact one."""
+    eps = 1e-7
+    bound = model(sp.Abs(x) + sp.Abs(x - eps) / 2 + (y - 1) ** 2 / 2)
+    t1 = (0.5 - eps) / 1.5
+    for rtol, atol, tol in ((1e-10, 1e-12, 1e-6), (1e-6, 1e-9, 1e-5)):
+        options = FlowOptions(rtol=rtol, atol=atol, gtol=1e-9, t_max=3.0)
+        run = gradflow.slide(bound.kinks, [0.5, 3.0], bound.args, options, record=True)
+        t = run.ts
+        exact = np.where(t < t1, 0.5 - 1.5 * t, np.maximum(eps - (t - t1) / 2, 0.0))
+        np.testing.assert_allclose(run.thetas[:, 0], exact, atol=tol)
+        np.testing.assert_allclose(run.thetas[:, 1], 1 + 2 * np.exp(-t), atol=tol)
+        assert run.surfaces == 1 and run.sliding_time == pytest.approx(3 - t1, abs=1e-5)
+
+
+def test_many_close_kinks_are_crossed_down_to_their_median() -> None:
+    """``(1/21) Σ_k |x - kδ|`` (``k = 0…20``, ``δ = 10⁻³``) ``+ ½(y - 1)²``, the absolute value
+    of a convex function that is the maximum of 22 affine pieces, from ``(0.5, 3)``: between
+    the kinks ``c_j = jδ`` and ``c_{j+1}`` the slope is ``((j + 1) - (20 - j))/21``, so ``x``
+    falls at speed ``(2j - 19)/21`` (1 above every kink) through 10 kinks, each crossed, and
+    slides on the median ``c_10 = 0.01``, where the field below points up (speed ``1/21``)."""
+    delta, count = 1e-3, 21
+    loss = sp.Add(*[sp.Abs(x - sp.Rational(k, 1000)) for k in range(count)]) / count
+    bound = model(loss + (y - 1) ** 2 / 2)
+    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=2.0)
+    run = gradflow.slide(bound.kinks, [0.5, 3.0], bound.args, options, record=True)
+    knots_x, knots_t = [0.5, 20 * delta], [0.0, 0.5 - 20 * delta]
+    for j in range(19, 9, -1):
+        knots_x.append(j * delta)
+        knots_t.append(knots_t[-1] + delta * count / (2 * j - 19))
+    exact = np.interp(run.ts, knots_t, knots_x)
+    np.testing.assert_allclose(run.thetas[:, 0], exact, atol=1e-6)
+    np.testing.assert_allclose(run.thetas[:, 1], 1 + 2 * np.exp(-run.ts), atol=1e-6)
+    assert run.surfaces == 1 and run.sliding_time == pytest.approx(2 - knots_t[-1], abs=1e-5)
+
+
+def test_a_loss_scaled_by_c_slides_along_the_same_path_c_times_faster(one_kink) -> None:
+    """``c·L`` has the flow of ``L`` in the time ``c·t``: from ``(0.5, 3)`` the flow of
+    ``4(|x| + ½(y - 1)²)`` at ``t = 0.5`` is that of ``L`` at ``t = 2`` (``x = 0``,
+    ``y = 1 + 2e^{-2}``), having slid for ``1.5/4``."""
+    scaled = model(4 * (sp.Abs(x) + (y - 1) ** 2 / 2))
+    ends = []
+    for bound, t_max in ((one_kink, 2.0), (scaled, 0.5)):
+        options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=t_max)
+        ends.append(gradflow.slide(bound.kinks, [0.5, 3.0], bound.args, options))
+    np.testing.assert_allclose(ends[0].endpoint, [0.0, 1 + 2 * np.exp(-2.0)], atol=1e-7)
+    np.testing.assert_allclose(ends[1].endpoint, ends[0].endpoint, atol=1e-7)
+    assert ends[1].sliding_time == pytest.approx(ends[0].sliding_time / 4, abs=1e-7)

@@ -139,8 +139,9 @@ _ORIENT = np.array([1.0, 1 / 3, 1 / 7, 1 / 11, 1 / 13, 1 / 17, 1 / 19, 1 / 23])
 def min_norm_weights(w: np.ndarray, jumps: np.ndarray) -> np.ndarray:
     """``argmin ‖w + J λ‖`` over ``λ ∈ [0, 1]^m`` (``J`` of shape ``(dim, m)``), by SciPy's
     bounded-variable least squares (Stark & Parker 1995), exact for an active-set problem this
-    small.  A surface whose jump vanishes (the gradient is continuous across it) keeps
-    ``λ = 0``."""
+    small, on ``J = QR``: ``‖w + Jλ‖² = ‖Qᵀw + Rλ‖² + ‖w - QQᵀw‖²``, so the iterations work on
+    the ``m × m`` factor instead of the ``dim × m`` jumps.  A surface whose jump vanishes (the
+    gradient is continuous across it) keeps ``λ = 0``."""
     from scipy.optimize import lsq_linear
 
     lam = np.zeros(jumps.shape[1])
@@ -148,7 +149,8 @@ def min_norm_weights(w: np.ndarray, jumps: np.ndarray) -> np.ndarray:
     live = np.flatnonzero(norms > 1e-10 * max(1.0, float(np.linalg.norm(w))))
     if not live.size:
         return lam
-    fit = lsq_linear(jumps[:, live], -w, bounds=(0.0, 1.0), method="bvls", tol=1e-14)
+    q, r = np.linalg.qr(jumps[:, live])
+    fit = lsq_linear(r, -(q.T @ w), bounds=(0.0, 1.0), method="bvls", tol=1e-14)
     lam[live] = np.clip(fit.x, 0.0, 1.0)
     return lam
 
