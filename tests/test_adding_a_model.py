@@ -129,7 +129,7 @@ def test_a_toy_model_added_by_the_recipe_runs_every_command(cli, toys):
     np.testing.assert_allclose(sets["saddle"]["hessian_eigenvalues"], [-1.0, 1.0], atol=1e-12)
 
     json_of(cli("basins", "--model", "toy", "--grid", "5", "--json"))
-    data = np.load(cli.folder / "basins.npz")
+    data = _arrays(cli.folder / "basins.npz")
     branch = _branches(data["x"], data["y"])
     names = data["label_names"][data["labels"]]
     np.testing.assert_array_equal(names == "saddle", branch == 0)
@@ -145,7 +145,7 @@ def test_a_toy_model_added_by_the_recipe_runs_every_command(cli, toys):
     assert fate["system"] == "toy" and fate["cells"] == 2 * 25
     assert fate["agreement"] == {"euclidean σ=0": 1.0, "induced σ=0": 1.0}
     assert fate["mismatches"] == [] and fate["reasons"] == {}
-    runs = np.load(cli.folder / "fate.npz")
+    runs = _arrays(cli.folder / "fate.npz")
     assert (cli.folder / "fate.png").stat().st_size > 0
     assert np.all(runs["off_end"] == 0.0)  # an invariant family: never left, to the last bit
     a0, b0 = np.meshgrid(runs["x"], runs["y"])
@@ -158,6 +158,12 @@ def test_a_toy_model_added_by_the_recipe_runs_every_command(cli, toys):
     np.testing.assert_allclose(a[~ends], 0.0, atol=1e-5)
 
 
+def _arrays(path):
+    """The arrays of an NPZ file, read and the file closed."""
+    with np.load(path) as stored:
+        return dict(stored)
+
+
 def _branches(xs, ys):
     """``sign(a0 + b0)`` per start (row = b): the branch of ``ab = 1`` reached, 0 the saddle."""
     a0, b0 = np.meshgrid(xs, ys)
@@ -168,7 +174,7 @@ def test_a_family_that_is_not_invariant_is_left_and_the_fate_map_says_so(cli, to
     fate = json_of(
         cli("fate", "--model", "toy-bias", "--grid", "3", "--box", "-1", "1", "-1", "1", "--json")
     )
-    runs = np.load(cli.folder / "fate.npz")
+    runs = _arrays(cli.folder / "fate.npz")
     a0, b0 = np.meshgrid(runs["x"], runs["y"])
     on_minima = np.isclose(a0 * b0, 1.0)  # r = 0: the run never moves
     assert fate["agreement"] == {"euclidean σ=0": 2 / 9, "induced σ=0": 2 / 9}

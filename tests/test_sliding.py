@@ -151,7 +151,9 @@ def test_a_kink_split_in_two_close_ones_is_crossed_then_slid_on() -> None:
     bound = model(sp.Abs(x) + sp.Abs(x - eps) / 2 + (y - 1) ** 2 / 2)
     t1 = (0.5 - eps) / 1.5
     for rtol, atol, tol in ((1e-10, 1e-12, 1e-6), (1e-6, 1e-9, 1e-5)):
-        options = FlowOptions(rtol=rtol, atol=atol, gtol=1e-9, t_max=3.0)
+        options = FlowOptions(
+            controller=PID(rtol=rtol, atol=atol), stop=StopRule(gtol=1e-9, t_max=3.0)
+        )
         run = gradflow.slide(bound.kinks, [0.5, 3.0], bound.args, options, record=True)
         t = run.ts
         exact = np.where(t < t1, 0.5 - 1.5 * t, np.maximum(eps - (t - t1) / 2, 0.0))
@@ -169,7 +171,9 @@ def test_many_close_kinks_are_crossed_down_to_their_median() -> None:
     delta, count = 1e-3, 21
     loss = sp.Add(*[sp.Abs(x - sp.Rational(k, 1000)) for k in range(count)]) / count
     bound = model(loss + (y - 1) ** 2 / 2)
-    options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=2.0)
+    options = FlowOptions(
+        controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, t_max=2.0)
+    )
     run = gradflow.slide(bound.kinks, [0.5, 3.0], bound.args, options, record=True)
     knots_x, knots_t = [0.5, 20 * delta], [0.0, 0.5 - 20 * delta]
     for j in range(19, 9, -1):
@@ -188,7 +192,9 @@ def test_a_loss_scaled_by_c_slides_along_the_same_path_c_times_faster(one_kink) 
     scaled = model(4 * (sp.Abs(x) + (y - 1) ** 2 / 2))
     ends = []
     for bound, t_max in ((one_kink, 2.0), (scaled, 0.5)):
-        options = FlowOptions(rtol=1e-10, atol=1e-12, gtol=1e-9, t_max=t_max)
+        options = FlowOptions(
+            controller=PID(rtol=1e-10, atol=1e-12), stop=StopRule(gtol=1e-9, t_max=t_max)
+        )
         ends.append(gradflow.slide(bound.kinks, [0.5, 3.0], bound.args, options))
     np.testing.assert_allclose(ends[0].endpoint, [0.0, 1 + 2 * np.exp(-2.0)], atol=1e-7)
     np.testing.assert_allclose(ends[1].endpoint, ends[0].endpoint, atol=1e-7)

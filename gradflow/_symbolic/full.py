@@ -16,7 +16,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optimistix as optx
 from jax.flatten_util import ravel_pytree
 
 __all__ = ["PROJECTION_STEPS", "PROJECTION_TOL", "FullModel"]
@@ -82,6 +81,8 @@ class FullModel:
         minimum: the nearest point of the family seen from ``theta``); traceable."""
         if self.project is not None:
             return self.project(params)
+        import optimistix as optx  # imported here: the main job never projects
+
         target = ravel_pytree(params)[0]
 
         def residual(t: jax.Array, _: Any) -> jax.Array:
