@@ -95,11 +95,12 @@ class ICLReport:
         for ax, run, history in zip(axes, self.specs, self.histories):
             draw_phases(ax, history)
             ax.set_title(f"seed {run.seed}", fontsize=10)
-            ax.legend(loc="upper right", fontsize=8)
         for ax in axes[len(self.histories) :]:
             ax.set_visible(False)
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside lower center", ncols=3, fontsize=8)
         fig.suptitle(
-            f"{spec.model}, k = {spec.k}, T = {spec.T}, prior {self.config.prior}: "
+            f"{spec.model}, k = {spec.k}, T = {spec.T}, prior {self.config.prior}:\n"
             "uniform → unigram → bigram (shaded: the nearest strategy)",
             fontsize=10,
         )
