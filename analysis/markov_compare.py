@@ -81,7 +81,7 @@ class CompareReport:
         from .markov_training import draw_reference_losses
 
         c, run = self.config, self.dynamics
-        fig = Figure(figsize=(14.0, 4.4), layout="constrained")
+        fig = Figure(figsize=(14.0, 5.6), layout="constrained")
         errors, coords, losses = fig.subplots(1, 3, width_ratios=(1.0, 1.2, 1.2))
         names = [checks.model for checks in self.checks]
         x = np.arange(len(names))
@@ -92,9 +92,9 @@ class CompareReport:
             values = [max(getattr(checks, key), 1e-17) for checks in self.checks]
             errors.bar(x + shift, values, width=0.38, label=label)
         errors.set_yscale("log")
-        errors.set_xticks(x, [n.replace("canonical", "c.") for n in names], fontsize=8)
+        errors.set_xticks(x, names, fontsize=8, rotation=15)
         errors.set_title(f"(a) reduced vs full at {c.points} random points", fontsize=10)
-        errors.legend(fontsize=8)
+        _legend_below(errors, ncol=1)
         for i, name in enumerate("ewab"):
             color = f"C{i}"
             coords.plot(run.times, run.full[:, i], color=color, label=f"{name}, full (projected)")
@@ -104,14 +104,14 @@ class CompareReport:
             f"(b) full GD (η = {run.lr:g}, N = {run.length}) vs reduced flow, induced metric",
             fontsize=10,
         )
-        coords.legend(fontsize=7, ncol=2)
+        _legend_below(coords, ncol=4)
         losses.plot(run.times, run.full_loss, color="C3", label="full (exact loss)")
         losses.plot(run.times, run.reduced_loss, "--", color="black", label="reduced")
         draw_reference_losses(losses, self.references)
         losses.set_xlabel("flow time")
         losses.set_ylabel("loss (nats)")
         losses.set_title(f"(c) the losses, max deviation {run.max_deviation:.3g}", fontsize=10)
-        losses.legend(fontsize=7)
+        _legend_below(losses, ncol=2)
         fig.suptitle(f"reduced vs full Markov transformer, p = {c.p:g}, q = {c.q:g}", fontsize=11)
         return fig
 
@@ -233,3 +233,8 @@ def compare(config: CompareConfig) -> CompareReport:
         references=references,
         spectra=spectra,
     )
+
+
+def _legend_below(ax: Any, ncol: int) -> None:
+    """The panel's legend under its x label, clear of the curves and bars it names."""
+    ax.legend(fontsize=7, ncol=ncol, loc="upper center", bbox_to_anchor=(0.5, -0.16))
