@@ -16,6 +16,7 @@ The losses are Lennard-Jones pair potentials ``f(r) = 4(r⁻¹² − r⁻⁶)``:
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import time
@@ -52,6 +53,34 @@ def test_a_step_that_runs_out_is_stopped_and_its_thread_ends() -> None:
     assert time.process_time() - cpu < 0.2 + 0.5
     assert time.monotonic() - wall < 0.2 * WALL_FACTOR + GRACE + 5
     assert threading.active_count() == before
+
+
+def churn(seconds: float) -> int:
+    """Cyclic garbage for about ``seconds`` of CPU time: the automatic collections it triggers
+    run in this thread, with their callbacks."""
+    start, n = time.process_time(), 0
+    while time.process_time() - start < seconds:
+        cycle: list = []
+        cycle.append(cycle)
+        n += 1
+    return n
+
+
+def test_a_step_that_collects_garbage_is_stopped_in_its_own_code() -> None:
+    """A ``gc`` callback that does Python work, as JAX's does: the stop must land in the step,
+    not in the callback, where it would be reported as unraisable (an error in this suite) and
+    the step would run on."""
+
+    def callback(phase: str, info: dict) -> None:
+        spin(0.002)
+
+    gc.callbacks.append(callback)
+    try:
+        with pytest.raises(OutOfTime) as stopped:
+            within("churn", churn, 60.0, seconds=0.2)
+    finally:
+        gc.callbacks.remove(callback)
+    assert stopped.value.stopped and gc.isenabled()
 
 
 def test_a_step_within_its_budget_gives_its_value_or_its_error() -> None:

@@ -21,6 +21,7 @@ The budget is :data:`DEFAULT_SECONDS` of CPU time per step; the environment vari
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import threading
 import time
@@ -147,11 +148,23 @@ def _read(clock: int | None, wall: float) -> float:
 
 def _stop(worker: threading.Thread) -> bool:
     """Raise :class:`_Stop` inside ``worker`` until it ends or :data:`GRACE` passes; whether it
-    ended."""
-    deadline = time.monotonic() + GRACE
-    while worker.is_alive() and time.monotonic() < deadline:
-        ctypes.pythonapi.PyThreadState_SetAsyncExc(
-            ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop)
-        )
-        worker.join(POLL)
+    ended.
+
+    Automatic garbage collection is off meanwhile, and the first stop waits :data:`POLL` for a
+    collection under way to end: a collection the worker's allocations trigger runs the ``gc``
+    callbacks (JAX registers one) in the worker, and an exception landing inside a callback is
+    reported as unraisable instead of stopping the step."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        time.sleep(POLL)
+        deadline = time.monotonic() + GRACE
+        while worker.is_alive() and time.monotonic() < deadline:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop)
+            )
+            worker.join(POLL)
+    finally:
+        if collecting:
+            gc.enable()
     return not worker.is_alive()
