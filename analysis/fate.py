@@ -27,8 +27,9 @@ from __future__ import annotations
 import abc
 import dataclasses
 import importlib
+import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ __all__ = [
     "FateResult",
     "FateSystem",
     "config_type",
+    "plane_cells",
     "fate_systems",
     "quick_config",
     "run_fate",
@@ -233,6 +235,56 @@ class FateCell:
             "reason": self.reason,
             "detail": self.detail,
         }
+
+
+def plane_cells(
+    full: Any,
+    reduced: Mapping[str, Any],
+    runs: Sequence[tuple[float, int]],
+    axes: tuple[tuple[str, Sequence[float]], tuple[str, Sequence[float]]],
+    reason: Callable[[int, int, int, str], str],
+    detail: Callable[[int, int, int], dict[str, Any]],
+) -> tuple[FateCell, ...]:
+    """The cells of a fate map over a plane of reduced starts, compared in two metrics.
+
+    Args:
+        full: the full runs' outcome names, shape ``(R, ny, nx)`` (run batch ``(σ, seed)``, row,
+            column).
+        reduced: the reduced prediction per metric, two metrics, each shape ``(ny, nx)``.
+        runs: ``(σ, seed)`` per run batch.
+        axes: ``((row name, row values), (column name, column values))`` of the starts.
+        reason: ``reason(r, i, j, other)`` for a disagreeing cell, ``other`` the prediction in
+            the other metric.
+        detail: ``detail(r, i, j)``, the cell's details.
+
+    Returns:
+        One :class:`FateCell` per metric, run batch and start, in that order.
+    """
+    (row, ys), (column, xs) = axes
+    metrics = tuple(reduced)
+    out = []
+    for metric, other in zip(metrics, reversed(metrics)):
+        for r, (sigma, seed) in enumerate(runs):
+            for i, j in itertools.product(range(len(ys)), range(len(xs))):
+                name, predicted = str(full[r][i][j]), str(reduced[metric][i][j])
+                agree = name == predicted
+                out.append(
+                    FateCell(
+                        coords={
+                            row: float(ys[i]),
+                            column: float(xs[j]),
+                            "sigma": float(sigma),
+                            "seed": int(seed),
+                        },
+                        reduced=predicted,
+                        full=name,
+                        agree=agree,
+                        group=f"{metric} σ={sigma:g}",
+                        reason=None if agree else reason(r, i, j, str(reduced[other][i][j])),
+                        detail=detail(r, i, j),
+                    )
+                )
+    return tuple(out)
 
 
 class FateResult(abc.ABC):

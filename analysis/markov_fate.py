@@ -64,7 +64,7 @@ from gradflow import (
     slide,
 )
 
-from .fate import FateCell, FateResult
+from .fate import FateCell, FateResult, plane_cells
 from .fate_markers import draw_fates
 from .markov_configs import FateConfig
 from .markov_full_landscape import (
@@ -290,30 +290,14 @@ class FateMap(FateResult):
 
     @functools.cached_property
     def _cells(self) -> tuple[FateCell, ...]:
-        names, out = self.fate_names(), []
-        for metric in METRICS:
-            other = self.reduced[METRICS[1 - METRICS.index(metric)]]
-            for r, (sigma, seed) in enumerate(self.runs):
-                for i, j in np.ndindex(names.shape[1:]):
-                    full, predicted = str(names[r, i, j]), str(self.reduced[metric][i, j])
-                    agree = full == predicted
-                    out.append(
-                        FateCell(
-                            coords={
-                                "e0": float(self.es[i]),
-                                "w0": float(self.ws[j]),
-                                "sigma": float(sigma),
-                                "seed": int(seed),
-                            },
-                            reduced=predicted,
-                            full=full,
-                            agree=agree,
-                            group=f"{metric} σ={sigma:g}",
-                            reason=None if agree else self._reason(r, i, j, str(other[i, j])),
-                            detail=self._detail(r, i, j),
-                        )
-                    )
-        return tuple(out)
+        return plane_cells(
+            self.fate_names(),
+            self.reduced,
+            self.runs,
+            (("e0", self.es), ("w0", self.ws)),
+            self._reason,
+            self._detail,
+        )
 
     def cells(self) -> Sequence[FateCell]:
         """Every comparison: per metric, per run batch ``(σ, seed)``, per grid point (row = e)."""

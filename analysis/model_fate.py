@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .fate import FateCell, FateResult
+from .fate import FateCell, FateResult, plane_cells
 from .model_fate_config import ModelFateConfig
 
 __all__ = [
@@ -230,31 +230,15 @@ class ModelFateMap(FateResult):
 
     @functools.cached_property
     def _cells(self) -> tuple[FateCell, ...]:
-        out = []
         y0, x0 = self.axes[:2]
-        for metric in METRICS:
-            other = self.reduced[METRICS[1 - METRICS.index(metric)]]
-            for r, (sigma, seed) in enumerate(self.runs):
-                for i, j in np.ndindex(self.full.shape[1:]):
-                    full, predicted = str(self.full[r, i, j]), str(self.reduced[metric][i, j])
-                    agree = full == predicted
-                    out.append(
-                        FateCell(
-                            coords={
-                                y0: float(self.ys[i]),
-                                x0: float(self.xs[j]),
-                                "sigma": float(sigma),
-                                "seed": int(seed),
-                            },
-                            reduced=predicted,
-                            full=full,
-                            agree=agree,
-                            group=f"{metric} σ={sigma:g}",
-                            reason=None if agree else self._reason(full, str(other[i, j])),
-                            detail=self._detail(r, i, j),
-                        )
-                    )
-        return tuple(out)
+        return plane_cells(
+            self.full,
+            self.reduced,
+            self.runs,
+            ((y0, self.ys), (x0, self.xs)),
+            lambda r, i, j, other: self._reason(str(self.full[r, i, j]), other),
+            self._detail,
+        )
 
     def cells(self) -> Sequence[FateCell]:
         """Every comparison: per metric, per batch ``(σ, seed)``, per start (row = y)."""
