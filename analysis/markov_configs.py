@@ -256,6 +256,13 @@ class FateConfig:
         default=20_000,
         metadata={"help": "solver-step budget of each full run (a run on a ReLU kink spends it)"},
     )
+    lr: float = field(
+        default=0.02,
+        metadata={
+            "help": "step η of the gradient descent that trains the runs with noise (σ > 0) for "
+            "the first half of the flow-time budget"
+        },
+    )
     spectra: bool = field(
         default=False,
         metadata={
@@ -281,6 +288,8 @@ class FateConfig:
             raise GradflowError(f"max_steps = {self.max_steps!r} must be an integer ≥ 1")
         if not (self.t_max > 0 and self.gtol > 0):
             raise GradflowError(f"t_max = {self.t_max} and gtol = {self.gtol} must be > 0")
+        if not (0 < self.lr < self.t_max and math.isfinite(self.lr)):
+            raise GradflowError(f"lr = {self.lr} must be in (0, t_max = {self.t_max:g})")
         self.full()
 
     def region(self) -> Region:

@@ -4,9 +4,16 @@ From each point ``θ0 = (e0, w0)`` of a grid (``a0 = 0`` for the model with atte
 single-layer transformer starts at ``embed(θ0)`` plus Gaussian noise of standard deviation ``σ``
 on every weight, and follows the gradient flow of its exact population loss (all ``2^N`` input
 sequences enumerated, float64).  The loss has a kink wherever an input of the FFN's ReLU is 0
-at some prefix, and runs meet such kinks and slide along them; they are integrated by
-:func:`gradflow.slide` (Tsit5 on each smooth piece, Filippov's sliding motion on the kinks,
-the switching surfaces located).  Each run stops when its fate is decided:
+at some prefix, and runs meet such kinks and slide along them.  A run without noise is
+integrated by :func:`gradflow.slide` (Tsit5 on each smooth piece, Filippov's sliding motion on
+the kinks, the switching surfaces located): it starts on the reduced family, where the kinks of
+the 4d equal hidden units coincide, and slides on them as one.  Noise splits each such kink into
+many close ones, each located on its own, so a run with noise is trained by gradient descent
+first (step :attr:`FateConfig.lr`, the Euler scheme of the flow, batched over the row:
+:func:`gradflow.flow_endpoints`) for :data:`DESCENT_SHARE` of the flow-time budget; on a kink
+its iterates chatter across it within ``O(η)`` and their mean follows the sliding motion
+(Filippov's velocity), and a run it leaves undecided is continued by :func:`gradflow.slide`.
+Each run stops when its fate is decided:
 
 - ``global``: the loss fell below ``H_rate + ½ (H(π) - H_rate)``.  The loss never increases
   along a gradient flow and every point of the reduced local set (``e = 0``) has loss ``H(π)``,
@@ -56,6 +63,7 @@ import numpy as np
 from gradflow import (
     PID,
     FlowOptions,
+    GradientDescent,
     Outcome,
     StopRule,
     flow_endpoints,
@@ -83,6 +91,7 @@ __all__ = [
     "FullRow",
     "ReducedCell",
     "cost_line",
+    "descent_options",
     "fate_map",
     "full_options",
     "full_row",
@@ -104,6 +113,8 @@ LOCAL_TOL = 1e-6
 OFF_GROWTH = 2.0
 """A run left the reduced family when its relative distance from it grew by more than this
 factor (and beyond :data:`OFF_FLOOR`)."""
+SLIDE_GRADIENTS = 7
+"""Full gradients per step of :func:`gradflow.slide` (Tsit5's six stages and the probe)."""
 OFF_FLOOR = 1e-3
 """The least relative distance from the reduced family that counts as having left it."""
 
@@ -119,6 +130,29 @@ def full_options(config: FateConfig) -> FlowOptions:
         controller=PID(rtol=FULL_RTOL, atol=FULL_ATOL),
         stop=StopRule(
             gtol=config.gtol, t_max=config.t_max, max_steps=config.max_steps, divergence_radius=1e3
+        ),
+    )
+
+
+DESCENT_SHARE = 0.5
+"""Share of the flow-time budget a run with noise spends in gradient descent before
+:func:`gradflow.slide` continues it, if still undecided."""
+DESCENT_CHUNK = 16
+"""Runs descended together: a row's dozen, padded to this size (a full gradient costs about the
+same per run in a batch of 12 or of 432, so a larger batch only pads)."""
+
+
+def descent_options(config: FateConfig) -> FlowOptions:
+    """Gradient descent of a run with noise: step ``config.lr`` (flow time per step), the full
+    runs' ``gtol`` and divergence radius, :data:`DESCENT_SHARE` of ``t_max``."""
+    t_max = DESCENT_SHARE * config.t_max
+    return FlowOptions(
+        solver=GradientDescent(config.lr),
+        stop=StopRule(
+            gtol=config.gtol,
+            t_max=t_max,
+            max_steps=int(t_max / config.lr) + 1,
+            divergence_radius=1e3,
         ),
     )
 
@@ -173,9 +207,9 @@ class FullRow:
 
 def full_row(cell: FullRow) -> dict[str, np.ndarray]:
     """Integrate the runs of one row (module docstring): per run its fate code (into
-    :data:`FATES`), flow time, final loss (nats), steps, flow time spent sliding on a kink,
-    projected endpoint ``(dim,)``, and relative distance from the reduced family at the start
-    and the end."""
+    :data:`FATES`), flow time, final loss (nats), steps of :func:`gradflow.slide`, steps of
+    gradient descent, flow time spent sliding on a kink, projected endpoint ``(dim,)``, and
+    relative distance from the reduced family at the start and the end."""
     config, n = cell.config, cell.config.grid
     full = config.full()
     bound = full.reduced.bind(p=config.p, q=config.q)
@@ -187,7 +221,27 @@ def full_row(cell: FullRow) -> dict[str, np.ndarray]:
     gap = refs["unigram_loss"] - refs["entropy_rate"]
     level = refs["entropy_rate"] + DECISION_SHARE * gap
     options, land = full_options(config), FullLandscape(full, bound.h)
-    runs = [slide(land.kinks, start, bound.h, options, decide_below=level) for start in starts]
+    descent = np.zeros(len(starts), dtype=np.int64)
+    if cell.sigma > 0:
+        first = flow_endpoints(
+            land,
+            starts,
+            descent_options(config),
+            decide_below=level,
+            chunk_size=DESCENT_CHUNK,
+            escape_check=False,
+            slide_on_kinks=False,
+            progress=False,
+        )
+        descent = first.steps
+        runs = [
+            slide(land.kinks, y, bound.h, options, decide_below=level, t0=t)
+            if code == Outcome.NOT_CONVERGED
+            else _Stop(y, t, 0, Outcome(int(code)))
+            for y, t, code in zip(first.endpoints, first.times, first.status)
+        ]
+    else:
+        runs = [slide(land.kinks, start, bound.h, options, decide_below=level) for start in starts]
     ends = np.stack([r.endpoint for r in runs])
     losses = land.loss(ends)
     fates = []
@@ -199,11 +253,24 @@ def full_row(cell: FullRow) -> dict[str, np.ndarray]:
         "times": np.asarray([r.time for r in runs]),
         "losses": losses,
         "steps": np.asarray([r.steps for r in runs]),
+        "descent": descent,
         "sliding": np.asarray([r.sliding_time for r in runs]),
         "projected": np.asarray(project_batch(full)(jnp.asarray(ends))),
         "off_start": np.asarray(off(jnp.asarray(starts), bound.h)),
         "off_end": np.asarray(off(jnp.asarray(ends), bound.h)),
     }
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """A run gradient descent decided: where and why it stopped, as :func:`gradflow.slide`
+    reports it."""
+
+    endpoint: np.ndarray
+    time: float
+    steps: int
+    status: Outcome
+    sliding_time: float = 0.0
 
 
 def _fate(status: Outcome, loss: float, refs: dict[str, float], level: float) -> int:
@@ -247,8 +314,10 @@ class FateMap(FateResult):
         fates: codes into :data:`FATES`, shape ``(R, n, n)`` (row = e).
         times: flow time at which each run stopped, shape ``(R, n, n)``.
         losses: final full loss, nats, shape ``(R, n, n)``.
-        steps: steps of each run, accepted, rejected and locating a kink, shape ``(R, n, n)``:
-            its cost (every step evaluates the full gradient seven times).
+        steps: steps of :func:`gradflow.slide` in each run, accepted, rejected and locating a
+            kink, shape ``(R, n, n)`` (every step evaluates the full gradient seven times).
+        descent: gradient-descent steps of each run (one full gradient each; 0 without
+            noise), shape ``(R, n, n)``.
         sliding: flow time each run spent sliding along a kink, shape ``(R, n, n)``.
         projected: final weights projected to reduced coordinates, shape ``(R, n, n, dim)``.
         off_start, off_end: relative distance of the weights from the reduced family at the
@@ -268,6 +337,7 @@ class FateMap(FateResult):
     times: np.ndarray
     losses: np.ndarray
     steps: np.ndarray
+    descent: np.ndarray
     sliding: np.ndarray
     projected: np.ndarray
     off_start: np.ndarray
@@ -318,7 +388,8 @@ class FateMap(FateResult):
     def _detail(self, r: int, i: int, j: int) -> str:
         return (
             f"t = {self.times[r, i, j]:.4g}, loss {self.losses[r, i, j]:.6f}, "
-            f"{self.steps[r, i, j]} steps, sliding {self.sliding[r, i, j]:.3g}; off the family "
+            f"{self.descent[r, i, j]} descent steps, {self.steps[r, i, j]} sliding-integrator "
+            f"steps, sliding {self.sliding[r, i, j]:.3g}; off the family "
             f"{self.off_start[r, i, j]:.2g} → {self.off_end[r, i, j]:.2g}"
         )
 
@@ -327,16 +398,17 @@ class FateMap(FateResult):
         return {name: int(np.sum(self.fates == k)) for k, name in enumerate(FATES)}
 
     def cost(self) -> dict[str, dict[str, float]]:
-        """Per fate that occurred: its runs' steps in all, the most of one run, and the share of
-        all the map's steps (a step costs about the same whatever the fate, so this is where
-        the map's time goes)."""
-        total = max(int(self.steps.sum()), 1)
+        """Per fate that occurred: its runs' full gradients in all (seven per step of
+        :func:`gradflow.slide`, one per descent step), the most of one run, and the share of
+        all the map's gradients (where the map's time goes)."""
+        gradients = SLIDE_GRADIENTS * self.steps + self.descent
+        total = max(int(gradients.sum()), 1)
         out = {}
         for k, name in enumerate(FATES):
-            mine = self.steps[self.fates == k]
+            mine = gradients[self.fates == k]
             if mine.size:
                 out[name] = {
-                    "steps": int(mine.sum()),
+                    "gradients": int(mine.sum()),
                     "most": int(mine.max()),
                     "share": float(mine.sum() / total),
                 }
@@ -354,6 +426,7 @@ class FateMap(FateResult):
             "times": self.times,
             "losses": self.losses,
             "steps": self.steps,
+            "descent": self.descent,
             "sliding": self.sliding,
             "projected": self.projected,
             "off_start": self.off_start,
@@ -368,7 +441,7 @@ class FateMap(FateResult):
             "references": self.references,
             "parameters": list(self.config.full().reduced.param_names),
             "counts": self.counts(),
-            "steps": self.cost(),
+            "gradients": self.cost(),
             "sliding_runs": int(np.sum(self.sliding > 0)),
             "spectra": list(self.spectra),
         }
@@ -378,7 +451,8 @@ class FateMap(FateResult):
         c, ref = self.config, self.references
         return [
             f"p = {c.p:g}, q = {c.q:g}: {c.grid} × {c.grid} grid, N = {c.length}, d = {c.d}, "
-            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps",
+            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps; with "
+            f"noise gradient descent at η = {c.lr:g} to t = {DESCENT_SHARE * c.t_max:g} first",
             f"H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
             "fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
             f"runs that slid along a kink: {int(np.sum(self.sliding > 0))} of {self.fates.size}",
@@ -417,10 +491,10 @@ class FateMap(FateResult):
 
 
 def cost_line(cost: dict[str, dict[str, float]]) -> str:
-    """One line of :meth:`FateMap.cost`: the steps of each fate, their share, the most of one
-    run."""
-    return "steps: " + ", ".join(
-        f"{k} {c['steps']:,} ({100 * c['share']:.0f} %, at most {c['most']:,} a run)"
+    """One line of :meth:`FateMap.cost`: the full gradients of each fate, their share, the most
+    of one run."""
+    return "full gradients: " + ", ".join(
+        f"{k} {c['gradients']:,} ({100 * c['share']:.0f} %, at most {c['most']:,} a run)"
         for k, c in cost.items()
     )
 
@@ -470,7 +544,10 @@ def fate_map(
         ws=region.xs,
         es=region.ys,
         runs=tuple(config.runs()),
-        **{k: stack[k].reshape(shape) for k in ("fates", "times", "losses", "steps", "sliding")},
+        **{
+            k: stack[k].reshape(shape)
+            for k in ("fates", "times", "losses", "steps", "descent", "sliding")
+        },
         projected=stack["projected"].reshape(shape + (config.full().reduced.dim,)),
         off_start=stack["off_start"].reshape(shape),
         off_end=stack["off_end"].reshape(shape),

@@ -221,7 +221,8 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
 def hand_made_fate() -> Callable[..., object]:
     """A builder of a canonical fate map on a 2 × 2 grid from outcomes given by hand, nothing
     run: ``build(fates, reduced, **arrays)`` with the four fates (row-major, row = ``e``), the
-    predictions per metric, and optionally ``steps``, ``off_start``, ``off_end`` per run."""
+    predictions per metric, and optionally ``steps``, ``descent``, ``off_start``, ``off_end`` per
+    run."""
     from gradflow.analysis.markov_fate import FATES, FateConfig, FateMap
 
     def build(fates: list[str], reduced: dict[str, list[str]], **arrays: list[float]) -> FateMap:
@@ -237,6 +238,7 @@ def hand_made_fate() -> Callable[..., object]:
             times=zeros,
             losses=zeros,
             steps=given.get("steps", zeros).astype(int),
+            descent=given.get("descent", zeros).astype(int),
             sliding=zeros,
             projected=np.zeros(shape + (2,)),
             off_start=given.get("off_start", zeros),

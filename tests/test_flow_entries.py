@@ -9,7 +9,8 @@ rule as values, on losses whose flows are known by hand.
   (the balancedness of a depth-2 linear network), so from ``(2, 0.1)`` the flow ends on
   ``xy = 1`` with ``x² − y² = 3.99``: ``x² = (3.99 + √(3.99² + 4))/2``.
 - ``L = ½ Σ λᵢ θᵢ²``: gradient descent with step ``η`` (and Euler with the constant step ``η``)
-  gives ``θᵢ(k) = (1 − ηλᵢ)^k θᵢ(0)`` exactly.
+  gives ``θᵢ(k) = (1 − ηλᵢ)^k θᵢ(0)`` exactly, one trajectory or in a batch, where each member
+  stops at the first ``k`` that meets the stop rule.
 """
 
 from __future__ import annotations
@@ -136,6 +137,83 @@ def test_a_constant_step_on_a_landscape_is_in_units_of_its_time_scale(well) -> N
     np.testing.assert_allclose(batch.endpoints[1], one.endpoint * [-1, 1], rtol=1e-9)
 
 
+@pytest.fixture(scope="module")
+def bowl() -> gradflow.BoundModel:
+    """``½(x² + 3y²)``: gradient descent gives ``(1 − η)^k x0`` and ``(1 − 3η)^k y0``."""
+    return ReducedModel("bowl", (x, y), (x**2 + 3 * y**2) / 2).bind()
+
+
+def _geometric(eta: float, start: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Iterates ``k`` (shape ``(n,)``) of gradient descent on the bowl, shape ``(n, 2)``."""
+    return (1 - eta * LAMBDA) ** np.asarray(k)[:, None] * start
+
+
+def test_gradient_descent_in_a_batch_stops_at_the_first_iterate_that_meets_the_rule(bowl):
+    """Each member stops at the first ``k`` whose iterate meets the stop rule, worked out from
+    the geometric sequence: ``‖∇L‖₂ ≤ gtol·g``, the loss below the decision level, or beyond
+    the divergence radius (``η = 0.7 > 2/3``: the y-coordinate grows as ``(−1.1)^k``); a member
+    that meets none stops at the budget ``⌊t_max/η⌋`` (``t_max`` in units of the time scale
+    ``ℓ/g``, ``η`` in the loss's own time).  The same starts in the reverse order
+    give the same endpoints."""
+    g = gradflow.loss_scales(bowl).gradient
+    start = np.array([1.0, -2.0])
+    k = np.arange(400)
+    path = _geometric(0.1, start, k)
+    grads = np.linalg.norm(path * LAMBDA, axis=1)
+    losses = 0.5 * np.sum(LAMBDA * path**2, axis=1)
+
+    def first(mask: np.ndarray) -> int:
+        return int(np.argmax(mask))
+
+    steady = FlowOptions(solver=GradientDescent(0.1), stop=StopRule(gtol=1e-6, max_steps=10_000))
+    ends = flow_endpoints(bowl, [start, -start], steady, progress=False, escape_check=False)
+    kg = first(grads <= 1e-6 * g)
+    assert list(ends.steps) == [kg, kg] and np.all(ends.status == Outcome.CONVERGED)
+    np.testing.assert_allclose(ends.endpoints, [path[kg], -path[kg]], rtol=1e-12)
+    np.testing.assert_allclose(ends.times, [0.1 * kg] * 2, rtol=1e-12)
+
+    decided = flow_endpoints(bowl, [start], steady, decide_below=0.01, progress=False)
+    kd = first(losses < 0.01)
+    assert decided.steps[0] == kd and decided.status[0] == Outcome.GLOBAL_MIN
+
+    scales = gradflow.loss_scales(bowl)
+    short = steady.with_stop(t_max=2.05 * scales.gradient / scales.length)
+    budget = flow_endpoints(bowl, [start], short, progress=False)
+    assert budget.steps[0] == 20 and budget.status[0] == Outcome.NOT_CONVERGED
+    np.testing.assert_allclose(budget.endpoints[0], path[20], rtol=1e-12)
+
+    wild = FlowOptions(solver=GradientDescent(0.7), stop=StopRule(divergence_radius=100.0))
+    blown = flow_endpoints(bowl, [start], wild, progress=False)
+    kb = first(np.linalg.norm(_geometric(0.7, start, k), axis=1) > 100)
+    assert blown.steps[0] == kb and blown.status[0] == Outcome.DIVERGED
+
+    starts = np.array([[1.0, -2.0], [0.3, 0.9], [-1.5, 0.2], [2.0, 2.0]])
+    forward = flow_endpoints(bowl, starts, steady, progress=False, escape_check=False)
+    backward = flow_endpoints(bowl, starts[::-1], steady, progress=False, escape_check=False)
+    np.testing.assert_array_equal(backward.endpoints[::-1], forward.endpoints)
+    np.testing.assert_array_equal(backward.steps[::-1], forward.steps)
+
+
+def test_gradient_descent_chatters_across_a_kink_and_follows_the_sliding_motion() -> None:
+    """On ``|x| + ½(y − 1)²`` the flow from ``(0.5, 3)`` reaches the kink ``x = 0`` at
+    ``t = 0.5`` and slides on it with ``y(t) = 1 + 2e^{−t}``.  Gradient descent with step
+    ``η = 0.01`` steps ``x`` by ``∓η`` until it crosses 0, then alternates across it
+    (``|x| < η``), while ``y`` is the geometric sequence ``1 + 2(1 − η)^k``, which tends to
+    the sliding solution as ``η → 0``: at ``t = 2`` (200 steps) it is within ``η`` of it, and
+    the budget ran out on the kink (``NON_SMOOTH``)."""
+    kinked = ReducedModel("kink", (x, y), sp.Abs(x) + (y - 1) ** 2 / 2).bind()
+    eta = 0.01
+    scales = gradflow.loss_scales(kinked)
+    two = StopRule(gtol=1e-12, t_max=2.0 * scales.gradient / scales.length, max_steps=10**4)
+    descent = FlowOptions(solver=GradientDescent(eta), stop=two)
+    end = flow_endpoints(kinked, [[0.5, 3.0]], descent, progress=False, slide_on_kinks=False)
+    assert end.steps[0] == 200 and end.status[0] == Outcome.NON_SMOOTH
+    x_end, y_end = end.endpoints[0]
+    assert abs(x_end) < eta
+    assert y_end == pytest.approx(1 + 2 * (1 - eta) ** 200, rel=1e-12)
+    assert abs(y_end - (1 + 2 * np.exp(-2.0))) < eta
+
+
 def test_options_that_do_not_fit_are_one_line_errors(well) -> None:
     with pytest.raises(GradflowError, match="GradientDescent takes its step"):
         FlowOptions(solver=GradientDescent(0.1), controller=PID())
@@ -145,8 +223,6 @@ def test_options_that_do_not_fit_are_one_line_errors(well) -> None:
         PID(rtol=-1)
     with pytest.raises(GradflowError, match="max_steps = 0"):
         StopRule(max_steps=0)
-    with pytest.raises(GradflowError, match="one trajectory"):
-        flow_endpoints(well, [[0.5, 1.0]], FlowOptions(solver=GradientDescent(0.1)))
     with pytest.raises(GradflowError, match="kη"):
         flow(QUADRATIC, [1.0, 1.0], FlowOptions(solver=GradientDescent(0.1)), ts=[0.0, 0.15])
     with pytest.raises(GradflowError, match="own args"):

@@ -35,11 +35,13 @@ from gradflow.analysis.markov_checks import family_residual
 from gradflow.analysis.markov_fate import (
     FATES,
     FateConfig,
+    FullRow,
     fate_map,
     full_options,
+    full_row,
     references,
 )
-from gradflow.analysis.markov_full_landscape import FullLandscape
+from gradflow.analysis.markov_full_landscape import FullLandscape, embed_batch
 from gradflow.models.full_model import full_model
 from gradflow.models.markov_math import entropy_rate, unigram_loss
 from gradflow.models.markov_math import p as p_sym
@@ -74,16 +76,24 @@ def test_e0_zero_stays_local_and_fates_are_named(tiny_map):
     assert len(tiny_map.cells()) == 8 and {c.reason for c in tiny_map.cells() if c.agree} == {None}
 
 
-def test_cost_per_fate_adds_up_the_steps_of_its_runs(hand_made_fate):
-    """Two global runs of 10 and 30 steps, a local run of 60, a kink of 900: 1,000 steps,
-    global 4 % of them (most 30), local 6 %, kink 90 %; fates without runs are left out."""
+def test_cost_per_fate_adds_up_the_gradients_of_its_runs(hand_made_fate):
+    """Seven full gradients per sliding-integrator step, one per descent step: a global run of
+    10 steps and 30 descent steps (100 gradients), a global run of 300 descent steps, a local
+    run of 20 steps and 460 descent steps (600), a kink of 1,000 steps and 2,000 descent steps
+    (9,000): 10,000 gradients, global 4 % of them (most 300), local 6 %, kink 90 %; fates
+    without runs are left out."""
     same = ["global", "kink", "local", "global"]
-    fate = hand_made_fate(same, {"euclidean": same, "induced": same}, steps=[10, 900, 60, 30])
+    fate = hand_made_fate(
+        same,
+        {"euclidean": same, "induced": same},
+        steps=[10, 1000, 20, 0],
+        descent=[30, 2000, 460, 300],
+    )
     cost = fate.cost()
     assert set(cost) == {"global", "local", "kink"}
-    assert cost["global"] == {"steps": 40, "most": 30, "share": 0.04}
-    assert cost["local"] == {"steps": 60, "most": 60, "share": 0.06}
-    assert cost["kink"] == {"steps": 900, "most": 900, "share": 0.9}
+    assert cost["global"] == {"gradients": 400, "most": 300, "share": 0.04}
+    assert cost["local"] == {"gradients": 600, "most": 600, "share": 0.06}
+    assert cost["kink"] == {"gradients": 9000, "most": 9000, "share": 0.9}
 
 
 def test_each_mismatch_gets_the_first_reason_that_holds(hand_made_fate):
@@ -270,6 +280,48 @@ def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
     np.testing.assert_array_equal(first.fates, again.fates)
     np.testing.assert_array_equal(first.losses, again.losses)
     np.testing.assert_array_equal(first.fates, tiny_map.fates)
+
+
+def test_runs_with_noise_descend_then_slide_from_where_descent_stopped():
+    """A run with noise is trained by gradient descent (step η = 0.05) for half the flow-time
+    budget (t = 2 of 4, 40 steps); one that descent decides keeps its stop (no step of the
+    sliding integrator, flow time 0.05 per step), one still undecided is continued by the
+    sliding integrator from t = 2.  A run called global ended below the decision level, and
+    every run ended below its starting loss."""
+    config = FateConfig(
+        p=P,
+        q=Q,
+        grid=2,
+        box=(-1.5, 0.5, 0.05, 1.5),
+        sigma=(0.01,),
+        seeds=1,
+        length=LENGTH,
+        d=4,
+        t_max=4.0,
+        lr=0.05,
+    )
+    refs = references(config)
+    level = refs["entropy_rate"] + 0.5 * (refs["unigram_loss"] - refs["entropy_rate"])
+    rows = [full_row(FullRow(config, 0.01, 0, row)) for row in (0, 1)]
+    descent = np.concatenate([r["descent"] for r in rows])
+    steps = np.concatenate([r["steps"] for r in rows])
+    times = np.concatenate([r["times"] for r in rows])
+    fates = np.asarray(FATES)[np.concatenate([r["fates"] for r in rows])]
+    losses = np.concatenate([r["losses"] for r in rows])
+    stopped, handed = descent < 40, descent == 40
+    assert np.all(stopped | handed) and stopped.any() and handed.any()
+    assert np.all(steps[stopped] == 0) and set(fates[stopped]) <= {"global", "local", "other"}
+    np.testing.assert_allclose(times[stopped], 0.05 * descent[stopped], rtol=1e-9)
+    assert np.all(steps[handed] > 0) and np.all(times[handed] >= 2.0 - 1e-9)
+    assert "global" in fates[handed]
+    assert np.all(losses[fates == "global"] < level)
+    full = config.full()
+    h = full.reduced.bind(p=P, q=Q).h
+    land = FullLandscape(full, h)
+    thetas = config.region().points().reshape(-1, 2)
+    base = np.asarray(embed_batch(full)(jnp.asarray(thetas), h))
+    noise = np.random.default_rng([0, 2]).standard_normal(base.shape)
+    assert np.all(losses < land.loss(base + 0.01 * noise))
 
 
 def test_quick_is_a_small_map_without_noise_and_keeps_the_options_given():

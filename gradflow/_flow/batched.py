@@ -30,6 +30,7 @@ from .._errors import GradflowError
 from .._landscape.base import GradientField, host_cast
 from .._outcome import Outcome
 from .._output.progress import progress_bar
+from .descent import descent_round
 from .integrate import solve, status_code
 from .newton_finish import newton_finish
 from .options import FlowOptions
@@ -351,10 +352,14 @@ def _round_function(
     step the member tries next, which the next round starts from (0 from a diffrax round, which
     restarts its step-size control), ``steps`` counting rejected steps too (a member
     whose steps are all rejected, as at a blow-up, must still spend its budget), with status
-    ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) with a PID controller runs
-    as one batched program (:class:`BatchedRK`); any other solver through diffrax, vectorized.
+    ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) with a
+    PID controller runs as one batched program (:class:`BatchedRK`), gradient descent as
+    another (:func:`~gradflow._flow.descent.descent_round`), any other solver through diffrax,
+    vectorized.
     ``strict``: the stopping rule includes the escape test (a program of its own).
     """
+    if options.descent:
+        return descent_round(field, options, steps, strict)
     if options.adaptive and tableau_of(options.solver) is not None:
         advance = _explicit_round(field, options.with_stop(gtol=1.0), steps, strict)
         gtol = options.gtol

@@ -1,8 +1,10 @@
-"""Plain gradient descent ``θ ← θ - η ∇L(θ, args)``: the discrete map that full training uses."""
+"""Plain gradient descent ``θ ← θ - η ∇L(θ, args)``: the discrete map that full training uses,
+one trajectory recorded (:func:`descend`) or a batch advanced in rounds (:func:`descent_round`)."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -12,10 +14,10 @@ import numpy as np
 from .._errors import GradflowError
 from .._landscape.base import GradientField
 from .._outcome import Outcome
-from .integrate import Trajectory, diverged, status_code
+from .integrate import Trajectory, diverged, status_code, status_of
 from .options import FlowOptions
 
-__all__ = ["descend"]
+__all__ = ["descend", "descent_round"]
 
 
 def descend(
@@ -90,3 +92,45 @@ def _descend_path(
         return y, y
 
     return jax.lax.scan(block, y0, None, length=steps // every)[1]
+
+
+@functools.cache
+def descent_round(
+    field: GradientField, options: FlowOptions, steps: int, strict: bool = False
+) -> Callable[..., tuple[jax.Array, ...]]:
+    """Jitted: advance a chunk of members by at most ``steps`` gradient-descent steps each, the
+    round of a batched integration (:func:`gradflow._flow.batched.integrate_batch`).
+
+    Maps ``(y0, t0, dt0, args, level)`` (shapes ``(B, dim)``, ``(B,)``, ``(B,)``, shared,
+    scalar) to ``(y, t, dt0, steps, status)``.  Each member is tested at every iterate, before
+    its step, by the stop rule of :func:`~gradflow._flow.integrate.status_code` (diverged,
+    ``‖∇L‖₂ ≤ gtol``, loss below ``level``; ``strict`` adds the escape test) from the loss and
+    gradient the step uses, so a step costs one gradient and one loss; it stops at the first
+    iterate that meets it, and with :attr:`Outcome.NOT_CONVERGED` where one more step would
+    pass ``t_max`` (the budget ``⌊t_max/η⌋`` of :func:`descend`).  ``status`` is ``-1`` for a
+    member still running.  Iterates are those of :func:`descend` from the same start: one
+    member's arithmetic does not depend on the others'."""
+    lr = options.solver.lr
+    t_end = options.t_max * (1 + 1e-12)
+    running = int(Outcome.NOT_CONVERGED)
+
+    def one(y0: jax.Array, t0: jax.Array, dt0: jax.Array, args: Any, level: jax.Array):
+        def tested(y: jax.Array, t: jax.Array) -> tuple[jax.Array, jax.Array]:
+            loss, grad = field.loss(y, args), field.grad(y, args)
+            code = status_of(field, options, y, args, level, loss, grad, strict=strict)
+            code = jnp.where((code == running) & (t + lr <= t_end), -1, code)
+            return code, grad
+
+        def go_on(c: tuple[jax.Array, ...]) -> jax.Array:
+            return (c[3] < 0) & (c[2] < steps)
+
+        def step(c: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:
+            y, t, n, _, grad = c
+            y, t = y - lr * grad, t + lr
+            return (y, t, n + 1, *tested(y, t))
+
+        start = (y0, t0, jnp.zeros((), jnp.int32), *tested(y0, t0))
+        y, t, n, code, _ = jax.lax.while_loop(go_on, step, start)
+        return y, t, dt0, n, code
+
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))

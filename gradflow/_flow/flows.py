@@ -38,7 +38,7 @@ from .integrate import (
     pytree_field,
 )
 from .kink_settle import settled
-from .options import ConstantStep, FlowOptions
+from .options import ConstantStep, FlowOptions, GradientDescent
 from .sliding import slide, sliding_options, unit_kinks
 
 __all__ = [
@@ -308,6 +308,7 @@ def flow_endpoints(
     metric: str | Metric | None = None,
     escape_check: bool = True,
     desc: str | None = None,
+    slide_on_kinks: bool = True,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped: the batch counterpart of
     :func:`flow`, with the same options.
@@ -321,8 +322,10 @@ def flow_endpoints(
             first, an implicit one for the stiff remainder).  ``gtol``, ``t_max`` and a
             constant step are in units of the loss's scales, as in :func:`flow`.  Explicit
             pairs (``Tsit5``, ``Dopri5``) under a :class:`~gradflow.PID` controller run as
-            one batched program, every other solver through diffrax; gradient descent runs
-            in :func:`flow` only.
+            one batched program, every other solver through diffrax.  A
+            :class:`~gradflow.GradientDescent` stage runs batched too: each member stops at
+            the first iterate that meets the stop rule (in :func:`flow` the iterates run to
+            the budget), and its step ``η`` is in the loss's own time, as in :func:`flow`.
         decide_below: stop a trajectory as :attr:`Outcome.GLOBAL_MIN` once its loss is below this
             level.  Sound only where the landscape proves it
             (:attr:`~gradflow.Landscape.sublevel_shortcut`).
@@ -338,19 +341,20 @@ def flow_endpoints(
             Euclidean ones in any metric).  ``False`` keeps every small-gradient stop (for a
             pass whose stops at saddles are integrated again).
         desc: what the progress bar is of (a fate map's ``"σ = 0.01, seed 2"``).
+        slide_on_kinks: continue members that stop with flow time left on a landscape with
+            kinks by :func:`gradflow.slide`, as :func:`flow` does; ``False`` keeps the stops
+            of the batch's own stages (for a caller that continues them itself).
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``;
-        members that stop on a kink with flow time left are continued as in :func:`flow`, and
-        those still on a kink when their budget runs out have status ``NON_SMOOTH``.
+        members that stop on a kink with flow time left are continued as in :func:`flow`
+        (unless ``slide_on_kinks`` is false), and those still on a kink when their budget runs
+        out have status ``NON_SMOOTH``.
 
     Raises:
-        GradflowError: empty batch, wrong shape, non-finite initial points, a bad metric, or
-            a :class:`~gradflow.GradientDescent` stage.
+        GradflowError: empty batch, wrong shape, non-finite initial points, or a bad metric.
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
-    if any(stage.descent for stage in stages):
-        raise GradflowError("gradient descent runs one trajectory: use flow")
     y0 = check_initial(landscape, thetas0)
     flows = in_metric(landscape, metric, at=y0[0])
     field, args, _ = unit_flow(flows, stages[0])
@@ -372,7 +376,8 @@ def flow_endpoints(
         else None,
         desc=desc,
     )
-    result = _slide_endpoints(flows, result, args, scaled[-1], level)
+    if slide_on_kinks:
+        result = _slide_endpoints(flows, result, args, scaled[-1], level)
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
 
@@ -401,8 +406,9 @@ def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField
     scale, as over a sweep of hyperparameters), whose flow is the flow of ``L`` in the time
     ``τ = g·t``: its gradient is ``O(1)`` whatever the scale of ``L``, so the solver takes the
     same steps on ``c·L`` as on ``L`` and the steady-state test ``‖∇L/g‖ ≤ gtol`` is relative.
-    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``), and a constant step ``dt``
-    becomes ``dt·ℓ``.  ``rtol``, ``atol`` and ``divergence_radius`` are in parameter units,
+    The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``), a constant step ``dt``
+    becomes ``dt·ℓ``, and gradient descent's step ``η`` (in the loss's own time) becomes
+    ``η·g``, so that its iterates stay those of ``θ ← θ − η∇L``.  ``rtol``, ``atol`` and ``divergence_radius`` are in parameter units,
     which the loss's scale does not change.
 
     Returns:
@@ -414,4 +420,7 @@ def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField
     if isinstance(options.controller, ConstantStep):
         step = ConstantStep(options.controller.dt * scales.length)
         scaled = dataclasses.replace(scaled, controller=step)
+    if options.descent:
+        lr = GradientDescent(options.solver.lr * scales.gradient)
+        scaled = dataclasses.replace(scaled, solver=lr)
     return unit_field(landscape.field), (landscape.args, scales.gradient), scaled

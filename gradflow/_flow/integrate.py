@@ -43,6 +43,7 @@ __all__ = [
     "pytree_field",
     "solve",
     "status_code",
+    "status_of",
 ]
 
 
@@ -248,16 +249,32 @@ def status_code(
     compiles to a reduction XLA does not vectorize on a CPU, which made a round of the batched
     integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
     """
-    converged = jnp.linalg.norm(field.grad(y, args)) <= (options.gtol if gtol is None else gtol)
+    return status_of(
+        field, options, y, args, level, field.loss(y, args), field.grad(y, args), gtol, strict
+    )
+
+
+def status_of(
+    field: GradientField,
+    options: FlowOptions,
+    y: jax.Array,
+    args: Any,
+    level: jax.Array,
+    loss: jax.Array,
+    grad: jax.Array,
+    gtol: jax.Array | None = None,
+    strict: bool = False,
+) -> jax.Array:
+    """:func:`status_code` of ``y`` from its ``loss`` and ``grad`` already evaluated (a
+    gradient-descent step needs both anyway)."""
+    converged = jnp.linalg.norm(grad) <= (options.gtol if gtol is None else gtol)
     if strict:
         converged &= ~jax.lax.cond(
             converged,
             lambda: escaping(field, y, args, options.t_max),
             lambda: jnp.zeros((), bool),
         )
-    code = jnp.where(
-        field.loss(y, args) < level, int(Outcome.GLOBAL_MIN), int(Outcome.NOT_CONVERGED)
-    )
+    code = jnp.where(loss < level, int(Outcome.GLOBAL_MIN), int(Outcome.NOT_CONVERGED))
     code = jnp.where(converged, int(Outcome.CONVERGED), code)
     return jnp.where(diverged(y, options), int(Outcome.DIVERGED), code)
 

@@ -91,10 +91,12 @@ class GradientDescent:
     """Plain gradient descent ``θ_{k+1} = θ_k − η∇L(θ_k)`` as a solver: the discrete map full
     training uses, one step advancing flow time by ``η``.
 
-    It runs ``min(max_steps, ⌊t_max/η⌋)`` steps of the stop rule's budgets (it does not stop
-    early), then labels its last iterate by the stop rule: converged where ``‖∇L‖₂ ≤ gtol``,
-    diverged where an iterate left the divergence radius or was not finite (the path ends
-    there).  On a landscape ``η`` is in flow time units of the loss itself (not of its scales:
+    One trajectory (:func:`gradflow.flow`) runs ``min(max_steps, ⌊t_max/η⌋)`` steps of the
+    stop rule's budgets (it does not stop early), then labels its last iterate by the stop
+    rule: converged where ``‖∇L‖₂ ≤ gtol``, diverged where an iterate left the divergence
+    radius or was not finite (the path ends there).  In a batch
+    (:func:`gradflow.flow_endpoints`) each member stops at its first iterate that meets the
+    stop rule (or falls below the decision level), within the same budgets.  On a landscape ``η`` is in flow time units of the loss itself (not of its scales:
     the iterates are those of ``θ ← θ − η∇L``), while ``gtol`` and ``t_max`` keep their
     landscape units.  It takes no step-size controller.
 
