@@ -45,7 +45,7 @@ def switching_field(name: str, default: float | None = None) -> Any:
     texts = {"p": "P(x_{n+1} = 1 | x_n = 0) in (0, 1)", "q": "P(x_{n+1} = 0 | x_n = 1) in (0, 1)"}
     if default is None:
         return field(metadata={"help": texts[name]})
-    return field(default=default, metadata={"help": f"{texts[name]} (default {default:g})"})
+    return field(default=default, metadata={"help": texts[name]})
 
 
 @dataclass(frozen=True)

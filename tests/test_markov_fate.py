@@ -35,10 +35,10 @@ from gradflow.analysis.markov_checks import family_residual
 from gradflow.analysis.markov_fate import (
     FATES,
     FateConfig,
-    FullRow,
+    FullRuns,
     fate_map,
     full_options,
-    full_row,
+    full_runs,
     references,
 )
 from gradflow.analysis.markov_full_landscape import FullLandscape, embed_batch
@@ -282,6 +282,18 @@ def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
     np.testing.assert_array_equal(first.fates, tiny_map.fates)
 
 
+def test_a_start_far_off_the_family_is_outside_the_reductions_assumption(hand_made_fate):
+    """Runs predicted ``local`` that end ``global``: one that started 0.5 off the family and
+    ended 0.6 off (not twice as far) is outside the reduction's assumption (> 0.2), one that
+    started 0.5 off and ended 1.2 off left it (off-reduction comes first), one that started
+    0.1 off and ended 0.15 off is unexplained."""
+    fates = ["global", "global", "global", "local"]
+    reduced = {"euclidean": ["local"] * 4, "induced": ["local"] * 4}
+    fate = hand_made_fate(fates, reduced, off_start=[0.5, 0.5, 0.1, 0], off_end=[0.6, 1.2, 0.15, 0])
+    reasons = [c.reason for c in fate.cells() if c.group == "induced σ=0"]
+    assert reasons == ["assumption", "off-reduction", "unexplained", None]
+
+
 def test_runs_with_noise_descend_then_slide_from_where_descent_stopped():
     """A run with noise is trained by gradient descent (step η = 0.05) for half the flow-time
     budget (t = 2 of 4, 40 steps); one that descent decides keeps its stop (no step of the
@@ -302,12 +314,9 @@ def test_runs_with_noise_descend_then_slide_from_where_descent_stopped():
     )
     refs = references(config)
     level = refs["entropy_rate"] + 0.5 * (refs["unigram_loss"] - refs["entropy_rate"])
-    rows = [full_row(FullRow(config, 0.01, 0, row)) for row in (0, 1)]
-    descent = np.concatenate([r["descent"] for r in rows])
-    steps = np.concatenate([r["steps"] for r in rows])
-    times = np.concatenate([r["times"] for r in rows])
-    fates = np.asarray(FATES)[np.concatenate([r["fates"] for r in rows])]
-    losses = np.concatenate([r["losses"] for r in rows])
+    runs = full_runs(FullRuns(config, 0.01, 0, (0, 1)))
+    descent, steps, times = runs["descent"], runs["steps"], runs["times"]
+    fates, losses = np.asarray(FATES)[runs["fates"]], runs["losses"]
     stopped, handed = descent < 40, descent == 40
     assert np.all(stopped | handed) and stopped.any() and handed.any()
     assert np.all(steps[stopped] == 0) and set(fates[stopped]) <= {"global", "local", "other"}
