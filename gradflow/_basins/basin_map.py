@@ -181,7 +181,7 @@ class BasinMap(OnRegion):
             [
                 f"#{a.id}",
                 a.kind + (" *" if a.measure_zero else ""),
-                a.set,
+                a.described,
                 format_point(a.point),
                 f"{a.fraction:.4f}",
             ]

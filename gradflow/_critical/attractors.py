@@ -73,6 +73,14 @@ class Attractor:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
 
+    @property
+    def described(self) -> str:
+        """Its set as the tables name it: the set's name (``"Γ*"``, ``"numerical"``), or for
+        a set ``sympy.solve`` found its equation (``"x = 1/y"``)."""
+        if self.set.startswith("sympy.solve") and self.equation:
+            return self.equation
+        return self.set
+
     def __repr__(self) -> str:
         share = f", {self.fraction:.1%} of the grid" if self.fraction else ""
         return (

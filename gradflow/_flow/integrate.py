@@ -109,7 +109,8 @@ class Trajectory:
         reached = str(self.status if self.reached is None else self.reached)
         if self.attractor is not None and where:
             a = self.attractor
-            reached += f": attractor #{a.id} {a.set} at {format_point(a.point)}"
+            at = f"at {format_point(a.point)}" if a.dimension == 0 else f"on {a.described}"
+            reached += f": attractor #{a.id} {at}"
         elif self.attractor is not None:
             reached += f" (attractor #{self.attractor.id})"
         if self.kink:
