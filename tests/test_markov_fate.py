@@ -255,6 +255,7 @@ TINY += ["--sigma", "0", "--length", "4", "--t-max", "200"]
         (["fate", "--p", "0.5", "--q", "0.8", "--grid", "1"], "grid = 1 must be an integer ≥ 2"),
         (["fate", "--p", "0.5", "--q", "0.8", "--sigma", "-0.1"], "must be finite numbers ≥ 0"),
         (["fate", "--p", "0", "--q", "0.8"], "p = 0 is outside the valid range (0, 1)"),
+        (["fate", "--lr", "0"], "lr = 0.0 must be in (0, t_max = 300)"),
         (["fate", "--p", "0.5", "--q", "0.8", "--length", "15"], "too long for exact"),
     ],
 )
