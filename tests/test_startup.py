@@ -166,32 +166,6 @@ def test_xla_flags_are_tried_once_and_unknown_ones_left_out(tmp_path, monkeypatc
     assert (tmp_path / "gradflow" / "xla-flags.json").exists()
 
 
-def test_a_run_bound_command_keeps_the_fusion_emitters(tmp_path) -> None:
-    """``gradflow fate`` runs its programs for minutes, so it does not ask for the elemental
-    emitters that the other commands compile faster with: in a child process that has not
-    imported JAX, ``configure_jax(fast_compile=False)`` leaves ``XLA_FLAGS`` as it found it,
-    and ``fast_compile=True`` adds the flags XLA knows."""
-    from gradflow.cli import _setup
-
-    assert "fate" in _setup.RUN_BOUND and "portrait" not in _setup.RUN_BOUND
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "XLA_FLAGS": ""}
-    env.pop("GRADFLOW_CACHE_DIR", None)
-    flags = {}
-    for fast in (False, True):
-        script = (
-            "import os; from gradflow.cli._setup import configure_jax, known_xla_flags; "
-            f"known_xla_flags({list(_setup.FAST_COMPILE_FLAGS)!r}); "
-            f"configure_jax(fast_compile={fast}); print(os.environ.get('XLA_FLAGS', ''))"
-        )
-        run = subprocess.run(
-            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-        )
-        flags[fast] = run.stdout.strip()
-    assert flags[False] == ""
-    known = _setup.known_xla_flags(list(_setup.FAST_COMPILE_FLAGS))
-    assert flags[True] == " ".join(known)
-
-
 def _compile_one_program(env: dict[str, str]) -> None:
     """In a child process with ``env``: :func:`~gradflow.cli._setup.configure_jax`, then one
     jitted program (``2x + 1`` at 3), whose value is checked."""

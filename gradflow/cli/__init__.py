@@ -48,9 +48,9 @@ def _main(argv: list[str], held: list[argparse.Namespace]) -> int:
     try:
         from gradflow import GradflowError
 
-        from ._setup import RUN_BOUND, configure_jax
+        from ._setup import configure_jax
 
-        configure_jax(fast_compile=args.command not in RUN_BOUND)
+        configure_jax()
         return int(args._run(args) or 0)
     except GradflowError as error:
         return fail(f"gradflow {args.command}", str(error))

@@ -14,7 +14,6 @@ from pathlib import Path
 __all__ = [
     "FAST_COMPILE_FLAGS",
     "GC_YOUNGEST",
-    "RUN_BOUND",
     "cache_dir",
     "configure_jax",
     "fewer_collections",
@@ -88,16 +87,9 @@ def cache_dir() -> Path | None:
     return Path(value) if value else None
 
 
-RUN_BOUND = ("fate",)
-"""Commands whose time goes into running their programs, not compiling them: they keep XLA's
-fusion emitters (no :data:`FAST_COMPILE_FLAGS`).  A fate map's batched gradient descent on the
-full transformer runs 0.49 ms per run and step with the elemental emitters against 0.25 ms with
-the fusion emitters (144 runs at p = 0.5, q = 0.8, warm), and it runs for minutes."""
-
-
-def configure_jax(fast_compile: bool = True) -> None:
+def configure_jax() -> None:
     """Enable JAX's persistent compilation cache, so a second run skips most compilation, and
-    with ``fast_compile`` compile with :data:`FAST_COMPILE_FLAGS` (those the installed XLA knows, unless JAX is
+    compile with :data:`FAST_COMPILE_FLAGS` (those the installed XLA knows, unless JAX is
     already loaded; tried once per ``jaxlib`` version in the background, so the first run on a
     machine goes without them, :func:`known_xla_flags`).
 
@@ -121,7 +113,7 @@ def configure_jax(fast_compile: bool = True) -> None:
             path.mkdir(parents=True, exist_ok=True)
         except OSError:
             return
-        if fast_compile and "jax" not in sys.modules:
+        if "jax" not in sys.modules:
             current = os.environ.get("XLA_FLAGS", "")
             os.environ["XLA_FLAGS"] = with_xla_flags(current, FAST_COMPILE_FLAGS, wait=False)
         settings = {
