@@ -9,7 +9,7 @@ integrated by :func:`gradflow.slide` (Tsit5 on each smooth piece, Filippov's sli
 the kinks, the switching surfaces located): it starts on the reduced family, where the kinks of
 the 4d equal hidden units coincide, and slides on them as one.  Noise splits each such kink into
 many close ones, each located on its own, so a run with noise is trained by gradient descent
-first (step :attr:`FateConfig.lr`, the Euler scheme of the flow, batched over the row:
+first (step :attr:`FateConfig.lr`, the Euler scheme of the flow, batched over the grid:
 :func:`gradflow.flow_endpoints`) for :data:`DESCENT_SHARE` of the flow-time budget; on a kink
 its iterates chatter across it within ``O(η)`` and their mean follows the sliding motion
 (Filippov's velocity), and a run it leaves undecided is continued by :func:`gradflow.slide`.
@@ -50,7 +50,8 @@ The runs go through :func:`gradflow.run_cells`: without noise one cell per row o
 (``e0``; a dozen runs, seconds each), with noise one cell per ``(σ, seed)`` (the whole grid,
 descended as one batch: a batch pays for each of its slots until its slowest member is done, so
 a row's dozen runs would wait for the row's longest); the reduced predictions in the two
-metrics are two cells of their own.  A checkpoint folder keeps every finished cell and a rerun resumes.
+metrics are two cells of their own.  A checkpoint folder keeps every finished cell and a rerun
+resumes.
 """
 
 from __future__ import annotations
@@ -225,10 +226,10 @@ class FullRuns:
 
 
 def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
-    """Integrate the runs of the cell's rows (module docstring), row-major: per run its fate code (into
-    :data:`FATES`), flow time, final loss (nats), steps of :func:`gradflow.slide`, steps of
-    gradient descent, flow time spent sliding on a kink, projected endpoint ``(dim,)``, and
-    relative distance from the reduced family at the start and the end."""
+    """Integrate the runs of the cell's rows (module docstring), row-major: per run its fate
+    code (into :data:`FATES`), flow time, final loss (nats), steps of :func:`gradflow.slide`,
+    steps of gradient descent, flow time spent sliding on a kink, projected endpoint
+    ``(dim,)``, and relative distance from the reduced family at the start and the end."""
     config, n = cell.config, cell.config.grid
     full = config.full()
     bound = full.reduced.bind(p=config.p, q=config.q)
