@@ -72,6 +72,7 @@ from gradflow import (
     FlowOptions,
     GradientDescent,
     Outcome,
+    SlideResult,
     StopRule,
     flow_endpoints,
     in_metric,
@@ -259,7 +260,7 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
         runs = [
             slide(land.kinks, y, bound.h, options, decide_below=level, t0=t)
             if code == Outcome.NOT_CONVERGED
-            else _Stop(y, t, 0, Outcome(int(code)))
+            else SlideResult(y, t, 0, Outcome(int(code)), np.zeros(0), np.zeros((0, y.size)))
             for y, t, code in zip(first.endpoints, first.times, first.status)
         ]
     else:
@@ -281,18 +282,6 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
         "off_start": np.asarray(off(jnp.asarray(starts), bound.h)),
         "off_end": np.asarray(off(jnp.asarray(ends), bound.h)),
     }
-
-
-@dataclass(frozen=True)
-class _Stop:
-    """A run gradient descent decided: where and why it stopped, as :func:`gradflow.slide`
-    reports it."""
-
-    endpoint: np.ndarray
-    time: float
-    steps: int
-    status: Outcome
-    sliding_time: float = 0.0
 
 
 def _fate(status: Outcome, loss: float, refs: dict[str, float], level: float) -> int:

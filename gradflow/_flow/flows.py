@@ -408,8 +408,8 @@ def unit_flow(landscape: Landscape, options: FlowOptions) -> tuple[GradientField
     same steps on ``c·L`` as on ``L`` and the steady-state test ``‖∇L/g‖ ≤ gtol`` is relative.
     The time budget becomes ``τ ≤ t_max·ℓ`` (``t ≤ t_max·ℓ/g``), a constant step ``dt``
     becomes ``dt·ℓ``, and gradient descent's step ``η`` (in the loss's own time) becomes
-    ``η·g``, so that its iterates stay those of ``θ ← θ − η∇L``.  ``rtol``, ``atol`` and ``divergence_radius`` are in parameter units,
-    which the loss's scale does not change.
+    ``η·g``, so that its iterates stay those of ``θ ← θ − η∇L``.  ``rtol``, ``atol`` and
+    ``divergence_radius`` are in parameter units, which the loss's scale does not change.
 
     Returns:
         ``(field, args, options)``; a loss level ``v`` of ``L`` is ``v/g`` of the field, and a

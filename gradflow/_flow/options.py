@@ -96,9 +96,10 @@ class GradientDescent:
     rule: converged where ``‖∇L‖₂ ≤ gtol``, diverged where an iterate left the divergence
     radius or was not finite (the path ends there).  In a batch
     (:func:`gradflow.flow_endpoints`) each member stops at its first iterate that meets the
-    stop rule (or falls below the decision level), within the same budgets.  On a landscape ``η`` is in flow time units of the loss itself (not of its scales:
-    the iterates are those of ``θ ← θ − η∇L``), while ``gtol`` and ``t_max`` keep their
-    landscape units.  It takes no step-size controller.
+    stop rule (or falls below the decision level), within the same budgets.  On a landscape
+    ``η`` is in flow time units of the loss itself (not of its scales: the iterates are those
+    of ``θ ← θ − η∇L``), while ``gtol`` and ``t_max`` keep their landscape units.  It takes no
+    step-size controller.
 
     Attributes:
         lr: the step ``η`` (flow time units).
