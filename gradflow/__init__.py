@@ -50,6 +50,7 @@ _EXPORTS = {
     "parse_loss": "._symbolic.expression",
     "flow": "._flow.flows",
     "flow_endpoints": "._flow.flows",
+    "FlowEndpoints": "._flow.batched",
     "FlowOptions": "._flow.options",
     "ConstantStep": "._flow.options",
     "GradientDescent": "._flow.options",
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
     from ._critical.search import critical_sets
     from ._critical.sets import CriticalSet, CriticalSets, decision_level
     from ._errors import GradflowError
+    from ._flow.batched import FlowEndpoints
     from ._flow.flows import flow, flow_endpoints
     from ._flow.integrate import Trajectory
     from ._flow.options import PID, ConstantStep, FlowOptions, GradientDescent, StopRule
@@ -233,6 +235,7 @@ __all__ = [
     "default_basin_options",
     "flow",
     "flow_endpoints",
+    "FlowEndpoints",
     "format_table",
     "in_metric",
     "loss_scales",

@@ -194,6 +194,30 @@ def test_gradient_descent_in_a_batch_stops_at_the_first_iterate_that_meets_the_r
     np.testing.assert_array_equal(backward.steps[::-1], forward.steps)
 
 
+def test_a_batch_resumed_at_its_stopping_times_runs_on_as_if_it_never_stopped(bowl):
+    """Descent (η = 0.1) from (1, −2) with the flow-time budget 2.05 stops at the 20th iterate
+    of the geometric sequence, t = 2.  Started instead from its 5th iterate at ``t0 = 0.5``, it
+    takes the 15 steps left and stops at the same iterate and time; started at ``t0 = 2`` it
+    has no step left.  A start time below 0, not finite, or not one per start is one line."""
+    scales = gradflow.loss_scales(bowl)
+    start = np.array([1.0, -2.0])
+    path = _geometric(0.1, start, np.arange(21))
+    short = FlowOptions(
+        solver=GradientDescent(0.1),
+        stop=StopRule(gtol=1e-12, t_max=2.05 * scales.gradient / scales.length),
+    )
+    resumed = flow_endpoints(
+        bowl, [path[5], path[20]], short, t0=[0.5, 2.0], progress=False, escape_check=False
+    )
+    assert list(resumed.steps) == [15, 0]
+    assert np.all(resumed.status == Outcome.NOT_CONVERGED)
+    np.testing.assert_allclose(resumed.endpoints, [path[20], path[20]], rtol=1e-12)
+    np.testing.assert_allclose(resumed.times, [2.0, 2.0], rtol=1e-12)
+    for bad in (-1.0, np.nan, [0.5, 0.5, 0.5]):
+        with pytest.raises(GradflowError, match="t0 must be a finite flow time"):
+            flow_endpoints(bowl, [path[5], path[20]], short, t0=bad, progress=False)
+
+
 def test_gradient_descent_chatters_across_a_kink_and_follows_the_sliding_motion() -> None:
     """On ``|x| + ½(y − 1)²`` the flow from ``(0.5, 3)`` reaches the kink ``x = 0`` at
     ``t = 0.5`` and slides on it with ``y(t) = 1 + 2e^{−t}``.  Gradient descent with step

@@ -81,6 +81,7 @@ def integrate_batch(
     dtype: Any = np.float64,
     audit: Callable[[np.ndarray], np.ndarray] | None = None,
     desc: str | None = None,
+    t0: np.ndarray | None = None,
 ) -> FlowEndpoints:
     """Integrate the trajectories from ``thetas0`` (shape ``(B, dim)``, finite) to their stops.
 
@@ -115,6 +116,8 @@ def integrate_batch(
             endpoints at saddles are integrated again anyway).
         desc: what the progress bar is of (``"σ = 0.01, seed 2"``); it counts finished
             trajectories, without a time left (they finish in rounds, most at the end).
+        t0: the flow time of each start, shape ``(B,)`` (default 0): a member resumed at
+            ``t0`` has ``t_max - t0`` of its time budget left.
 
     Returns:
         Endpoints, stopping times, step counts and status codes, in the order of ``thetas0``
@@ -128,7 +131,7 @@ def integrate_batch(
     n = thetas0.shape[0]
     state = _BatchState(
         y=np.array(thetas0, dtype=dtype),
-        t=np.zeros(n, dtype=dtype),
+        t=np.zeros(n, dtype=dtype) if t0 is None else np.array(t0, dtype=dtype),
         dt=np.zeros(n, dtype=dtype),
         steps=np.zeros(n, dtype=np.int64),
         status=np.full(n, int(Outcome.NOT_CONVERGED)),

@@ -309,6 +309,7 @@ def flow_endpoints(
     escape_check: bool = True,
     desc: str | None = None,
     slide_on_kinks: bool = True,
+    t0: Any = 0.0,
 ) -> FlowEndpoints:
     """Integrate many trajectories and return where each one stopped: the batch counterpart of
     :func:`flow`, with the same options.
@@ -352,10 +353,12 @@ def flow_endpoints(
         out have status ``NON_SMOOTH``.
 
     Raises:
-        GradflowError: empty batch, wrong shape, non-finite initial points, or a bad metric.
+        GradflowError: empty batch, wrong shape, non-finite initial points or start times, or
+            a bad metric.
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
     y0 = check_initial(landscape, thetas0)
+    starts = _start_times(t0, len(y0))
     flows = in_metric(landscape, metric, at=y0[0])
     field, args, _ = unit_flow(flows, stages[0])
     scale = args[1]
@@ -375,11 +378,27 @@ def flow_endpoints(
         if escape_check
         else None,
         desc=desc,
+        t0=starts * scale,
     )
     if slide_on_kinks:
         result = _slide_endpoints(flows, result, args, scaled[-1], level)
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
+
+
+def _start_times(t0: Any, n: int) -> np.ndarray:
+    """The start times of a batch of ``n`` members, shape ``(n,)``.
+
+    Raises:
+        GradflowError: ``t0`` neither a scalar nor of shape ``(n,)``, or not finite and ≥ 0.
+    """
+    times = np.asarray(t0, dtype=np.float64)
+    if times.shape not in ((), (n,)) or not np.all(np.isfinite(times) & (times >= 0)):
+        raise GradflowError(
+            f"t0 must be a finite flow time ≥ 0, a scalar or one per start ({n}), got "
+            f"{np.array2string(times, threshold=4)} of shape {times.shape}"
+        )
+    return np.broadcast_to(times, (n,)).copy()
 
 
 def _escape_audit(
