@@ -9,11 +9,13 @@ integrated by :func:`gradflow.slide` (Tsit5 on each smooth piece, Filippov's sli
 the kinks, the switching surfaces located): it starts on the reduced family, where the kinks of
 the 4d equal hidden units coincide, and slides on them as one.  Noise splits each such kink into
 many close ones, each located on its own, so a run with noise is trained by gradient descent
-first (step :attr:`FateConfig.lr`, the Euler scheme of the flow, batched over the grid:
+first (step :attr:`FateConfig.lr`, the Euler scheme of the flow, the grid queued:
 :func:`gradflow.flow_endpoints`) for :data:`DESCENT_SHARE` of the flow-time budget; on a kink
 its iterates chatter across it within ``O(η)`` and their mean follows the sliding motion
-(Filippov's velocity), and a run it leaves undecided is continued by :func:`gradflow.slide`.
-Each run stops when its fate is decided:
+(Filippov's velocity).  At a small gradient (:data:`HANDOVERS`) a run is handed to
+:func:`gradflow.slide`, whose steps grow where descent's cannot, within a step budget; a
+handover that does not decide the run is undone and descent goes on.  A run descent leaves
+undecided is continued by :func:`gradflow.slide`.  Each run stops when its fate is decided:
 
 - ``global``: the loss fell below ``H_rate + ½ (H(π) - H_rate)``.  The loss never increases
   along a gradient flow and every point of the reduced local set (``e = 0``) has loss ``H(π)``,
@@ -48,8 +50,7 @@ reason that holds, in this order (:data:`~gradflow.analysis.fate.REASONS`):
 
 The runs go through :func:`gradflow.run_cells`: without noise one cell per row of the grid
 (``e0``; a dozen runs, seconds each), with noise one cell per ``(σ, seed)`` (the whole grid,
-descended as one batch: a batch pays for each of its slots until its slowest member is done, so
-a row's dozen runs would wait for the row's longest); the reduced predictions in the two
+its runs descended one at a time: :data:`DESCENT_CHUNK`); the reduced predictions in the two
 metrics are two cells of their own.  A checkpoint folder keeps every finished cell and a rerun
 resumes.
 """
