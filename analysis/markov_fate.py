@@ -4,18 +4,10 @@ From each point ``θ0 = (e0, w0)`` of a grid (``a0 = 0`` for the model with atte
 single-layer transformer starts at ``embed(θ0)`` plus Gaussian noise of standard deviation ``σ``
 on every weight, and follows the gradient flow of its exact population loss (all ``2^N`` input
 sequences enumerated, float64).  The loss has a kink wherever an input of the FFN's ReLU is 0
-at some prefix, and runs meet such kinks and slide along them.  A run without noise is
+at some prefix, and runs meet such kinks and slide along them: a run without noise is
 integrated by :func:`gradflow.slide` (Tsit5 on each smooth piece, Filippov's sliding motion on
-the kinks, the switching surfaces located): it starts on the reduced family, where the kinks of
-the 4d equal hidden units coincide, and slides on them as one.  Noise splits each such kink into
-many close ones, each located on its own, so a run with noise is trained by gradient descent
-first (step :attr:`FateConfig.lr`, the Euler scheme of the flow, the grid queued:
-:func:`gradflow.flow_endpoints`) for :data:`DESCENT_SHARE` of the flow-time budget; on a kink
-its iterates chatter across it within ``O(η)`` and their mean follows the sliding motion
-(Filippov's velocity).  At a small gradient (:data:`HANDOVERS`) a run is handed to
-:func:`gradflow.slide`, whose steps grow where descent's cannot, within a step budget; a
-handover that does not decide the run is undone and descent goes on.  A run descent leaves
-undecided is continued by :func:`gradflow.slide`.  Each run stops when its fate is decided:
+the kinks, the switching surfaces located), a run with noise by gradient descent with handovers
+to it (:mod:`gradflow.analysis.markov_fate_runs`).  Each run stops when its fate is decided:
 
 - ``global``: the loss fell below ``H_rate + ½ (H(π) - H_rate)``.  The loss never increases
   along a gradient flow and every point of the reduced local set (``e = 0``) has loss ``H(π)``,
@@ -50,8 +42,8 @@ reason that holds, in this order (:data:`~gradflow.analysis.fate.REASONS`):
 
 The runs go through :func:`gradflow.run_cells`: without noise one cell per row of the grid
 (``e0``; a dozen runs, seconds each), with noise one cell per ``(σ, seed)`` (the whole grid,
-its runs descended one at a time: :data:`DESCENT_CHUNK`); the reduced predictions in the two
-metrics are two cells of their own.  A checkpoint folder keeps every finished cell and a rerun
+its runs descended one at a time); the reduced predictions in the two metrics are two cells of
+their own.  A checkpoint folder keeps every finished cell and a rerun
 resumes.
 """
 
@@ -69,13 +61,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradflow import (
-    PID,
-    FlowEndpoints,
     FlowOptions,
-    GradientDescent,
     Outcome,
-    SlideResult,
-    StopRule,
     flow_endpoints,
     in_metric,
     run_cells,
@@ -85,6 +72,7 @@ from gradflow import (
 from .fate import FateCell, FateResult, plane_cells
 from .fate_markers import draw_fates
 from .markov_configs import FateConfig
+from .markov_fate_runs import DESCENT_SHARE, descended, descent_options, full_options
 from .markov_full_landscape import (
     FullLandscape,
     embed_batch,
@@ -114,10 +102,6 @@ METRICS = ("euclidean", "induced")
 """The metrics of the reduced predictions."""
 DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
-FULL_RTOL = 1e-6
-"""Relative local-error tolerance of a full run (:func:`full_options`)."""
-FULL_ATOL = 1e-9
-"""Absolute local-error tolerance of a full run, weight units (:func:`full_options`)."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
 OFF_GROWTH = 2.0
@@ -130,59 +114,6 @@ SLIDE_GRADIENTS = 7
 """Full gradients per step of :func:`gradflow.slide` (Tsit5's six stages and the probe)."""
 OFF_FLOOR = 1e-3
 """The least relative distance from the reduced family that counts as having left it."""
-
-
-def full_options(config: FateConfig) -> FlowOptions:
-    """Tolerances and stop rule of a full run: a steady state at ``gtol``, budgets ``t_max``
-    and ``max_steps``.  ``atol`` sits far below ``gtol``/λ_max (``1e-6/23`` at the default
-    ``gtol`` and the largest full Hessian eigenvalue met on the default box): an explicit solver
-    at its stability limit keeps a residual of about ``atol`` in the state, ``λ_max·atol`` in the
-    gradient."""
-    return FlowOptions(
-        solver="Tsit5",
-        controller=PID(rtol=FULL_RTOL, atol=FULL_ATOL),
-        stop=StopRule(
-            gtol=config.gtol, t_max=config.t_max, max_steps=config.max_steps, divergence_radius=1e3
-        ),
-    )
-
-
-DESCENT_SHARE = 0.5
-"""Share of the flow-time budget a run with noise spends in gradient descent before
-:func:`gradflow.slide` continues it, if still undecided."""
-DESCENT_CHUNK = 1
-"""Runs descended together.  A full gradient costs the same per run in a batch of 1 as of 8
-(0.18–0.21 ms warm), and a batch pays for each of its slots until its slowest member stops, so
-the runs are descended one at a time, the rest of the grid queued behind (the σ = 0.1 grid at
-p = 0.5, q = 0.8: 29 s warm one at a time, 42 s eight at a time)."""
-DESCENT_ROUND = 256
-"""Descent steps of a run between two returns to the host: a run leaves its round at its stop,
-so a longer round only saves trips."""
-HANDOVERS = ((3e-3, 30), (1e-3, 200))
-"""``(gradient norm, step budget)`` of each handover of a run with noise from gradient descent
-to :func:`gradflow.slide`, in turn.  Beside the reduced local set the flow is slow and not
-stiff, so Tsit5's steps grow to several time units while descent keeps its step ``η``: at
-p = 0.5, q = 0.8, σ = 0.01 a run goes from ``‖∇L‖ = 10⁻³`` (nats per weight unit) to ``10⁻⁶``
-in 13 steps of the sliding integrator, against about 2,500 of descent.  A run the sliding
-integrator does not decide within the budget (the flow is still stiff there, or it met the
-many close kinks that noise makes, each located on its own) goes back to its state at the
-handover and descends on to the next handover."""
-
-
-def descent_options(config: FateConfig, gtol: float | None = None) -> FlowOptions:
-    """Gradient descent of a run with noise: step ``config.lr`` (flow time per step), the
-    steady-state test ``‖∇L‖ ≤ gtol`` (default the full runs' ``config.gtol``), their
-    divergence radius, :data:`DESCENT_SHARE` of ``t_max``."""
-    t_max = DESCENT_SHARE * config.t_max
-    return FlowOptions(
-        solver=GradientDescent(config.lr),
-        stop=StopRule(
-            gtol=config.gtol if gtol is None else gtol,
-            t_max=t_max,
-            max_steps=int(t_max / config.lr) + 1,
-            divergence_radius=1e3,
-        ),
-    )
 
 
 def references(config: FateConfig) -> dict[str, float]:
@@ -260,7 +191,7 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
     level = refs["entropy_rate"] + DECISION_SHARE * gap
     options, land = full_options(config), FullLandscape(full, bound.h)
     if cell.sigma > 0:
-        runs, descent = _descended(land, starts, config, level)
+        runs, descent = descended(land, starts, config, level)
     else:
         descent = np.zeros(len(starts), dtype=np.int64)
         runs = [slide(land.kinks, start, bound.h, options, decide_below=level) for start in starts]
@@ -281,73 +212,6 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
         "off_start": np.asarray(off(jnp.asarray(starts), bound.h)),
         "off_end": np.asarray(off(jnp.asarray(ends), bound.h)),
     }
-
-
-def _descend(
-    land: FullLandscape, starts: np.ndarray, options: FlowOptions, level: float, t0: np.ndarray
-) -> FlowEndpoints:
-    """Gradient descent of a batch of runs (``options``) from flow times ``t0``, each stopped
-    at the first iterate that meets the stop rule or is below ``level``; stops on a kink left
-    to the caller."""
-    return flow_endpoints(
-        land,
-        starts,
-        options,
-        decide_below=level,
-        t0=t0,
-        chunk_size=DESCENT_CHUNK,
-        steps_per_round=DESCENT_ROUND,
-        escape_check=False,
-        slide_on_kinks=False,
-        progress=False,
-    )
-
-
-def _continued(
-    land: FullLandscape, config: FateConfig, y: np.ndarray, t: float, code: int, level: float
-) -> SlideResult:
-    """A descended run at ``y``, flow time ``t``: decided (its stop as a result with no
-    sliding-integrator step), or still running and continued by :func:`gradflow.slide`."""
-    if code == Outcome.NOT_CONVERGED:
-        return slide(land.kinks, y, land.h, full_options(config), decide_below=level, t0=t)
-    return SlideResult(y, t, 0, Outcome(int(code)), np.zeros(0), np.zeros((0, y.size)))
-
-
-def _descended(
-    land: FullLandscape, starts: np.ndarray, config: FateConfig, level: float
-) -> tuple[list[SlideResult], np.ndarray]:
-    """The runs with noise from ``starts`` (shape ``(runs, dim)``): gradient descent until
-    decided or at the first of :data:`HANDOVERS`' gradient norms, then :func:`gradflow.slide`
-    within that handover's step budget; a run it leaves undecided descends again from its
-    handover state to the next handover, and after the last to the full ``gtol``.  A run still
-    undecided after :data:`DESCENT_SHARE` of the time budget is continued by the sliding
-    integrator.  Returns the results and the descent steps per run; a result's steps include
-    those of the handovers that were undone."""
-    descent = np.zeros(len(starts), dtype=np.int64)
-    wasted = np.zeros(len(starts), dtype=np.int64)
-    runs: list[SlideResult | None] = [None] * len(starts)
-    active, ys, ts = np.arange(len(starts)), starts, np.zeros(len(starts))
-    ladder = [(g, steps) for g, steps in HANDOVERS if g > config.gtol] + [(config.gtol, 0)]
-    for gtol, budget in ladder:
-        stop = _descend(land, ys, descent_options(config, gtol), level, ts)
-        descent[active] += stop.steps
-        undone = []
-        for k, i in enumerate(active):
-            y, t, code = stop.endpoints[k], float(stop.times[k]), int(stop.status[k])
-            if code == Outcome.CONVERGED and budget:
-                options = full_options(config).with_stop(max_steps=budget)
-                run = slide(land.kinks, y, land.h, options, decide_below=level, t0=t)
-                if run.steps >= budget:
-                    wasted[i] += run.steps
-                    undone.append(k)
-                    continue
-            else:
-                run = _continued(land, config, y, t, code, level)
-            runs[i] = dataclasses.replace(run, steps=run.steps + wasted[i])
-        active, ys, ts = active[undone], stop.endpoints[undone], stop.times[undone]
-        if not active.size:
-            break
-    return runs, descent
 
 
 def _fate(status: Outcome, loss: float, refs: dict[str, float], level: float) -> int:
@@ -540,20 +404,27 @@ class FateMap(FateResult):
         ]
 
     def figure(self) -> Any:
-        """One panel per ``σ`` (its first seed): the reduced prediction in the induced metric
-        shaded, the full fates as markers, disagreements ringed."""
+        """One panel per ``σ`` (its first seed drawn, the agreement over all its seeds): the
+        reduced prediction in the induced metric shaded, the full fates as markers,
+        disagreements ringed."""
         import matplotlib.pyplot as plt
 
         sigmas = list(dict.fromkeys(s for s, _ in self.runs))
-        fig, axes = plt.subplots(1, len(sigmas), figsize=(5.2 * len(sigmas), 5.4), squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(sigmas), figsize=(5.2 * len(sigmas), 5.0), squeeze=False, layout="constrained"
+        )
         share = self.agreement()
         for ax, sigma in zip(axes[0], sigmas):
             r = next(k for k, (s, _) in enumerate(self.runs) if s == sigma)
             handles = draw_fates(
                 ax, self.ws, self.es, self.fate_names()[r], self.reduced["induced"], shade=True
             )
+            seeds = sum(s == sigma for s, _ in self.runs)
+            drawn = f", seed {self.runs[r][1]} drawn" if seeds > 1 else ""
+            over = f" over {seeds} seeds" if seeds > 1 else ""
             ax.set_title(
-                f"σ = {sigma:g}: agreement {100 * share[f'induced σ={sigma:g}']:.0f} % induced, "
+                f"σ = {sigma:g}{drawn}\nagreement{over}: "
+                f"{100 * share[f'induced σ={sigma:g}']:.0f} % induced, "
                 f"{100 * share[f'euclidean σ={sigma:g}']:.0f} % Euclidean",
                 fontsize=9,
                 pad=10,
@@ -561,11 +432,11 @@ class FateMap(FateResult):
             ax.set_xlabel("w0")
             ax.set_ylabel("e0")
         columns = min(2 * len(sigmas), 4)
-        rows = -(-len(handles) // columns)
-        fig.legend(handles=handles, loc="lower center", ncol=columns, fontsize=8, frameon=False)
+        fig.legend(
+            handles=handles, loc="outside lower center", ncol=columns, fontsize=8, frameon=False
+        )
         c = self.config
         fig.suptitle(f"fate map, {c.model}, p = {c.p:g}, q = {c.q:g}", fontsize=10)
-        fig.tight_layout(rect=(0, 0.03 + 0.04 * rows, 1, 0.95))
         return fig
 
 

@@ -41,6 +41,7 @@ PRIVATE_IN_TESTS = {
     ("tests.test_certify", "gradflow._symbolic.facts"),
     ("tests.test_canonical_dynamics", "gradflow._portrait.separatrix"),
     ("tests.test_engine", "gradflow._critical.attractors"),
+    ("tests.test_engine", "gradflow._critical.pieces"),
     ("tests.test_invariance", "gradflow._critical.closed_sets"),
     ("tests.test_engine", "gradflow._flow.integrate"),
     ("tests.test_newton_finish", "gradflow._flow.newton_finish"),

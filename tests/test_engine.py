@@ -340,6 +340,31 @@ def test_an_endpoint_is_joined_to_its_sheet_along_a_closed_form_past_every_sampl
     assert not _joined_on_piece(model, near_pole + [0.0, 0.0, 1.0], names, own, box)
 
 
+def test_a_segment_through_a_pole_joins_nothing_and_warns_nothing() -> None:
+    """``4(x⁻¹² − x⁻⁶) + y²`` has its minimum at ``(2^{1/6}, 0)``; a piece ``x = 10⁻¹³`` lies at
+    its pole, where ``|∂L/∂x| ≈ 48·10¹⁶⁹`` overflows when squared.  The minimum is not on that
+    piece (``gap`` 1.12, and the gradient along the segment is not small), and deciding so
+    raises no floating-point warning (warnings are errors in the suite)."""
+    from dataclasses import dataclass
+
+    from gradflow._critical.pieces import on_piece
+
+    @dataclass(frozen=True)
+    class Pole:
+        name: str = "pole"
+        equation: str | None = "x = 1e-13"
+        free: tuple[int, ...] = (1,)
+        dependent: tuple[int, ...] = (0,)
+
+        def complete(self, free_points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            points = np.column_stack([np.full(len(free_points), 1e-13), free_points[:, 0]])
+            return points, np.ones(len(free_points), dtype=bool)
+
+    landscape = gradflow.loss_model("4*(x**-12 - x**-6) + y**2", ["x", "y"]).bind()
+    minimum = np.array([[2 ** (1 / 6), 0.0]])
+    assert not on_piece(landscape, Pole(), minimum)[0]
+
+
 def test_a_set_sampled_over_a_wide_box() -> None:
     """``(xy − 1)²`` vanishes on the hyperbola ``x = 1/y``; over ``y ∈ [−100, 100]`` its
     representative point's lattice coarsens its step (0.1 over the default range) through 0.2,

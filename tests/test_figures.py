@@ -9,6 +9,7 @@ the basin-map figures run in the default suite.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import itertools
 import json
@@ -197,6 +198,29 @@ def test_a_fate_maps_own_picture_keeps_its_layout(hand_made_fate):
     fig = fate.figure()
     FigureCanvasAgg(fig).draw()
     assert layout_problems(fig) == []
+
+
+def test_a_fate_map_with_noise_draws_one_seed_per_panel_and_says_which(hand_made_fate):
+    """Runs at σ = 0 and two seeds of σ = 0.01: one panel per σ, the noisy one titled with the
+    seed it draws and the number of seeds its agreement is over; the layout holds."""
+    one = hand_made_fate(["global", "local", "local", "global"], {"induced": ["global"] * 4})
+    one = dataclasses.replace(one, reduced={**one.reduced, "euclidean": one.reduced["induced"]})
+    arrays = ("fates", "times", "losses", "steps", "descent", "sliding", "projected")
+    fate = dataclasses.replace(
+        one,
+        runs=((0.0, 0), (0.01, 0), (0.01, 1)),
+        **{name: np.concatenate([getattr(one, name)] * 3) for name in arrays},
+        off_start=np.concatenate([one.off_start] * 3),
+        off_end=np.concatenate([one.off_end] * 3),
+    )
+    fig = fate.figure()
+    FigureCanvasAgg(fig).draw()
+    assert layout_problems(fig) == []
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == [
+        "σ = 0\nagreement: 50 % induced, 50 % Euclidean",
+        "σ = 0.01, seed 0 drawn\nagreement over 2 seeds: 50 % induced, 50 % Euclidean",
+    ]
 
 
 def test_layout_check_finds_a_squeezed_panel_and_a_legend_off_the_canvas():

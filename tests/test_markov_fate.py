@@ -31,7 +31,7 @@ import pytest
 from jax.flatten_util import ravel_pytree
 
 import gradflow as gf
-from gradflow.analysis import markov_fate
+from gradflow.analysis import markov_fate_runs
 from gradflow.analysis.markov_checks import family_residual
 from gradflow.analysis.markov_fate import (
     FATES,
@@ -327,9 +327,9 @@ def test_runs_with_noise_descend_hand_over_and_end_where_descent_alone_ends(monk
     )
     cell = FullRuns(config, 0.01, 0, (0, 1))
     runs = full_runs(cell)
-    monkeypatch.setattr(markov_fate, "HANDOVERS", ())
+    monkeypatch.setattr(markov_fate_runs, "HANDOVERS", ())
     alone = full_runs(cell)
-    monkeypatch.setattr(markov_fate, "HANDOVERS", ((config.gtol * 1e3, 1),))
+    monkeypatch.setattr(markov_fate_runs, "HANDOVERS", ((config.gtol * 1e3, 1),))
     undone = full_runs(cell)
 
     fates, losses = np.asarray(FATES)[runs["fates"]], runs["losses"]

@@ -424,7 +424,8 @@ def on_piece(landscape: Landscape, piece: ClosedForm, points: np.ndarray) -> np.
     dependent coordinates), or when the straight segment that does that move has
     ``‖∇L‖₂ ≤`` :func:`gradient_tol` all along: near a degenerate set, where ``∇L`` vanishes to higher
     order (at p + q = 1 the canonical loss is ``H + O(c²)``, so ``‖∇L‖ ∝ e³`` near ``e = 0``), a
-    root finder stops at ``‖∇L‖ ≤`` :func:`gradient_tol` well before it reaches the set.
+    root finder stops at ``‖∇L‖ ≤`` :func:`gradient_tol` well before it reaches the set.  A
+    segment through a pole of the loss (an infinite or undefined gradient) joins nothing.
     """
     if not len(points):
         return np.zeros(0, dtype=bool)
@@ -438,7 +439,9 @@ def on_piece(landscape: Landscape, piece: ClosedForm, points: np.ndarray) -> np.
         start, stop = points[joinable], targets[joinable]
         s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[None, :, None]
         segments = start[:, None, :] + s * (stop - start)[:, None, :]
-        gradient = np.linalg.norm(landscape.grad(segments.reshape(-1, points.shape[1])), axis=1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            grads = landscape.grad(segments.reshape(-1, points.shape[1]))
+            gradient = np.linalg.norm(grads, axis=1)
         tol = gradient_tol(landscape)
         near[joinable] = (gradient.reshape(len(start), -1) <= tol).all(axis=1)
     return near
