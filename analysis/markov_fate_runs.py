@@ -85,7 +85,10 @@ p = 0.5, q = 0.8, σ = 0.01 a run goes from ``‖∇L‖ = 10⁻³`` (nats per w
 in 13 steps of the sliding integrator, against about 2,500 of descent.  A run the sliding
 integrator does not decide within the budget (the flow is still stiff there, or it met the
 many close kinks that noise makes, each located on its own) goes back to its state at the
-handover and descends on to the next handover."""
+handover and descends on to the next handover.  A run decided after a handover stops at the end
+of the step that met the test, so its stopping time is known to within that step: the run from
+``(e0, w0) = (0.1, 0.36)`` (σ = 0.01, seed 0) stops at ``t = 75.2``, descent alone at ``t = 67.4``
+(3,368 steps)."""
 
 
 def descent_options(config: FateConfig, gtol: float | None = None) -> FlowOptions:
