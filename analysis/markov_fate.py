@@ -43,8 +43,7 @@ reason that holds, in this order (:data:`~gradflow.analysis.fate.REASONS`):
 The runs go through :func:`gradflow.run_cells`: without noise one cell per row of the grid
 (``e0``; a dozen runs, seconds each), with noise one cell per ``(σ, seed)`` (the whole grid,
 its runs descended one at a time); the reduced predictions in the two metrics are two cells of
-their own.  A checkpoint folder keeps every finished cell and a rerun
-resumes.
+their own.  A checkpoint folder keeps every finished cell and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -189,11 +188,12 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
     )
     gap = refs["unigram_loss"] - refs["entropy_rate"]
     level = refs["entropy_rate"] + DECISION_SHARE * gap
-    options, land = full_options(config), FullLandscape(full, bound.h)
+    land = FullLandscape(full, bound.h)
     if cell.sigma > 0:
         runs, descent = descended(land, starts, config, level)
     else:
         descent = np.zeros(len(starts), dtype=np.int64)
+        options = full_options(config)
         runs = [slide(land.kinks, start, bound.h, options, decide_below=level) for start in starts]
     ends = np.stack([r.endpoint for r in runs])
     losses = land.loss(ends)

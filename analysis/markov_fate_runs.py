@@ -128,12 +128,13 @@ def _descend(
 
 
 def _continued(
-    land: FullLandscape, config: FateConfig, y: np.ndarray, t: float, code: int, level: float
+    land: FullLandscape, options: FlowOptions, y: np.ndarray, t: float, code: int, level: float
 ) -> SlideResult:
     """A descended run at ``y``, flow time ``t``: decided (its stop as a result with no
-    sliding-integrator step), or still running and continued by :func:`gradflow.slide`."""
+    sliding-integrator step), or still running and continued by :func:`gradflow.slide` with
+    ``options``."""
     if code == Outcome.NOT_CONVERGED:
-        return slide(land.kinks, y, land.h, full_options(config), decide_below=level, t0=t)
+        return slide(land.kinks, y, land.h, options, decide_below=level, t0=t)
     return SlideResult(y, t, 0, Outcome(int(code)), np.zeros(0), np.zeros((0, y.size)))
 
 
@@ -151,22 +152,25 @@ def descended(
     wasted = np.zeros(len(starts), dtype=np.int64)
     runs: list[SlideResult | None] = [None] * len(starts)
     active, ys, ts = np.arange(len(starts)), starts, np.zeros(len(starts))
-    ladder = [(g, steps) for g, steps in HANDOVERS if g > config.gtol] + [(config.gtol, 0)]
-    for gtol, budget in ladder:
+    options = full_options(config)
+    ladder: list[tuple[float, FlowOptions | None]] = [
+        (g, options.with_stop(max_steps=steps)) for g, steps in HANDOVERS if g > config.gtol
+    ]
+    ladder.append((config.gtol, None))
+    for gtol, handover in ladder:
         stop = _descend(land, ys, descent_options(config, gtol), level, ts)
         descent[active] += stop.steps
         undone = []
         for k, i in enumerate(active):
             y, t, code = stop.endpoints[k], float(stop.times[k]), int(stop.status[k])
-            if code == Outcome.CONVERGED and budget:
-                options = full_options(config).with_stop(max_steps=budget)
-                run = slide(land.kinks, y, land.h, options, decide_below=level, t0=t)
-                if run.steps >= budget:
+            if code == Outcome.CONVERGED and handover is not None:
+                run = slide(land.kinks, y, land.h, handover, decide_below=level, t0=t)
+                if run.steps >= handover.max_steps:
                     wasted[i] += run.steps
                     undone.append(k)
                     continue
             else:
-                run = _continued(land, config, y, t, code, level)
+                run = _continued(land, options, y, t, code, level)
             runs[i] = dataclasses.replace(run, steps=run.steps + wasted[i])
         active, ys, ts = active[undone], stop.endpoints[undone], stop.times[undone]
         if not active.size:
