@@ -3,6 +3,7 @@
 (``kink_points``), classification (``classify``), sets merged and joined (``merging``), the
 result (``sets``), the search that runs them all (``search``), the proof that none is missed
 (``certify``: the interval form of ``∇L`` and the closed-form sets in ``interval_system``, the
-branch and bound in ``branch_bound``, what it proves in ``certificate``) and the attractors a
-flow can reach (``attractors``).
+branch and bound in ``branch_bound``, what it proves in ``certificate``), the kinds proven by
+interval arithmetic at each non-degenerate point (``proven_kinds``) and the attractors a flow
+can reach (``attractors``).
 """

@@ -46,7 +46,15 @@ from .certificate import Certificate, CertifiedPoint, Explanation
 from .classify import classify_points
 from .interval_system import interval_system
 
-__all__ = ["MAX_BOXES", "MIN_WIDTH", "CertifiedPoint", "Certificate", "Explanation", "certify"]
+__all__ = [
+    "MAX_BOXES",
+    "MIN_WIDTH",
+    "CertifiedPoint",
+    "Certificate",
+    "Explanation",
+    "certify",
+    "proven_kind",
+]
 
 MAX_BOXES = 40_000
 """Default budget: boxes examined before the rest is reported unresolved."""
@@ -107,7 +115,7 @@ def certify(
             c.enclosure,
             c.unique_in,
             float(loss),
-            _proven_kind(kind, c.morse_index, landscape.dim),
+            proven_kind(kind, c.morse_index, landscape.dim),
             c.morse_index,
         )
         for c, kind, loss in zip(search.isolated, classes.kinds, losses)
@@ -125,7 +133,7 @@ def certify(
     )
 
 
-def _proven_kind(kind: Kind, morse_index: int | None, dim: int) -> Kind:
+def proven_kind(kind: Kind, morse_index: int | None, dim: int) -> Kind:
     """The kind, corrected by a proven Morse index: a point with a negative Hessian eigenvalue
     is no minimum, however close its loss is to the lower bound (``L = 6.25e-14`` at the
     saddle between two wells ``10⁻³`` apart); a positive-definite one is a minimum."""

@@ -6,6 +6,19 @@ on a non-isolated critical set, and at degenerate saddles such as the canonical 
 Morse–Bott set is flat along it, a degenerate saddle is not.  A critical point whose loss equals
 a proven lower bound of ``L`` is a global minimizer, whatever its Hessian; nothing else is.
 
+At a degenerate point the kind is decided on the reduced function of the splitting lemma
+(Gromoll–Meyer; Arnold, Gusein-Zade & Varchenko, *Singularities of Differentiable Maps* I,
+§11.4): with the Hessian's eigenvectors split into its null space ``N`` and the rest ``R``,
+``L(θ* + N u + R v) = Q(v) + g(u)`` up to a change of coordinates, where ``g(u)`` is ``L`` at the
+critical point of ``v ↦ L(θ* + N u + R v)`` (a minimum where the non-zero eigenvalues are
+positive).  So each probe along ``N`` is followed by Newton steps in ``R``: a line probe alone
+misses the degenerate saddle of Peano's surface ``(y − x²)(y − 2x²)``, which rises along every
+line through the origin but falls as ``−x⁴/4`` along ``y = 1.5x²``.
+
+A probed change of the loss counts where it exceeds a rounding margin relative to the loss's
+values and a tiny multiple of the loss scale, never a share of ``|L|`` alone: ``x³ + y²``,
+``10⁻⁶(x³ + y²) + 10`` and ``x³ + y² + 10⁷`` have the same degenerate saddle.
+
 A point whose Hessian is positive definite is probed in every direction too: at a kink of a
 loss that is only C¹ (``x|x|``, whose Hessian ``2 sign(x)`` jumps at ``x = 0``) a point on the
 side where the Hessian is positive would otherwise be called a minimum while the loss falls on
@@ -25,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
 from .._outcome import KINDS, Kind
@@ -37,8 +51,13 @@ loss shows around the point (:func:`local_curvature`)."""
 PROBE_RADIUS = 1e-2
 """Step along the Hessian's null space at which the loss is probed (parameter units)."""
 PROBE_LOSS = 1e-12
-"""A probed loss differs from the critical value when ``|ΔL| > PROBE_LOSS · max(s, |L|)``, ``s``
-the loss scale."""
+"""A probed loss differs from the critical value when ``|ΔL|`` exceeds ``PROBE_LOSS · s`` (``s``
+the loss scale) plus :data:`ROUNDING` ``· max(|L(θ*)|, |L(θ)|)``."""
+ROUNDING = 1e-14
+"""Relative rounding margin of a loss value (about 45 units in the last place of a float64):
+what an added constant ``c`` contributes to ``|ΔL|``'s error is ``ROUNDING · |c|``, not more."""
+REDUCED_STEPS = 8
+"""Newton steps across the null space that take a probe onto the reduced function."""
 GLOBAL_LOSS = 1e-9
 """A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · max(s, |L|)``, ``s`` the loss
 scale."""
@@ -63,6 +82,10 @@ class Classification:
         morse_index: number of negative eigenvalues, shape ``(n,)``.
         nullity: number of zero eigenvalues (the dimension of a Morse–Bott set), shape ``(n,)``.
         hessian_method: one of :data:`HESSIAN_METHODS` per point, shape ``(n,)``.
+        probed: the least and greatest change ``L(θ) − L(θ*)`` the probes met, shape
+            ``(n, 2)`` (loss units), NaN where a point was not probed; at a degenerate point
+            with non-zero eigenvalues, the probes lie on the splitting lemma's reduced function.
+        margin: the change below which a probe counts as flat, shape ``(n,)`` (loss units).
     """
 
     kinds: np.ndarray
@@ -70,6 +93,35 @@ class Classification:
     morse_index: np.ndarray
     nullity: np.ndarray
     hessian_method: np.ndarray
+    probed: np.ndarray | None = None
+    margin: np.ndarray | None = None
+
+    def evidence(self, i: int, dimension: int = 0) -> Evidence:
+        """What backs point ``i``'s kind, numerically (the proof of a non-degenerate kind is
+        :func:`gradflow._critical.proven_kinds.with_proven_kinds`), on a set of ``dimension``
+        dimensions (its tangent directions are zero eigenvalues that decide nothing)."""
+        method = self.hessian_method[i]
+        null = int(self.nullity[i])
+        if null <= dimension:
+            return Evidence.numerical(
+                f"Hessian by {method}: Morse index {self.morse_index[i]}, "
+                f"{null} zero eigenvalue(s) along the set"
+            )
+        lo, hi = (np.nan, np.nan) if self.probed is None else self.probed[i]
+        seen = []
+        if np.isfinite(lo) and self.margin is not None and lo < -self.margin[i]:
+            seen.append(f"falls by {-lo:.3g}")
+        if np.isfinite(hi) and self.margin is not None and hi > self.margin[i]:
+            seen.append(f"rises by {hi:.3g}")
+        where = (
+            " and ".join(seen) if seen else "is flat to within the rounding margin"
+        ) + f" within {PROBE_RADIUS:g} of the point"
+        dim = self.eigenvalues.shape[1]
+        reduced = " on the splitting lemma's reduced function" if null < dim else ""
+        return Evidence.numerical(
+            f"degenerate (Hessian by {method}: {null} zero eigenvalue(s), Morse index "
+            f"{self.morse_index[i]}); along the null space the loss{reduced} {where}"
+        )
 
 
 def hessians(landscape: Landscape, thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,11 +194,15 @@ def classify_points(
         null = (np.abs(lam) <= zero) | probed[:, None]
         neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
     nullity = null.sum(axis=1)
-    decreases, increases = _probe(
-        landscape, thetas, losses, vec, null, (nullity > 0) & ~((neg > 0) & (pos > 0))
-    )
+    margin = PROBE_LOSS * scales.loss + ROUNDING * np.abs(losses)
+    probed_change = np.full((len(thetas), 2), np.nan)
+    degenerate = (nullity > 0) & ~((neg > 0) & (pos > 0))
+    probed_change[degenerate] = _probe(landscape, thetas, losses, vec, null, degenerate)
     looks_min = (pos > 0) & (neg == 0) & (nullity == 0)
-    decreases |= _probe(landscape, thetas, losses, vec, np.ones_like(null), looks_min)[0]
+    probed_change[looks_min] = _probe(landscape, thetas, losses, vec, np.ones_like(null), looks_min)
+    with np.errstate(invalid="ignore"):
+        decreases = probed_change[:, 0] < -margin
+        increases = probed_change[:, 1] > margin
     choices = [
         Kind.SADDLE,
         Kind.SADDLE,
@@ -173,8 +229,8 @@ def classify_points(
     )
     kinds = np.array(KINDS, dtype=object)[codes]
     if global_min_loss is not None:
-        is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * np.maximum(
-            scales.loss, np.abs(losses)
+        is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * scales.loss + ROUNDING * (
+            np.maximum(np.abs(losses), abs(global_min_loss))
         )
         kinds[is_global] = Kind.GLOBAL_MIN
     return Classification(
@@ -183,6 +239,8 @@ def classify_points(
         morse_index=neg,
         nullity=nullity,
         hessian_method=np.asarray(HESSIAN_METHODS, dtype=object)[method],
+        probed=probed_change,
+        margin=margin,
     )
 
 
@@ -215,20 +273,61 @@ def _probe(
     vec: np.ndarray,
     null: np.ndarray,
     needed: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Whether the loss decreases / increases somewhere along each point's Hessian null space."""
-    n, dim = thetas.shape
-    decreases, increases = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+) -> np.ndarray:
+    """The least and greatest change of ``L`` met along each needed point's null space, on the
+    splitting lemma's reduced function, shape ``(m, 2)`` for the ``m`` needed points.
+
+    Each probe ``θ* + r d`` (``d`` a unit vector in the null space) is moved by
+    :data:`REDUCED_STEPS` Newton steps on ``∇L = 0`` restricted to the other eigenvectors
+    (each step at most ``r`` long, the move at most ``r``), toward the critical point of the
+    loss across the null space; every iterate is a point within ``2r`` of ``θ*``, so a change
+    seen at any of them is a change of the loss near the point."""
     idx = np.flatnonzero(needed)
+    dim = thetas.shape[1]
     if not idx.size:
-        return decreases, increases
+        return np.zeros((0, 2))
     coef = _probe_coefficients(dim)[None] * null[idx, None, :]
     norms = np.linalg.norm(coef, axis=2, keepdims=True)
     coef = np.divide(coef, norms, out=np.zeros_like(coef), where=norms > 0)
-    directions = np.einsum("pkj,pij->pki", coef, vec[idx])
-    probes = thetas[idx, None, :] + PROBE_RADIUS * directions
-    delta = landscape.loss(probes) - losses[idx, None]
-    tol = PROBE_LOSS * np.maximum(loss_scales(landscape).loss, np.abs(losses[idx]))[:, None]
-    decreases[idx] = (delta < -tol).any(axis=1)
-    increases[idx] = (delta > tol).any(axis=1)
-    return decreases, increases
+    basis = vec[idx]
+    probes = thetas[idx, None, :] + PROBE_RADIUS * np.einsum("pkj,pij->pki", coef, basis)
+    rng = ~null[idx]
+    with np.errstate(all="ignore"):
+        delta = landscape.loss(probes) - losses[idx, None]
+        low, high = np.nanmin(_finite(delta, np.inf), 1), np.nanmax(_finite(delta, -np.inf), 1)
+        if rng.any():
+            shape = probes.shape
+            across = np.zeros(shape)  # the move across the null space, eigenvector coordinates
+            free = rng[:, None, :] & rng[:, None, :].swapaxes(1, 2)
+            for _ in range(REDUCED_STEPS):
+                point = probes + np.einsum("pkj,pij->pki", across, basis)
+                flat = point.reshape(-1, dim)
+                g = np.einsum(
+                    "pij,pki->pkj", basis, np.asarray(landscape.grad(flat)).reshape(shape)
+                )
+                h = np.asarray(landscape.hessian(flat)).reshape(*shape, dim)
+                h = np.einsum("pai,pkab,pbj->pkij", basis, h, basis)
+                h = np.where(free[:, None], h, np.eye(dim))
+                g = np.where(rng[:, None, :], g, 0.0)
+                ok = np.all(np.isfinite(h), axis=(2, 3)) & np.all(np.isfinite(g), axis=2)
+                h[~ok], g[~ok] = np.eye(dim), 0.0
+                try:
+                    step = -np.linalg.solve(h, g[..., None])[..., 0]
+                except np.linalg.LinAlgError:
+                    break
+                size = np.linalg.norm(step, axis=2, keepdims=True)
+                step *= np.minimum(1.0, PROBE_RADIUS / np.maximum(size, 1e-300))
+                moved = across + step
+                total = np.linalg.norm(moved, axis=2, keepdims=True)
+                across = moved * np.minimum(1.0, PROBE_RADIUS / np.maximum(total, 1e-300))
+                point = probes + np.einsum("pkj,pij->pki", across, basis)
+                delta = landscape.loss(point) - losses[idx, None]
+                low = np.fmin(low, np.nanmin(_finite(delta, np.inf), 1))
+                high = np.fmax(high, np.nanmax(_finite(delta, -np.inf), 1))
+    out = np.stack([low, high], axis=1)
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def _finite(values: np.ndarray, fill: float) -> np.ndarray:
+    """``values`` with what is not finite replaced by ``fill``."""
+    return np.where(np.isfinite(values), values, fill)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import GradflowError
+from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._output.text import format_point
 from .box import bounded_below, checked_box
@@ -41,6 +42,7 @@ from .pieces import (
     on_piece,
     sample_piece,
 )
+from .proven_kinds import with_proven_kinds
 from .roots import numerical_solutions
 from .sets import CriticalSet, CriticalSets, make_set
 
@@ -146,8 +148,9 @@ def _critical_sets(
     if certificate is not None:
         result, dropped = _with_certificate(landscape, result, certificate, box)
         caveats += dropped
+    final = joined(landscape, without_repeats(merge(result, box.mean(axis=1))))
     return CriticalSets(
-        sets=tuple(joined(landscape, without_repeats(merge(result, box.mean(axis=1))))),
+        sets=tuple(with_proven_kinds(landscape, final, box)),
         box=box,
         global_min_loss=global_loss,
         bounded_below=bounded_below(landscape, box),
@@ -157,7 +160,20 @@ def _critical_sets(
         unit=landscape.loss_unit,
         certificate=certificate,
         caveats=caveats,
+        completeness=_completeness(landscape, certificate),
     )
+
+
+def _completeness(landscape: Landscape, certificate: Certificate | None) -> Evidence:
+    """Whether the list is proven complete: by the landscape's own proof that its closed forms
+    are every critical set, or by a certificate with no unresolved box."""
+    if landscape.critical_sets_complete:
+        return Evidence.of_proof("the landscape proves its closed-form sets complete")
+    if certificate is not None and certificate.complete:
+        return Evidence.of_proof("interval arithmetic leaves no box of the search unresolved")
+    if certificate is not None:
+        return Evidence.numerical("the certificate left boxes unresolved")
+    return Evidence.numerical("a numerical search; --certify proves it by interval arithmetic")
 
 
 def _with_certificate(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import textwrap
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -15,9 +16,10 @@ from typing import Any, overload
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._outcome import Kind
-from .._output.text import format_point, format_table
+from .._output.text import TABLE_WIDTH, format_point, format_table
 from .certificate import Certificate
 from .classify import Classification
 from .pieces import (
@@ -64,6 +66,9 @@ class CriticalSet:
             the two branches of a set symmetric about the centre have mirror-image points.
         segments: for a curve known in closed form, the offsets in ``points`` at which each
             polyline starts (samples in order along the curve); empty for point clouds.
+        evidence: what backs its kind (:class:`~gradflow.Evidence`): ``proven`` where interval
+            arithmetic proves a zero and the Hessian's inertia there, else ``numerical`` with
+            the Hessian or the probes that decided it.
     """
 
     name: str
@@ -79,6 +84,7 @@ class CriticalSet:
     components: np.ndarray
     samples: np.ndarray
     segments: tuple[int, ...] = ()
+    evidence: Evidence | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
@@ -124,6 +130,7 @@ class CriticalSet:
             "hessian_method": self.hessian_method,
             "components": self.n_components,
             "sample": self.sample.tolist(),
+            **({} if self.evidence is None else self.evidence.metadata()),
         }
 
     def __repr__(self) -> str:
@@ -153,6 +160,9 @@ class CriticalSets(Sequence[CriticalSet]):
         caveats: what the report must say about how the sets were found: a symbolic step
             that ran out of its time budget (the sets then come from the numerical search
             alone), points of the search that the certificate proved not critical (dropped).
+        completeness: whether the list is proven to hold every critical point of the box
+            (a complete certificate, or closed forms the landscape proves complete) or only
+            the result of a numerical search, with the reason.
     """
 
     sets: tuple[CriticalSet, ...]
@@ -165,6 +175,7 @@ class CriticalSets(Sequence[CriticalSet]):
     unit: str = ""
     certificate: Certificate | None = None
     caveats: tuple[str, ...] = ()
+    completeness: Evidence | None = None
 
     @overload
     def __getitem__(self, i: int) -> CriticalSet: ...
@@ -201,6 +212,7 @@ class CriticalSets(Sequence[CriticalSet]):
             "dim",
             f"L{unit}",
             "Morse index",
+            "evidence",
             "set",
             f"sample ({', '.join(self.param_names)})",
         ]
@@ -210,6 +222,7 @@ class CriticalSets(Sequence[CriticalSet]):
                 str(s.dimension),
                 f"{s.loss:.6f}",
                 f"{s.morse_index} (degenerate)" if s.degenerate else str(s.morse_index),
+                "" if s.evidence is None else s.evidence.word,
                 s.equation or s.name,
                 format_point(s.sample),
             ]
@@ -230,6 +243,17 @@ class CriticalSets(Sequence[CriticalSet]):
             lines.append("no lower bound of L is known: minima are reported as local")
         if self.non_smooth:
             lines.append(f"non-smooth: ∇L jumps across the kinks of {', '.join(self.non_smooth)}")
+        lines += [
+            textwrap.fill(
+                f"{s.kind} at {format_point(s.sample)}: {s.evidence}",
+                TABLE_WIDTH,
+                subsequent_indent="  ",
+            )
+            for s in self.sets
+            if s.evidence is not None and (s.degenerate or s.evidence.proven)
+        ]
+        if self.completeness is not None and not self.completeness.proven:
+            lines.append(f"not proven complete ({self.completeness.reason})")
         lines += self.caveats
         if self.certificate is not None:
             lines.append(self.certificate.text())
@@ -278,6 +302,7 @@ class CriticalSets(Sequence[CriticalSet]):
             "global_min_loss": self.global_min_loss,
             "non_smooth": list(self.non_smooth),
             "caveats": list(self.caveats),
+            **({} if self.completeness is None else {"completeness": self.completeness.metadata()}),
             **({} if self.certificate is None else {"certificate": self.certificate.metadata()}),
         }
 
@@ -332,6 +357,7 @@ def make_set(
         morse_index=int(classes.morse_index[rep]),
         nullity=int(classes.nullity[rep]),
         hessian_method=str(classes.hessian_method[rep]),
+        evidence=classes.evidence(int(rep), dimension),
         components=np.unique(labels, return_inverse=True)[1].reshape(-1),
         samples=points[nearest][None],
     )
