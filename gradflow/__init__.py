@@ -30,6 +30,9 @@ _EXPORTS = {
     "FractionError": "._basins.basin_map",
     "basin_convergence": "._basins.convergence",
     "LABELS": "._outcome",
+    "EVIDENCE": "._outcome",
+    "Evidence": "._outcome",
+    "Grounds": "._outcome",
     "basin_memory": "._output.memory",
     "sweep_memory": "._output.memory",
     "basins": "._basins.basins",
@@ -142,7 +145,7 @@ if TYPE_CHECKING:
     from ._landscape.metric import in_metric
     from ._landscape.region import Region, grid_axis
     from ._landscape.scales import LossScales, loss_scales
-    from ._outcome import KINDS, LABELS, Kind, Outcome
+    from ._outcome import EVIDENCE, KINDS, LABELS, Evidence, Grounds, Kind, Outcome
     from ._output.io import (
         FORMATS,
         Result,
@@ -191,6 +194,9 @@ __all__ = [
     "stabilize",
     "KINDS",
     "LABELS",
+    "EVIDENCE",
+    "Evidence",
+    "Grounds",
     "Kind",
     "Attractor",
     "AttractorIndex",

@@ -15,7 +15,7 @@ from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets
 from .._flow.options import FlowOptions
 from .._landscape.region import OnRegion, Region
-from .._outcome import LABELS, Kind, Outcome
+from .._outcome import EVIDENCE, LABELS, Evidence, Kind, Outcome
 from .._output.text import TABLE_WIDTH, format_point, format_table
 
 __all__ = ["CONFIDENCE", "BasinMap", "FractionError", "OUTCOMES"]
@@ -135,6 +135,11 @@ class BasinMap(OnRegion):
         options: the integration stages used.
         shortcut: whether trajectories were decided below the lowest non-global critical value.
         metric: the metric of the flow (``"euclidean"``, ``"induced"``, or a callable's name).
+        evidence: the :class:`~gradflow.Evidence` code of each label (1 proven, 0 numerical),
+            shape ``(ny, nx)``; ``None`` where not judged.
+        reason_codes: each label's reason, an index into ``reasons``, shape ``(ny, nx)``.
+        reasons: the reasons, one line each (``"proven: in the certified region of attraction
+            of #1"``, ``"numerical: #0 is a saddle: …"``).
     """
 
     region: Region
@@ -148,6 +153,9 @@ class BasinMap(OnRegion):
     options: tuple[FlowOptions, ...]
     shortcut: bool
     metric: str = "euclidean"
+    evidence: np.ndarray | None = None
+    reason_codes: np.ndarray | None = None
+    reasons: tuple[str, ...] = ()
 
     @property
     def xs(self) -> np.ndarray:
@@ -168,6 +176,26 @@ class BasinMap(OnRegion):
         """Boolean map of the grid points with ``label``, shape ``(ny, nx)``."""
         return self.labels == Outcome.of(label)
 
+    def proven_share(self) -> float:
+        """The share of the grid whose label is proven (0 where not judged)."""
+        return 0.0 if self.evidence is None else float(np.mean(self.evidence == Evidence.PROVEN))
+
+    def reason_counts(self) -> list[tuple[str, int]]:
+        """Each reason with the number of grid points it is given for, most first."""
+        if self.reason_codes is None:
+            return []
+        counts = np.bincount(self.reason_codes.ravel(), minlength=len(self.reasons))
+        order = np.argsort(-counts, kind="stable")
+        return [(self.reasons[i], int(counts[i])) for i in order if counts[i]]
+
+    def evidence_text(self) -> str:
+        """The proven share of the grid and every reason with its count, one line each."""
+        if self.evidence is None:
+            return "evidence: not judged"
+        lines = [f"evidence: {self.proven_share():.1%} of the grid proven"]
+        lines += [f"  {count:>7d}  {reason}" for reason, count in self.reason_counts()]
+        return "\n".join(lines)
+
     def reached(self) -> list[Attractor]:
         """The attractors some grid point reaches, largest basin first."""
         return sorted((a for a in self.attractors if a.fraction > 0), key=lambda a: -a.fraction)
@@ -184,16 +212,18 @@ class BasinMap(OnRegion):
                 a.described,
                 format_point(a.point),
                 f"{a.fraction:.4f}",
+                f"{a.proven:.4f}",
             ]
             for a in self.reached()
         ]
         fractions = self.fractions()
         rows += [
-            ["", str(label), "", "", f"{fractions[str(label)]:.4f}"]
-            for label in OUTCOMES
+            ["", str(label), "", "", f"{fractions[str(label)]:.4f}", f"{proven:.4f}"]
+            for label, proven in ((o, self._proven_of(o)) for o in OUTCOMES)
             if fractions[str(label)] > 0
         ]
-        text = format_table(["attractor", "kind", "set", f"point ({names})", "fraction"], rows)
+        header = ["attractor", "kind", "set", f"point ({names})", "fraction", "proven"]
+        text = format_table(header, rows)
         starred = [a.kind for a in self.reached() if a.measure_zero]
         if starred and set(starred) <= {Kind.SADDLE, Kind.LOCAL_MAX}:
             text += (
@@ -202,6 +232,13 @@ class BasinMap(OnRegion):
         elif starred:
             text += "\n* measure zero: these grid points lie on a set of lower dimension"
         return text
+
+    def _proven_of(self, outcome: Outcome) -> float:
+        """The share of the grid labelled ``outcome`` (no attractor) with proven evidence."""
+        if self.evidence is None:
+            return 0.0
+        here = (self.labels == outcome) & (self.attractor_ids < 0)
+        return float(np.sum(here & (self.evidence == Evidence.PROVEN))) / self.labels.size
 
     def errors(self) -> list[FractionError]:
         """The error bars of the shares of the attractors reached, largest share first
@@ -247,14 +284,27 @@ class BasinMap(OnRegion):
         ny, nx = self.labels.shape
         return (
             f"BasinMap {nx} × {ny} of the ({self.plane[0]}, {self.plane[1]}) plane"
-            f"{self.region.fixed_text()}: {self.region.box_text()}\n{self.table()}"
+            f"{self.region.fixed_text()}: {self.region.box_text()}\n{self.table()}\n"
+            f"{self.evidence_text()}"
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
         """``x`` and ``y`` (the grid's axes), ``labels`` with their ``label_names``,
         ``attractor_ids``, ``times``, ``steps`` (each of shape ``(ny, nx)``) and ``endpoints``
-        (shape ``(ny, nx, dim)``)."""
+        (shape ``(ny, nx, dim)``); where judged, ``evidence`` (codes of ``evidence_names``) and
+        ``reason_codes`` (indices into ``reasons``), each of shape ``(ny, nx)``."""
+        judged = (
+            {}
+            if self.evidence is None
+            else {
+                "evidence": self.evidence,
+                "evidence_names": np.array(EVIDENCE),
+                "reason_codes": self.reason_codes,
+                "reasons": np.array(self.reasons),
+            }
+        )
         return {
+            **judged,
             "x": self.xs,
             "y": self.ys,
             "labels": self.labels,
@@ -268,8 +318,13 @@ class BasinMap(OnRegion):
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: the region (``plane``, ``box``, ``grid``, ``fixed``), the ``fractions`` by
         label, every attractor with its share, the ``solver`` stages, ``shortcut`` and
-        ``metric`` (the error bars of the shares: :meth:`error_metadata`)."""
+        ``metric``, and the ``evidence``: the proven share and each reason with its count
+        (the error bars of the shares: :meth:`error_metadata`)."""
         return {
+            "evidence": {
+                "proven": self.proven_share(),
+                "reasons": [{"reason": r, "count": c} for r, c in self.reason_counts()],
+            },
             **self.region.metadata(),
             "fractions": self.fractions(),
             "attractors": [a.metadata() for a in self.attractors],

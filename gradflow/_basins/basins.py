@@ -30,9 +30,10 @@ from .._landscape.base import Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.region import Region
 from .._landscape.scales import loss_scales
-from .._outcome import Outcome
+from .._outcome import Evidence, Outcome
 from .._output.memory import basin_memory, check_memory
 from .basin_map import BasinMap
+from .evidence import found_by_flow, judged
 from .stable_manifolds import MINIMA, stable_manifolds, uncertain
 from .sublevel import below_level, shortcut_level
 
@@ -115,6 +116,7 @@ def basins(
     )
     if critical is None:
         critical = critical_sets(landscape, box=region.search_box(landscape))
+    model = landscape
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     scale = loss_scales(landscape).loss
     level = shortcut_level(critical, scale) if landscape.sublevel_shortcut else None
@@ -158,14 +160,21 @@ def basins(
     ids = stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
     codes = np.array([a.kind.code for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, codes[ids], status)
+    reason_codes, reasons = judged(model, index, critical, flat, endpoints, ids, labels, level)
+    proven = np.array([r.startswith(str(Evidence.PROVEN)) for r in reasons], dtype=bool)
+    evidence = proven[reason_codes].astype(np.int8)
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
+    sure = np.bincount(ids[(ids >= 0) & (evidence == 1)], minlength=len(index.attractors))
     shape = thetas.shape[:2]
     full = _with_area(ids.reshape(shape))
     attractors = tuple(
         dataclasses.replace(
-            a, fraction=float(c) / ids.size, measure_zero=c > 0 and a.id not in full
+            a,
+            fraction=float(c) / ids.size,
+            proven=float(k) / ids.size,
+            measure_zero=c > 0 and a.id not in full,
         )
-        for a, c in zip(index.attractors, counts)
+        for a, c, k in zip(index.attractors, counts, sure)
     )
     return BasinMap(
         region=region,
@@ -179,6 +188,9 @@ def basins(
         options=stages,
         shortcut=level is not None,
         metric=landscape.metric_name,
+        evidence=evidence.reshape(shape),
+        reason_codes=reason_codes.reshape(shape),
+        reasons=tuple(reasons),
     )
 
 
@@ -264,7 +276,9 @@ def _attractor_ids(
     near no known set become new attractors with ``add_found``, else keep id ``-1``.  On a loss
     with kinks, members stalled on one, or out of budget beside one (the float32 pass's
     chatter), go to the attractor their sublevel set decides
-    (:func:`gradflow._flow.kink_settle.settled`), keeping their status.
+    (:func:`gradflow._flow.kink_settle.settled`), keeping their status.  A "found by the flow"
+    set is formed only from endpoints that refine to critical points
+    (:func:`gradflow._basins.evidence.found_by_flow`); the others are ``not_converged``.
     """
     status, endpoints = result.status.copy(), result.endpoints.copy()
     ids = np.full(len(status), -1)
@@ -279,8 +293,8 @@ def _attractor_ids(
     if converged.size:
         ids[converged] = index.match(endpoints[converged])
         loose = converged[ids[converged] < 0]
-        if add_found:
-            ids[loose] = index.add_found(landscape, endpoints[loose], critical.global_min_loss)
+        if add_found and loose.size:
+            ids[loose], status[loose] = found_by_flow(landscape, index, critical, endpoints[loose])
     unfinished = (status == Outcome.NON_SMOOTH) | (status == Outcome.NOT_CONVERGED)
     stalled = np.flatnonzero(unfinished & (ids < 0)) if landscape.nonsmooth_terms else []
     if len(stalled):

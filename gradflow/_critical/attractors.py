@@ -58,6 +58,8 @@ class Attractor:
         measure_zero: whether the grid points reaching it form a set of lower dimension than the
             grid (no 2 × 2 block of them: a line of starts on a stable manifold), whatever its
             kind; ``False`` until a map is made.
+        proven: the share of a basin map's grid whose label it is with proven evidence
+            (:class:`gradflow.Evidence`); 0 until a map is made.
     """
 
     id: int
@@ -69,6 +71,7 @@ class Attractor:
     dimension: int
     fraction: float = 0.0
     measure_zero: bool = False
+    proven: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", Kind(self.kind))
@@ -90,7 +93,7 @@ class Attractor:
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"id", "kind", "set", "equation", "point", "loss", "dimension",
-        "fraction", "measure_zero"}``."""
+        "fraction", "proven", "measure_zero"}``."""
         return {
             "id": self.id,
             "kind": self.kind,
@@ -100,6 +103,7 @@ class Attractor:
             "loss": self.loss,
             "dimension": self.dimension,
             "fraction": self.fraction,
+            "proven": self.proven,
             "measure_zero": self.measure_zero,
         }
 

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .._critical.attraction import attraction, refined
 from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
 from .._critical.sets import CriticalSets
@@ -27,7 +28,7 @@ from .._errors import GradflowError
 from .._landscape.base import GradientField, Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.scales import loss_scales, unit_field
-from .._outcome import Outcome
+from .._outcome import Evidence, Grounds, Kind, Outcome
 from .batched import FlowEndpoints, integrate_batch
 from .descent import descend
 from .integrate import (
@@ -40,6 +41,7 @@ from .integrate import (
 from .kink_settle import settled
 from .options import ConstantStep, FlowOptions, GradientDescent
 from .sliding import slide, sliding_options, unit_kinks
+from .verdict import Proofs, escape_box, escape_grounds, level_of
 
 __all__ = [
     "check_initial",
@@ -151,6 +153,7 @@ def flow(
             "start where it is real and finite"
         )
     flows = in_metric(landscape, metric, at=y0[0])
+    options = options.within(np.concatenate([y0, landscape.search_box().T]))
     if options.descent:
         path = descend(flows.field, y0[0], flows.args, _descent_units(flows, options), ts)
         return reached(landscape, path, critical)
@@ -158,7 +161,34 @@ def flow(
     unit_ts = None if ts is None else np.asarray(ts, dtype=np.float64) * args[1]
     path = _slide_on(flows, integrate(field, y0[0], args, scaled, ts=unit_ts), args, scaled)
     path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
-    return reached(landscape, path, critical)
+    out = reached(landscape, path, critical)
+    if path.status is Outcome.CONVERGED and out.reached is Outcome.NOT_CONVERGED and ts is None:
+        out = reached(landscape, _continued(field, args, scaled, path), critical)
+    return out
+
+
+RUN_ON_GTOL = 1e-300
+"""The steady-state test of a trajectory run on past a false stop: none (only its budget, a
+divergence or a non-finite state stops it)."""
+
+
+def _continued(
+    field: GradientField, args: Any, options: FlowOptions, path: Trajectory
+) -> Trajectory:
+    """``path`` (in the loss's own units) run on from its endpoint with the flow time left and
+    no steady-state test: it met ``gtol`` beside no critical point (a gradient decaying like
+    ``1/t`` toward an infimum at infinity, the ghost of a saddle-node)."""
+    scale = args[1]
+    left = options.t_max - path.time * scale
+    if left <= 0:
+        return path
+    more = integrate(field, path.endpoint, args, options.with_stop(gtol=RUN_ON_GTOL, t_max=left))
+    return Trajectory(
+        ts=np.concatenate([path.ts, path.time + more.ts[1:] / scale]),
+        thetas=np.concatenate([path.thetas, more.thetas[1:]]),
+        losses=np.concatenate([path.losses, more.losses[1:] * scale]),
+        status=more.status,
+    )
 
 
 def _field_flow(
@@ -176,6 +206,7 @@ def _field_flow(
         flat0, _ = ravel_pytree(params)
         leaves, treedef = jax.tree.flatten(theta0)
         field = pytree_field(loss, treedef, tuple(np.shape(leaf) for leaf in leaves))
+    options = options.within(np.atleast_2d(np.asarray(flat0, dtype=np.float64)))
     if options.descent:
         return descend(field, flat0, args, options, ts)
     return integrate(field, flat0, args, options, ts=ts)
@@ -245,10 +276,18 @@ def _slide_endpoints(
 def reached(
     landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
 ) -> Trajectory:
-    """``path`` with what it reached: the kind at a converged endpoint (and the attractor
-    given ``critical``), the kink for a trajectory stuck on one — with the attractor its
-    sublevel set decides it slides to, given ``critical`` (:func:`gradflow._flow.kink_settle.settled`)
-    — else its status."""
+    """``path`` with what it reached and the evidence (:class:`gradflow.Grounds`).
+
+    A converged endpoint reaches a kind only where a critical point lies beside it: a known
+    set's attractor (given ``critical``), or the critical point Levenberg–Marquardt refines the
+    endpoint to (:func:`gradflow._critical.attraction.refined`); its end is proven where the
+    endpoint lies in the attractor's certified region of attraction or below a decision level
+    the landscape proves (:mod:`gradflow._flow.verdict`).  A small gradient beside no critical
+    point is ``NOT_CONVERGED``; that, a run out of budget and a divergence are proven to escape
+    where no critical point lies below ``L(θ₀)`` in the problem's box grown to hold the start and
+    the endpoint.  A trajectory stuck on a kink reaches the attractor its sublevel set decides
+    (:func:`gradflow._flow.kink_settle.settled`), given ``critical``, numerically.
+    """
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
         path,
@@ -258,22 +297,63 @@ def reached(
         unit=landscape.loss_unit,
         plane=tuple(landscape.plane) if landscape.dim >= 2 else None,
     )
-    if path.status is Outcome.NON_SMOOTH and critical is not None:
-        index = AttractorIndex(landscape, critical, critical.box)
+    index = None if critical is None else AttractorIndex(landscape, critical, critical.box)
+    box = landscape.search_box() if critical is None else critical.box
+    if path.status is Outcome.NON_SMOOTH and index is not None:
         found = int(settled(landscape, index, critical, path.endpoint[None])[0])
         if found >= 0:
             attractor = index.attractors[found]
-            return dataclasses.replace(path, reached=attractor.kind.outcome, attractor=attractor)
+            why = f"stuck on the kink of {path.kink}; its sublevel set decides #{found}"
+            return dataclasses.replace(
+                path,
+                reached=attractor.kind.outcome,
+                attractor=attractor,
+                grounds=Grounds(Evidence.NUMERICAL, why),
+            )
     if path.status is not Outcome.CONVERGED:
-        return dataclasses.replace(path, reached=path.status)
-    global_loss = landscape.global_min_loss
-    kind = classify_points(landscape, path.endpoint[None], global_loss).kinds[0]
-    attractor = None
-    if critical is not None:
-        index = AttractorIndex(landscape, critical, critical.box)
-        found = int(index.match(path.endpoint[None])[0])
-        attractor = index.attractors[found] if found >= 0 else None
-    return dataclasses.replace(path, reached=kind.outcome, attractor=attractor)
+        return _unfinished(landscape, path, box, path.status, path.status.message)
+    endpoint = path.endpoint
+    found = -1 if index is None else int(index.match(endpoint[None])[0])
+    if found < 0:
+        endpoint = refined(landscape, endpoint[None], box)[0]
+        if not np.all(np.isfinite(endpoint)):
+            why = "‖∇L‖ fell below gtol, but no critical point lies beside the endpoint"
+            return _unfinished(landscape, path, box, Outcome.NOT_CONVERGED, why)
+        found = -1 if index is None else int(index.match(endpoint[None])[0])
+    kind = classify_points(landscape, endpoint[None], landscape.global_min_loss).kinds[0]
+    if found < 0:
+        region = (
+            attraction(landscape, endpoint) if kind in (Kind.GLOBAL_MIN, Kind.LOCAL_MIN) else None
+        )
+        loss = np.array([float(path.losses[-1])])
+        if region is not None and region.holds(path.endpoint[None], loss)[0]:
+            why = f"in a certified region of attraction of a minimum: {region.text()}"
+            grounds = Grounds(Evidence.PROVEN, why)
+        else:
+            why = "at a critical point refined from the endpoint" + (
+                ", not among the critical sets found" if index is not None else ""
+            )
+            grounds = Grounds(Evidence.NUMERICAL, why)
+        return dataclasses.replace(path, reached=kind.outcome, grounds=grounds)
+    attractor = index.attractors[found]
+    proofs = Proofs(landscape, index.attractors, level_of(landscape, critical))
+    grounds = proofs.one(attractor, path.endpoint, float(path.losses[-1]))
+    return dataclasses.replace(path, reached=kind.outcome, attractor=attractor, grounds=grounds)
+
+
+def _unfinished(
+    landscape: Landscape, path: Trajectory, box: np.ndarray, status: Outcome, why: str
+) -> Trajectory:
+    """``path`` reaching ``status`` (no critical point), proven to escape where it is."""
+    ends = [path.thetas[0]]
+    if status is not Outcome.DIVERGED and np.all(np.isfinite(path.endpoint)):
+        ends.append(path.endpoint)
+    grounds = (
+        escape_grounds(landscape, path.thetas[0], escape_box(box, *ends), status, why)
+        if status in (Outcome.NOT_CONVERGED, Outcome.DIVERGED)
+        else Grounds(Evidence.NUMERICAL, why)
+    )
+    return dataclasses.replace(path, reached=status, grounds=grounds)
 
 
 def kink_status(
@@ -358,6 +438,8 @@ def flow_endpoints(
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
     y0 = check_initial(landscape, thetas0)
+    extent = np.concatenate([y0, landscape.search_box().T])
+    stages = [stage.within(extent) for stage in stages]
     starts = _start_times(t0, len(y0))
     flows = in_metric(landscape, metric, at=y0[0])
     field, args, _ = unit_flow(flows, stages[0])

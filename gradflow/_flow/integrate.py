@@ -26,7 +26,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from .._landscape.base import GradientField, padded_call
-from .._outcome import Outcome
+from .._outcome import Grounds, Outcome
 from .._output.text import format_point
 from .options import FlowOptions
 
@@ -68,6 +68,9 @@ class Trajectory:
         plane: the two parameters its picture draws the path in, horizontal axis first (the
             landscape's plane, the one its portraits use: ``(w, e)`` for the canonical model,
             whose points are ``(e, w)``); ``None``: the first two.
+        grounds: the evidence of ``reached`` (:class:`gradflow.Grounds`: ``proven`` or
+            ``numerical``, with the reason), or ``None`` when not judged (a field or a pytree
+            loss).
     """
 
     ts: np.ndarray
@@ -80,6 +83,7 @@ class Trajectory:
     param_names: tuple[str, ...] = ()
     unit: str = ""
     plane: tuple[str, str] | None = None
+    grounds: Grounds | None = None
 
     @property
     def endpoint(self) -> np.ndarray:
@@ -103,6 +107,7 @@ class Trajectory:
             f"{format_point(self.endpoint)}: {self.status}\n  at t = {self.time:.4g} after "
             f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; "
             f"reached {self._reached_text(where=False)}"
+            + ("" if self.grounds is None else f" ({self.grounds.evidence})")
         )
 
     def _reached_text(self, where: bool = True) -> str:
@@ -123,8 +128,9 @@ class Trajectory:
 
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"parameters", "init", "endpoint", "loss", "time", "status",
-        "converged", "reached", "attractor", "kink"}`` (``attractor`` as
-        :meth:`gradflow.Attractor.metadata`, or ``None``)."""
+        "converged", "reached", "attractor", "kink", "evidence"}`` (``attractor`` as
+        :meth:`gradflow.Attractor.metadata`, ``evidence`` as :meth:`gradflow.Grounds.metadata`,
+        or ``None``)."""
         return {
             "parameters": list(self.param_names),
             "init": self.thetas[0].tolist(),
@@ -136,6 +142,7 @@ class Trajectory:
             "reached": None if self.reached is None else str(self.reached),
             "attractor": None if self.attractor is None else self.attractor.metadata(),
             "kink": self.kink,
+            "evidence": None if self.grounds is None else self.grounds.metadata(),
         }
 
     def text(self) -> str:
@@ -148,6 +155,7 @@ class Trajectory:
                 f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
                 f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
                 f"  reached   {self._reached_text()}",
+                *([f"  evidence  {self.grounds}"] if self.grounds is not None else []),
             ]
         )
 

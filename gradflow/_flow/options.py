@@ -19,6 +19,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .._errors import GradflowError
 
 if TYPE_CHECKING:
@@ -114,6 +116,11 @@ class GradientDescent:
         _positive(lr=self.lr)
 
 
+DIVERGENCE_REACH = 1e3
+"""A relative divergence radius is this many times the extent of the problem (the box, the
+starts): on the boxes of a few units the engine's models use, a few thousand."""
+
+
 @dataclass(frozen=True)
 class StopRule:
     """When a trajectory stops.
@@ -131,7 +138,9 @@ class StopRule:
             ``t`` there, so the step budget is not what a long time costs.
         max_steps: solver-step budget per trajectory.
         divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged (parameter
-            units).
+            units); ``None`` (the default): relative to the problem, :data:`DIVERGENCE_REACH`
+            times the farthest of the starts and of the corners of the landscape's box from the
+            origin (:meth:`FlowOptions.within`), so a minimum at ``(10⁴, 10⁴)`` is no divergence.
 
     Raises:
         GradflowError: a tolerance, budget or radius that is not positive.
@@ -140,10 +149,12 @@ class StopRule:
     gtol: float = 1e-8
     t_max: float = 1e8
     max_steps: int = 20_000
-    divergence_radius: float = 1e4
+    divergence_radius: float | None = None
 
     def __post_init__(self) -> None:
-        _positive(gtol=self.gtol, t_max=self.t_max, divergence_radius=self.divergence_radius)
+        _positive(gtol=self.gtol, t_max=self.t_max)
+        if self.divergence_radius is not None:
+            _positive(divergence_radius=self.divergence_radius)
         if self.max_steps < 1:
             raise GradflowError(f"max_steps = {self.max_steps!r} must be ≥ 1")
 
@@ -235,8 +246,24 @@ class FlowOptions:
 
     @property
     def divergence_radius(self) -> float:
-        """The stop rule's ``divergence_radius``."""
-        return self.stop.divergence_radius
+        """The stop rule's ``divergence_radius``; where it is relative (``None``), the one of
+        the starts alone (:meth:`within`)."""
+        radius = self.stop.divergence_radius
+        return DIVERGENCE_REACH if radius is None else radius
+
+    def within(self, points: Any) -> FlowOptions:
+        """These options with a relative divergence radius (``None``) made absolute for a
+        problem spanned by ``points`` (starts and box corners, shape ``(n, dim)``):
+        :data:`DIVERGENCE_REACH` times the largest of their norms and of the diagonal of their
+        hull (1 where every one is 0).  Absolute radii are kept."""
+        if self.stop.divergence_radius is not None:
+            return self
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-1])
+        extent = max(
+            float(np.max(np.linalg.norm(pts, axis=1), initial=0.0)),
+            float(np.linalg.norm(np.ptp(pts, axis=0))) if len(pts) else 0.0,
+        )
+        return self.with_stop(divergence_radius=DIVERGENCE_REACH * (extent or 1.0))
 
     def _pid(self) -> PID:
         if not isinstance(self.controller, PID):

@@ -40,6 +40,7 @@ __all__ = [
     "draw_basins",
     "draw_critical",
     "draw_invariant",
+    "draw_unproven",
     "draw_overlays",
     "draw_separatrices",
     "draw_streamlines",
@@ -190,6 +191,25 @@ def draw_basins(
                 )
             )
     return handles
+
+
+UNPROVEN_HATCH = "////"
+"""The hatch over grid points whose label is numerical, not proven."""
+
+
+def draw_unproven(ax: Axes, xs: np.ndarray, ys: np.ndarray, evidence: np.ndarray) -> Any:
+    """Hatch the grid points whose evidence (shape ``(ny, nx)``, 1 proven, 0 numerical) is
+    numerical; return the legend handle, with their share."""
+    from matplotlib.patches import Patch
+
+    unproven = (evidence == 0).astype(float)
+    ax.contourf(xs, ys, unproven, levels=[0.5, 1.5], colors="none", hatches=[UNPROVEN_HATCH])
+    share = share_text(float(np.mean(unproven)))
+    return Patch(
+        facecolor="none",
+        hatch=UNPROVEN_HATCH,
+        label=f"hatched: label numerical, not proven ({share})",
+    )
 
 
 def share_text(share: float) -> str:
@@ -391,6 +411,8 @@ def basin_figure(basin_map: BasinMap, labels: Sequence[str], title: str) -> Figu
         basin_map.attractors,
         basin_map.critical.param_names,
     )
+    if basin_map.evidence is not None and np.any(basin_map.evidence == 0):
+        handles.append(draw_unproven(ax, basin_map.xs, basin_map.ys, basin_map.evidence))
     ax.set_xlabel(f"${basin_map.plane[0]}$")
     ax.set_ylabel(f"${basin_map.plane[1]}$", rotation=0, ha="right")
     ax.set_title(title, fontsize=10)

@@ -92,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
     region = region_of(args, model)
     bm = basins(model, region=region, metric=args.metric)
     metadata = {**model.describe(), **bm.metadata(), "fraction_errors": bm.error_metadata()}
-    text = f"{bm.title()}, a {args.grid} × {args.grid} grid\n{bm.table()}\n\n{bm.error_table()}"
+    text = (
+        f"{bm.title()}, a {args.grid} × {args.grid} grid\n{bm.table()}\n{bm.evidence_text()}\n\n"
+        f"{bm.error_table()}"
+    )
     if grids is not None:
         check_grid(grids[-1], model.dim, "--convergence")
         study = basin_convergence(

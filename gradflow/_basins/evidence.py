@@ -1,0 +1,106 @@
+"""The evidence of a basin map's labels, and the endpoints that may form a set "found by the
+flow".
+
+Each grid point's label is *proven* where its endpoint lies in the certified region of
+attraction of its attractor or below a decision level the landscape proves
+(:class:`gradflow._flow.verdict.Proofs`: one proof per attractor, then float comparisons), and
+its ``not_converged`` or ``diverged`` label is proven to escape where one branch and bound
+shows no critical point below the highest start's loss in the map's box
+(:func:`gradflow._critical.attraction.escapes`); every other label is *numerical*, with the
+reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._critical.attraction import refined
+from .._critical.attractors import AttractorIndex
+from .._critical.sets import CriticalSets
+from .._flow.verdict import Proofs, escape_box, escape_grounds
+from .._landscape.base import Landscape
+from .._outcome import Evidence, Grounds, Outcome
+
+__all__ = ["found_by_flow", "judged"]
+
+
+def judged(
+    model: Landscape,
+    index: AttractorIndex,
+    critical: CriticalSets,
+    starts: np.ndarray,
+    endpoints: np.ndarray,
+    ids: np.ndarray,
+    labels: np.ndarray,
+    level: float | None,
+) -> tuple[np.ndarray, list[str]]:
+    """A reason code per grid point (shape ``(n,)``) into the returned reasons (each
+    ``"proven: …"`` or ``"numerical: …"``), for grid points ``starts`` (shape ``(n, dim)``) that
+    reached attractors ``ids`` (``-1`` for none) with ``labels`` at ``endpoints``; ``level`` is
+    the decision level of the map where the landscape proves one."""
+    with np.errstate(all="ignore"):
+        losses = np.asarray(model.loss(endpoints), dtype=np.float64)
+    proofs = Proofs(model, index.attractors, level if model.sublevel_shortcut else None)
+    codes, reasons = proofs.judge(ids, endpoints, losses)
+    rest = np.flatnonzero(ids < 0)
+    if not rest.size:
+        return codes, reasons
+    escaping = _escaping(model, index, critical, starts[rest], labels[rest])
+    for label in np.unique(labels[rest]):
+        outcome = Outcome(int(label))
+        grounds = escaping if outcome in (Outcome.NOT_CONVERGED, Outcome.DIVERGED) else None
+        text = str(grounds or Grounds(Evidence.NUMERICAL, outcome.message))
+        if text not in reasons:
+            reasons.append(text)
+        codes[rest[labels[rest] == label]] = reasons.index(text)
+    return codes, reasons
+
+
+def _escaping(
+    model: Landscape,
+    index: AttractorIndex,
+    critical: CriticalSets,
+    starts: np.ndarray,
+    labels: np.ndarray,
+) -> Grounds | None:
+    """Proven escape for every start of ``starts`` that ended ``not_converged`` or ``diverged``:
+    no critical point lies below the highest of their losses in the hull of the map's search
+    box and the starts (one branch and bound); ``None`` where a known critical set lies there
+    (the proof cannot close) or the proof does not close."""
+    unfinished = np.isin(labels, [int(Outcome.NOT_CONVERGED), int(Outcome.DIVERGED)])
+    if not unfinished.any():
+        return None
+    points = starts[unfinished]
+    with np.errstate(all="ignore"):
+        losses = np.asarray(model.loss(points), dtype=np.float64)
+    if not np.all(np.isfinite(losses)):
+        return None
+    top = points[int(np.argmax(losses))]
+    box = escape_box(critical.box, points.min(axis=0), points.max(axis=0))
+    known = [a.loss <= float(np.max(losses)) for a in index.attractors]
+    if any(known):
+        return None
+    grounds = escape_grounds(model, top, box, Outcome.NOT_CONVERGED, "")
+    return grounds if grounds.evidence is Evidence.PROVEN else None
+
+
+def found_by_flow(
+    landscape: Landscape, index: AttractorIndex, critical: CriticalSets, points: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Attractor ids and statuses of converged endpoints near no known set (shape
+    ``(n, dim)``): each is refined by Levenberg–Marquardt
+    (:func:`gradflow._critical.attraction.refined`); a refined point on a known set takes its
+    attractor, the others become attractors "found by the flow"
+    (:meth:`~gradflow.AttractorIndex.add_found`); an endpoint that refines to no critical point
+    has id ``-1`` and status ``NOT_CONVERGED``.  Shapes ``(n,)``."""
+    near = refined(landscape, points, critical.box)
+    ok = np.all(np.isfinite(near), axis=1)
+    ids = np.full(len(points), -1)
+    status = np.where(ok, int(Outcome.CONVERGED), int(Outcome.NOT_CONVERGED))
+    if ok.any():
+        matched = index.match(near[ok])
+        new = matched < 0
+        if new.any():
+            matched[new] = index.add_found(landscape, near[ok][new], critical.global_min_loss)
+        ids[ok] = matched
+    return ids, status

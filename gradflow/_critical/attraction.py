@@ -1,0 +1,285 @@
+"""Proofs about where a gradient flow ends, made once and then checked by float comparisons.
+
+- **A certified region of attraction** of a non-degenerate minimum ``z`` (:func:`attraction`):
+  a box ``B`` around ``z`` on which the Krawczyk operator proves a unique zero of ``∇L`` (inside
+  its enclosure ``Z``) and the interval Hessian proves ``λ_min(∇²L) ≥ μ > 0`` (Weyl's bound
+  on the interval matrix).  ``L`` is then ``μ``-strongly convex on ``B``, so on the boundary
+  ``L ≥ L(z) + μd²/2`` with ``d`` the least distance from ``Z`` to ``∂B``; the level
+  ``c = inf L(Z) + μd²/2`` is a proven lower bound of ``L`` on ``∂B``.  A point ``θ ∈ B`` with
+  ``L(θ) < c`` has its sublevel component ``{L ≤ L(θ)}`` inside ``B`` (it cannot cross ``∂B``);
+  the flow, in any metric, never raises ``L``, so it stays in that compact component, whose only
+  critical point is ``z``: it converges to ``z``.
+- **Escaping** (:func:`escapes`): a branch and bound over a box ``B`` clears every piece where
+  an entry of the interval gradient excludes 0 or the interval loss lies above ``L(θ₀)``: no
+  critical point of ``{L ≤ L(θ₀)} ∩ B``.  A flow from ``θ₀`` that stayed in ``B`` would have a
+  non-empty ω-limit set of critical points there (Łojasiewicz's setting not needed: the ω-limit
+  of a bounded gradient trajectory consists of critical points), so it leaves ``B``.
+- **Refinement** (:func:`refined`): Levenberg–Marquardt from a numerical endpoint, kept only
+  where it reaches a point that a Newton step explains as a zero of ``∇L``
+  (:func:`gradflow._critical.roots._near_a_zero`): an endpoint that refines to no critical point
+  is no attractor, whatever its small gradient says.
+
+The proofs need the loss in SymPy (a :class:`~gradflow.BoundModel`) and an interval form of
+every function in it; a landscape without them gets no proof, and its verdicts stay numerical.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import GradflowError
+from .._landscape.base import Landscape
+from .._landscape.scales import loss_scales
+from .._symbolic.budget import OutOfTime, within
+from .._symbolic.interval import interval_function
+from .._symbolic.model import BoundModel, ReducedModel
+from .branch_bound import Search, _strictly_inside
+from .interval_system import System, interval_system
+from .pieces import gradient_tol
+from .roots import _batched_root, _near_a_zero
+
+__all__ = ["ESCAPE_BOXES", "Attraction", "attraction", "escapes", "refined"]
+
+LADDER = 24
+"""Half-widths tried for a region of attraction, from the loss's length scale down by halves."""
+ESCAPE_BOXES = 4_000
+"""Boxes the escape proof examines before it gives up."""
+ESCAPE_MIN_WIDTH = 1e-9
+"""The escape proof cuts no piece narrower than this fraction of its box on every side."""
+LEVEL_MARGIN = 1e-9
+"""A point is inside a region of attraction only below ``c - margin``, the margin this share of
+the certified rise ``c - inf L(Z)`` plus rounding of ``L`` (:data:`ROUNDING`)."""
+ROUNDING = 64 * np.finfo(np.float64).eps
+"""Relative rounding allowed in a float64 value of ``L`` at an endpoint."""
+REFINE_DISTANCE = 0.05
+"""A refined endpoint counts as the critical point its endpoint stopped beside only within this
+fraction of the box diagonal of it."""
+
+
+@dataclass(frozen=True)
+class Attraction:
+    """A certified region of attraction of a non-degenerate minimum.
+
+    Attributes:
+        box: ``B``, shape ``(dim, 2)``.
+        enclosure: ``Z``, the Krawczyk enclosure of the minimum, shape ``(dim, 2)``.
+        mu: the proven lower bound ``μ > 0`` of the Hessian's eigenvalues on ``B``.
+        level: ``c``: a flow from a point of ``B`` with ``L < c`` converges to the minimum.
+        floor: ``inf L(Z)``, a proven lower bound of the minimum's loss.
+    """
+
+    box: np.ndarray
+    enclosure: np.ndarray
+    mu: float
+    level: float
+    floor: float
+
+    def holds(self, points: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Whether each point (shape ``(n, dim)``, its float64 loss ``losses``, shape ``(n,)``)
+        lies in ``B`` with ``L`` below the level by the rounding margin; shape ``(n,)``."""
+        margin = LEVEL_MARGIN * (self.level - self.floor) + ROUNDING * (
+            np.abs(losses) + abs(self.level)
+        )
+        inside = np.all((points > self.box[:, 0]) & (points < self.box[:, 1]), axis=1)
+        with np.errstate(invalid="ignore"):
+            return inside & (losses < self.level - margin)
+
+    def text(self) -> str:
+        """``box [a, b] × [c, d], μ ≥ …, L < inf L(Z) + rise`` in one line."""
+        sides = " × ".join(f"[{lo:.6g}, {hi:.6g}]" for lo, hi in self.box)
+        rise = self.level - self.floor
+        return f"box {sides}, μ ≥ {self.mu:.3g}, L < {self.floor:.12g} + {rise:.3g}"
+
+
+@dataclass(frozen=True)
+class _Tools:
+    system: System
+    hyper: list[float]
+    loss: Callable[..., list[Any]]
+
+
+def _tools(landscape: Landscape) -> _Tools | None:
+    """The interval system of ``landscape``'s SymPy loss at its hyperparameters, or ``None``
+    (not a SymPy loss, or no interval form within the symbolic time budget)."""
+    if not isinstance(landscape, BoundModel):
+        return None
+    model = landscape.model
+    try:
+        system = within("the interval form of ∇L", interval_system, model, "arb")
+        loss = within("the interval form of L", _interval_loss, model)
+    except (GradflowError, OutOfTime):
+        return None
+    hyper = [float(landscape.values[s.name]) for s in model.hyperparams]
+    return _Tools(system, hyper, loss)
+
+
+@functools.cache
+def _interval_loss(model: ReducedModel) -> Callable[..., list[Any]]:
+    system = interval_system(model, "arb")
+    symbols = [*model.params, *model.hyperparams]
+    return interval_function([model.loss], symbols, system.arith, list(model.params))
+
+
+def _search(tools: _Tools, box: np.ndarray) -> Search:
+    return Search(tools.system, tools.hyper, box, 1, ESCAPE_MIN_WIDTH)
+
+
+def _loss_bounds(tools: _Tools, search: Search, box: np.ndarray) -> tuple[float, float]:
+    lo, hi = search.bounds(tools.loss(*search.intervals(box), *search.hyper))[0]
+    return float(lo), float(hi)
+
+
+def _least_eigenvalue(hessian: np.ndarray) -> float | None:
+    """A lower bound of the least eigenvalue of every symmetric matrix in the interval matrix
+    ``hessian`` (bounds, shape ``(n, n, 2)``): Weyl's ``λ_min(A) ≥ λ_min(M) − ‖A − M‖_F``."""
+    if not np.all(np.isfinite(hessian)):
+        return None
+    mid = hessian.mean(axis=2)
+    mid = (mid + mid.T) / 2
+    spread = float(np.linalg.norm(hessian[..., 1] - hessian[..., 0])) / 2
+    eig = np.linalg.eigvalsh(mid)
+    return float(eig[0] - spread - 1e-13 * float(np.abs(eig).max(initial=0.0)))
+
+
+def attraction(landscape: Landscape, point: np.ndarray) -> Attraction | None:
+    """A certified region of attraction of the minimum at (or beside) ``point``, or ``None``
+    where none is proven (no SymPy loss, a degenerate or non-minimal point, no interval form).
+
+    Boxes of half-width ``ℓ, ℓ/2, …`` (:data:`LADDER` of them, ``ℓ`` the loss's length scale)
+    around ``point``, polished by Newton's method, are tried largest first; the first that
+    passes is kept (module docstring).  Shapes: ``point`` ``(dim,)``.
+    """
+    tools = _tools(landscape)
+    if tools is None:
+        return None
+    z = _polished(landscape, np.asarray(point, dtype=float))
+    if z is None:
+        return None
+    length = loss_scales(landscape).length
+    for k in range(LADDER):
+        radius = length * 0.5**k * (1 + 1e-3 * float(np.max(np.abs(z))) / length)
+        box = np.stack([z - radius, z + radius], axis=1)
+        found = _certified(tools, box)
+        if found is not None:
+            return found
+    return None
+
+
+def _certified(tools: _Tools, box: np.ndarray) -> Attraction | None:
+    """The region of attraction ``box`` proves, or ``None``."""
+    search = _search(tools, box)
+    mu = _least_eigenvalue(search.jacobian(box))
+    if mu is None or mu <= 0:
+        return None
+    k = search.krawczyk(box)
+    if k is None or not _strictly_inside(k, box):
+        return None
+    tight = k
+    for _ in range(30):
+        k = search.krawczyk(tight)
+        if k is None or not _strictly_inside(k, box):
+            break
+        narrower = np.stack([np.maximum(k[:, 0], tight[:, 0]), np.minimum(k[:, 1], tight[:, 1])], 1)
+        if np.array_equal(narrower, tight):
+            break
+        tight = narrower
+    floor, _ = _loss_bounds(tools, search, tight)
+    gap = float(np.min(np.minimum(tight[:, 0] - box[:, 0], box[:, 1] - tight[:, 1])))
+    if not (np.isfinite(floor) and gap > 0):
+        return None
+    rise = 0.5 * mu * gap * gap * (1 - 1e-12)
+    level = floor + rise
+    if not level > floor:
+        return None
+    return Attraction(box=box, enclosure=tight, mu=mu, level=level, floor=floor)
+
+
+def _polished(landscape: Landscape, z: np.ndarray) -> np.ndarray | None:
+    """``z`` after Newton steps on ``∇L`` (up to 8, stopping at rounding), or ``None`` where the
+    Hessian is singular or not finite."""
+    with np.errstate(all="ignore"):
+        for _ in range(8):
+            g, h = landscape.point_grad(z), landscape.point_hessian(z)
+            if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
+                return None
+            try:
+                step = np.linalg.solve(h, g)
+            except np.linalg.LinAlgError:
+                return None
+            z = z - step
+            if np.max(np.abs(step)) <= 1e-15 * (1 + np.max(np.abs(z))):
+                break
+    return z if np.all(np.isfinite(z)) else None
+
+
+def escapes(
+    landscape: Landscape, start: np.ndarray, box: np.ndarray, max_boxes: int = ESCAPE_BOXES
+) -> bool:
+    """Whether it is proven that ``{L ≤ L(start)} ∩ box`` holds no critical point (module
+    docstring), so that the flow from ``start`` leaves ``box`` (shape ``(dim, 2)``).  ``False``
+    where the proof does not close within ``max_boxes`` pieces, or there is no SymPy loss."""
+    tools = _tools(landscape)
+    if tools is None:
+        return False
+    search = _search(tools, box)
+    _, top = _loss_bounds(tools, search, np.stack([start, start], axis=1))
+    if not np.isfinite(top):
+        return False
+    width = box[:, 1] - box[:, 0]
+    queue, examined = [np.asarray(box, dtype=float)], 0
+    while queue:
+        piece = queue.pop()
+        examined += 1
+        if examined > max_boxes:
+            return False
+        g = search.gradient(piece)
+        if np.any((g[:, 0] > 0) | (g[:, 1] < 0)):
+            continue
+        low, _ = _loss_bounds(tools, search, piece)
+        if low > top:
+            continue
+        sides = (piece[:, 1] - piece[:, 0]) / width
+        if np.all(sides < ESCAPE_MIN_WIDTH):
+            return False
+        axis = int(np.argmax(sides))
+        cut = 0.5 * (piece[axis, 0] + piece[axis, 1])
+        lower, upper = piece.copy(), piece.copy()
+        lower[axis, 1] = upper[axis, 0] = cut
+        queue += [lower, upper]
+    return True
+
+
+def refined(landscape: Landscape, points: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """Levenberg–Marquardt from each endpoint (shape ``(n, dim)``) to a zero of ``∇L``: the
+    critical point it refines to, or a row of NaN where the limit is no zero a Newton step
+    explains (:func:`~gradflow._critical.roots._near_a_zero`, with ``‖∇L‖`` below
+    :func:`~gradflow._critical.pieces.gradient_tol`), is not finite, or lies farther
+    than :data:`REFINE_DISTANCE` of ``box``'s diagonal from the endpoint."""
+    points = np.asarray(points, dtype=np.float64)
+    if not len(points):
+        return points.copy()
+    scale = loss_scales(landscape)
+    with np.errstate(all="ignore"):
+        grads = np.linalg.norm(landscape.grad(points), axis=1)
+    scales = np.where(np.isfinite(grads) & (grads > 0), grads, scale.gradient)
+    root = _batched_root(landscape.field)
+    free = jnp.ones(landscape.dim, dtype=bool)
+    ys = np.array(
+        root(
+            jnp.asarray(points), landscape.args, jnp.asarray(scales), free, jnp.zeros(landscape.dim)
+        )
+    )
+    reach = REFINE_DISTANCE * float(np.linalg.norm(box[:, 1] - box[:, 0]))
+    with np.errstate(all="ignore"):
+        ok = np.all(np.isfinite(ys), axis=1)
+        ok &= np.linalg.norm(ys - points, axis=1) <= reach
+        ok[ok] &= np.linalg.norm(landscape.grad(ys[ok]), axis=1) <= gradient_tol(landscape)
+        ok[ok] &= _near_a_zero(landscape, ys[ok])
+    ys[~ok] = np.nan
+    return ys

@@ -1,0 +1,174 @@
+"""The evidence of a flow's end (:class:`~gradflow.Grounds`): where one trajectory, or a batch
+of endpoints, ended and whether that is proven.
+
+A converged end is *proven* where the endpoint lies in a certified region of attraction of
+its minimum (:func:`gradflow._critical.attraction.attraction`, one proof per attractor, then a
+float comparison per endpoint), or below a decision level the landscape proves (every
+non-global critical value lies above it: :attr:`~gradflow.Landscape.sublevel_shortcut`).  An
+end near a known critical set without such a proof is *numerical*.  A small gradient with no
+critical point beside it (Levenberg–Marquardt from the endpoint finds none:
+:func:`gradflow._critical.attraction.refined`) is no end at all: ``not_converged``; *proven*
+to escape where no critical point lies in ``{L ≤ L(θ₀)}`` within a box around the start and
+the problem's box (:func:`gradflow._critical.attraction.escapes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._critical.attraction import Attraction, attraction, escapes
+from .._critical.attractors import Attractor
+from .._critical.sets import CriticalSets, decision_level
+from .._landscape.base import Landscape
+from .._outcome import Evidence, Grounds, Kind, Outcome
+
+__all__ = ["ESCAPE_PAD", "Proofs", "escape_box", "escape_grounds", "level_of"]
+
+ESCAPE_PAD = 0.1
+"""The box of an escape proof: the hull of the problem's box, the start and the endpoint,
+widened by this share of its width on each side."""
+MINIMA = (Kind.GLOBAL_MIN, Kind.LOCAL_MIN)
+
+
+def level_of(landscape: Landscape, critical: CriticalSets | None) -> float | None:
+    """The decision level the landscape proves (the lowest non-global critical value), or
+    ``None`` where it proves none or every set is global."""
+    if critical is None or not landscape.sublevel_shortcut:
+        return None
+    return decision_level(critical)
+
+
+class Proofs:
+    """The certified regions of attraction of a list of attractors, each proven once (on first
+    use) and then checked per endpoint by float comparisons.
+
+    Args:
+        landscape: the loss (a SymPy loss for any proof).
+        attractors: the attractors, indexed by id.
+        level: a decision level the landscape proves (:func:`level_of`), or ``None``.
+    """
+
+    def __init__(
+        self, landscape: Landscape, attractors: Sequence[Attractor], level: float | None
+    ) -> None:
+        self._landscape = landscape
+        self._attractors = list(attractors)
+        self._regions: dict[int, Attraction | None] = {}
+        self.level = level
+
+    def region(self, id: int) -> Attraction | None:
+        """The certified region of attractor ``id`` (a point minimum), or ``None``."""
+        if id not in self._regions:
+            a = self._attractors[id]
+            proven = a.kind in MINIMA and a.dimension == 0
+            self._regions[id] = attraction(self._landscape, a.point) if proven else None
+        return self._regions[id]
+
+    def why_not(self, id: int) -> str:
+        """Why attractor ``id`` has no certified region, one line."""
+        a = self._attractors[id]
+        if a.kind not in MINIMA:
+            return f"#{a.id} is a {a.kind}: no region of attraction to certify"
+        if a.dimension > 0:
+            return f"#{a.id} is a set of dimension {a.dimension}: no region of attraction certified"
+        return (
+            f"#{a.id}: no box where Krawczyk and the interval Hessian prove a non-degenerate "
+            "minimum (degenerate, or no interval form of the loss)"
+        )
+
+    def judge(
+        self, ids: np.ndarray, endpoints: np.ndarray, losses: np.ndarray
+    ) -> tuple[np.ndarray, list[str]]:
+        """Evidence of grid points that reached attractors ``ids`` (shape ``(n,)``, ``-1`` for
+        none) at ``endpoints`` (shape ``(n, dim)``) with float64 ``losses`` (shape ``(n,)``).
+
+        Returns:
+            A reason code per point (shape ``(n,)``) into the returned reasons, each reason
+            ``"proven: …"`` or ``"numerical: …"`` (:meth:`Grounds.__str__`).
+        """
+        reasons: list[Grounds] = []
+        codes = np.full(len(ids), -1)
+
+        def code(grounds: Grounds) -> int:
+            if grounds not in reasons:
+                reasons.append(grounds)
+            return reasons.index(grounds)
+
+        global_ids = [a.id for a in self._attractors if a.kind == Kind.GLOBAL_MIN]
+        if self.level is not None and global_ids:
+            margin = 1e-9 * abs(self.level) + 1e-12
+            below = np.isin(ids, global_ids) & (losses < self.level - margin)
+            codes[below] = code(self.level_grounds())
+        for id in np.unique(ids[(ids >= 0) & (codes < 0)]):
+            mine = np.flatnonzero((ids == id) & (codes < 0))
+            region = self.region(int(id))
+            if region is None:
+                codes[mine] = code(Grounds(Evidence.NUMERICAL, self.why_not(int(id))))
+                continue
+            inside = region.holds(endpoints[mine], losses[mine])
+            codes[mine[inside]] = code(
+                Grounds(Evidence.PROVEN, f"in the certified region of attraction of #{id}")
+            )
+            codes[mine[~inside]] = code(
+                Grounds(
+                    Evidence.NUMERICAL,
+                    f"stopped beside #{id}, outside its certified region of attraction",
+                )
+            )
+        return codes, [str(g) for g in reasons]
+
+    def level_grounds(self) -> Grounds:
+        """The grounds of a point decided below :attr:`level`."""
+        return Grounds(
+            Evidence.PROVEN,
+            f"below L = {self.level:.10g}, under every non-global critical value (proven by the "
+            "landscape): ends on a global minimum",
+        )
+
+    def one(self, attractor: Attractor, endpoint: np.ndarray, loss: float) -> Grounds:
+        """The grounds of one trajectory's end at ``endpoint`` on ``attractor``."""
+        if (
+            self.level is not None
+            and attractor.kind == Kind.GLOBAL_MIN
+            and loss < self.level - 1e-9 * abs(self.level) - 1e-12
+        ):
+            return self.level_grounds()
+        region = self.region(attractor.id)
+        if region is None:
+            return Grounds(Evidence.NUMERICAL, self.why_not(attractor.id))
+        if region.holds(endpoint[None], np.array([loss]))[0]:
+            return Grounds(
+                Evidence.PROVEN,
+                f"in the certified region of attraction of #{attractor.id}: {region.text()}",
+            )
+        return Grounds(
+            Evidence.NUMERICAL,
+            f"stopped beside #{attractor.id}, outside its certified region ({region.text()})",
+        )
+
+
+def escape_box(box: np.ndarray, *points: np.ndarray) -> np.ndarray:
+    """The box of an escape proof (shape ``(dim, 2)``): the hull of ``box`` and ``points``,
+    widened by :data:`ESCAPE_PAD` of its width on each side."""
+    stacked = np.stack([np.asarray(p, dtype=float) for p in points])
+    lo = np.minimum(box[:, 0], stacked.min(axis=0))
+    hi = np.maximum(box[:, 1], stacked.max(axis=0))
+    pad = ESCAPE_PAD * (hi - lo)
+    return np.stack([lo - pad, hi + pad], axis=1)
+
+
+def escape_grounds(
+    landscape: Landscape, start: np.ndarray, box: np.ndarray, status: Outcome, why: str
+) -> Grounds:
+    """``proven`` escaping where :func:`~gradflow._critical.attraction.escapes` closes on
+    ``box``; else ``numerical`` with ``why``."""
+    if escapes(landscape, start, box):
+        sides = " × ".join(f"[{lo:.4g}, {hi:.4g}]" for lo, hi in box)
+        return Grounds(
+            Evidence.PROVEN,
+            f"escaping: no critical point with L ≤ L(θ₀) in {sides} (interval arithmetic), so "
+            "the flow leaves that box and converges to nothing in it",
+        )
+    return Grounds(Evidence.NUMERICAL, why or status.message)
