@@ -223,7 +223,7 @@ def hand_made_fate() -> Callable[..., object]:
     run: ``build(fates, reduced, **arrays)`` with the four fates (row-major, row = ``e``), the
     predictions per metric, and optionally ``steps``, ``descent``, ``off_start``, ``off_end`` per
     run."""
-    from gradflow.analysis.markov_fate import FATES, FateConfig, FateMap
+    from gradflow.systems.markov.fate import FATES, FateConfig, FateMap
 
     def build(fates: list[str], reduced: dict[str, list[str]], **arrays: list[float]) -> FateMap:
         shape = (1, 2, 2)

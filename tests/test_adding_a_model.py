@@ -32,7 +32,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from gradflow.models import MODELS, ModelEntry
+from gradflow.systems import MODELS, ModelEntry
 
 TOY_MODULE = '''\
 """Toy models: the scalar depth-2 linear network L(a, b) = ½(1 − ab)² and its full models."""

@@ -2,12 +2,19 @@
 
 - Only ``gradflow/cli/`` parses command lines: no other module imports ``argparse`` or
   ``gradflow.cli``.
-- The packages outside ``gradflow/`` (``models/``, ``analysis/``, ``figures/``) and the tests use
-  the engine through what ``gradflow`` exports: none imports a private module (a dotted name with
-  a part starting with ``_``, e.g. ``gradflow._io`` or ``gradflow.cli._registry``).  Tests may
-  import ``gradflow.cli`` and its command modules (public names); a test of an engine internal
-  is listed in :data:`PRIVATE_IN_TESTS`.
-- The packages depend one way, ``gradflow.cli → figures → analysis → models → gradflow``.
+- The packages outside ``gradflow/`` (``systems/``, ``benchmarks/``) and the tests use the
+  engine through what ``gradflow`` exports: none imports a private module (a dotted name with a
+  part starting with ``_``, e.g. ``gradflow._io`` or ``gradflow.cli._registry``).  Tests may
+  import ``gradflow.cli`` and its command modules (public names); the engine's own tests
+  (``tests/engine/``) may test its internals, any other test of one is listed in
+  :data:`PRIVATE_IN_TESTS`.
+- The packages depend one way, ``gradflow.cli → gradflow.benchmarks → gradflow.systems →
+  gradflow`` (the engine), and no paper system imports another: a module of
+  ``systems/<system>/`` imports only the engine, the modules at the top of ``systems/`` (the
+  registry, the fate contract, the plane fate map, the figure contract) and its own system; the
+  modules at the top of ``systems/`` import no system.
+- No import cycle at run time anywhere (imports inside functions count; names imported under
+  ``TYPE_CHECKING`` are never run).
 - Every engine module sits in one layer of the diagram in ``docs/architecture.md`` and imports
   only from its own layer or the ones drawn above it.
 """
@@ -27,34 +34,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PACKAGES = {
     "gradflow": "gradflow",
-    "models": "gradflow.models",
-    "analysis": "gradflow.analysis",
-    "figures": "gradflow.figures",
+    "systems": "gradflow.systems",
+    "benchmarks": "gradflow.benchmarks",
     "tests": "tests",
 }
 """Source folder → the dotted name it is imported as (``pyproject.toml``'s package-dir)."""
 
 PRIVATE_IN_TESTS = {
     ("tests.conftest", "gradflow.cli._setup"),
-    ("tests.test_cluster", "gradflow._cells.cluster"),
-    ("tests.test_budget", "gradflow._symbolic.budget"),
-    ("tests.test_certify", "gradflow._symbolic.facts"),
-    ("tests.test_canonical_dynamics", "gradflow._portrait.separatrix"),
-    ("tests.test_engine", "gradflow._critical.attractors"),
-    ("tests.test_engine", "gradflow._critical.pieces"),
-    ("tests.test_invariance", "gradflow._critical.closed_sets"),
-    ("tests.test_engine", "gradflow._flow.integrate"),
-    ("tests.test_newton_finish", "gradflow._flow.newton_finish"),
-    ("tests.test_rk", "gradflow._flow.batched"),
-    ("tests.test_roots", "gradflow._critical.roots"),
-    ("tests.test_rk", "gradflow._flow.rk"),
+    ("tests.systems.markov.test_canonical_dynamics", "gradflow._portrait.separatrix"),
     ("tests.test_registry", "gradflow.cli._registry"),
-    ("tests.test_streamlines", "gradflow._output.draw"),
-    ("tests.test_streamlines", "gradflow._output.streamlines"),
-    ("tests.test_startup", "gradflow.cli._setup"),
-    ("tests.test_sweep", "gradflow._sweep.sweep"),
 }
-"""``(test module, private module)``: unit tests of an engine internal that is not exported."""
+"""``(test module, private module)``: tests outside ``tests/engine/`` of an engine internal that
+is not exported."""
 
 
 @dataclass(frozen=True)
@@ -80,7 +72,7 @@ class Import:
 
 
 def module_name(path: Path) -> str:
-    """The dotted name a source file is imported as: ``analysis/ntk.py`` → ``gradflow.analysis.ntk``."""
+    """The dotted name a source file is imported as: ``systems/shallow_ntk/ntk.py`` → ``gradflow.systems.shallow_ntk.ntk``."""
     parts = path.relative_to(ROOT).with_suffix("").parts
     dotted = [PACKAGES[parts[0]], *parts[1:]]
     if dotted[-1] == "__init__":
@@ -174,7 +166,7 @@ def _where(path: Path, imported: Import, name: str) -> str:
 
 
 def test_the_import_helper_resolves_relative_and_nested_imports(tmp_path, monkeypatch) -> None:
-    folder = tmp_path / "analysis"
+    folder = tmp_path / "benchmarks"
     folder.mkdir()
     source = folder / "example.py"
     source.write_text(
@@ -186,8 +178,8 @@ def test_the_import_helper_resolves_relative_and_nested_imports(tmp_path, monkey
     found = {(i.name, i.line, i.in_function, i.for_types) for i in imports(source)}
     assert found == {
         ("numpy", 1, False, False),
-        ("gradflow.analysis.tables", 2, False, False),
-        ("gradflow.analysis.tables.format_table", 2, False, False),
+        ("gradflow.benchmarks.tables", 2, False, False),
+        ("gradflow.benchmarks.tables.format_table", 2, False, False),
         ("gradflow", 5, True, False),
         ("gradflow._io", 5, True, False),
         ("jax", 8, False, True),
@@ -197,10 +189,12 @@ def test_the_import_helper_resolves_relative_and_nested_imports(tmp_path, monkey
     assert private_module("gradflow.cli._registry.MODELS") == "gradflow.cli._registry"
     assert private_module("gradflow._flow.rk.Pair") == "gradflow._flow.rk"
     assert private_module("gradflow.cli.main") is None
-    assert private_module("gradflow.models.markov._markov_loss") is None  # not the engine's
+    assert (
+        private_module("gradflow.systems.markov.reduced._markov_loss") is None
+    )  # not the engine's
 
 
-@pytest.mark.parametrize("folder", ["gradflow", "models", "analysis", "figures"])
+@pytest.mark.parametrize("folder", ["gradflow", "systems", "benchmarks"])
 def test_only_the_cli_parses_command_lines(folder) -> None:
     cli = ROOT / "gradflow" / "cli"
     offending = {
@@ -213,11 +207,13 @@ def test_only_the_cli_parses_command_lines(folder) -> None:
     assert not offending, "\n".join(sorted(offending))
 
 
-@pytest.mark.parametrize("folder", ["models", "analysis", "figures", "tests"])
+@pytest.mark.parametrize("folder", ["systems", "benchmarks", "tests"])
 def test_nothing_outside_the_engine_imports_a_private_module(folder) -> None:
+    engine_tests = ROOT / "tests" / "engine"
     offending = {
         _where(path, imported, private)
         for path in sources(folder)
+        if engine_tests not in path.parents
         for imported in imports(path)
         if (private := private_module(imported.name)) is not None
         and (module_name(path), private) not in PRIVATE_IN_TESTS
@@ -249,15 +245,6 @@ def test_the_engine_modules_import_in_one_direction() -> None:
 
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
-
-PACKAGE_ORDER = (
-    "gradflow",
-    "gradflow.models",
-    "gradflow.analysis",
-    "gradflow.figures",
-    "gradflow.cli",
-)
-"""The packages, each importing only from the ones before it (``docs/architecture.md``)."""
 
 
 def written_layers(text: str) -> list[list[str]]:
@@ -360,29 +347,80 @@ def test_the_engine_imports_only_from_its_layer_or_above() -> None:
     assert not offending, "imports from a lower layer:\n" + "\n".join(sorted(offending))
 
 
-@pytest.mark.parametrize("folder", ["gradflow", "models", "analysis", "figures"])
+PACKAGE_ORDER = ("gradflow", "gradflow.systems", "gradflow.benchmarks", "gradflow.cli")
+"""The packages, each importing only from the ones before it (``docs/architecture.md``)."""
+
+
+def package_of(module: str) -> int:
+    """The index in :data:`PACKAGE_ORDER` of the package ``module`` belongs to (the longest
+    match)."""
+    return max(
+        (i for i, p in enumerate(PACKAGE_ORDER) if module == p or module.startswith(p + ".")),
+        key=lambda i: len(PACKAGE_ORDER[i]),
+    )
+
+
+@pytest.mark.parametrize("folder", ["gradflow", "systems", "benchmarks"])
 def test_the_packages_depend_one_way(folder) -> None:
-    """``gradflow.cli → figures → analysis → models → gradflow``: the engine imports no model,
-    a model no analysis, an analysis no figure, and none of them the command line."""
+    """``gradflow.cli → gradflow.benchmarks → gradflow.systems → gradflow``: the engine imports
+    no system, a system no benchmark, and none of them the command line."""
     offending = set()
     for path in sources(folder):
-        source = module_name(path)
-        own = max(
-            (i for i, p in enumerate(PACKAGE_ORDER) if source == p or source.startswith(p + ".")),
-            key=lambda i: len(PACKAGE_ORDER[i]),
-        )
+        own = package_of(module_name(path))
         for imported in imports(path):
-            later = [p for p in PACKAGE_ORDER[own + 1 :] if imported.within(p)]
-            if later:
+            if any(imported.within(p) for p in PACKAGE_ORDER[own + 1 :]):
                 offending.add(_where(path, imported, imported.name))
     assert not offending, "\n".join(sorted(offending))
 
 
+def system_of(module: str) -> str | None:
+    """The paper system ``module`` belongs to (``markov`` for ``gradflow.systems.markov.fate``),
+    or ``None`` for the shared modules at the top of ``systems/`` and anything outside it."""
+    parts = module.split(".")
+    if parts[:2] != ["gradflow", "systems"] or len(parts) < 3:
+        return None
+    return parts[2] if (ROOT / "systems" / parts[2]).is_dir() else None
+
+
+def test_no_system_imports_another() -> None:
+    """A paper system's modules import the engine, the shared modules at the top of
+    ``systems/`` and their own system, never another system; the shared modules import no
+    system (they name a system's modules only as data, ``"module:function"``)."""
+    offending = set()
+    for path in sources("systems"):
+        own = system_of(module_name(path))
+        for imported in imports(path):
+            other = system_of(imported.name)
+            if other is not None and other != own:
+                offending.add(_where(path, imported, imported.name))
+    assert not offending, "\n".join(sorted(offending))
+
+
+def test_no_import_cycle_at_run_time() -> None:
+    """No import cycle among all modules of the distribution (``gradflow/``, ``systems/``,
+    ``benchmarks/``), counting imports inside functions; names imported under
+    ``TYPE_CHECKING`` are for annotations, never run, and make no cycle."""
+    modules = {module_name(path): path for path in sources("gradflow", "systems", "benchmarks")}
+    graph = {
+        name: {
+            imported.name if imported.name in modules else imported.name.rsplit(".", 1)[0]
+            for imported in imports(path)
+            if not imported.for_types
+        }
+        & set(modules) - {name}
+        for name, path in modules.items()
+    }
+    try:
+        list(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as cycle:
+        pytest.fail(f"import cycle at run time: {' → '.join(cycle.args[1])}")
+
+
 MAX_LINES = 600
-"""No module of the engine, the models, the analyses or the figures is longer than this."""
+"""No module of the engine, the systems or the benchmarks is longer than this."""
 
 
-@pytest.mark.parametrize("folder", ["gradflow", "models", "analysis", "figures"])
+@pytest.mark.parametrize("folder", ["gradflow", "systems", "benchmarks"])
 def test_no_module_is_longer_than_the_limit(folder) -> None:
     """Small modules with one job each: a module past :data:`MAX_LINES` lines is split along
     its seams."""

@@ -63,7 +63,7 @@ def test_the_site_builds_strictly(tmp_path) -> None:
     reference = (tmp_path / "reference" / "gradflow" / "index.html").read_text()
     assert all(f'id="gradflow.{name}"' in reference for name in gradflow.__all__)
     assert (
-        'id="gradflow.models.markov.canonical_model"'
+        'id="gradflow.systems.markov.reduced.canonical_model"'
         in (tmp_path / "reference" / "models" / "index.html").read_text()
     )
 

@@ -23,19 +23,19 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.legend import Legend
 
-import gradflow.figures
+import gradflow.systems.figures
 from gradflow import GradflowError
-from gradflow.figures import local_to_global_phase_diagram as phase
-from gradflow.figures import render, save
+from gradflow.systems.figures import render, save
+from gradflow.systems.markov import figure_phase_diagram as phase
 
 FIGURES: dict[str, types.ModuleType] = {
     module.NAME: module
     for module in (
-        importlib.import_module(f"gradflow.figures.{info.name}")
-        for info in pkgutil.iter_modules(gradflow.figures.__path__)
+        importlib.import_module(f"gradflow.systems.figures.{info.name}")
+        for info in pkgutil.iter_modules(gradflow.systems.figures.__path__)
     )
 }
-"""Every figure module of :mod:`gradflow.figures`, by name."""
+"""Every figure module of :mod:`gradflow.systems.figures`, by name."""
 SMALL = {
     "local-to-global-fig1": {"grid": 9},
     "local-to-global-phase-diagram": {"cells": 2, "grid": 5},
@@ -316,7 +316,7 @@ def test_train_picture_shows_the_losses_against_the_references_and_the_projected
     reference lines at H(π) and the entropy rate of p = 0.5, q = 0.8 (worked out from π = (q, p)
     / (p + q) and the binary entropies), each seed's path in (w, e) from its first to its last
     evaluation."""
-    from gradflow.analysis.markov_training import TrainConfig, TrainResult, references
+    from gradflow.systems.markov.training import TrainConfig, TrainResult, references
 
     def h(x: float) -> float:
         return -x * np.log(x) - (1 - x) * np.log(1 - x)
@@ -373,7 +373,7 @@ def test_the_training_figure_says_where_each_seed_ends() -> None:
     at its 7th evaluation (step 600) and ends 0.0005 above the entropy rate has escaped."""
     from types import SimpleNamespace
 
-    from gradflow.figures.local_to_global_training import outcome
+    from gradflow.systems.markov.figure_training import outcome
 
     unigram, rate = 0.666278, 0.619015
     steps = np.arange(0, 1100, 100)

@@ -8,7 +8,7 @@ import pytest
 
 import gradflow
 from gradflow import GradflowError
-from gradflow.figures import local_to_global_fig1 as fig1
+from gradflow.systems.markov import figure_fig1 as fig1
 
 
 def _no_work(*args, **kwargs):
@@ -51,7 +51,7 @@ def test_model_commands_refuse_an_unwritable_folder_before_any_work(
 
 
 def test_python_errors_name_the_argument_not_the_option(unwritable) -> None:
-    from gradflow.figures import save
+    from gradflow.systems.figures import save
 
     with pytest.raises(GradflowError, match=r"^folder '.*': cannot write in"):
         save(fig1, None, unwritable)

@@ -13,29 +13,31 @@ import pytest
 import sympy as sp
 
 import gradflow
-import gradflow.analysis
+import gradflow.benchmarks
 import gradflow.cli
-import gradflow.figures
+import gradflow.systems
 from gradflow.cli._registry import BENCHES, COMMANDS, FIGURES, MODELS
 
 
-def _modules(package, prefix: str = "") -> set[str]:
-    """The dotted names of ``package``'s public modules whose names start with ``prefix``."""
+def _modules(package, pattern: str = "*.py") -> set[str]:
+    """The dotted names of ``package``'s public modules, in its subpackages too, whose file names
+    match ``pattern``."""
     folder = Path(package.__file__).parent
     return {
-        f"{package.__name__}.{path.stem}"
-        for path in folder.glob(f"{prefix}*.py")
+        ".".join((package.__name__, *path.relative_to(folder).with_suffix("").parts))
+        for path in folder.rglob(pattern)
         if not path.stem.startswith("_")
     }
 
 
 def test_every_command_figure_and_benchmark_module_is_registered() -> None:
     """A module added without its registry line is caught here: every public module of
-    ``gradflow.cli`` is a command, of ``gradflow.figures`` a figure, and every ``bench_*``
-    module of ``gradflow.analysis`` a benchmark."""
+    ``gradflow.cli`` is a command, every module of ``gradflow.systems`` named ``figure`` or
+    ``figure_*`` a figure, and every module of ``gradflow.benchmarks`` a benchmark."""
     assert {c.module for c in COMMANDS.values()} == _modules(gradflow.cli)
-    assert {c.module for c in FIGURES.values()} == _modules(gradflow.figures)
-    assert {c.module for c in BENCHES.values()} == _modules(gradflow.analysis, "bench_")
+    figures = _modules(gradflow.systems, "figure.py") | _modules(gradflow.systems, "figure_*.py")
+    assert {c.module for c in FIGURES.values()} == figures
+    assert {c.module for c in BENCHES.values()} == _modules(gradflow.benchmarks)
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -62,7 +62,7 @@ class Result(Protocol):
 
     def figure(self) -> Any:
         """A new matplotlib figure of the result, or ``None`` for a result drawn only within a
-        paper figure (:mod:`gradflow.figures`)."""
+        paper figure (:mod:`gradflow.systems.figures`)."""
         ...
 
 

@@ -284,7 +284,7 @@ class BoundModel(Landscape):
     """A :class:`ReducedModel` at validated hyperparameter values: a :class:`~gradflow.Landscape`.
 
     Build it with ``model.bind(p=0.7, q=0.6)`` or a model's factory such as
-    ``gradflow.models.markov.canonical(p=0.7, q=0.6)``, and pass it to the engine's functions
+    ``gradflow.systems.markov.canonical(p=0.7, q=0.6)``, and pass it to the engine's functions
     (:func:`gradflow.critical_sets`, :func:`gradflow.flow`, :func:`gradflow.basins`,
     :func:`gradflow.portrait`).  Points ``θ`` have shape ``(..., dim)`` in the order of
     ``model.params``.

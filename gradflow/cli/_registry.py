@@ -7,11 +7,12 @@ asks for it.
 - A **command** module in ``gradflow.cli`` provides ``add_arguments(parser)`` and
   ``run(args) -> int``; it raises :class:`gradflow.GradflowError` for bad input (printed as one
   line, exit status 2).
-- A **figure** module in ``gradflow.figures`` provides ``Config``, ``compute(config) -> data``,
-  ``draw(data, fig)`` and ``SIZE`` (see :mod:`gradflow.figures`).
-- A **benchmark** module in ``gradflow.analysis`` provides ``Config`` and
+- A **figure** module of a system (``gradflow.systems.<system>.figure`` or ``figure_<name>``)
+  provides ``Config``, ``compute(config) -> data``, ``draw(data, fig)`` and ``SIZE`` (see
+  :mod:`gradflow.systems.figures`).
+- A **benchmark** module in ``gradflow.benchmarks`` provides ``Config`` and
   ``bench(config) -> report`` with ``report.metadata()`` and ``report.text()``.
-- A **model** is listed once, in :data:`gradflow.models.MODELS` (re-exported here); its factory
+- A **model** is listed once, in :data:`gradflow.systems.MODELS` (re-exported here); its factory
   returns a :class:`gradflow.ReducedModel`.  Installed packages add models through the
   entry-point group ``gradflow.models``.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gradflow.models import MODELS, ModelEntry
+from gradflow.systems import MODELS, ModelEntry
 
 __all__ = ["BENCHES", "COMMANDS", "FIGURES", "MODELS", "Command", "ModelEntry"]
 
@@ -76,90 +77,90 @@ COMMANDS = {
 
 FIGURES = {
     "local-to-global-fig1": Command(
-        "gradflow.figures.local_to_global_fig1",
+        "gradflow.systems.markov.figure_fig1",
         "Local to Global, Fig. 1: canonical flow with energy contours and basins, p = q = 0.1 and 0.9",
     ),
     "bifurcation-diagram": Command(
-        "gradflow.figures.bifurcation_diagram",
+        "gradflow.systems.figure_bifurcation_diagram",
         "critical points of a loss along one hyperparameter (pitchfork normal form by default): branches by kind, located bifurcations, attractors' shares",
     ),
     "local-to-global-fate-map": Command(
-        "gradflow.figures.local_to_global_fate_map",
+        "gradflow.systems.markov.figure_fate_map",
         "where full transformer training ends vs the reduced basins (induced metric), p + q > 1 and < 1",
     ),
     "local-to-global-phase-diagram": Command(
-        "gradflow.figures.local_to_global_phase_diagram",
+        "gradflow.systems.markov.figure_phase_diagram",
         "Local to Global: share of initializations reaching the global and the local minimum over (p, q), loss gap",
     ),
     "local-to-global-training": Command(
-        "gradflow.figures.local_to_global_training",
+        "gradflow.systems.markov.figure_training",
         "Local to Global: full-model test loss vs iteration, standard vs recommended init, p = 0.5, q = 0.8",
     ),
     "local-to-global-overlay": Command(
-        "gradflow.figures.local_to_global_overlay",
+        "gradflow.systems.markov.figure_overlay",
         "Local to Global: full-model training projected onto (w, e) over the canonical portrait and basins",
     ),
     "canonical-attention": Command(
-        "gradflow.figures.canonical_attention",
+        "gradflow.systems.markov.figure_canonical_attention",
         "three-scalar model L(e, w, a): basins on slices of a, rays from the origin, 3-D trajectories",
     ),
     "induction-heads": Command(
-        "gradflow.figures.induction_heads",
+        "gradflow.systems.induction_heads.figure",
         "Evolution of Statistical Induction Heads: phases, positional vector, doubly-stochastic share, reduced (a, b, v_1) flow",
     ),
     "induction-heads-fate-map": Command(
-        "gradflow.figures.induction_heads_fate_map",
+        "gradflow.systems.induction_heads.figure_fate_map",
         "where the minimal model and its (a, b, v) reduction predict the induction-head transformer, over the doubly-stochastic share ρ × init scale σ",
     ),
     "shallow-ntk": Command(
-        "gradflow.figures.shallow_ntk",
+        "gradflow.systems.shallow_ntk.figure",
         "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
     ),
     "shallow-ntk-fate-map": Command(
-        "gradflow.figures.shallow_ntk_fate_map",
+        "gradflow.systems.shallow_ntk.figure_fate_map",
         "Wu et al. 2023: GD outcome over (N, d_m) per init and scaling vs the sufficient width; fitted threshold; NTK vs limit; rates",
     ),
     "two-mixture": Command(
-        "gradflow.figures.two_mixture",
+        "gradflow.systems.two_mixture.figure",
         "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
     ),
     "two-mixture-fate-map": Command(
-        "gradflow.figures.two_mixture_fate_map",
+        "gradflow.systems.two_mixture.figure_fate_map",
         "Two-mixture (reconstruction): full transformer of width m vs the m → ∞ reduced dynamics over K × ω × m: escape law, agreement, attention needed or not",
     ),
 }
 
 BENCHES = {
     "basins": Command(
-        "gradflow.analysis.bench_basins",
+        "gradflow.benchmarks.basins",
         "basin map of the canonical flow against scipy solve_ivp (RK45, LSODA)",
     ),
     "sweep": Command(
-        "gradflow.analysis.bench_sweep",
+        "gradflow.benchmarks.sweep",
         "phase-diagram sweep of the canonical model over (p, q) against separate cells",
     ),
     "bifurcations": Command(
-        "gradflow.analysis.bench_bifurcations",
+        "gradflow.benchmarks.bifurcations",
         "1-D sweep of the pitchfork normal form (201 values, grid 41) with branches and bifurcations followed",
     ),
     "fate": Command(
-        "gradflow.analysis.bench_fate",
+        "gradflow.benchmarks.fate",
         "fate map of the full transformer (12 × 12 runs, N = 6): time, fates, one-at-a-time vs vmapped gradient",
     ),
     "train": Command(
-        "gradflow.analysis.bench_train",
+        "gradflow.benchmarks.train",
         "full Markov transformer: training steps/s (d = 8, batch 16, float32), exact loss at N = 12",
     ),
     "ntk": Command(
-        "gradflow.analysis.bench_ntk",
+        "gradflow.benchmarks.shallow_ntk",
         "empirical NTK Gram matrix (N = 64, d_m = 1024): jacobian vs per-sample vs NTK-vector products",
     ),
     "startup": Command(
-        "gradflow.analysis.bench_startup",
+        "gradflow.benchmarks.startup",
         "command-line start-up: every --help, a rejected argument, the main job cold and warm",
     ),
     "icl": Command(
-        "gradflow.analysis.bench_icl",
+        "gradflow.benchmarks.induction_heads",
         "ICL-MC transformer training steps/s (k = 3, T = 100, d = 16, batch 64) vs per-call loop and the minimal model",
     ),
 }

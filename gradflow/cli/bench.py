@@ -1,6 +1,6 @@
 """``gradflow bench NAME``: run a benchmark and print its report (text, or JSON with ``--json``).
 
-Each benchmark module (``gradflow.analysis.bench_*``) provides a frozen ``Config``, whose fields
+Each benchmark module (``gradflow.benchmarks.*``) provides a frozen ``Config``, whose fields
 are the options, and ``bench(config)``, whose report has ``text()`` and ``metadata()``.
 """
 

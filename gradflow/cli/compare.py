@@ -1,12 +1,12 @@
 """``gradflow compare``: the reduced-vs-full checks of the canonical Markov models as a report
-(:mod:`gradflow.analysis.markov_compare`), written as ``compare.npz`` with its ``.json`` and its
+(:mod:`gradflow.systems.markov.compare`), written as ``compare.npz`` with its ``.json`` and its
 picture (``compare.png``: the errors per model, the dynamics check) beside it."""
 
 from __future__ import annotations
 
 import argparse
 
-from gradflow.analysis.markov_configs import CompareConfig
+from gradflow.systems.markov.config import CompareConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the checks")
     config = config_from_args(CompareConfig, args)
-    from gradflow.analysis.markov_compare import compare
+    from gradflow.systems.markov.compare import compare
 
     report = compare(config)
     save_and_report(args, report)

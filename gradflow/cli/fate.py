@@ -1,12 +1,12 @@
 """``gradflow fate``: where full-model training ends against the reduced model's prediction, over
-a grid of a system's own axes (:mod:`gradflow.analysis.fate`).
+a grid of a system's own axes (:mod:`gradflow.systems.fate`).
 
     gradflow fate --p 0.5 --q 0.8 --grid 12 --sigma 0,0.01,0.1 --seeds 3
     gradflow fate --model NAME --quick --json
 
 ``--model`` picks the system (default ``canonical``): one with a fate map of its own, or any
 registered model that declares a full model (the generic map of
-:mod:`gradflow.analysis.model_fate`); the other options are that system's
+:mod:`gradflow.systems.plane_fate`); the other options are that system's
 (``gradflow fate --model NAME --help`` lists them).  Finished cells are checkpointed in
 ``--out``'s ``.runs`` folder; run again with the same arguments, an interrupted map continues
 where it stopped and writes the same files.  ``--workers N`` runs the cells on a local Dask
@@ -19,7 +19,7 @@ import argparse
 import shutil
 from collections.abc import Sequence
 
-from gradflow.analysis.fate import config_type, fate_systems, quick_config
+from gradflow.systems.fate import config_type, fate_systems, quick_config
 
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._config import add_config_arguments, config_from_args
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(config_type(args.model), args, **system.fixed)
     if args.quick:
         config = quick_config(config)
-    from gradflow.analysis.fate import run_fate
+    from gradflow.systems.fate import run_fate
 
     runs = args.out.with_suffix(".runs")
     with cluster_client(args, "fate") as client:

@@ -1,8 +1,8 @@
 """``gradflow figures NAME``: compute a paper figure's data, draw it, write ``NAME.png`` with its
 ``.npz`` and ``.json`` into ``--out`` (a folder).
 
-Each figure module (``gradflow.figures.*``) provides a frozen ``Config``, whose fields are the
-options; see :mod:`gradflow.figures`.
+Each figure module (``gradflow.systems.figures.*``) provides a frozen ``Config``, whose fields are the
+options; see :mod:`gradflow.systems.figures`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import functools
 from pathlib import Path
 from types import ModuleType
 
-from gradflow.figures import save
+from gradflow.systems.figures import save
 
 from ._config import add_config_arguments, config_from_args
 from ._options import wrote

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from gradflow.analysis.icl_config import ICLConfig
+from gradflow.systems.induction_heads.config import ICLConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the histories")
     config = config_from_args(ICLConfig, args)
-    from gradflow.analysis.icl_experiment import run_experiment
+    from gradflow.systems.induction_heads.experiment import run_experiment
 
     report = run_experiment(config, progress=None if args.json else True)
     save_and_report(args, report)

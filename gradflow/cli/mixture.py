@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from gradflow.analysis.mixture_settings import MixtureSettings
+from gradflow.systems.two_mixture.config import MixtureSettings
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the run")
     settings = config_from_args(MixtureSettings, args)
-    from gradflow.analysis.mixture_experiment import run_experiment
+    from gradflow.systems.two_mixture.experiment import run_experiment
 
     report = run_experiment(settings, reduced=args.reduced)
     metadata = {"command": "mixture", **report.metadata()}

@@ -20,12 +20,12 @@ import warnings
 
 import numpy as np
 
-from gradflow.analysis.ntk_config import SweepConfig
+from gradflow.systems.shallow_ntk.config import SweepConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
 
-MODEL = "shallow encoder transformer (Wu et al. 2023), gradflow.models.shallow_encoder"
+MODEL = "shallow encoder transformer (Wu et al. 2023), gradflow.systems.shallow_ntk.encoder"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the sweep")
     config = config_from_args(SweepConfig, args)
-    from gradflow.analysis.ntk_sweep import (
+    from gradflow.systems.shallow_ntk.sweep import (
         AssumptionWarning,
         assumption_warnings,
         sweep_data,

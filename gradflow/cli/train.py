@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gradflow.analysis.markov_configs import TrainConfig
+from gradflow.systems.markov.config import TrainConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the training record")
     config = config_from_args(TrainConfig, args)
-    from gradflow.analysis.markov_training import train
+    from gradflow.systems.markov.training import train
 
     result = train(config)
     metadata = {"command": "train", **result.metadata()}

@@ -1,0 +1,237 @@
+"""``gradflow bench basins``: the batched basin map against per-trajectory scipy integration.
+
+Times a ``grid × grid`` basin map of the canonical ``(e, w)`` flow (p = 0.7, q = 0.6, box
+[-3, 3]²) twice in one process, with JAX's persistent compilation cache off: the first call
+includes compilation, the second does not.  A warm ``100 × 100`` map, timed in the same run,
+shows whether the cost per trajectory stays flat as the grid grows.  Baselines, measured in the
+same run on a random subsample of the same grid and extrapolated to the full grid: ``scipy.integrate.solve_ivp``, one
+initial condition at a time, with RK45 (scipy's default) and with LSODA, each with the same
+vector field (the model's symbolic ``∇L`` lambdified to NumPy, the fastest per-point path from
+Python; the jitted JAX Hessian as Jacobian for LSODA), the same tolerances and stopping rule
+(steady state ``‖∇L‖₂ ≤ gtol``, or loss below the decision level, or ``t_max``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gradflow import GradflowError, format_table, progress_bar
+
+if TYPE_CHECKING:
+    from gradflow import BoundModel
+
+__all__ = ["Config", "Report", "bench"]
+
+P, Q = 0.7, 0.6
+SMALL_GRID = 100
+"""The grid of the small map whose cost per trajectory is compared with the full grid's."""
+BASELINES = {"scipy_rk45": "RK45", "scipy_lsoda": "LSODA"}
+"""Report name → ``solve_ivp`` method of each baseline."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of the benchmark.
+
+    Raises:
+        GradflowError: ``grid`` below 2 or a sample count below 1.
+    """
+
+    grid: int = field(default=400, metadata={"help": "grid points per axis"})
+    lsoda_samples: int = field(default=300, metadata={"help": "trajectories timed with LSODA"})
+    rk45_samples: int = field(
+        default=20,
+        metadata={"help": "trajectories timed with RK45 (its stiff members take seconds each)"},
+    )
+
+    def __post_init__(self) -> None:
+        if self.grid < 2 or self.lsoda_samples < 1 or self.rk45_samples < 1:
+            raise GradflowError("--grid must be ≥ 2 and the sample counts ≥ 1")
+
+
+@dataclass(frozen=True)
+class Report:
+    """What :func:`bench` measured.
+
+    Attributes:
+        seconds, seconds_without_compile: the basin map's wall time with and without compiling.
+        small_seconds: a warm :data:`SMALL_GRID` ² map's wall time.
+        mean_steps, max_steps: solver steps per trajectory.
+        cores: CPU cores of the machine; devices: JAX's devices.
+        ms_per_trajectory: mean ``solve_ivp`` time per trajectory of each baseline (ms).
+    """
+
+    config: Config
+    seconds: float
+    seconds_without_compile: float
+    small_seconds: float
+    mean_steps: float
+    max_steps: int
+    cores: int
+    devices: tuple[str, ...]
+    ms_per_trajectory: dict[str, float]
+
+    @property
+    def trajectories(self) -> int:
+        """Grid points, ``grid²``."""
+        return self.config.grid**2
+
+    def metadata(self) -> dict[str, Any]:
+        """Timings, steps, devices, and per baseline its time, extrapolation and our speed-up."""
+        n = self.trajectories
+        return {
+            "grid": self.config.grid,
+            "model": f"canonical p={P} q={Q}, box [-3, 3]^2",
+            "seconds": self.seconds,
+            "seconds_without_compile": self.seconds_without_compile,
+            "trajectories_per_second": n / self.seconds_without_compile,
+            "us_per_trajectory": 1e6 * self.seconds_without_compile / n,
+            "us_per_trajectory_small_grid": {
+                "grid": SMALL_GRID,
+                "us": 1e6 * self.small_seconds / SMALL_GRID**2,
+            },
+            "mean_steps": self.mean_steps,
+            "max_steps": self.max_steps,
+            "cores": self.cores,
+            "devices": list(self.devices),
+            "baselines": {
+                name: {
+                    "ms_per_trajectory": ms,
+                    "extrapolated_seconds": ms * n / 1e3,
+                    "speedup": ms * n / 1e3 / self.seconds,
+                    "speedup_without_compile": ms * n / 1e3 / self.seconds_without_compile,
+                }
+                for name, ms in self.ms_per_trajectory.items()
+            },
+        }
+
+    def text(self) -> str:
+        """Two lines on the basin map, then one table row per baseline."""
+        record, n, grid = self.metadata(), self.trajectories, self.config.grid
+        rows = [
+            [
+                name,
+                f"{b['ms_per_trajectory']:.2f}",
+                f"{b['extrapolated_seconds']:.0f}",
+                f"{b['speedup']:.0f}×",
+                f"{b['speedup_without_compile']:.0f}×",
+            ]
+            for name, b in record["baselines"].items()
+        ]
+        header = [
+            "baseline",
+            "ms/trajectory",
+            "full grid (s, extrapolated)",
+            "speedup",
+            "speedup (warm)",
+        ]
+        return "\n".join(
+            [
+                f"basin map of the canonical flow, {grid} × {grid} = {n} trajectories"
+                f" (p = {P}, q = {Q}), {self.cores} cores",
+                f"  gradflow: {self.seconds:.1f} s with compilation,"
+                f" {self.seconds_without_compile:.1f} s without;"
+                f" {record['trajectories_per_second']:,.0f} trajectories/s;"
+                f" mean {self.mean_steps:.1f} steps, max {self.max_steps}",
+                f"  cost per trajectory (warm): {record['us_per_trajectory']:.1f} µs at {grid}²,"
+                f" {record['us_per_trajectory_small_grid']['us']:.1f} µs at {SMALL_GRID}²",
+                format_table(header, rows),
+            ]
+        )
+
+
+def _scipy_ms_per_trajectory(
+    model: BoundModel, starts: np.ndarray, method: str, level: float
+) -> float:
+    """Mean wall time (ms) of ``solve_ivp`` per initial condition, same stopping rule."""
+    import sympy as sp
+    from scipy.integrate import solve_ivp
+
+    from gradflow import default_basin_options, lambdify_numpy
+
+    h = [float(x) for x in np.asarray(model.h)]
+    m = model.model
+    symbols = (*m.params, *m.hyperparams)
+    loss = lambdify_numpy(symbols, m.loss)
+    grad = lambdify_numpy(symbols, [sp.diff(m.loss, s) for s in m.params])
+    hessian, h_array = model.compiled.hessian, model.h
+    options = default_basin_options()[0]
+
+    def rhs(t: float, y: np.ndarray) -> np.ndarray:
+        return -np.asarray(grad(*y, *h))
+
+    def steady(t: float, y: np.ndarray) -> float:
+        return float(np.linalg.norm(grad(*y, *h))) - options.gtol
+
+    def decided(t: float, y: np.ndarray) -> float:
+        return float(loss(*y, *h)) - level
+
+    steady.terminal = decided.terminal = True
+    extra = {"jac": lambda t, y: -np.asarray(hessian(y, h_array))} if method == "LSODA" else {}
+    begin = time.perf_counter()
+    with progress_bar(
+        total=len(starts), unit="trajectory", enabled=True, desc=f"scipy {method}"
+    ) as bar:
+        for y0 in starts:
+            solve_ivp(
+                rhs,
+                (0.0, options.t_max),
+                y0,
+                method=method,
+                rtol=options.rtol,
+                atol=options.atol,
+                events=(steady, decided),
+                **extra,
+            )
+            bar.update(1)
+    return 1e3 * (time.perf_counter() - begin) / len(starts)
+
+
+def bench(config: Config) -> Report:
+    """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
+    import jax
+
+    from gradflow import Region, basins, critical_sets, decision_level
+    from gradflow.systems import markov
+
+    jax.config.update("jax_enable_compilation_cache", False)
+    model = markov.canonical(P, Q)
+    begin = time.perf_counter()
+    basins(model, region=Region.of(model, grid=config.grid))
+    cold = time.perf_counter() - begin
+    begin = time.perf_counter()
+    result = basins(model, region=Region.of(model, grid=config.grid))
+    warm = time.perf_counter() - begin
+    basins(model, region=Region.of(model, grid=SMALL_GRID), progress=False)
+    begin = time.perf_counter()
+    basins(model, region=Region.of(model, grid=SMALL_GRID), progress=False)
+    small = time.perf_counter() - begin
+    region = Region.of(model, config.grid)
+    thetas = region.points()
+    critical = critical_sets(model, box=region.search_box(model))
+    level = decision_level(critical)
+    rng = np.random.default_rng(0)
+    flat = thetas.reshape(-1, model.model.dim)
+    samples = {"LSODA": config.lsoda_samples, "RK45": config.rk45_samples}
+    timed = {
+        method: _scipy_ms_per_trajectory(
+            model, flat[rng.choice(len(flat), samples[method], replace=False)], method, level
+        )
+        for method in ("LSODA", "RK45")
+    }
+    return Report(
+        config=config,
+        seconds=cold,
+        seconds_without_compile=warm,
+        small_seconds=small,
+        mean_steps=float(result.steps.mean()),
+        max_steps=int(result.steps.max()),
+        cores=os.cpu_count() or 1,
+        devices=tuple(str(d) for d in jax.devices()),
+        ms_per_trajectory={name: timed[method] for name, method in BASELINES.items()},
+    )

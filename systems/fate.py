@@ -1,0 +1,398 @@
+"""The fate contract: where each reduced model predicts the training of its full model, and where not.
+
+A *fate map* runs, over a grid of a system's own axes (the Markov model's reduced starts, the
+induction-head task's data prior × init scale, the two-mixture's ``ω`` × width, the shallow
+encoder's ``N`` × ``d_m``), the full model and the reduced model from matching starts, and
+compares what the paper claims about training in that system: the basin reached, the order and
+the times of the stages, convergence within a budget.  Every system has
+
+- a configuration dataclass whose checks import no JAX (the command line builds it from its
+  options), with ``QUICK``, the overrides of a small map (a test, a look: ≤ 60 s on 2 cores);
+- ``fate_map(config, checkpoint=None, **cell_options) -> FateResult``, whose heavy work is a grid
+  of independent cells run by :func:`gradflow.run_cells` (``cell_options`` go to it), so that a
+  map is resumable from ``checkpoint`` and runs wherever ``run_cells`` can run its cells;
+- a result that is a :class:`FateResult`: one :class:`FateCell` per comparison (the reduced
+  prediction, the full outcome, whether they agree and, where not, a :data:`REASONS` key),
+  written by the commands' one writer (NPZ, JSON, a picture).
+
+:data:`FATE_SYSTEMS` lists the systems with a fate map of their own by name (``gradflow fate
+--model NAME``) as plain data, so the command line reads it without importing any of them;
+:func:`fate_systems` adds every other registered model that declares a full model
+(:data:`gradflow.systems.MODELS` entries marked ``full``), whose map is the generic one of
+:mod:`gradflow.systems.plane_fate`.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import importlib
+import itertools
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FATE_SYSTEMS",
+    "REASONS",
+    "FateCell",
+    "FateData",
+    "FateResult",
+    "FateSystem",
+    "config_type",
+    "plane_cells",
+    "fate_systems",
+    "quick_config",
+    "run_fate",
+]
+
+REASONS = {
+    "metric": "the reduced flow is compared in the wrong metric: the full flow pulled back to "
+    "the reduced coordinates is θ' = -G⁻¹∇L with G = JᵀJ, not the Euclidean -∇L",
+    "slow-corner": "the full run sat in a slow region (a plateau, near a saddle or a kink) and "
+    "its budget ran out before its outcome was decided",
+    "off-reduction": "the full run left the reduced family: its off-family component grew, so "
+    "the reduced dynamics no longer describe it",
+    "assumption": "an assumption of the theorem or limit the reduction rests on is not met in "
+    "this cell (a width, a scale, a data property)",
+    "unexplained": "no mechanism identified",
+}
+"""Why a full run's outcome differs from the reduced prediction: key → what it means."""
+
+
+@dataclass(frozen=True)
+class FateSystem:
+    """A system with a full model, as the fate command finds it.
+
+    Attributes:
+        config: ``"module:Class"`` of its configuration dataclass (no JAX at import).
+        run: ``"module:function"`` of its ``fate_map(config, checkpoint=None, **cell_options)``.
+        help: one line for ``gradflow fate --help``.
+        fixed: configuration values the system's name implies (not options).
+    """
+
+    config: str
+    run: str
+    help: str
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+
+FATE_SYSTEMS: dict[str, FateSystem] = {
+    "canonical": FateSystem(
+        "gradflow.systems.markov.config:FateConfig",
+        "gradflow.systems.markov.fate:fate_map",
+        "canonical Markov model L(e, w): full single-layer transformer from a grid of (e, w)",
+        {"model": "canonical"},
+    ),
+    "canonical-attention": FateSystem(
+        "gradflow.systems.markov.config:FateConfig",
+        "gradflow.systems.markov.fate:fate_map",
+        "three-scalar model L(e, w, a) at a = 0: full transformer from a grid of (e, w)",
+        {"model": "canonical-attention"},
+    ),
+    "induction-heads": FateSystem(
+        "gradflow.systems.induction_heads.config:ICLFateConfig",
+        "gradflow.systems.induction_heads.fate:fate_map",
+        "in-context Markov chains (Edelman et al. 2024): the transformer against the minimal "
+        "model and its (a, b, v) reduction over the doubly-stochastic share ρ × init scale σ",
+    ),
+    "shallow-ntk": FateSystem(
+        "gradflow.systems.shallow_ntk.config:NtkFateConfig",
+        "gradflow.systems.shallow_ntk.fate:fate_map",
+        "shallow encoder (Wu et al. 2023): GD over (N, d_m) for each init and scaling, against "
+        "the theorem's sufficient width; the fitted threshold d_m* ∝ N^α",
+    ),
+    "two-mixture": FateSystem(
+        "gradflow.systems.two_mixture.config:MixtureFateConfig",
+        "gradflow.systems.two_mixture.fate:fate_map",
+        "two-mixture classification (reconstruction): full transformer of width m against the "
+        "m → ∞ reduced dynamics over K × ω × m, attention trained and frozen",
+    ),
+}
+"""The systems with a fate map of their own."""
+
+
+def fate_systems() -> dict[str, FateSystem]:
+    """Every system ``gradflow fate --model NAME`` runs: :data:`FATE_SYSTEMS`, then each model
+    of :data:`gradflow.systems.MODELS` with ``full="declared"``, with the generic map
+    (:mod:`gradflow.systems.plane_fate`).  Read from the registry when called, so a model
+    registered after import is found."""
+    from gradflow.systems import MODELS
+
+    generic = {
+        name: FateSystem(
+            "gradflow.systems.plane_fate_config:ModelFateConfig",
+            "gradflow.systems.plane_fate:fate_map",
+            f"{name}: its full model's gradient flow from a grid of embedded reduced starts",
+            {"model": name},
+        )
+        for name, entry in MODELS.items()
+        if entry.full == "declared" and name not in FATE_SYSTEMS
+    }
+    return {**FATE_SYSTEMS, **generic}
+
+
+def _load(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def config_type(name: str) -> type:
+    """The configuration dataclass of the system ``name``.
+
+    Raises:
+        GradflowError: an unknown system.
+    """
+    return _load(_system(name).config)
+
+
+def quick_config(config: Any) -> Any:
+    """``config`` with its class's ``QUICK`` overrides applied to every field still at its
+    default (an option the user gave wins)."""
+    defaults = {
+        f.name: f.default
+        for f in dataclasses.fields(config)
+        if f.default is not dataclasses.MISSING
+    }
+    quick = {
+        k: v for k, v in type(config).QUICK.items() if getattr(config, k) == defaults.get(k, v)
+    }
+    return dataclasses.replace(config, **quick)
+
+
+def run_fate(
+    name: str, config: Any, checkpoint: Path | str | None = None, **cell_options: Any
+) -> FateResult:
+    """Run the fate map of the system ``name`` (see the module docstring).
+
+    Args:
+        name: a key of :func:`fate_systems`.
+        config: an instance of its configuration dataclass.
+        checkpoint: a folder to keep finished cells in and resume from.
+        cell_options: passed on to :func:`gradflow.run_cells` (``progress``, …).
+
+    Raises:
+        GradflowError: an unknown system, a configuration of another system, a checkpoint
+            folder of another map.
+    """
+    from gradflow import GradflowError
+
+    system = _system(name)
+    if not isinstance(config, _load(system.config)):
+        raise GradflowError(f"fate of {name!r} needs a {system.config.partition(':')[2]}")
+    return _load(system.run)(config, checkpoint=checkpoint, **cell_options)
+
+
+def _system(name: str) -> FateSystem:
+    systems = fate_systems()
+    if name not in systems:
+        from gradflow import GradflowError
+
+        raise GradflowError(f"model = {name!r} has no fate map; one of {', '.join(systems)}")
+    return systems[name]
+
+
+@dataclass(frozen=True)
+class FateCell:
+    """One comparison of a fate map: a full run against the reduced prediction.
+
+    Attributes:
+        coords: the cell's place on the system's axes, by axis name (``{"omega": 0.05, "m": 64}``).
+        reduced: the outcome the reduced model predicts (``"global"``, ``"uniform→unigram→bigram"``).
+        full: the outcome of the full model's run.
+        agree: whether they agree, by the system's rule (equal outcomes, and for timed stages a
+            time ratio within the system's band).
+        group: which comparison the cell belongs to where a map makes several (``"induced
+            σ=0.01"``, ``"attention frozen"``); agreement is reported per group.
+        reason: for a disagreement, a key of :data:`REASONS`; ``None`` where they agree.
+        detail: one line of the numbers behind the outcome or the reason.
+    """
+
+    coords: Mapping[str, float]
+    reduced: str
+    full: str
+    agree: bool
+    group: str = ""
+    reason: str | None = None
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.agree and self.reason is not None:
+            raise ValueError("a cell that agrees has no reason")
+        if not self.agree and self.reason not in REASONS:
+            raise ValueError(f"reason {self.reason!r} must be one of {', '.join(REASONS)}")
+
+    def record(self) -> dict[str, Any]:
+        """The cell as JSON-ready data."""
+        return {
+            "coords": dict(self.coords),
+            "group": self.group,
+            "reduced": self.reduced,
+            "full": self.full,
+            "agree": self.agree,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
+
+
+def plane_cells(
+    full: Any,
+    reduced: Mapping[str, Any],
+    runs: Sequence[tuple[float, int]],
+    axes: tuple[tuple[str, Sequence[float]], tuple[str, Sequence[float]]],
+    reason: Callable[[int, int, int, str], str],
+    detail: Callable[[int, int, int], dict[str, Any]],
+) -> tuple[FateCell, ...]:
+    """The cells of a fate map over a plane of reduced starts, compared in two metrics.
+
+    Args:
+        full: the full runs' outcome names, shape ``(R, ny, nx)`` (run batch ``(σ, seed)``, row,
+            column).
+        reduced: the reduced prediction per metric, two metrics, each shape ``(ny, nx)``.
+        runs: ``(σ, seed)`` per run batch.
+        axes: ``((row name, row values), (column name, column values))`` of the starts.
+        reason: ``reason(r, i, j, other)`` for a disagreeing cell, ``other`` the prediction in
+            the other metric.
+        detail: ``detail(r, i, j)``, the cell's details.
+
+    Returns:
+        One :class:`FateCell` per metric, run batch and start, in that order.
+    """
+    (row, ys), (column, xs) = axes
+    metrics = tuple(reduced)
+    out = []
+    for metric, other in zip(metrics, reversed(metrics)):
+        for r, (sigma, seed) in enumerate(runs):
+            for i, j in itertools.product(range(len(ys)), range(len(xs))):
+                name, predicted = str(full[r][i][j]), str(reduced[metric][i][j])
+                agree = name == predicted
+                out.append(
+                    FateCell(
+                        coords={
+                            row: float(ys[i]),
+                            column: float(xs[j]),
+                            "sigma": float(sigma),
+                            "seed": int(seed),
+                        },
+                        reduced=predicted,
+                        full=name,
+                        agree=agree,
+                        group=f"{metric} σ={sigma:g}",
+                        reason=None if agree else reason(r, i, j, str(reduced[other][i][j])),
+                        detail=detail(r, i, j),
+                    )
+                )
+    return tuple(out)
+
+
+class FateResult(abc.ABC):
+    """A fate map's result: the cells compared, the agreement, the mismatches with their reasons.
+
+    A system's result implements :meth:`cells`, :attr:`system`, :attr:`axes`, :meth:`arrays`,
+    :meth:`figure` and :meth:`details` (what only that system reports); the agreement, the
+    mismatch list, the JSON record and the text's summary lines are common.
+    """
+
+    @property
+    @abc.abstractmethod
+    def system(self) -> str:
+        """The key of :data:`FATE_SYSTEMS`."""
+
+    @property
+    @abc.abstractmethod
+    def axes(self) -> tuple[str, ...]:
+        """The names of the grid's axes, as in :attr:`FateCell.coords`."""
+
+    @abc.abstractmethod
+    def cells(self) -> Sequence[FateCell]:
+        """Every comparison, in the grid's order."""
+
+    @abc.abstractmethod
+    def arrays(self) -> dict[str, Any]:
+        """The NPZ's arrays."""
+
+    @abc.abstractmethod
+    def figure(self) -> Any:
+        """A new matplotlib figure: the grid of outcomes, disagreements marked."""
+
+    @abc.abstractmethod
+    def details(self) -> dict[str, Any]:
+        """What only this system records (settings, references, measured rates), JSON-ready."""
+
+    def detail_lines(self) -> list[str]:
+        """Lines of the text report after the common summary (default none)."""
+        return []
+
+    def groups(self) -> list[str]:
+        """The comparison groups, in first-seen order."""
+        return list(dict.fromkeys(c.group for c in self.cells()))
+
+    def agreement(self) -> dict[str, float]:
+        """Per group, the share of its cells whose outcomes agree."""
+        cells = self.cells()
+        return {
+            g: sum(c.agree for c in cells if c.group == g) / sum(c.group == g for c in cells)
+            for g in self.groups()
+        }
+
+    def mismatches(self) -> list[dict[str, Any]]:
+        """Every cell that disagrees, as JSON-ready records, in the grid's order."""
+        return [c.record() for c in self.cells() if not c.agree]
+
+    def reasons(self) -> dict[str, int]:
+        """How many mismatches each reason explains."""
+        return dict(Counter(c.reason for c in self.cells() if not c.agree))
+
+    def metadata(self) -> dict[str, Any]:
+        """The JSON record: system, axes, agreement per group, reasons, mismatches, details."""
+        return {
+            "system": self.system,
+            "axes": list(self.axes),
+            "cells": len(self.cells()),
+            "agreement": self.agreement(),
+            "reasons": self.reasons(),
+            "mismatches": self.mismatches(),
+            **self.details(),
+        }
+
+    def text(self) -> str:
+        """Agreement per group, the mismatches (at most 20) with their reasons, then
+        :meth:`detail_lines`."""
+        cells = self.cells()
+        lines = [f"fate map of {self.system}: {len(cells)} comparisons over {', '.join(self.axes)}"]
+        for group, share in self.agreement().items():
+            lines.append(f"agreement{f' ({group})' if group else ''}: {100 * share:.1f} %")
+        found = self.mismatches()
+        lines.append(f"mismatches: {len(found)}")
+        for m in found[:20]:
+            at = ", ".join(f"{k} = {v:g}" for k, v in m["coords"].items())
+            group = f" [{m['group']}]" if m["group"] else ""
+            lines.append(
+                f"  {at}{group}: reduced {m['reduced']}, full {m['full']} — {m['reason']}"
+                + (f" ({m['detail']})" if m["detail"] else "")
+            )
+        if len(found) > 20:
+            lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
+        return "\n".join(lines + self.detail_lines())
+
+
+@dataclass(frozen=True)
+class FateData:
+    """A fate-map figure's data (``gradflow figures NAME-fate-map``): the map, whose arrays,
+    JSON record and text report the figure writes beside its picture."""
+
+    result: FateResult
+
+    def arrays(self) -> dict[str, Any]:
+        """The map's arrays (:meth:`FateResult.arrays`)."""
+        return self.result.arrays()
+
+    def metadata(self) -> dict[str, Any]:
+        """The map's record: agreement, mismatches with their reasons, what the system adds."""
+        return self.result.metadata()
+
+    def summary(self) -> str:
+        """The map's text report."""
+        return self.result.text()

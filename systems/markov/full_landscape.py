@@ -1,0 +1,134 @@
+"""The full Markov transformer as a :class:`gradflow.Landscape` over its flat weights
+(``ravel_pytree`` order), and the batched programs a fate map runs on it: the loss, the
+embedding of reduced points, the projection back and the relative distance from the reduced
+family."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+from gradflow import GradflowError, GradientField, Kinks, Landscape
+
+from .full_model import MarkovFullModel
+from .transformer import exact_loss_at, prefix_preactivations
+
+
+@dataclass(frozen=True, eq=False)
+class FullLandscape(Landscape):
+    """The full model's exact loss over its flat weights (``ravel_pytree`` order), as a landscape.
+
+    The field is built once per full model, so runs at other ``(p, q)`` reuse the compiled
+    integrator (``h`` is the field's argument).
+    """
+
+    full: MarkovFullModel
+    h: jax.Array
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        return tuple(f"W{i}" for i in range(_size(self.full)))
+
+    @property
+    def field(self) -> GradientField:
+        return full_field(self.full)
+
+    @property
+    def kinks(self) -> Kinks:
+        """The FFN's ReLUs: a kink where its input at some prefix is 0
+        (:func:`~gradflow.systems.markov.transformer.prefix_preactivations`), slopes ``[0, 1]``."""
+        return _full_kinks(self.full)
+
+    @property
+    def declared_scales(self) -> tuple[float, float]:
+        """Absolute units: ``gtol`` in nats per weight unit, ``t_max`` in time units of the
+        flow, the time of the reduced flow it is compared with."""
+        return (1.0, 1.0)
+
+    @property
+    def args(self) -> jax.Array:
+        return self.h
+
+    @property
+    def name(self) -> str:
+        return f"full model of {self.full.reduced.name}"
+
+    def loss(self, theta: Any) -> np.ndarray:
+        flat = jnp.atleast_2d(jnp.asarray(theta))
+        out = batched_loss(self.full)(flat, self.h)
+        return np.asarray(out).reshape(np.shape(theta)[:-1])
+
+    def grad(self, theta: Any) -> np.ndarray:
+        flat = jnp.atleast_2d(jnp.asarray(theta))
+        out = jax.vmap(self.field.grad, in_axes=(0, None))(flat, self.h)
+        return np.asarray(out).reshape(np.shape(theta))
+
+    def hessian(self, theta: Any) -> np.ndarray:
+        raise GradflowError("the full landscape does not form Hessians of its weights")
+
+
+@functools.cache
+def _unravel(full: MarkovFullModel) -> Callable[[jax.Array], Any]:
+    theta = jnp.zeros(full.reduced.dim).at[0].set(1.0)
+    return ravel_pytree(full.embed(theta, jnp.asarray([0.5, 0.5])))[1]
+
+
+@functools.cache
+def _size(full: MarkovFullModel) -> int:
+    theta = jnp.zeros(full.reduced.dim).at[0].set(1.0)
+    return int(ravel_pytree(full.embed(theta, jnp.asarray([0.5, 0.5])))[0].size)
+
+
+@functools.cache
+def full_field(full: MarkovFullModel) -> GradientField:
+    unravel = _unravel(full)
+    return GradientField.from_loss(lambda flat, h: full.loss(unravel(flat), h))
+
+
+@functools.cache
+def _full_kinks(full: MarkovFullModel) -> Kinks:
+    unravel = _unravel(full)
+    units = 4 * full.d
+    count = (2 ** (full.length + 1) - 2) * units
+    return Kinks(
+        surfaces=lambda flat, h: prefix_preactivations(unravel(flat)).ravel(),
+        loss_at=lambda flat, s, h: exact_loss_at(unravel(flat), h[0], h[1], s.reshape(-1, units)),
+        lo=np.zeros(count),
+        hi=np.ones(count),
+    )
+
+
+@functools.cache
+def batched_loss(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    return jax.jit(jax.vmap(full_field(full).loss, in_axes=(0, None)))
+
+
+@functools.cache
+def embed_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    return jax.jit(jax.vmap(lambda t, h: ravel_pytree(full.embed(t, h))[0], in_axes=(0, None)))
+
+
+@functools.cache
+def project_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    unravel = _unravel(full)
+    return jax.jit(jax.vmap(lambda f: full.project(unravel(f))))
+
+
+@functools.cache
+def off_family(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    """Jitted, batched: ``‖W - embed(project(W))‖ / ‖W‖``, the relative distance of full
+    weights from the reduced family (0 on it: ``project`` is a left inverse of ``embed``)."""
+    unravel = _unravel(full)
+
+    def off(flat: jax.Array, h: jax.Array) -> jax.Array:
+        back = ravel_pytree(full.embed(full.project(unravel(flat)), h))[0]
+        return jnp.linalg.norm(flat - back) / jnp.linalg.norm(flat)
+
+    return jax.jit(jax.vmap(off, in_axes=(0, None)))

@@ -1,0 +1,391 @@
+"""The fate map of any registered model with a full model: reduced prediction against full run.
+
+For a model that declares its full model (``ReducedModel(..., full=FullModel(embed, loss))``),
+over a grid of reduced starts ``θ0`` on the model's plane (the other parameters 0):
+
+- the **reduced prediction**: the attractor the reduced gradient flow from ``θ0`` reaches, in
+  the Euclidean metric and in the metric the embedding induces (``G = JᵀJ``), by the engine's
+  basin map (:func:`gradflow.basins`) over the model's critical sets;
+- the **full outcome**: the gradient flow of the full loss from ``W0 = embed(θ0)`` (plus
+  Gaussian noise of standard deviation ``σ`` on every weight), integrated to a steady state
+  (:func:`gradflow.flow_endpoints`, Tsit5), then read in reduced terms: its endpoint ``W``
+  projected onto the family (:meth:`gradflow.FullModel.projection`: the model's ``project``, or
+  least squares from ``θ0``) and the projection assigned to the reduced attractor it lies on
+  (the attractor index of the same critical sets), unless ``W`` left the family: then its
+  outcome is ``off-family``.  ``W`` left the family when its distance from it,
+  ``‖W − embed(project W)‖``, grew above :data:`OFF_GROWTH` times the start's and above
+  :data:`OFF_FLOOR`·``max(1, ‖W‖)``; a run that did not reach a steady state is named by its
+  status (``not_converged``, ``diverged``).
+
+Outcomes name an attractor by kind and id (``"global_min #0"``), so two components of one set
+are different outcomes.  A disagreement gets the first reason that holds
+(:data:`~gradflow.systems.fate.REASONS`): ``slow-corner`` (the full run did not finish),
+``off-reduction`` (it left the family), ``metric`` (the other metric's prediction is the full
+outcome), ``unexplained``.  Where the family is invariant (the full gradient on it is tangent to
+it) and ``σ = 0``, the full flow is the reduced flow in the induced metric, so the induced
+prediction agrees in every cell.
+
+The cells (one per metric, one per ``(σ, seed)``) go through :func:`gradflow.run_cells`:
+resumable from a checkpoint, runnable on Dask.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .fate import FateCell, FateResult, plane_cells
+from .plane_fate_config import ModelFateConfig
+
+__all__ = [
+    "METRICS",
+    "OFF_FLOOR",
+    "OFF_GROWTH",
+    "FullRuns",
+    "ModelFateConfig",
+    "ModelFateMap",
+    "ReducedPrediction",
+    "fate_map",
+]
+
+METRICS = ("euclidean", "induced")
+"""The metrics of the reduced predictions."""
+OFF_GROWTH = 2.0
+"""A run left the family when its distance from it grew by more than this factor …"""
+OFF_FLOOR = 1e-6
+"""… and beyond this share of ``max(1, ‖W‖)`` (a run that starts on the family, at ``σ = 0``,
+starts at distance 0)."""
+OFF_FAMILY = "off-family"
+"""The outcome of a full run that left the reduced family."""
+
+
+@functools.cache
+def _setup(config: ModelFateConfig) -> tuple[Any, Any, Any, Any]:
+    """The bound model, the region of starts, the critical sets and their attractor index (one
+    per process and configuration)."""
+    import gradflow as gf
+    from gradflow.systems import MODELS
+
+    model = MODELS[config.model].model()
+    if model.full is None:
+        raise gf.GradflowError(f"model {config.model!r} declares no full model")
+    bound = model.bind(**config.values())
+    region = gf.Region.of(bound, config.grid, config.box)
+    critical = gf.critical_sets(bound, box=region.search_box(bound))
+    flat = region.points().reshape(-1, bound.dim)
+    center = 0.5 * (flat.min(axis=0) + flat.max(axis=0))
+    index = gf.AttractorIndex(bound, critical, critical.box, center=center)
+    return bound, region, critical, index
+
+
+def _name(attractor: Any) -> str:
+    return f"{attractor.kind} #{attractor.id}"
+
+
+@dataclass(frozen=True)
+class ReducedPrediction:
+    """A cell of the map: the reduced model's predictions in one metric."""
+
+    config: ModelFateConfig
+    metric: str
+
+
+def reduced_prediction(cell: ReducedPrediction) -> dict[str, np.ndarray]:
+    """``{"labels": (ny, nx) strings}``: per start, the attractor its reduced flow reaches in
+    ``cell.metric`` (its basin map, in float64 only: a fate map's grid is small), or why
+    none."""
+    import gradflow as gf
+
+    bound, region, critical, _ = _setup(cell.config)
+    found = gf.basins(
+        bound,
+        region=region,
+        critical=critical,
+        metric=cell.metric,
+        progress=False,
+        float32_first=False,
+    )
+    names = [_name(a) for a in found.attractors]
+    labels = [
+        names[i] if i >= 0 else gf.LABELS[code]
+        for i, code in zip(found.attractor_ids.ravel(), found.labels.ravel())
+    ]
+    return {"labels": np.asarray(labels).reshape(found.labels.shape)}
+
+
+@dataclass(frozen=True)
+class FullRuns:
+    """A cell of the map: the full runs from every start at noise ``σ`` (draw ``seed``)."""
+
+    config: ModelFateConfig
+    sigma: float
+    seed: int
+
+
+def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
+    """Integrate the full gradient flow from every start (module docstring): per run its
+    outcome, status, flow time, final full loss, projected endpoint ``(dim,)`` and distance
+    from the family at the start and the end (weight units)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    import gradflow as gf
+
+    bound, region, _, index = _setup(cell.config)
+    full, h = bound.model.full, bound.h
+    thetas = jnp.asarray(region.points().reshape(-1, bound.dim))
+    flat0, unravel = ravel_pytree(full.embed(thetas[0], h))
+    base = np.asarray(jax.vmap(lambda t: ravel_pytree(full.embed(t, h))[0])(thetas))
+    noise = np.random.default_rng([cell.seed, cell.config.grid]).standard_normal(base.shape)
+    starts = base + cell.sigma * noise
+    names = tuple(f"W{i}" for i in range(flat0.size))
+    land = gf.JaxLandscape(
+        lambda w, args: full.loss(unravel(w), args), names, h, f"full model of {bound.name}"
+    )
+    options = gf.FlowOptions(
+        solver="Tsit5", stop=gf.StopRule(gtol=cell.config.gtol, t_max=cell.config.t_max)
+    )
+    ends = gf.flow_endpoints(land, starts, options, progress=False)
+
+    @jax.jit
+    @jax.vmap
+    def read(w: jax.Array, theta: jax.Array) -> tuple[jax.Array, jax.Array]:
+        params = unravel(w)
+        return full.projection(params, h, theta), full.family_distance(params, h, theta)
+
+    _, off_start = (np.asarray(v) for v in read(jnp.asarray(starts), thetas))
+    projected, off_end = (np.asarray(v) for v in read(jnp.asarray(ends.endpoints), thetas))
+    size = np.maximum(1.0, np.linalg.norm(ends.endpoints, axis=1))
+    left = off_end > np.maximum(OFF_GROWTH * off_start, OFF_FLOOR * size)
+    ids = index.match(projected)
+    outcomes = []
+    for status, gone, i in zip(ends.status, left, ids):
+        if status != gf.Outcome.CONVERGED:
+            outcomes.append(str(gf.Outcome(int(status))))
+        elif gone:
+            outcomes.append(OFF_FAMILY)
+        else:
+            outcomes.append(_name(index.attractors[i]) if i >= 0 else "no attractor")
+    return {
+        "full": np.asarray(outcomes),
+        "status": np.asarray(ends.status, dtype=int),
+        "times": np.asarray(ends.times),
+        "losses": np.asarray(land.loss(ends.endpoints)),
+        "projected": projected,
+        "off_start": off_start,
+        "off_end": off_end,
+    }
+
+
+@dataclass(frozen=True)
+class ModelFateMap(FateResult):
+    """Full outcomes on the grid of starts against the reduced predictions.
+
+    Attributes:
+        config: what was run.
+        params: the reduced model's parameter names (the order of ``projected``'s last axis).
+        plane: the two parameters on the grid's axes, x first.
+        xs, ys: the grid's coordinates, shapes ``(nx,)`` and ``(ny,)``.
+        runs: ``(σ, seed)`` per batch of runs, in the order of the arrays' first axis.
+        full: full outcomes (strings), shape ``(R, ny, nx)`` (row = y).
+        status: the full runs' :class:`gradflow.Outcome` codes, shape ``(R, ny, nx)``.
+        times: flow time at which each run stopped, shape ``(R, ny, nx)``.
+        losses: final full loss, shape ``(R, ny, nx)``.
+        projected: final weights projected to reduced coordinates, shape ``(R, ny, nx, dim)``.
+        off_start, off_end: distance of the weights from the family at the start and the end,
+            weight units, shape ``(R, ny, nx)``.
+        reduced: per metric the predicted outcome per start, strings of shape ``(ny, nx)``.
+        attractors: the reduced attractors the outcomes name, JSON-ready.
+    """
+
+    config: ModelFateConfig
+    params: tuple[str, ...]
+    plane: tuple[str, str]
+    xs: np.ndarray
+    ys: np.ndarray
+    runs: tuple[tuple[float, int], ...]
+    full: np.ndarray
+    status: np.ndarray
+    times: np.ndarray
+    losses: np.ndarray
+    projected: np.ndarray
+    off_start: np.ndarray
+    off_end: np.ndarray
+    reduced: dict[str, np.ndarray]
+    attractors: tuple[dict[str, Any], ...]
+
+    @property
+    def system(self) -> str:
+        return self.config.model
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return (f"{self.plane[1]}0", f"{self.plane[0]}0", "sigma", "seed")
+
+    @functools.cached_property
+    def _cells(self) -> tuple[FateCell, ...]:
+        y0, x0 = self.axes[:2]
+        return plane_cells(
+            self.full,
+            self.reduced,
+            self.runs,
+            ((y0, self.ys), (x0, self.xs)),
+            lambda r, i, j, other: self._reason(str(self.full[r, i, j]), other),
+            self._detail,
+        )
+
+    def cells(self) -> Sequence[FateCell]:
+        """Every comparison: per metric, per batch ``(σ, seed)``, per start (row = y)."""
+        return self._cells
+
+    @staticmethod
+    def _reason(full: str, other: str) -> str:
+        """Why a full outcome differs from the prediction (the module docstring's order)."""
+        if full in ("not_converged", "non_smooth"):
+            return "slow-corner"
+        if full == OFF_FAMILY:
+            return "off-reduction"
+        return "metric" if full == other else "unexplained"
+
+    def _detail(self, r: int, i: int, j: int) -> str:
+        point = ", ".join(f"{v:.6g}" for v in self.projected[r, i, j])
+        return (
+            f"t = {self.times[r, i, j]:.4g}, full loss {self.losses[r, i, j]:.6g}, projected "
+            f"({point}); off the family {self.off_start[r, i, j]:.3g} → {self.off_end[r, i, j]:.3g}"
+        )
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The NPZ's arrays."""
+        return {
+            "x": self.xs,
+            "y": self.ys,
+            "sigma": np.array([s for s, _ in self.runs]),
+            "seed": np.array([k for _, k in self.runs]),
+            "full": self.full,
+            "status": self.status,
+            "times": self.times,
+            "losses": self.losses,
+            "projected": self.projected,
+            "off_start": self.off_start,
+            "off_end": self.off_end,
+            **{f"reduced_{m}": v for m, v in self.reduced.items()},
+        }
+
+    def details(self) -> dict[str, Any]:
+        """Settings, the parameters, the plane and the attractors the outcomes name."""
+        return {
+            "config": asdict(self.config),
+            "parameters": list(self.params),
+            "plane": list(self.plane),
+            "attractors": list(self.attractors),
+        }
+
+    def detail_lines(self) -> list[str]:
+        """Settings and the attractors."""
+        c = self.config
+        hyper = ", ".join(c.hyper) or "no hyperparameters"
+        lines = [
+            f"{c.grid} × {c.grid} starts on ({', '.join(self.plane)}), {hyper}, "
+            f"budget t = {c.t_max:g}, gtol = {c.gtol:g}",
+            "attractors:",
+        ]
+        lines += [f"  {a['kind']} #{a['id']} {a['set']} at {a['point']}" for a in self.attractors]
+        return lines
+
+    def figure(self) -> Any:
+        """One panel per ``σ`` (its first seed): the induced prediction as the cell's colour, the
+        full outcome as a marker of its colour, disagreements ringed in red."""
+        import matplotlib.pyplot as plt
+
+        sigmas = list(dict.fromkeys(s for s, _ in self.runs))
+        names = sorted(set(self.full.ravel()) | set(self.reduced["induced"].ravel()))
+        colours = {n: plt.get_cmap("tab10")(k % 10) for k, n in enumerate(names)}
+        fig, axes = plt.subplots(1, len(sigmas), figsize=(5.2 * len(sigmas), 5.4), squeeze=False)
+        share = self.agreement()
+        gx, gy = np.meshgrid(self.xs, self.ys)
+        for ax, sigma in zip(axes[0], sigmas):
+            r = next(k for k, (s, _) in enumerate(self.runs) if s == sigma)
+            predicted = self.reduced["induced"]
+            ax.scatter(
+                gx, gy, s=260, marker="s", alpha=0.3, c=[colours[n] for n in predicted.ravel()]
+            )
+            ax.scatter(gx, gy, s=40, c=[colours[n] for n in self.full[r].ravel()])
+            wrong = self.full[r] != predicted
+            ax.scatter(gx[wrong], gy[wrong], s=120, facecolors="none", edgecolors="red")
+            ax.set_title(
+                f"σ = {sigma:g}: agreement {100 * share[f'induced σ={sigma:g}']:.0f} % induced, "
+                f"{100 * share[f'euclidean σ={sigma:g}']:.0f} % Euclidean",
+                fontsize=9,
+            )
+            ax.set_xlabel(self.plane[0])
+            ax.set_ylabel(self.plane[1])
+        handles = [plt.Line2D([], [], marker="o", ls="", color=colours[n], label=n) for n in names]
+        fig.legend(handles=handles, loc="lower center", ncol=min(len(names), 4), fontsize=8)
+        fig.suptitle(
+            f"fate map, {self.config.model}\nfull outcome (dot) on the induced prediction "
+            "(square), mismatches ringed",
+            fontsize=10,
+        )
+        fig.tight_layout(rect=(0, 0.03 + 0.04 * -(-len(names) // 4), 1, 0.92))
+        return fig
+
+
+def fate_map(
+    config: ModelFateConfig, checkpoint: Path | str | None = None, **cell_options: Any
+) -> ModelFateMap:
+    """Run the fate map of ``config.model`` (module docstring).
+
+    Args:
+        config: what to run.
+        checkpoint: a folder to write each finished cell to and resume from.
+        cell_options: passed on to :func:`gradflow.run_cells` (``progress``, …).
+
+    Raises:
+        GradflowError: a model without a full model, a checkpoint folder of another map.
+    """
+    import gradflow as gf
+
+    folder = None if checkpoint is None else Path(checkpoint)
+    manifest = {"fate map": asdict(config)}
+
+    def cells(compute: Any, grid: Sequence[Any], names: list[str], part: str) -> list[Any]:
+        return gf.run_cells(
+            compute,
+            grid,
+            names=names,
+            checkpoint=None if folder is None else folder / part,
+            manifest={**manifest, "part": part},
+            **cell_options,
+        )
+
+    bound, region, _, index = _setup(config)
+    predicted = cells(
+        reduced_prediction,
+        [ReducedPrediction(config, m) for m in METRICS],
+        list(METRICS),
+        "reduced",
+    )
+    batches = [FullRuns(config, s, k) for s, k in config.runs()]
+    done = cells(full_runs, batches, [f"sigma{c.sigma:g}_seed{c.seed}" for c in batches], "runs")
+    shape = (len(batches), config.grid, config.grid)
+    stack = {k: np.stack([d[k] for d in done]) for k in done[0]}
+    return ModelFateMap(
+        config=config,
+        params=bound.param_names,
+        plane=region.plane,
+        xs=region.xs,
+        ys=region.ys,
+        runs=tuple(config.runs()),
+        **{k: stack[k].reshape(shape) for k in ("full", "status", "times", "losses")},
+        projected=stack["projected"].reshape(shape + (bound.dim,)),
+        off_start=stack["off_start"].reshape(shape),
+        off_end=stack["off_end"].reshape(shape),
+        reduced={m: p["labels"] for m, p in zip(METRICS, predicted)},
+        attractors=tuple(a.metadata() for a in index.attractors),
+    )

@@ -1,0 +1,337 @@
+"""The settings of the shallow encoder's width sweep and their option parsers, without JAX.
+
+:mod:`.sweep` (which runs the sweep) re-exports everything here; the command line builds its
+options and checks them from this module before JAX is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from gradflow import GradflowError
+
+from .scheme import INITS, SCALINGS, check_size
+
+__all__ = [
+    "OUTCOMES",
+    "SMALLEST_SHAPE",
+    "SUFFICIENT_EXPONENT",
+    "NtkFateConfig",
+    "SweepConfig",
+    "check_runs",
+    "compiled_width",
+    "name_list",
+    "positive_int",
+    "positive_list",
+    "sample_list",
+    "seeds_field",
+    "size_field",
+    "sizes",
+    "steps_field",
+    "width_list",
+    "widths_field",
+]
+
+OUTCOMES = ("converged", "stalled", "diverged")
+"""Outcomes of a full run of the fate map, in the order of their codes."""
+
+
+def positive_int(text: str) -> int:
+    """An option's text as an integer ≥ 1.
+
+    Raises:
+        ValueError: it is not one (the message quotes it).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 or str(value) != text.strip().lstrip("+"):
+        raise ValueError(f"{text!r} is not a positive integer")
+    return value
+
+
+def positive_list(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
+    """A parser of comma-separated positive integers (``what`` names one in errors).
+
+    The parser raises ``ValueError`` when an entry is not a positive integer.
+    """
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            return tuple(positive_int(part) for part in text.split(","))
+        except ValueError:
+            raise ValueError(
+                f"{text!r}: every {what} must be a positive integer, e.g. {example}"
+            ) from None
+
+    return parse
+
+
+width_list = positive_list("width", "64,256,1024")
+"""Comma-separated widths, e.g. ``64,256,1024`` (``ValueError`` if one is not a positive
+integer)."""
+
+sample_list = positive_list("sample count N", "4,8,16")
+"""Comma-separated sample counts, e.g. ``4,8,16``."""
+
+
+def name_list(valid: tuple[str, ...], what: str) -> Callable[[str], tuple[str, ...]]:
+    """A parser of comma-separated names, each one of ``valid`` (``what`` names them in errors)."""
+
+    def parse(text: str) -> tuple[str, ...]:
+        names = tuple(part.strip() for part in text.split(","))
+        bad = [n for n in names if n not in valid]
+        if bad:
+            raise ValueError(
+                f"unknown {what} {', '.join(map(repr, bad))} (valid: {', '.join(valid)})"
+            )
+        return names
+
+    return parse
+
+
+def size_field(default: int, text: str, metavar: str | None = None) -> Any:
+    """A dataclass field holding a positive integer, with its option's help and parser."""
+    meta = {"help": text, "parse": positive_int} | ({"metavar": metavar} if metavar else {})
+    return field(default=default, metadata=meta)
+
+
+def widths_field() -> Any:
+    """The widths ``d_m`` of a sweep (default 64, 256, 1024, 4096), a comma list on the command line."""
+    return field(
+        default=(64, 256, 1024, 4096),
+        metadata={"help": "widths d_m", "parse": width_list, "metavar": "W1,W2,…"},
+    )
+
+
+def steps_field() -> Any:
+    """The GD steps ``T`` of a sweep (default 200)."""
+    return size_field(200, "GD steps T", "T")
+
+
+def seeds_field(default: int) -> Any:
+    """The networks per width of a sweep."""
+    return size_field(default, "networks per width")
+
+
+def sizes(name: str, label: str, values: tuple[int, ...]) -> tuple[int, ...]:
+    """``values`` (sizes called ``label``, e.g. widths ``d_m``) sorted without repeats.
+
+    Raises:
+        GradflowError: none given, or one that is not a positive integer.
+    """
+    if not values:
+        raise GradflowError(f"{name} must name at least one {label}")
+    return tuple(sorted({check_size(label, v) for v in values}))
+
+
+def check_runs(config: Any) -> None:
+    """Check and normalize a configuration's ``inits``, ``scalings`` (repeats dropped) and
+    ``eta``.
+
+    Raises:
+        GradflowError: an unknown or no init or scaling, or ``η`` outside ``(0, 2)``.
+    """
+    for name, valid in (("inits", INITS), ("scalings", SCALINGS)):
+        values = tuple(getattr(config, name))
+        bad = [v for v in values if v not in valid]
+        if bad or not values:
+            raise GradflowError(
+                f"{name[:-1]} = {', '.join(map(repr, bad)) or '(none)'} is not one of {', '.join(valid)}"
+            )
+        object.__setattr__(config, name, tuple(dict.fromkeys(values)))
+    if not 0.0 < float(config.eta) < 2.0:
+        raise GradflowError(f"eta = {config.eta!r} must be in (0, 2) (γ = η / λ_max(K_0))")
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What a width sweep runs.
+
+    Attributes:
+        n_samples: ``N``, samples.
+        d_s: tokens per sample.
+        d: token dimension.
+        widths: the widths ``d_m``.
+        steps: GD steps ``T``.
+        seeds: network seeds per width.
+        scalings: score scalings (``"sqrt"``, ``"linear"``).
+        inits: initializations (``"lecun"``, ``"he"``, ``"ntk"``).
+        eta: the GD step relative to the largest kernel eigenvalue, ``γ = η / λ_max(K_0)``,
+            ``0 < η < 2`` (linear stability).
+        data_seed: seed of the synthetic data (:func:`gradflow.systems.shallow_ntk.encoder.synthetic_data`).
+        hidden: include the hidden layer ``W_H``.
+
+    Raises:
+        GradflowError: a size, width, step count or seed count that is not a positive integer,
+            an unknown init or scaling, or ``η`` outside ``(0, 2)``.
+    """
+
+    n_samples: int = size_field(16, "samples N", "N")
+    d_s: int = size_field(4, "tokens per sample d_s", "DS")
+    d: int = size_field(16, "token dimension d", "D")
+    widths: tuple[int, ...] = widths_field()
+    steps: int = steps_field()
+    seeds: int = seeds_field(1)
+    scalings: tuple[str, ...] = field(
+        default=("sqrt",),
+        metadata={
+            "flag": "--scaling",
+            "parse": name_list(SCALINGS, "scaling"),
+            "metavar": "sqrt|linear",
+            "help": "score scaling τ0 = d_m^{-1/2} (sqrt) or d_m^{-1} (linear); a comma list runs each",
+        },
+    )
+    inits: tuple[str, ...] = field(
+        default=("lecun",),
+        metadata={
+            "flag": "--init",
+            "parse": name_list(INITS, "init"),
+            "metavar": "lecun|he|ntk",
+            "help": "initialization; a comma list runs each",
+        },
+    )
+    eta: float = field(default=0.5, metadata={"help": "GD step γ = η / λ_max(K_0), 0 < η < 2"})
+    data_seed: int = field(
+        default=0, metadata={"flag": "--seed", "help": "seed of the synthetic data"}
+    )
+    hidden: bool = field(default=False, metadata={"help": "add the hidden layer W_H"})
+
+    SIZES: ClassVar[tuple[str, ...]] = ("widths", "n_samples", "d_s", "d")
+    """The fields that set the memory a sweep needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory at the widest ``d_m`` (float64): the Jacobian of ``N`` outputs
+        over the ``3 d_m d + d_m`` parameters (``+ d_m²`` with the hidden layer) and its kernel,
+        and the ``N × d_s × d_m`` activations with their gradients."""
+        d_m = float(max(self.widths))
+        params = 3 * d_m * self.d + d_m + (d_m**2 if self.hidden else 0.0)
+        return 8.0 * (3 * self.n_samples * params + 6 * self.n_samples * self.d_s * d_m)
+
+    def __post_init__(self) -> None:
+        for name in ("n_samples", "d_s", "d", "steps", "seeds"):
+            object.__setattr__(self, name, check_size(name, getattr(self, name)))
+        object.__setattr__(self, "widths", sizes("widths", "d_m", self.widths))
+        check_runs(self)
+
+
+SMALLEST_SHAPE = 16
+"""The fate map runs its networks padded (exactly,
+:func:`~gradflow.systems.shallow_ntk.encoder.pad_width`) to the smallest of 16, 64, 256, … (powers
+of 4 from this) at least their width, so that a map compiles three programs per ``N`` for widths
+up to 256 instead of one per width: compiling, not running, dominates the cost of small widths."""
+
+
+def compiled_width(d_m: int) -> int:
+    """The width a network of width ``d_m`` is run at in the fate map (:data:`SMALLEST_SHAPE`)."""
+    width = SMALLEST_SHAPE
+    while width < d_m:
+        width *= 4
+    return width
+
+
+SUFFICIENT_EXPONENT = {"sqrt": 2.0, "linear": 1.0}
+"""The width Wu et al. (2023) find sufficient for GD to converge, ``d_m ≥ N^α`` (up to constants
+and logarithms the statement hides): ``α = 2`` under ``τ0 = d_m^{-1/2}``, ``α = 1`` under
+``τ0 = d_m^{-1}``."""
+
+
+@dataclass(frozen=True)
+class NtkFateConfig:
+    """What the shallow encoder's fate map runs (:mod:`gradflow.systems.shallow_ntk.fate`).
+
+    Every ``(N, d_m, seed)`` draws one data set (``N`` samples) and one network per init and
+    scaling, and trains each by full-batch GD with ``γ = η / λ_max(K_0)`` for at most ``T``
+    steps, stopping once every network of the cell has converged or diverged.
+
+    Attributes:
+        n_samples: the sample counts ``N``.
+        widths: the widths ``d_m``.
+        d_s: tokens per sample.
+        d: token dimension.
+        seeds: data and network draws per ``(N, d_m)``.
+        steps: the GD step budget ``T``.
+        eta: ``γ = η / λ_max(K_0)``, ``0 < η < 2``.
+        eps: a run has converged once ``ℓ_k ≤ ε ℓ_0`` for some ``k ≤ T``.
+        scalings, inits: as in :class:`SweepConfig`.
+        data_seed: the seed all draws derive from.
+
+    Raises:
+        GradflowError: a size, width, count or budget that is not a positive integer, an unknown
+            init or scaling, ``η`` outside ``(0, 2)`` or ``ε`` outside ``(0, 1)``.
+    """
+
+    QUICK: ClassVar[dict[str, Any]] = {
+        "n_samples": (4, 8),
+        "widths": (1, 4, 16, 64),
+        "seeds": 2,
+        "steps": 400,
+    }
+    """A small map (``gradflow fate --model shallow-ntk --quick``): 8 cells of 6 networks each
+    draw."""
+
+    n_samples: tuple[int, ...] = field(
+        default=(4, 8, 16, 32),
+        metadata={"help": "sample counts N", "parse": sample_list, "metavar": "N1,N2,…"},
+    )
+    widths: tuple[int, ...] = field(
+        default=(1, 2, 4, 8, 16, 64, 256),
+        metadata={"help": "widths d_m", "parse": width_list, "metavar": "W1,W2,…"},
+    )
+    d_s: int = size_field(4, "tokens per sample d_s", "DS")
+    d: int = size_field(16, "token dimension d", "D")
+    seeds: int = size_field(3, "data and network draws per (N, d_m)")
+    steps: int = size_field(1000, "GD step budget T", "T")
+    eta: float = field(default=0.5, metadata={"help": "GD step γ = η / λ_max(K_0), 0 < η < 2"})
+    eps: float = field(
+        default=1e-3, metadata={"help": "converged: ℓ_k ≤ ε ℓ_0 within the budget, 0 < ε < 1"}
+    )
+    scalings: tuple[str, ...] = field(
+        default=SCALINGS,
+        metadata={
+            "flag": "--scaling",
+            "parse": name_list(SCALINGS, "scaling"),
+            "metavar": "sqrt|linear",
+            "help": "score scalings τ0 = d_m^{-1/2} (sqrt), d_m^{-1} (linear), a comma list",
+        },
+    )
+    inits: tuple[str, ...] = field(
+        default=INITS,
+        metadata={
+            "flag": "--init",
+            "parse": name_list(INITS, "init"),
+            "metavar": "lecun|he|ntk",
+            "help": "initializations, a comma list",
+        },
+    )
+    data_seed: int = field(default=0, metadata={"flag": "--seed", "help": "seed of every draw"})
+
+    def __post_init__(self) -> None:
+        for name in ("d_s", "d", "seeds", "steps"):
+            object.__setattr__(self, name, check_size(name, getattr(self, name)))
+        object.__setattr__(self, "n_samples", sizes("n_samples", "N", self.n_samples))
+        object.__setattr__(self, "widths", sizes("widths", "d_m", self.widths))
+        check_runs(self)
+        if not 0.0 < float(self.eps) < 1.0:
+            raise GradflowError(f"eps = {self.eps!r} must be in (0, 1) (converged: ℓ ≤ ε ℓ_0)")
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """``(init, scaling)`` of the networks of every cell, in the arrays' order."""
+        return [(i, s) for i in self.inits for s in self.scalings]
+
+    SIZES: ClassVar[tuple[str, ...]] = ("widths", "n_samples", "d_s", "d")
+    """The fields that set the memory a map needs."""
+
+    def memory_bytes(self) -> float:
+        """Estimated peak memory of the largest cell (float64): its networks, run together at the
+        widest padded width ``W``, hold per-sample gradients of ``N`` outputs over
+        ``(3d + 1) W`` parameters with their kernels and gradient-descent copies, and the
+        ``N × d_s × W`` activations with their gradients."""
+        width = float(compiled_width(max(self.widths)))
+        n = float(max(self.n_samples))
+        networks = len(self.inits) * len(self.scalings)
+        params = (3 * self.d + 1) * width
+        return 8.0 * networks * (3 * n * params + 6 * n * self.d_s * width)
