@@ -30,9 +30,7 @@ _EXPORTS = {
     "FractionError": "._basins.basin_map",
     "basin_convergence": "._basins.convergence",
     "LABELS": "._outcome",
-    "EVIDENCE": "._outcome",
-    "Evidence": "._outcome",
-    "Grounds": "._outcome",
+    "Evidence": "._evidence",
     "basin_memory": "._output.memory",
     "sweep_memory": "._output.memory",
     "basins": "._basins.basins",
@@ -135,6 +133,7 @@ if TYPE_CHECKING:
     from ._critical.search import critical_sets
     from ._critical.sets import CriticalSet, CriticalSets, decision_level
     from ._errors import GradflowError
+    from ._evidence import Evidence
     from ._flow.batched import FlowEndpoints
     from ._flow.flows import flow, flow_endpoints
     from ._flow.integrate import Trajectory
@@ -145,7 +144,7 @@ if TYPE_CHECKING:
     from ._landscape.metric import in_metric
     from ._landscape.region import Region, grid_axis
     from ._landscape.scales import LossScales, loss_scales
-    from ._outcome import EVIDENCE, KINDS, LABELS, Evidence, Grounds, Kind, Outcome
+    from ._outcome import KINDS, LABELS, Kind, Outcome
     from ._output.io import (
         FORMATS,
         Result,
@@ -194,9 +193,7 @@ __all__ = [
     "stabilize",
     "KINDS",
     "LABELS",
-    "EVIDENCE",
     "Evidence",
-    "Grounds",
     "Kind",
     "Attractor",
     "AttractorIndex",

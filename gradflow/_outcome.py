@@ -6,21 +6,15 @@ outcomes are the kinds of critical set a flow can reach, in the order of :class:
 kind's code is its outcome's (:attr:`Kind.outcome`) and a converged grid point's label is the
 code of its attractor's kind.  Every output writes a member by its lower-case name
 (``"global_min"``, ``"not_converged"``); each member's :attr:`message` says what it means.
-
-Every such verdict carries its :class:`Evidence`: ``proven`` (interval arithmetic, a level-set
-argument, a certificate) or ``numerical`` (what the integration and the floating-point tests
-found), with a one-line reason (:class:`Grounds`).  ``docs/proofs.md`` lists each proof.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
 
 from ._errors import GradflowError
 
-__all__ = ["EVIDENCE", "KINDS", "LABELS", "Evidence", "Grounds", "Kind", "Outcome"]
+__all__ = ["KINDS", "LABELS", "Kind", "Outcome"]
 
 
 class Outcome(enum.IntEnum):
@@ -141,55 +135,3 @@ KINDS = tuple(Kind)
 LABELS = tuple(str(o) for o in Outcome if o is not Outcome.CONVERGED)
 """The names of the outcomes a basin map holds, in code order: ``BasinMap.labels`` indexes it
 (a converged grid point is labelled by its attractor's kind)."""
-
-
-class Evidence(enum.IntEnum):
-    """What a verdict (a flow's end, a grid point's label) rests on; the value is its code in
-    a basin map's ``evidence`` array, ``str()`` its lower-case name in every output."""
-
-    message: str
-
-    def __new__(cls, code: int, message: str) -> Evidence:
-        member = int.__new__(cls, code)
-        member._value_ = code
-        member.message = message
-        return member
-
-    NUMERICAL = (
-        0,
-        "what the integration and floating-point tests found: right as far as the solver's "
-        "tolerances and the search reach, not proven",
-    )
-    PROVEN = (
-        1,
-        "proven: interval arithmetic (Krawczyk, an interval Hessian, gradient exclusion) or a "
-        "level the model proves, checked at the endpoint with a rounding margin",
-    )
-
-    def __str__(self) -> str:
-        return self.name.lower()
-
-
-EVIDENCE = tuple(str(e) for e in Evidence)
-"""The names of the evidence codes, in code order: ``("numerical", "proven")``."""
-
-
-@dataclass(frozen=True)
-class Grounds:
-    """A verdict's evidence and its reason, one line (``"proven: in the certified region of
-    attraction of #1, L < 0.12"``)."""
-
-    evidence: Evidence
-    reason: str
-
-    @property
-    def proven(self) -> bool:
-        """Whether the verdict is proven."""
-        return self.evidence is Evidence.PROVEN
-
-    def __str__(self) -> str:
-        return f"{self.evidence}: {self.reason}"
-
-    def metadata(self) -> dict[str, Any]:
-        """JSON-ready: ``{"evidence", "reason"}``."""
-        return {"evidence": str(self.evidence), "reason": self.reason}

@@ -15,10 +15,14 @@ from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets
 from .._flow.options import FlowOptions
 from .._landscape.region import OnRegion, Region
-from .._outcome import EVIDENCE, LABELS, Evidence, Kind, Outcome
+from .._outcome import LABELS, Kind, Outcome
 from .._output.text import TABLE_WIDTH, format_point, format_table
 
 __all__ = ["CONFIDENCE", "BasinMap", "FractionError", "OUTCOMES"]
+
+
+EVIDENCE_NAMES = ("numerical", "proven")
+"""The names of the codes of :attr:`BasinMap.evidence`, in code order."""
 
 
 OUTCOMES = (Outcome.DIVERGED, Outcome.NOT_CONVERGED, Outcome.NON_SMOOTH)
@@ -135,7 +139,7 @@ class BasinMap(OnRegion):
         options: the integration stages used.
         shortcut: whether trajectories were decided below the lowest non-global critical value.
         metric: the metric of the flow (``"euclidean"``, ``"induced"``, or a callable's name).
-        evidence: the :class:`~gradflow.Evidence` code of each label (1 proven, 0 numerical),
+        evidence: whether each label is proven (1) or numerical (0; :class:`~gradflow.Evidence`),
             shape ``(ny, nx)``; ``None`` where not judged.
         reason_codes: each label's reason, an index into ``reasons``, shape ``(ny, nx)``.
         reasons: the reasons, one line each (``"proven: in the certified region of attraction
@@ -178,7 +182,7 @@ class BasinMap(OnRegion):
 
     def proven_share(self) -> float:
         """The share of the grid whose label is proven (0 where not judged)."""
-        return 0.0 if self.evidence is None else float(np.mean(self.evidence == Evidence.PROVEN))
+        return 0.0 if self.evidence is None else float(np.mean(self.evidence == 1))
 
     def reason_counts(self) -> list[tuple[str, int]]:
         """Each reason with the number of grid points it is given for, most first."""
@@ -238,7 +242,7 @@ class BasinMap(OnRegion):
         if self.evidence is None:
             return 0.0
         here = (self.labels == outcome) & (self.attractor_ids < 0)
-        return float(np.sum(here & (self.evidence == Evidence.PROVEN))) / self.labels.size
+        return float(np.sum(here & (self.evidence == 1))) / self.labels.size
 
     def errors(self) -> list[FractionError]:
         """The error bars of the shares of the attractors reached, largest share first
@@ -298,7 +302,7 @@ class BasinMap(OnRegion):
             if self.evidence is None
             else {
                 "evidence": self.evidence,
-                "evidence_names": np.array(EVIDENCE),
+                "evidence_names": np.array(EVIDENCE_NAMES),
                 "reason_codes": self.reason_codes,
                 "reasons": np.array(self.reasons),
             }

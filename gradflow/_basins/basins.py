@@ -30,7 +30,7 @@ from .._landscape.base import Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.region import Region
 from .._landscape.scales import loss_scales
-from .._outcome import Evidence, Outcome
+from .._outcome import Outcome
 from .._output.memory import basin_memory, check_memory
 from .basin_map import BasinMap
 from .evidence import found_by_flow, judged
@@ -161,7 +161,7 @@ def basins(
     codes = np.array([a.kind.code for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, codes[ids], status)
     reason_codes, reasons = judged(model, index, critical, flat, endpoints, ids, labels, level)
-    proven = np.array([r.startswith(str(Evidence.PROVEN)) for r in reasons], dtype=bool)
+    proven = np.array([r.startswith("proven") for r in reasons], dtype=bool)
     evidence = proven[reason_codes].astype(np.int8)
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
     sure = np.bincount(ids[(ids >= 0) & (evidence == 1)], minlength=len(index.attractors))

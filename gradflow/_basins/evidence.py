@@ -17,9 +17,10 @@ import numpy as np
 from .._critical.attraction import refined
 from .._critical.attractors import AttractorIndex
 from .._critical.sets import CriticalSets
+from .._evidence import Evidence
 from .._flow.verdict import Proofs, escape_box, escape_grounds
 from .._landscape.base import Landscape
-from .._outcome import Evidence, Grounds, Outcome
+from .._outcome import Outcome
 
 __all__ = ["found_by_flow", "judged"]
 
@@ -49,7 +50,7 @@ def judged(
     for label in np.unique(labels[rest]):
         outcome = Outcome(int(label))
         grounds = escaping if outcome in (Outcome.NOT_CONVERGED, Outcome.DIVERGED) else None
-        text = str(grounds or Grounds(Evidence.NUMERICAL, outcome.message))
+        text = str(grounds or Evidence.numerical(outcome.message))
         if text not in reasons:
             reasons.append(text)
         codes[rest[labels[rest] == label]] = reasons.index(text)
@@ -62,7 +63,7 @@ def _escaping(
     critical: CriticalSets,
     starts: np.ndarray,
     labels: np.ndarray,
-) -> Grounds | None:
+) -> Evidence | None:
     """Proven escape for every start of ``starts`` that ended ``not_converged`` or ``diverged``:
     no critical point lies below the highest of their losses in the hull of the map's search
     box and the starts (one branch and bound); ``None`` where a known critical set lies there
@@ -81,7 +82,7 @@ def _escaping(
     if any(known):
         return None
     grounds = escape_grounds(model, top, box, Outcome.NOT_CONVERGED, "")
-    return grounds if grounds.evidence is Evidence.PROVEN else None
+    return grounds if grounds.proven else None
 
 
 def found_by_flow(

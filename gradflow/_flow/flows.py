@@ -25,10 +25,11 @@ from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
+from .._evidence import Evidence
 from .._landscape.base import GradientField, Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.scales import loss_scales, unit_field
-from .._outcome import Evidence, Grounds, Kind, Outcome
+from .._outcome import Kind, Outcome
 from .batched import FlowEndpoints, integrate_batch
 from .descent import descend
 from .integrate import (
@@ -276,7 +277,7 @@ def _slide_endpoints(
 def reached(
     landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
 ) -> Trajectory:
-    """``path`` with what it reached and the evidence (:class:`gradflow.Grounds`).
+    """``path`` with what it reached and the evidence (:class:`gradflow.Evidence`).
 
     A converged endpoint reaches a kind only where a critical point lies beside it: a known
     set's attractor (given ``critical``), or the critical point Levenberg–Marquardt refines the
@@ -308,7 +309,7 @@ def reached(
                 path,
                 reached=attractor.kind.outcome,
                 attractor=attractor,
-                grounds=Grounds(Evidence.NUMERICAL, why),
+                evidence=Evidence.numerical(why),
             )
     if path.status is not Outcome.CONVERGED:
         return _unfinished(landscape, path, box, path.status, path.status.message)
@@ -328,17 +329,17 @@ def reached(
         loss = np.array([float(path.losses[-1])])
         if region is not None and region.holds(path.endpoint[None], loss)[0]:
             why = f"in a certified region of attraction of a minimum: {region.text()}"
-            grounds = Grounds(Evidence.PROVEN, why)
+            grounds = Evidence.of_proof(why)
         else:
             why = "at a critical point refined from the endpoint" + (
                 ", not among the critical sets found" if index is not None else ""
             )
-            grounds = Grounds(Evidence.NUMERICAL, why)
-        return dataclasses.replace(path, reached=kind.outcome, grounds=grounds)
+            grounds = Evidence.numerical(why)
+        return dataclasses.replace(path, reached=kind.outcome, evidence=grounds)
     attractor = index.attractors[found]
     proofs = Proofs(landscape, index.attractors, level_of(landscape, critical))
     grounds = proofs.one(attractor, path.endpoint, float(path.losses[-1]))
-    return dataclasses.replace(path, reached=kind.outcome, attractor=attractor, grounds=grounds)
+    return dataclasses.replace(path, reached=kind.outcome, attractor=attractor, evidence=grounds)
 
 
 def _unfinished(
@@ -351,9 +352,9 @@ def _unfinished(
     grounds = (
         escape_grounds(landscape, path.thetas[0], escape_box(box, *ends), status, why)
         if status in (Outcome.NOT_CONVERGED, Outcome.DIVERGED)
-        else Grounds(Evidence.NUMERICAL, why)
+        else Evidence.numerical(why)
     )
-    return dataclasses.replace(path, reached=status, grounds=grounds)
+    return dataclasses.replace(path, reached=status, evidence=grounds)
 
 
 def kink_status(

@@ -25,8 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from .._evidence import Evidence
 from .._landscape.base import GradientField, padded_call
-from .._outcome import Grounds, Outcome
+from .._outcome import Outcome
 from .._output.text import format_point
 from .options import FlowOptions
 
@@ -68,7 +69,7 @@ class Trajectory:
         plane: the two parameters its picture draws the path in, horizontal axis first (the
             landscape's plane, the one its portraits use: ``(w, e)`` for the canonical model,
             whose points are ``(e, w)``); ``None``: the first two.
-        grounds: the evidence of ``reached`` (:class:`gradflow.Grounds`: ``proven`` or
+        evidence: the evidence of ``reached`` (:class:`gradflow.Evidence`: ``proven`` or
             ``numerical``, with the reason), or ``None`` when not judged (a field or a pytree
             loss).
     """
@@ -83,7 +84,7 @@ class Trajectory:
     param_names: tuple[str, ...] = ()
     unit: str = ""
     plane: tuple[str, str] | None = None
-    grounds: Grounds | None = None
+    evidence: Evidence | None = None
 
     @property
     def endpoint(self) -> np.ndarray:
@@ -107,7 +108,7 @@ class Trajectory:
             f"{format_point(self.endpoint)}: {self.status}\n  at t = {self.time:.4g} after "
             f"{len(self.ts) - 1} recorded steps, L = {self.losses[-1]:.6g}; "
             f"reached {self._reached_text(where=False)}"
-            + ("" if self.grounds is None else f" ({self.grounds.evidence})")
+            + ("" if self.evidence is None else f" ({self.evidence.word})")
         )
 
     def _reached_text(self, where: bool = True) -> str:
@@ -129,7 +130,7 @@ class Trajectory:
     def metadata(self) -> dict[str, Any]:
         """JSON-ready: ``{"parameters", "init", "endpoint", "loss", "time", "status",
         "converged", "reached", "attractor", "kink", "evidence"}`` (``attractor`` as
-        :meth:`gradflow.Attractor.metadata`, ``evidence`` as :meth:`gradflow.Grounds.metadata`,
+        :meth:`gradflow.Attractor.metadata`, ``evidence`` as :meth:`gradflow.Evidence.metadata`,
         or ``None``)."""
         return {
             "parameters": list(self.param_names),
@@ -142,7 +143,7 @@ class Trajectory:
             "reached": None if self.reached is None else str(self.reached),
             "attractor": None if self.attractor is None else self.attractor.metadata(),
             "kink": self.kink,
-            "evidence": None if self.grounds is None else self.grounds.metadata(),
+            "evidence": None if self.evidence is None else self.evidence.metadata(),
         }
 
     def text(self) -> str:
@@ -155,7 +156,7 @@ class Trajectory:
                 f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
                 f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
                 f"  reached   {self._reached_text()}",
-                *([f"  evidence  {self.grounds}"] if self.grounds is not None else []),
+                *([f"  evidence  {self.evidence}"] if self.evidence is not None else []),
             ]
         )
 

@@ -1,4 +1,4 @@
-"""The evidence of a flow's end (:class:`~gradflow.Grounds`): where one trajectory, or a batch
+"""The evidence of a flow's end (:class:`~gradflow.Evidence`): where one trajectory, or a batch
 of endpoints, ended and whether that is proven.
 
 A converged end is *proven* where the endpoint lies in a certified region of attraction of
@@ -21,8 +21,9 @@ import numpy as np
 from .._critical.attraction import Attraction, attraction, escapes
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets, decision_level
+from .._evidence import Evidence
 from .._landscape.base import Landscape
-from .._outcome import Evidence, Grounds, Kind, Outcome
+from .._outcome import Kind, Outcome
 
 __all__ = ["ESCAPE_PAD", "Proofs", "escape_box", "escape_grounds", "level_of"]
 
@@ -86,12 +87,12 @@ class Proofs:
 
         Returns:
             A reason code per point (shape ``(n,)``) into the returned reasons, each reason
-            ``"proven: …"`` or ``"numerical: …"`` (:meth:`Grounds.__str__`).
+            ``"proven: …"`` or ``"numerical: …"`` (:meth:`Evidence.__str__`).
         """
-        reasons: list[Grounds] = []
+        reasons: list[Evidence] = []
         codes = np.full(len(ids), -1)
 
-        def code(grounds: Grounds) -> int:
+        def code(grounds: Evidence) -> int:
             if grounds not in reasons:
                 reasons.append(grounds)
             return reasons.index(grounds)
@@ -105,29 +106,27 @@ class Proofs:
             mine = np.flatnonzero((ids == id) & (codes < 0))
             region = self.region(int(id))
             if region is None:
-                codes[mine] = code(Grounds(Evidence.NUMERICAL, self.why_not(int(id))))
+                codes[mine] = code(Evidence.numerical(self.why_not(int(id))))
                 continue
             inside = region.holds(endpoints[mine], losses[mine])
             codes[mine[inside]] = code(
-                Grounds(Evidence.PROVEN, f"in the certified region of attraction of #{id}")
+                Evidence.of_proof(f"in the certified region of attraction of #{id}")
             )
             codes[mine[~inside]] = code(
-                Grounds(
-                    Evidence.NUMERICAL,
+                Evidence.numerical(
                     f"stopped beside #{id}, outside its certified region of attraction",
                 )
             )
         return codes, [str(g) for g in reasons]
 
-    def level_grounds(self) -> Grounds:
+    def level_grounds(self) -> Evidence:
         """The grounds of a point decided below :attr:`level`."""
-        return Grounds(
-            Evidence.PROVEN,
+        return Evidence.of_proof(
             f"below L = {self.level:.10g}, under every non-global critical value (proven by the "
             "landscape): ends on a global minimum",
         )
 
-    def one(self, attractor: Attractor, endpoint: np.ndarray, loss: float) -> Grounds:
+    def one(self, attractor: Attractor, endpoint: np.ndarray, loss: float) -> Evidence:
         """The grounds of one trajectory's end at ``endpoint`` on ``attractor``."""
         if (
             self.level is not None
@@ -137,14 +136,12 @@ class Proofs:
             return self.level_grounds()
         region = self.region(attractor.id)
         if region is None:
-            return Grounds(Evidence.NUMERICAL, self.why_not(attractor.id))
+            return Evidence.numerical(self.why_not(attractor.id))
         if region.holds(endpoint[None], np.array([loss]))[0]:
-            return Grounds(
-                Evidence.PROVEN,
+            return Evidence.of_proof(
                 f"in the certified region of attraction of #{attractor.id}: {region.text()}",
             )
-        return Grounds(
-            Evidence.NUMERICAL,
+        return Evidence.numerical(
             f"stopped beside #{attractor.id}, outside its certified region ({region.text()})",
         )
 
@@ -161,14 +158,13 @@ def escape_box(box: np.ndarray, *points: np.ndarray) -> np.ndarray:
 
 def escape_grounds(
     landscape: Landscape, start: np.ndarray, box: np.ndarray, status: Outcome, why: str
-) -> Grounds:
+) -> Evidence:
     """``proven`` escaping where :func:`~gradflow._critical.attraction.escapes` closes on
     ``box``; else ``numerical`` with ``why``."""
     if escapes(landscape, start, box):
         sides = " × ".join(f"[{lo:.4g}, {hi:.4g}]" for lo, hi in box)
-        return Grounds(
-            Evidence.PROVEN,
+        return Evidence.of_proof(
             f"escaping: no critical point with L ≤ L(θ₀) in {sides} (interval arithmetic), so "
             "the flow leaves that box and converges to nothing in it",
         )
-    return Grounds(Evidence.NUMERICAL, why or status.message)
+    return Evidence.numerical(why or status.message)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gradflow
-from gradflow import Evidence, Outcome
+from gradflow import Outcome
 
 
 def model(text: str) -> gradflow.BoundModel:
@@ -26,7 +26,7 @@ def test_an_infimum_at_infinity_is_no_convergence() -> None:
     the false stop along e^x = 1 + t."""
     path = gradflow.flow(model("exp(-x) + y**2"), [0.0, 1.0])
     assert path.reached is Outcome.NOT_CONVERGED and path.attractor is None
-    assert path.grounds.evidence is Evidence.PROVEN and "escaping" in path.grounds.reason
+    assert path.evidence.proven and "escaping" in path.evidence.reason
     x, y = path.endpoint
     assert x == pytest.approx(math.log1p(path.time), abs=1e-3) and abs(y) < 1e-6
     assert path.time > 1e6
@@ -38,7 +38,7 @@ def test_logistic_loss_of_a_product_has_no_minimum() -> None:
     x x' = y y' = xy σ(-xy) conserves x² - y² = 0.75 while xy → ∞ (Soudry et al., JMLR 2018:
     the infimum is at infinity)."""
     path = gradflow.flow(model("log(1 + exp(-x*y))"), [1.0, 0.5])
-    assert path.reached is Outcome.NOT_CONVERGED and path.grounds.proven
+    assert path.reached is Outcome.NOT_CONVERGED and path.evidence.proven
     x, y = path.endpoint
     assert x * x - y * y == pytest.approx(0.75, rel=1e-4) and x * y > 10
 
@@ -47,7 +47,7 @@ def test_separable_logistic_loss_from_the_origin() -> None:
     """L = log(1 + e^{-x}) + log(1 + e^{-y}): each partial is -σ(-·) < 0, no critical point;
     from (0, 0) the two coordinates stay equal and grow without bound."""
     path = gradflow.flow(model("log(1 + exp(-x)) + log(1 + exp(-y))"), [0.0, 0.0])
-    assert path.reached is Outcome.NOT_CONVERGED and path.grounds.proven
+    assert path.reached is Outcome.NOT_CONVERGED and path.evidence.proven
     x, y = path.endpoint
     assert x == pytest.approx(y, rel=1e-9) and x > 10
 
@@ -62,7 +62,7 @@ def test_the_ghost_of_a_saddle_node_diverges_when_the_tangent_says() -> None:
     path = gradflow.flow(model("(x - 1)**3/3 + 1e-8*x + y**2/2"), [2.0, 0.0])
     blow_up = (math.atan(1e4) + math.pi / 2) / 1e-4
     assert blow_up == pytest.approx(31414.93, abs=0.01)
-    assert path.reached is Outcome.DIVERGED and path.grounds.proven
+    assert path.reached is Outcome.DIVERGED and path.evidence.proven
     assert path.time == pytest.approx(blow_up, abs=0.5)
 
 
@@ -73,7 +73,7 @@ def test_a_minimum_far_from_the_origin_is_no_divergence() -> None:
     path = gradflow.flow(model("((x - 10000)**2 + (y - 10000)**2)/2"), [9999.0, 10001.0])
     assert path.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(path.endpoint, [1e4, 1e4], atol=1e-5)
-    assert path.grounds.proven and "certified region" in path.grounds.reason
+    assert path.evidence.proven and "certified region" in path.evidence.reason
 
 
 def test_a_well_of_a_double_well_is_proven() -> None:
@@ -85,8 +85,8 @@ def test_a_well_of_a_double_well_is_proven() -> None:
     path = gradflow.flow(landscape, [0.5, 0.5], critical=critical)
     assert path.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(path.attractor.point, [1.0, 0.0], atol=1e-9)
-    assert path.grounds.evidence is Evidence.PROVEN
-    assert path.metadata()["evidence"] == {"evidence": "proven", "reason": path.grounds.reason}
+    assert path.evidence.proven
+    assert path.metadata()["evidence"] == {"evidence": "proven", "reason": path.evidence.reason}
 
 
 def test_the_command_line_says_escaping_not_converged(cli) -> None:
