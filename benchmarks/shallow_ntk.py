@@ -126,7 +126,7 @@ def _neural_tangents_status() -> str:
     try:
         import neural_tangents  # noqa: PLC0415
     except ModuleNotFoundError:
-        return "not installed (its latest release, 0.6.5, does not import with JAX 0.10: see docs/models/shallow-ntk.md)"
+        return "not installed (its latest release, 0.6.5, does not import with JAX 0.10: see docs/systems/shallow-ntk.md)"
     except Exception as error:  # noqa: BLE001 - any import failure is the answer we report
         return f"not usable: {type(error).__name__}: {error}"
     return f"importable ({getattr(neural_tangents, '__version__', 'unknown version')}), not benchmarked"

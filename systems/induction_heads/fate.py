@@ -151,7 +151,7 @@ def reason(group: str, reduced: Stages, full: Stages, off_family: float, solver:
       the unigram signal removes that seed.  A model that learns the unigram stage with
       another circuit sits in it as in a trap, which the unigram signal deepens.  The
       reduction assumes the first; ``start = "unigram"`` (``b`` alone fits the unigram stage)
-      is the second (docs/models/induction-heads.md);
+      is the second (docs/systems/induction-heads.md);
     - otherwise ``unexplained``.
     """
     if reduced.transition_step is None or full.transition_step is None:

@@ -2,7 +2,7 @@
 
 Source: Edelman et al., "The Evolution of Statistical Induction Heads" (2024), §4 (the minimal
 model and its symmetric reduction); the derivations below are this project's, written out in
-``docs/models/induction-heads.md``.
+``docs/systems/induction-heads.md``.
 
 The minimal model's logits are ``f(E) = mask(E W (M E)ᵀ) E`` (:mod:`gradflow.systems.induction_heads.minimal`).
 Relabelling the states by a permutation ``Π`` maps ``E → EΠ`` and leaves every prior here

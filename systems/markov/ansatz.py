@@ -1,6 +1,6 @@
 """The rank-one ansatz of the single-layer Markov transformer, evaluated symbolically.
 
-The full model (``systems/markov/transformer.py``; the ansatz is written out in ``docs/models/markov-transformer.md``) with every vector a multiple of one
+The full model (``systems/markov/transformer.py``; the ansatz is written out in ``docs/systems/markov.md``) with every vector a multiple of one
 unit direction ``α`` and every matrix a multiple of ``ααᵀ`` (the FFN's ``W_1 = |w|κ 1 αᵀ``,
 ``W_2 = wκ α 1ᵀ``) acts on scalars: a vector ``v = v̂ α`` is its coefficient ``v̂``, a matrix
 ``M = M̂ ααᵀ`` multiplies by ``M̂``, and ``⟨u, v⟩ = û v̂``.  This module runs the forward pass of
@@ -19,7 +19,7 @@ function of the current symbol ``x_n ∈ {0, 1}``:
 The attention scalar is ``a = κ_Q κ_K κ_V κ_O / √d`` (query, key, value and output scales
 together); the FFN scale satisfies ``r κ² = 4``.  Source of the ansatz: Makkuva et al., "Local to
 Global" (NeurIPS 2024), §3; the attention part is derived here (the published formula is not
-public), see ``docs/models/markov-transformer.md``.
+public), see ``docs/systems/markov.md``.
 """
 
 from __future__ import annotations

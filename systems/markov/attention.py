@@ -20,7 +20,7 @@ the population loss is the same closed form as the canonical model's,
 At ``a = 0`` both reduce to the canonical models of :mod:`gradflow.systems.markov.reduced`.  The flow of
 ``L(e, w, a)`` conserves ``E = e² - 2a² - w² - sgn(w) ln|w|``.  Source: Makkuva et al., "Local to
 Global" (NeurIPS 2024), §3 (ansatz and canonical model); the attention part is derived here, see
-``docs/models/markov-transformer.md``.
+``docs/systems/markov.md``.
 """
 
 from __future__ import annotations

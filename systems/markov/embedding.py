@@ -1,7 +1,7 @@
 """Between reduced coordinates and full weights: ``embed(θ)``, the projection back, the paper's init.
 
 The rank-one embedding of the canonical coordinates ``(e, w, a)`` and the full model's bias
-``b_full`` along a unit direction ``α`` (``docs/models/markov-transformer.md``; ``κ = 1/√d`` so that ``4d·κ² = 4``):
+``b_full`` along a unit direction ``α`` (``docs/systems/markov.md``; ``κ = 1/√d`` so that ``4d·κ² = 4``):
 
     e = eα,  p_n = -(e/2)α,  W_Q = W_K = d^{1/4} ααᵀ,  W_V = ααᵀ,  W_O = a ααᵀ,
     W_1 = |w|κ 1 αᵀ,  W_2 = wκ α 1ᵀ,  b = b_full.
@@ -359,7 +359,7 @@ def paper_init(
     (constant entries) and ``w0 < 0`` (``W_1`` positive, ``W_2`` negative).  The magnitudes are a
     reconstruction (the paper states the structure): ``e0 = 0.02 √d`` gives embedding entries of
     the standard init's scale 0.02, and ``w0 = -1`` lies below the canonical saddle ``-1/√2``, in the
-    basin of the bigram solution for ``p + q > 1`` (``docs/models/markov-transformer.md``).
+    basin of the bigram solution for ``p + q > 1`` (``docs/systems/markov.md``).
     Source: Makkuva et al., "Local to Global" (NeurIPS 2024), §4 (initialization guideline).
 
     Raises:

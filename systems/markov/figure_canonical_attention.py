@@ -128,7 +128,7 @@ class Data:
                 f"a={a:g}": pic.basin_map.fractions() for a, pic in zip(SLICES, self.slices)
             },
             "starts": STARTS,
-            "source": "derived here: docs/models/markov-transformer.md",
+            "source": "derived here: docs/systems/markov.md",
         }
 
 

@@ -3,7 +3,7 @@ the origin: the fraction of directions ``u`` that reach the global minimum, as a
 initialization scale ``r``.
 
 For the canonical models every critical set other than the global minima has loss ``H(π)``
-(``Φ(0)``, see ``docs/models/markov-transformer.md``), so a trajectory whose loss falls below
+(``Φ(0)``, see ``docs/systems/markov.md``), so a trajectory whose loss falls below
 ``H(π)`` can only end at a global minimum: it is stopped there and labelled ``global``
 (:func:`gradflow.flow_endpoints` with ``decide_below``).  The others are labelled ``unigram`` if
 they reach a steady state at loss ``H(π)``, else ``other`` (budget exhausted, diverged).

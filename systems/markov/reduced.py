@@ -2,7 +2,7 @@
 
 Source: Makkuva et al., "Local to Global: Learning Dynamics and Effect of Initialization for
 Transformers" (NeurIPS 2024), §3 (canonical parametrization, gradient flow, Figure 1); the
-derivation is written out in ``docs/models/canonical.md``.
+derivation is written out in ``docs/systems/markov.md``.
 
 Rank-one ansatz ``e = eα``, ``p_n = -(e/2)α``, FFN of one sign pattern: the logit of the next
 symbol is ``logit_n = e²(1 + 2w|w|)·x_n - e²/2 + b``.  With ``c = e²(1 + 2w|w|)`` and

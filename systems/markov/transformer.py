@@ -8,7 +8,7 @@ positions), residual ReLU FFN ``z_n = y_n + W_2 ReLU(W_1 y_n)`` (``W_1: 4d × d`
 separate unembedding vector), binary cross-entropy against ``x_{n+1}``, averaged over the ``N``
 positions.  Source: Makkuva et al., "Local to Global" (NeurIPS 2024), §2 and Appendix
 (architecture); the linear-attention switch with the ``1/n`` mean is this project's choice, see
-``docs/models/markov-transformer.md``.
+``docs/systems/markov.md``.
 
 Losses (all in nats, averaged over the ``N`` positions ``n = 1…N``, each predicting ``x_{n+1}``):
 

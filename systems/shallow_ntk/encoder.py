@@ -2,7 +2,7 @@
 
 Source: Y. Wu, F. Liu, G. Chrysos, V. Cevher, "On the Convergence of Encoder-only Shallow
 Transformers", NeurIPS 2023.  The paper's exact equation for the network was not recovered; this
-is the most likely form (``docs/models/shallow-ntk.md`` states what is assumed).  For a sample
+is the most likely form (``docs/systems/shallow-ntk.md`` states what is assumed).  For a sample
 ``X ∈ R^{d_s × d}`` (rows are the ``d_s`` tokens) and width ``d_m``:
 
     A(X)     = softmax_rows(τ0 · X W_Qᵀ W_K Xᵀ)                     (d_s × d_s)

@@ -16,7 +16,7 @@ Both are derived here by integrating the Gaussian in polar coordinates over the 
 half-planes overlap (:func:`arc_cosine_kernels`).  The score blocks ``Q, K`` contribute
 ``O(d_m^{-1})`` and vanish in the limit.  Under NTK initialization (no hidden layer):
 
-    K∞(X, X') = κ1(x̄, x̄') + x̄ᵀx̄' κ0(θ)        (Wu et al. 2023, NTK analysis; ``docs/models/shallow-ntk.md``),
+    K∞(X, X') = κ1(x̄, x̄') + x̄ᵀx̄' κ0(θ)        (Wu et al. 2023, NTK analysis; ``docs/systems/shallow-ntk.md``),
 
 the first term from ``w_O``, the second from ``W_V``.  For LeCun and He initializations the same
 derivation gives a kernel growing like ``d_m`` (:func:`limit_blocks` keeps every constant).

@@ -2,7 +2,7 @@
 
 Reconstruction of the data model of "Transformers Provably Learn Two-Mixture of Linear
 Classification via Gradient Flow" (ICLR 2025; the paper's text was not available here, see
-``docs/models/two-mixture.md``).  Orthonormal group identifiers ``c_1..c_K`` and classification
+``docs/systems/two-mixture.md``).  Orthonormal group identifiers ``c_1..c_K`` and classification
 features ``v_1..v_K`` span the signal space ``span U``, ``U = [c_1..c_K, v_1..v_K] ∈ R^{d×2K}``.
 A sample of group ``k`` with label ``y ∈ {±1}`` and distractor sign ``ε ∈ {±1}`` is the sequence
 of tokens

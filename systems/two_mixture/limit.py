@@ -1,6 +1,6 @@
 """The infinite-width limit of the two-mixture dynamics, and the attention's linear escape.
 
-Derivation (``docs/models/two-mixture.md``, "The infinite-width limit").  With the readout
+Derivation (``docs/systems/two-mixture.md``, "The infinite-width limit").  With the readout
 ``κ = 1/√m`` and every weight ``N(0, ω²/m)``, write ``ŵ_r = √m w_r``: the network is
 ``f = (1/m) Σ_{h,r} out_{h,r} ReLU(⟨ŵ_{h,r}, u_h⟩)`` and under the gradient flow of the weights
 

@@ -1,6 +1,6 @@
 """The full two-headed transformer of the two-mixture task, in JAX (equinox), and its loss.
 
-Reconstruction (the paper's text was not available; ``docs/models/two-mixture.md`` lists every
+Reconstruction (the paper's text was not available; ``docs/systems/two-mixture.md`` lists every
 choice) of the model of "Transformers Provably Learn Two-Mixture of Linear Classification via
 Gradient Flow" (ICLR 2025).  Each head ``h ∈ {+, -}`` has query and key maps
 ``W_Q^h, W_K^h ∈ R^{d_head × d}`` and ``m`` ReLU neurons ``w_{h,r} ∈ R^d``.  For a sample
@@ -34,7 +34,7 @@ Named options (the uncertain choices of the reconstruction):
   ``ReLU(⟨w, Σ_i α_i x_i⟩)``; ``"tokens"``: every token alone, the outputs averaged with the
   attention's weights, ``F_h = κ Σ_r a_r Σ_i α_i ReLU(⟨w_{h,r}, x_i⟩)`` (the neurons as the
   value map).  With uniform attention the first is a network of the mean token, the second a
-  sum of one function per token, which cannot fit the hard samples (``docs/models/two-mixture.md``).
+  sum of one function per token, which cannot fit the hard samples (``docs/systems/two-mixture.md``).
 - ``d_head``: the inner dimension of ``W_Q, W_K`` (default ``m``, so that at initialization
   ``W_Qᵀ W_Q → ω² I`` as ``m → ∞``).
 

@@ -13,7 +13,7 @@ from gradflow.systems.induction_heads import strategies as st
 
 REFERENCE = {
     # Edelman et al. (2024): T = 100, last position, KL(true ‖ strategy), Monte Carlo with
-    # standard error ≤ 6e-4 (the reference levels of docs/models/induction-heads.md).
+    # standard error ≤ 6e-4 (the reference levels of docs/systems/induction-heads.md).
     2: {"uniform": 0.2123, "unigram": 0.0873, "bigram": 0.0093},
     3: {"uniform": 0.2790, "unigram": 0.1691, "bigram": 0.0264},
 }

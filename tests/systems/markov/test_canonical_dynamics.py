@@ -1,4 +1,4 @@
-"""Critical sets and basins of the canonical model against the exact analysis of docs/models/canonical.md.
+"""Critical sets and basins of the canonical model against the exact analysis of docs/systems/markov.md.
 
 The flow conserves E = e² - w² - sgn(w) ln|w|, so each trajectory runs along a level curve of E.
 With E_sad = -(1 + ln 2)/2 (the energy of the saddle (0, -1/√2)) the fate of a point with e ≠ 0

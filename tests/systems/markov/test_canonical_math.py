@@ -1,6 +1,6 @@
 """The canonical Markov model against closed forms derived independently in each test.
 
-Source of the facts: Makkuva et al., "Local to Global" (NeurIPS 2024), §3, and the derivation in docs/models/canonical.md.
+Source of the facts: Makkuva et al., "Local to Global" (NeurIPS 2024), §3, and the derivation in docs/systems/markov.md.
 """
 
 from __future__ import annotations

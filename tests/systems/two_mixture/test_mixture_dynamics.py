@@ -214,7 +214,7 @@ def test_attention_stage_grows_like_log_one_over_omega():
     """The attention stage of the joint run lengthens linearly in ln(1/ω) (reduced dynamics,
     whose descent is the exact projection of full descent).  The fit time is not asserted after
     the escape: at small ω the neurons alone, which can read the group from c_k, bring the loss
-    to 0.05 about when the scores reach 1 (docs/models/two-mixture.md)."""
+    to 0.05 about when the scores reach 1 (docs/systems/two-mixture.md)."""
     config = MixtureConfig(K=2, d=8, m=64)
     omegas = [1e-3, 1e-2, 1e-1]
     times, law = omega_sweep(
