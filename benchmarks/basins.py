@@ -4,11 +4,17 @@ Times a ``grid × grid`` basin map of the canonical ``(e, w)`` flow (p = 0.7, q 
 [-3, 3]²) twice in one process, with JAX's persistent compilation cache off: the first call
 includes compilation, the second does not.  A warm ``100 × 100`` map, timed in the same run,
 shows whether the cost per trajectory stays flat as the grid grows.  Baselines, measured in the
-same run on a random subsample of the same grid and extrapolated to the full grid: ``scipy.integrate.solve_ivp``, one
-initial condition at a time, with RK45 (scipy's default) and with LSODA, each with the same
-vector field (the model's symbolic ``∇L`` lambdified to NumPy, the fastest per-point path from
-Python; the jitted JAX Hessian as Jacobian for LSODA), the same tolerances and stopping rule
-(steady state ``‖∇L‖₂ ≤ gtol``, or loss below the decision level, or ``t_max``).
+same run on a random subsample of the same grid and extrapolated to the full grid:
+``scipy.integrate.solve_ivp``, one initial condition at a time, with RK45 (scipy's default) and
+with LSODA, each with the same vector field (the model's symbolic ``∇L`` lambdified to NumPy,
+the fastest per-point path from Python; the jitted JAX Hessian as Jacobian for LSODA), the
+tolerances of the map's float64 stages and the map's stop rule in the map's units
+(:func:`gradflow._flow.flows.unit_flow`): the flow of ``L/g`` (``g`` the loss's gradient scale,
+:func:`gradflow.loss_scales`) stops at a steady state ``‖∇L‖₂/g ≤ gtol``, at the flow-time
+budget ``t_max·ℓ`` (``ℓ`` the length scale), or once the loss is below the map's decision
+level (:func:`gradflow._basins.sublevel.shortcut_level`).  Each baseline trajectory is also
+stopped after ``cap`` seconds of wall time; a baseline with capped trajectories counts each at
+its cap, so its time is a lower bound and the speed-up is printed with "≥".
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from gradflow import GradflowError, format_table, progress_bar
 if TYPE_CHECKING:
     from gradflow import BoundModel
 
-__all__ = ["Config", "Report", "bench"]
+__all__ = ["Baseline", "Config", "Report", "bench"]
 
 P, Q = 0.7, 0.6
 SMALL_GRID = 100
@@ -39,7 +45,7 @@ class Config:
     """Sizes of the benchmark.
 
     Raises:
-        GradflowError: ``grid`` below 2 or a sample count below 1.
+        GradflowError: ``grid`` below 2, a sample count below 1 or a cap that is not positive.
     """
 
     grid: int = field(default=400, metadata={"help": "grid points per axis"})
@@ -48,10 +54,35 @@ class Config:
         default=20,
         metadata={"help": "trajectories timed with RK45 (its stiff members take seconds each)"},
     )
+    cap: float = field(
+        default=2.0,
+        metadata={
+            "help": "wall-clock seconds after which a baseline trajectory is stopped and counted"
+            " at its cap (a lower bound)"
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.grid < 2 or self.lsoda_samples < 1 or self.rk45_samples < 1:
             raise GradflowError("--grid must be ≥ 2 and the sample counts ≥ 1")
+        if not self.cap > 0:
+            raise GradflowError(f"--cap {self.cap!r} must be > 0 seconds")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One baseline's timing.
+
+    Attributes:
+        ms_per_trajectory: mean wall time per trajectory (ms), a capped one counted at its cap.
+        samples: trajectories timed.
+        capped: how many of them reached the wall-clock cap; where any did, the mean is a lower
+            bound of the baseline's cost.
+    """
+
+    ms_per_trajectory: float
+    samples: int
+    capped: int
 
 
 @dataclass(frozen=True)
@@ -63,7 +94,7 @@ class Report:
         small_seconds: a warm :data:`SMALL_GRID` ² map's wall time.
         mean_steps, max_steps: solver steps per trajectory.
         cores: CPU cores of the machine; devices: JAX's devices.
-        ms_per_trajectory: mean ``solve_ivp`` time per trajectory of each baseline (ms).
+        baselines: each baseline's timing (:class:`Baseline`), by report name.
     """
 
     config: Config
@@ -74,7 +105,7 @@ class Report:
     max_steps: int
     cores: int
     devices: tuple[str, ...]
-    ms_per_trajectory: dict[str, float]
+    baselines: dict[str, Baseline]
 
     @property
     def trajectories(self) -> int:
@@ -82,7 +113,9 @@ class Report:
         return self.config.grid**2
 
     def metadata(self) -> dict[str, Any]:
-        """Timings, steps, devices, and per baseline its time, extrapolation and our speed-up."""
+        """Timings, steps, devices, and per baseline its time, extrapolation and our speed-up
+        (``lower_bound``: some of its trajectories were capped, so its time and the speed-ups
+        are at least these)."""
         n = self.trajectories
         return {
             "grid": self.config.grid,
@@ -99,33 +132,43 @@ class Report:
             "max_steps": self.max_steps,
             "cores": self.cores,
             "devices": list(self.devices),
+            "cap_seconds": self.config.cap,
             "baselines": {
                 name: {
-                    "ms_per_trajectory": ms,
-                    "extrapolated_seconds": ms * n / 1e3,
-                    "speedup": ms * n / 1e3 / self.seconds,
-                    "speedup_without_compile": ms * n / 1e3 / self.seconds_without_compile,
+                    "ms_per_trajectory": b.ms_per_trajectory,
+                    "samples": b.samples,
+                    "capped": b.capped,
+                    "lower_bound": b.capped > 0,
+                    "extrapolated_seconds": b.ms_per_trajectory * n / 1e3,
+                    "speedup": b.ms_per_trajectory * n / 1e3 / self.seconds,
+                    "speedup_without_compile": (
+                        b.ms_per_trajectory * n / 1e3 / self.seconds_without_compile
+                    ),
                 }
-                for name, ms in self.ms_per_trajectory.items()
+                for name, b in self.baselines.items()
             },
         }
 
     def text(self) -> str:
-        """Two lines on the basin map, then one table row per baseline."""
+        """Two lines on the basin map, then one table row per baseline ("≥" where capped)."""
         record, n, grid = self.metadata(), self.trajectories, self.config.grid
-        rows = [
-            [
-                name,
-                f"{b['ms_per_trajectory']:.2f}",
-                f"{b['extrapolated_seconds']:.0f}",
-                f"{b['speedup']:.0f}×",
-                f"{b['speedup_without_compile']:.0f}×",
-            ]
-            for name, b in record["baselines"].items()
-        ]
+        rows = []
+        for name, b in record["baselines"].items():
+            at_least = "≥ " if b["lower_bound"] else ""
+            rows.append(
+                [
+                    name,
+                    f"{at_least}{b['ms_per_trajectory']:.2f}",
+                    f"{b['capped']} of {b['samples']}",
+                    f"{at_least}{b['extrapolated_seconds']:.0f}",
+                    f"{at_least}{b['speedup']:.0f}×",
+                    f"{at_least}{b['speedup_without_compile']:.0f}×",
+                ]
+            )
         header = [
             "baseline",
             "ms/trajectory",
+            f"capped at {self.config.cap:g} s",
             "full grid (s, extrapolated)",
             "speedup",
             "speedup (warm)",
@@ -140,19 +183,28 @@ class Report:
                 f" mean {self.mean_steps:.1f} steps, max {self.max_steps}",
                 f"  cost per trajectory (warm): {record['us_per_trajectory']:.1f} µs at {grid}²,"
                 f" {record['us_per_trajectory_small_grid']['us']:.1f} µs at {SMALL_GRID}²",
+                "  baselines: the map's stop rule in its units (‖∇L‖/g ≤ gtol, the flow-time"
+                " budget t_max·ℓ/g, its decision level), each trajectory capped in wall time",
                 format_table(header, rows),
             ]
         )
 
 
-def _scipy_ms_per_trajectory(
-    model: BoundModel, starts: np.ndarray, method: str, level: float
-) -> float:
-    """Mean wall time (ms) of ``solve_ivp`` per initial condition, same stopping rule."""
+class _Capped(Exception):
+    """A baseline trajectory ran past its wall-clock cap."""
+
+
+def _scipy_baseline(
+    model: BoundModel, starts: np.ndarray, method: str, level: float | None, cap: float
+) -> Baseline:
+    """``solve_ivp`` from each of ``starts`` with the map's float64 stop rule in the map's units
+    (the flow of ``L/g`` in the time ``τ = g·t``, stopping at ``‖∇L‖₂/g ≤ gtol``, at
+    ``τ = t_max·ℓ``, or at a loss below ``level``), each trajectory stopped after ``cap``
+    seconds (counted at ``cap``)."""
     import sympy as sp
     from scipy.integrate import solve_ivp
 
-    from gradflow import default_basin_options, lambdify_numpy
+    from gradflow import default_basin_options, lambdify_numpy, loss_scales
 
     h = [float(x) for x in np.asarray(model.h)]
     m = model.model
@@ -160,43 +212,55 @@ def _scipy_ms_per_trajectory(
     loss = lambdify_numpy(symbols, m.loss)
     grad = lambdify_numpy(symbols, [sp.diff(m.loss, s) for s in m.params])
     hessian, h_array = model.compiled.hessian, model.h
-    options = default_basin_options()[0]
+    options = default_basin_options()[-1]
+    scales = loss_scales(model)
+    g = scales.gradient
+    deadline = [0.0]
 
     def rhs(t: float, y: np.ndarray) -> np.ndarray:
-        return -np.asarray(grad(*y, *h))
+        if time.perf_counter() > deadline[0]:
+            raise _Capped
+        return -np.asarray(grad(*y, *h)) / g
 
     def steady(t: float, y: np.ndarray) -> float:
-        return float(np.linalg.norm(grad(*y, *h))) - options.gtol
+        return float(np.linalg.norm(grad(*y, *h))) / g - options.gtol
 
     def decided(t: float, y: np.ndarray) -> float:
-        return float(loss(*y, *h)) - level
+        return float(loss(*y, *h)) - (-np.inf if level is None else level)
 
     steady.terminal = decided.terminal = True
-    extra = {"jac": lambda t, y: -np.asarray(hessian(y, h_array))} if method == "LSODA" else {}
-    begin = time.perf_counter()
+    extra = {"jac": lambda t, y: -np.asarray(hessian(y, h_array)) / g} if method == "LSODA" else {}
+    total, capped = 0.0, 0
     with progress_bar(
         total=len(starts), unit="trajectory", enabled=True, desc=f"scipy {method}"
     ) as bar:
         for y0 in starts:
-            solve_ivp(
-                rhs,
-                (0.0, options.t_max),
-                y0,
-                method=method,
-                rtol=options.rtol,
-                atol=options.atol,
-                events=(steady, decided),
-                **extra,
-            )
+            begin = time.perf_counter()
+            deadline[0] = begin + cap
+            try:
+                solve_ivp(
+                    rhs,
+                    (0.0, options.t_max * scales.length),
+                    y0,
+                    method=method,
+                    rtol=options.rtol,
+                    atol=options.atol,
+                    events=(steady, decided),
+                    **extra,
+                )
+                total += time.perf_counter() - begin
+            except _Capped:
+                total, capped = total + cap, capped + 1
             bar.update(1)
-    return 1e3 * (time.perf_counter() - begin) / len(starts)
+    return Baseline(1e3 * total / len(starts), len(starts), capped)
 
 
 def bench(config: Config) -> Report:
     """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
     import jax
 
-    from gradflow import Region, basins, critical_sets, decision_level
+    from gradflow import Region, basins, critical_sets, loss_scales
+    from gradflow._basins.sublevel import shortcut_level
     from gradflow.systems import markov
 
     jax.config.update("jax_enable_compilation_cache", False)
@@ -214,13 +278,17 @@ def bench(config: Config) -> Report:
     region = Region.of(model, config.grid)
     thetas = region.points()
     critical = critical_sets(model, box=region.search_box(model))
-    level = decision_level(critical)
+    level = shortcut_level(critical, loss_scales(model).loss) if model.sublevel_shortcut else None
     rng = np.random.default_rng(0)
     flat = thetas.reshape(-1, model.model.dim)
     samples = {"LSODA": config.lsoda_samples, "RK45": config.rk45_samples}
     timed = {
-        method: _scipy_ms_per_trajectory(
-            model, flat[rng.choice(len(flat), samples[method], replace=False)], method, level
+        method: _scipy_baseline(
+            model,
+            flat[rng.choice(len(flat), min(samples[method], len(flat)), replace=False)],
+            method,
+            level,
+            config.cap,
         )
         for method in ("LSODA", "RK45")
     }
@@ -233,5 +301,5 @@ def bench(config: Config) -> Report:
         max_steps=int(result.steps.max()),
         cores=os.cpu_count() or 1,
         devices=tuple(str(d) for d in jax.devices()),
-        ms_per_trajectory={name: timed[method] for name, method in BASELINES.items()},
+        baselines={name: timed[method] for name, method in BASELINES.items()},
     )

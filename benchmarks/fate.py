@@ -35,11 +35,13 @@ class Config:
     """Sizes of the benchmark.
 
     Raises:
-        GradflowError: ``grid`` below 2 or a bad ``length``.
+        GradflowError: ``grid`` below 2, a bad ``length`` or a budget ``t_max`` the fate map
+            refuses (not above its descent step).
     """
 
     grid: int = field(default=12, metadata={"help": "fate grid points per axis"})
     length: int = field(default=6, metadata={"help": "positions N of the full model"})
+    t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
 
     def __post_init__(self) -> None:
         if self.grid < 2:
@@ -47,6 +49,19 @@ class Config:
         from gradflow.systems.markov.data import check_length
 
         check_length(self.length, exact=True)
+        self.fate_config()
+
+    def fate_config(self) -> Any:
+        """The timed map's :class:`~gradflow.systems.markov.config.FateConfig` (σ = 0).
+
+        Raises:
+            GradflowError: a budget ``t_max`` the fate map refuses.
+        """
+        from gradflow.systems.markov.config import FateConfig
+
+        return FateConfig(
+            p=P, q=Q, grid=self.grid, sigma=(0.0,), length=self.length, t_max=self.t_max
+        )
 
 
 @dataclass(frozen=True)
@@ -139,10 +154,10 @@ def bench(config: Config) -> Report:
     import jax
     import jax.numpy as jnp
 
-    from gradflow.systems.markov.fate import FateConfig, fate_map
+    from gradflow.systems.markov.fate import fate_map
     from gradflow.systems.markov.full_landscape import embed_batch, full_field
 
-    fate_config = FateConfig(p=P, q=Q, grid=config.grid, sigma=(0.0,), length=config.length)
+    fate_config = config.fate_config()
     begin = time.perf_counter()
     result = fate_map(fate_config)
     seconds = time.perf_counter() - begin
