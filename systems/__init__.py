@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gradflow import ReducedModel
 
-__all__ = ["FULL_KINDS", "MODELS", "SWITCHING", "ModelEntry"]
-
-FULL_KINDS = (None, "markov", "declared")
-"""What :attr:`ModelEntry.full` may say: no full model, the Markov transformer, one declared."""
+__all__ = ["MODELS", "SWITCHING", "ModelEntry"]
 
 
 @dataclass(frozen=True)
@@ -37,23 +34,17 @@ class ModelEntry:
         plane: the parameters its portraits put on the x and y axes.
         hyperparams: its hyperparameters and their open ranges ``(lo, hi)`` (each becomes a
             ``--NAME`` option).
-        full: the full model it declares (``ReducedModel.full``), if any: ``"markov"`` for a
-            model of the single-layer Markov transformer (:data:`FULL_MODELS`,
-            :func:`gradflow.systems.markov.full_model.full_model`, ``gradflow compare``; fate maps by
-            ``gradflow fate --model canonical``, whose runs slide along the transformer's ReLU
-            kinks), ``"declared"`` for any other full model (``gradflow fate --model NAME``
-            runs the generic fate map on it), ``None`` for none.
+        full: whether the model declares a full model (``ReducedModel.full``): then
+            ``gradflow fate --model NAME`` runs a fate map on it, the system's own where the
+            system registers one (:data:`gradflow.systems.fate.FATE_SYSTEMS`), else the plane
+            fate map of :mod:`gradflow.systems.plane_fate`.
     """
 
     factory: str
     params: tuple[str, ...]
     plane: tuple[str, str]
     hyperparams: dict[str, tuple[float, float]]
-    full: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.full not in FULL_KINDS:
-            raise ValueError(f"full = {self.full!r}: choose one of {FULL_KINDS}")
+    full: bool = False
 
     def model(self) -> ReducedModel:
         """The reduced model: its factory imported and called (this imports the model and
@@ -71,28 +62,28 @@ MODELS = {
         ("e", "w"),
         ("w", "e"),
         SWITCHING,
-        full="markov",
+        full=True,
     ),
     "canonical-bias": ModelEntry(
         "gradflow.systems.markov.reduced:canonical_bias_model",
         ("e", "w", "b"),
         ("w", "e"),
         SWITCHING,
-        full="markov",
+        full=True,
     ),
     "canonical-attention": ModelEntry(
         "gradflow.systems.markov.attention:canonical_attention_model",
         ("e", "w", "a"),
         ("w", "e"),
         SWITCHING,
-        full="markov",
+        full=True,
     ),
     "canonical-attention-bias": ModelEntry(
         "gradflow.systems.markov.attention:canonical_attention_bias_model",
         ("e", "w", "a", "b"),
         ("w", "e"),
         SWITCHING,
-        full="markov",
+        full=True,
     ),
 }
 """Every reduced model the command line knows by name, in report order (the one list: the

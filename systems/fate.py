@@ -18,8 +18,9 @@ the times of the stages, convergence within a budget.  Every system has
 :data:`FATE_SYSTEMS` lists the systems with a fate map of their own by name (``gradflow fate
 --model NAME``) as plain data, so the command line reads it without importing any of them;
 :func:`fate_systems` adds every other registered model that declares a full model
-(:data:`gradflow.systems.MODELS` entries marked ``full``), whose map is the generic one of
-:mod:`gradflow.systems.plane_fate`.
+(:data:`gradflow.systems.MODELS` entries marked ``full``), and :func:`plane_system` any other
+model spec with one (an installed plugin's, ``FILE.py:FACTORY``): their map is the plane fate map
+of :mod:`gradflow.systems.plane_fate`.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ __all__ = [
     "FateResult",
     "FateSystem",
     "config_type",
-    "plane_cells",
     "fate_systems",
+    "plane_cells",
+    "plane_system",
     "quick_config",
     "run_fate",
 ]
@@ -115,23 +117,30 @@ FATE_SYSTEMS: dict[str, FateSystem] = {
 
 
 def fate_systems() -> dict[str, FateSystem]:
-    """Every system ``gradflow fate --model NAME`` runs: :data:`FATE_SYSTEMS`, then each model
-    of :data:`gradflow.systems.MODELS` with ``full="declared"``, with the generic map
-    (:mod:`gradflow.systems.plane_fate`).  Read from the registry when called, so a model
-    registered after import is found."""
+    """Every system ``gradflow fate --model NAME`` runs by a registered name: :data:`FATE_SYSTEMS`,
+    then each model of :data:`gradflow.systems.MODELS` with a full model and no fate system of
+    its own, with the plane fate map (:func:`plane_system`).  Read from the registry when
+    called, so a model registered after import is found.  Any other model spec with a full
+    model (a plugin's, ``FILE.py:FACTORY``) is run by :func:`plane_system` too."""
     from gradflow.systems import MODELS
 
     generic = {
-        name: FateSystem(
-            "gradflow.systems.plane_fate_config:ModelFateConfig",
-            "gradflow.systems.plane_fate:fate_map",
-            f"{name}: its full model's gradient flow from a grid of embedded reduced starts",
-            {"model": name},
-        )
+        name: plane_system(name)
         for name, entry in MODELS.items()
-        if entry.full == "declared" and name not in FATE_SYSTEMS
+        if entry.full and name not in FATE_SYSTEMS
     }
     return {**FATE_SYSTEMS, **generic}
+
+
+def plane_system(spec: str) -> FateSystem:
+    """The plane fate map (:mod:`gradflow.systems.plane_fate`) of the model ``spec`` names (a
+    model spec of :mod:`gradflow.systems.model_specs`)."""
+    return FateSystem(
+        "gradflow.systems.plane_fate_config:ModelFateConfig",
+        "gradflow.systems.plane_fate:fate_map",
+        f"{spec}: its full model's gradient flow from a grid of embedded reduced starts",
+        {"model": spec},
+    )
 
 
 def _load(path: str) -> Any:
@@ -186,12 +195,25 @@ def run_fate(
 
 
 def _system(name: str) -> FateSystem:
-    systems = fate_systems()
-    if name not in systems:
-        from gradflow import GradflowError
+    """The fate system of ``name``: a key of :func:`fate_systems`, else the plane map of a model
+    spec (a plugin's model, ``FILE.py:FACTORY``).
 
-        raise GradflowError(f"model = {name!r} has no fate map; one of {', '.join(systems)}")
-    return systems[name]
+    Raises:
+        GradflowError: ``name`` is neither.
+    """
+    from .model_specs import available, is_file_spec
+
+    systems = fate_systems()
+    if name in systems:
+        return systems[name]
+    if is_file_spec(name) or name in available():
+        return plane_system(name)
+    from gradflow import GradflowError
+
+    raise GradflowError(
+        f"model = {name!r} has no fate map; one of {', '.join(systems)}, or FILE.py:FACTORY "
+        "for a model with a full model"
+    )
 
 
 @dataclass(frozen=True)

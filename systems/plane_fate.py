@@ -1,7 +1,8 @@
-"""The fate map of any registered model with a full model: reduced prediction against full run.
+"""The fate map of any model with a full model: reduced prediction against full run.
 
-For a model that declares its full model (``ReducedModel(..., full=FullModel(embed, loss))``),
-over a grid of reduced starts ``θ0`` on the model's plane (the other parameters 0):
+For a model that declares its full model (``ReducedModel(..., full=FullModel(embed, loss))``):
+a registered model, an installed plugin's or ``FILE.py:FACTORY`` (``gradflow fate --model
+SPEC``), over a grid of reduced starts ``θ0`` on the model's plane (the other parameters 0):
 
 - the **reduced prediction**: the attractor the reduced gradient flow from ``θ0`` reaches, in
   the Euclidean metric and in the metric the embedding induces (``G = JᵀJ``), by the engine's
@@ -69,9 +70,9 @@ def _setup(config: ModelFateConfig) -> tuple[Any, Any, Any, Any]:
     """The bound model, the region of starts, the critical sets and their attractor index (one
     per process and configuration)."""
     import gradflow as gf
-    from gradflow.systems import MODELS
+    from gradflow.systems.model_specs import load_model
 
-    model = MODELS[config.model].model()
+    model = load_model(config.model)
     if model.full is None:
         raise gf.GradflowError(f"model {config.model!r} declares no full model")
     bound = model.bind(**config.values())

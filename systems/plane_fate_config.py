@@ -1,15 +1,18 @@
-"""The configuration of the fate map of any registered model with a full model (no JAX).
+"""The configuration of the fate map of any model with a full model.
 
-:class:`ModelFateConfig` is what ``gradflow fate --model NAME`` builds for a model of
-:data:`gradflow.systems.MODELS` marked ``full`` that has no fate system of its own
-(:mod:`gradflow.systems.plane_fate` runs it); its checks read the registry entry alone, so a
-rejected option answers before JAX is loaded.
+:class:`ModelFateConfig` is what ``gradflow fate --model SPEC`` builds for a model that declares
+a full model and has no fate system of its own (:mod:`gradflow.systems.plane_fate` runs it):
+a model of :data:`gradflow.systems.MODELS` marked ``full``, an installed plugin's, or
+``FILE.py:FACTORY`` (:mod:`gradflow.systems.model_specs`).  For a registered model the checks
+read the registry entry alone, so a rejected option answers before JAX is loaded; a plugin's or
+a file's model is loaded to be checked.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from gradflow import GradflowError
@@ -19,10 +22,10 @@ __all__ = ["ModelFateConfig"]
 
 @dataclass(frozen=True)
 class ModelFateConfig:
-    """A fate map of a registered model with a full model (:mod:`gradflow.systems.plane_fate`).
+    """A fate map of a model with a full model (:mod:`gradflow.systems.plane_fate`).
 
     Raises:
-        GradflowError: a model not registered or without a full model, a hyperparameter
+        GradflowError: a model that is no model spec or declares no full model, a hyperparameter
             missing, unknown, not ``NAME=NUMBER`` or outside its range, a grid below 2, an empty
             box, a negative ``σ``, no seeds, a budget or ``gtol`` not above 0.
     """
@@ -30,7 +33,9 @@ class ModelFateConfig:
     QUICK: ClassVar[dict[str, Any]] = {"grid": 5}
     """A small map (``gradflow fate --quick``): 5 × 5 starts."""
 
-    model: str = field(default="", metadata={"help": "the registered model"})
+    model: str = field(
+        default="", metadata={"help": "the model: a registered name or FILE.py:FACTORY"}
+    )
     hyper: tuple[str, ...] = field(
         default=(),
         metadata={"nargs": "+", "metavar": "NAME=VALUE", "help": "hyperparameter values"},
@@ -57,33 +62,23 @@ class ModelFateConfig:
     )
 
     def __post_init__(self) -> None:
-        from gradflow.systems import MODELS
-
-        entry = MODELS.get(self.model)
-        if entry is None or entry.full != "declared":
-            with_full = ", ".join(n for n, e in MODELS.items() if e.full == "declared")
-            raise GradflowError(
-                f"model = {self.model!r} has no declared full model for the generic fate map "
-                f"(models with one: {with_full or 'none'})"
-            )
         object.__setattr__(self, "hyper", tuple(self.hyper))
         object.__setattr__(self, "sigma", tuple(float(s) for s in self.sigma))
         values = self.values()
-        for name, (lo, hi) in entry.hyperparams.items():
+        domains = _hyperparameter_domains(self.model)
+        for name, (show, inside) in domains.items():
             if name not in values:
                 raise GradflowError(
                     f"model {self.model!r} needs a value for {name} "
-                    f"(--hyper {name}=VALUE, in ({lo:g}, {hi:g}))"
+                    f"(--hyper {name}=VALUE, in {show})"
                 )
-            if not lo < values[name] < hi:
-                raise GradflowError(
-                    f"{name} = {values[name]:g} is outside the valid range ({lo:g}, {hi:g})"
-                )
-        unknown = sorted(set(values) - set(entry.hyperparams))
+            if not inside(values[name]):
+                raise GradflowError(f"{name} = {values[name]:g} is outside the valid range {show}")
+        unknown = sorted(set(values) - set(domains))
         if unknown:
             raise GradflowError(
                 f"unknown hyperparameter(s) {', '.join(unknown)} for model {self.model!r}; "
-                f"expected {', '.join(entry.hyperparams) or 'none'}"
+                f"expected {', '.join(domains) or 'none'}"
             )
         if isinstance(self.grid, bool) or self.grid < 2:
             raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
@@ -124,3 +119,40 @@ class ModelFateConfig:
         """``(σ, seed)`` of every batch of full runs: one for ``σ = 0``, ``seeds`` for each
         other."""
         return [(s, k) for s in self.sigma for k in range(1 if s == 0 else self.seeds)]
+
+
+def _hyperparameter_domains(spec: str) -> dict[str, tuple[str, Callable[[float], bool]]]:
+    """The hyperparameters of the model ``spec`` names: ``{name: (its range as text, membership
+    test)}``, from the registry entry for a registered model (no import), else from the loaded
+    model's declaration.
+
+    Raises:
+        GradflowError: ``spec`` names no model, or a model without a full model.
+    """
+    from gradflow.systems import MODELS
+
+    entry = MODELS.get(spec)
+    if entry is not None:
+        if not entry.full:
+            with_full = ", ".join(n for n, e in MODELS.items() if e.full)
+            raise GradflowError(
+                f"model = {spec!r} declares no full model (registered models with one: "
+                f"{with_full or 'none'}; or FILE.py:FACTORY)"
+            )
+        return {
+            name: (f"({lo:g}, {hi:g})", lambda v, lo=lo, hi=hi: lo < v < hi)
+            for name, (lo, hi) in entry.hyperparams.items()
+        }
+    from gradflow import show_domain
+    from gradflow.systems.model_specs import load_model
+
+    model = load_model(spec)
+    if model.full is None:
+        raise GradflowError(
+            f"model = {spec!r} declares no full model: give its ReducedModel "
+            "full=gradflow.FullModel(embed, loss) to map its fate"
+        )
+    return {
+        h.name: (show_domain(model.domains[h]), lambda v, d=model.domains[h]: bool(d.contains(v)))
+        for h in model.hyperparams
+    }

@@ -107,7 +107,7 @@ def toys(tmp_path_factory, monkeypatch):
     monkeypatch.syspath_prepend(str(folder))
     for name, factory in (("toy", "toy_model"), ("toy-bias", "toy_bias_model")):
         entry = ModelEntry(
-            f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full="declared"
+            f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full=True
         )
         monkeypatch.setitem(MODELS, name, entry)
 
@@ -156,6 +156,23 @@ def test_a_toy_model_added_by_the_recipe_runs_every_command(cli, toys):
     np.testing.assert_allclose((a * b)[ends], 1.0, atol=1e-4)
     np.testing.assert_array_equal(np.sign(a[ends]), _branches(runs["x"], runs["y"])[ends])
     np.testing.assert_allclose(a[~ends], 0.0, atol=1e-5)
+
+
+def test_a_model_in_a_file_is_fate_mapped_without_a_registry_entry(cli, tmp_path):
+    """``gradflow fate --model FILE.py:FACTORY``: the toy network's file alone, no entry in
+    ``MODELS``.  Its family is invariant (module docstring), so both metrics predict every full
+    run, and from the start ``(−1, 1)`` on the saddle's stable line ``a + b = 0`` the run ends
+    at the saddle, the origin."""
+    (tmp_path / "my_network.py").write_text(textwrap.dedent(TOY_MODULE))
+    spec = f"{tmp_path / 'my_network.py'}:toy_model"
+    fate = json_of(cli("fate", "--model", spec, "--grid", "2", "--json"))
+    assert fate["system"] == spec and fate["cells"] == 2 * 4
+    assert fate["agreement"] == {"euclidean σ=0": 1.0, "induced σ=0": 1.0}
+    runs = _arrays(cli.folder / "fate.npz")
+    on_line = np.isclose(runs["x"][:, None] + runs["y"][None, :], 0.0).T
+    np.testing.assert_allclose(runs["projected"][0][on_line], 0.0, atol=1e-5)
+    missing = cli("fate", "--model", f"{tmp_path / 'none.py'}:toy_model", "--grid", "2")
+    assert missing.code == 2 and "does not exist" in missing.err
 
 
 def _arrays(path):

@@ -1,9 +1,7 @@
 """Which model a command runs on: a registered name, an installed plugin, a file, or ``--loss``.
 
-- ``--model NAME``: a model of the registry (:data:`gradflow.cli._registry.MODELS`) or one an
-  installed package registers under the entry-point group ``gradflow.models``
-  (``name = "package.module:factory"``);
-- ``--model path/to/file.py:factory``: ``factory()`` from that file;
+- ``--model NAME``, ``--model path/to/file.py:factory``: a model spec
+  (:mod:`gradflow.systems.model_specs`: the registry, an installed plugin, a file);
 - ``--loss EXPR`` with ``--params x,y``: a loss written as text (read without executing it).
 
 Hyperparameters come from ``--hyper NAME=VALUE …`` or, for the registered models, their own
@@ -13,13 +11,11 @@ options (``--p``, ``--q``).  Nothing heavy is imported until a command runs.
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.metadata
-import importlib.util
 import math
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gradflow.systems.model_specs import ENTRY_POINTS, available, load_model
 
 from ._registry import MODELS, ModelEntry
 
@@ -36,8 +32,6 @@ __all__ = [
     "precheck",
 ]
 
-ENTRY_POINTS = "gradflow.models"
-"""The entry-point group through which installed packages register models."""
 DEFAULT = "canonical"
 MODEL_HYPERPARAMETERS = sorted({h for entry in MODELS.values() for h in entry.hyperparams})
 """The hyperparameter names that have an option of their own (``--p``, ``--q``)."""
@@ -76,59 +70,6 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
             metavar=name.upper(),
             help=f"hyperparameter {name}; required with the models {users}",
         )
-
-
-def available() -> dict[str, tuple[str, str]]:
-    """Every model name a command accepts: ``{name: (factory, where it comes from)}``."""
-    out = {name: (entry.factory, "gradflow") for name, entry in MODELS.items()}
-    for point in importlib.metadata.entry_points(group=ENTRY_POINTS):
-        out.setdefault(point.name, (point.value, point.dist.name if point.dist else "plugin"))
-    return out
-
-
-def load_model(spec: str) -> ReducedModel:
-    """The :class:`gradflow.ReducedModel` named by ``spec`` (see the module docstring).
-
-    Raises:
-        GradflowError: an unknown name, a missing file or factory, or a factory that does not
-            return a ReducedModel.
-    """
-    from gradflow import GradflowError, ReducedModel
-
-    models = available()
-    if spec in models:
-        factory = _import_attribute(models[spec][0])
-    elif ":" in spec and spec.rsplit(":", 1)[0].endswith(".py"):
-        factory = _file_attribute(spec)
-    else:
-        raise GradflowError(
-            f"--model {spec!r} is not a known model ({', '.join(sorted(models))}) "
-            "nor FILE.py:FACTORY; 'gradflow models' lists them"
-        )
-    model = factory() if callable(factory) else factory
-    if not isinstance(model, ReducedModel):
-        raise GradflowError(f"--model {spec!r} gave a {type(model).__name__}, not a ReducedModel")
-    return model
-
-
-def _import_attribute(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
-
-
-def _file_attribute(spec: str) -> Any:
-    from gradflow import GradflowError
-
-    path, _, attr = spec.rpartition(":")
-    file = Path(path)
-    if not file.is_file():
-        raise GradflowError(f"--model {spec!r}: file {path!r} does not exist")
-    module_spec = importlib.util.spec_from_file_location(f"gradflow_user_model_{file.stem}", file)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
-    if not hasattr(module, attr):
-        raise GradflowError(f"--model {spec!r}: {path} has no {attr!r}")
-    return getattr(module, attr)
 
 
 def _pairs_text(option: str, items: list[str]) -> dict[str, str]:

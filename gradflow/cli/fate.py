@@ -5,8 +5,8 @@ a grid of a system's own axes (:mod:`gradflow.systems.fate`).
     gradflow fate --model NAME --quick --json
 
 ``--model`` picks the system (default ``canonical``): one with a fate map of its own, or any
-registered model that declares a full model (the generic map of
-:mod:`gradflow.systems.plane_fate`); the other options are that system's
+model that declares a full model — registered, an installed plugin's, or ``FILE.py:FACTORY`` —
+with the plane fate map of :mod:`gradflow.systems.plane_fate`; the other options are that system's
 (``gradflow fate --model NAME --help`` lists them).  Finished cells are checkpointed in
 ``--out``'s ``.runs`` folder; run again with the same arguments, an interrupted map continues
 where it stopped and writes the same files.  ``--workers N`` runs the cells on a local Dask
@@ -19,7 +19,8 @@ import argparse
 import shutil
 from collections.abc import Sequence
 
-from gradflow.systems.fate import config_type, fate_systems, quick_config
+from gradflow.systems.fate import config_type, fate_systems, plane_system, quick_config
+from gradflow.systems.model_specs import available, is_file_spec
 
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._config import add_config_arguments, config_from_args
@@ -33,10 +34,11 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
     systems = fate_systems()
     parser.add_argument(
         "--model",
-        choices=tuple(systems),
+        metavar="NAME|FILE.py:FACTORY",
         default=DEFAULT,
         help="the system: "
         + "; ".join(f"{k}: {v.help}" for k, v in systems.items())
+        + "; or FILE.py:FACTORY, a reduced model that declares its full model"
         + f" (default {DEFAULT})",
     )
     parser.add_argument(
@@ -46,8 +48,10 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
         "not given",
     )
     name = _selected(words)
-    if name in systems:
-        system = systems[name]
+    system = systems.get(name)
+    if system is None and (is_file_spec(name) or name in available()):
+        system = plane_system(name)
+    if system is not None:
         add_config_arguments(parser, config_type(name), skip=tuple(system.fixed))
     add_output_arguments(
         parser,
@@ -60,7 +64,7 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
 
 def _selected(words: Sequence[str]) -> str:
     """The value of ``--model`` among ``words`` (``--model X`` or ``--model=X``), else the
-    default; an unknown name is left for argparse to refuse."""
+    default; an unknown name is refused when the command runs."""
     for i, word in enumerate(words):
         if word == "--model" and i + 1 < len(words):
             return words[i + 1]
@@ -72,8 +76,9 @@ def _selected(words: Sequence[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     check_cluster(args)
     check_out(args, "the fate map")
-    system = fate_systems()[args.model]
-    config = config_from_args(config_type(args.model), args, **system.fixed)
+    kind = config_type(args.model)
+    fixed = fate_systems().get(args.model, plane_system(args.model)).fixed
+    config = config_from_args(kind, args, **fixed)
     if args.quick:
         config = quick_config(config)
     from gradflow.systems.fate import run_fate

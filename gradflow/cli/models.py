@@ -1,11 +1,13 @@
 """``gradflow models``: every model the commands accept, with its parameters, hyperparameters
-(and their ranges) and source, and the model families that are run by commands of their own."""
+(and their ranges), whether it declares a full model (then ``gradflow fate --model NAME`` maps
+where the full model's training ends) and its source, and the model families that are run by
+commands of their own."""
 
 from __future__ import annotations
 
 import argparse
 
-from ._models import available, load_model
+from gradflow.systems.model_specs import available, load_model
 from ._options import add_json_argument, print_json
 
 OWN_COMMANDS = {
@@ -34,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
                 "hyperparameters": {
                     h.name: show_domain(model.domains[h]) for h in model.hyperparams
                 },
+                "full_model": model.full is not None,
                 "factory": factory,
                 "package": origin,
                 "source": model.source,
@@ -47,12 +50,14 @@ def run(args: argparse.Namespace) -> int:
             r["name"],
             ", ".join(r["parameters"]),
             ", ".join(f"{k} ∈ {v}" for k, v in r["hyperparameters"].items()),
+            "yes" if r["full_model"] else "",
             r["source"],
         ]
         for r in records
     ]
-    print(format_table(["model", "parameters", "hyperparameters", "source"], rows))
+    print(format_table(["model", "parameters", "hyperparameters", "full model", "source"], rows))
     print("\nor: --model FILE.py:FACTORY, or --loss EXPR --params X,Y [--hyper NAME=VALUE …]")
+    print("a model with a full model: gradflow fate --model NAME (or FILE.py:FACTORY)")
     print("run by commands of their own:")
     for family, command in OWN_COMMANDS.items():
         print(f"  {family}: {command}")

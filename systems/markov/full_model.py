@@ -125,10 +125,12 @@ class MarkovFullModel:
 
 
 FULL_MODELS: tuple[str, ...] = tuple(
-    name for name, entry in MODELS.items() if entry.full == "markov"
+    name
+    for name, entry in MODELS.items()
+    if entry.full and entry.factory.startswith(f"{__package__}.")
 )
 """Every reduced model of the Markov transformer, by name, in the order of :data:`MODELS` (the
-entries with ``full="markov"``)."""
+entries of this system with a full model)."""
 
 
 @functools.cache

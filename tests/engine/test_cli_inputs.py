@@ -212,6 +212,7 @@ def test_models_lists_every_model_with_its_ranges(cli) -> None:
     models = {m["name"]: m for m in json.loads(run.out)["models"]}
     assert models["canonical"]["hyperparameters"] == {"p": "(0, 1)", "q": "(0, 1)"}
     assert models["canonical-attention"]["parameters"] == ["e", "w", "a"]
+    assert all(m["full_model"] for m in models.values())  # each embeds in the transformer
 
 
 def test_plugin_models_come_from_the_entry_point_group(cli, monkeypatch, tmp_path) -> None:
