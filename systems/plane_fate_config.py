@@ -11,8 +11,8 @@ a file's model is loaded to be checked.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from gradflow import GradflowError

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from gradflow.systems.model_specs import available, load_model
+
 from ._options import add_json_argument, print_json
 
 OWN_COMMANDS = {
