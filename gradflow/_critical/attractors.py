@@ -315,7 +315,13 @@ class AttractorIndex:
         """The id of a known attractor of a set (dimension ≥ 1) of ``kind`` that runs through
         ``point``, the sample nearest it joined to it along the set
         (:func:`~gradflow._critical.merging.joined_on_set`); ``-1`` for none.  An endpoint where a surface of minima is sparsely sampled is a point of
-        the component it lies on, not a new attractor."""
+        the component it lies on, not a new attractor.  A point on a closed-form piece of the
+        candidates' sets is decided along the pieces alone (:func:`_joined_on_piece`, exact):
+        the canonical ``Γ*`` has a branch on each side of the line of critical points
+        ``e = 0``, which no flow crosses, and an endpoint far out on the ``e < 0`` branch is
+        joined to that branch's samples along its equation, never to the other branch by a
+        path of critical points found numerically (whose steps can jump the narrow gap
+        between the branches)."""
         loss = float(landscape.loss(point))
         scale = loss_scales(landscape).loss
         candidates = [
@@ -323,16 +329,21 @@ class AttractorIndex:
             for a in self.attractors
             if a.kind == kind and a.dimension > 0 and same_loss(a.loss, loss, scale)
         ]
+        samples = {a.id: self._points[self._owners == a.id] for a in candidates}
+        samples = {i: s if len(s) else self.attractors[i].point[None] for i, s in samples.items()}
+        box = _around(self._box, point)
         for a in candidates:
-            samples = self._points[self._owners == a.id]
-            if not len(samples):
-                samples = a.point[None]
-            if _joined_on_piece(
-                landscape, point, a.set.split(" ∪ "), samples, _around(self._box, point)
-            ):
+            if _joined_on_piece(landscape, point, a.set.split(" ∪ "), samples[a.id], box):
                 return a.id
-            nearest = samples[int(np.argmin(np.linalg.norm(samples - point, axis=1)))]
-            if joined_on_set(landscape, point, nearest, loss):
+        names = {name for a in candidates for name in a.set.split(" ∪ ")}
+        if any(
+            piece.name in names and on_piece(landscape, piece, point[None])[0]
+            for piece in landscape.closed_forms
+        ):
+            return -1
+        for a in candidates:
+            distance = np.linalg.norm(samples[a.id] - point, axis=1)
+            if joined_on_set(landscape, point, samples[a.id][int(np.argmin(distance))], loss):
                 return a.id
         return -1
 

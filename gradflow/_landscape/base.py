@@ -53,10 +53,14 @@ class GradientField:
 
     ``θ`` has shape ``(dim,)``; ``loss`` returns a scalar, ``grad`` an array of shape ``(dim,)``.
     The integrators compile once per field object, so build a field once and reuse it.
+    ``metric``: where ``grad`` is the gradient in a metric, ``G⁻¹∇L``, the metric ``G(θ, args)``
+    (shape ``(dim, dim)``, symmetric positive definite; :func:`gradflow.in_metric`), which the
+    escape test of a steady state reads; ``None`` for the Euclidean gradient.
     """
 
     loss: Callable[[jax.Array, Any], jax.Array]
     grad: Callable[[jax.Array, Any], jax.Array]
+    metric: Callable[[jax.Array, Any], jax.Array] | None = None
 
     @classmethod
     def from_loss(cls, loss: Callable[[jax.Array, Any], jax.Array]) -> GradientField:

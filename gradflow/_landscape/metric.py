@@ -61,7 +61,7 @@ def metric_field(field: GradientField, metric: Metric) -> GradientField:
         g = field.grad(theta, args)
         return spd_solve(metric(theta, args).astype(g.dtype), g)
 
-    return GradientField(loss=field.loss, grad=grad)
+    return GradientField(loss=field.loss, grad=grad, metric=metric)
 
 
 UNROLLED = 4

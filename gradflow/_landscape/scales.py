@@ -110,9 +110,11 @@ def _lattice(bounds: np.ndarray) -> np.ndarray:
 
 @functools.cache
 def unit_field(field: GradientField) -> GradientField:
-    """The field of ``L/g``, called with arguments ``(args, g)``; one per field, so that its
-    integrators compile once."""
+    """The field of ``L/g``, called with arguments ``(args, g)``, in the metric of ``field``;
+    one per field, so that its integrators compile once."""
+    metric = field.metric
     return GradientField(
         loss=lambda theta, a: field.loss(theta, a[0]) / a[1],
         grad=lambda theta, a: field.grad(theta, a[0]) / a[1],
+        metric=None if metric is None else lambda theta, a: metric(theta, a[0]),
     )
