@@ -16,7 +16,7 @@ from ._interrupt import EXIT_INTERRUPTED, interruptible
 from ._registry import COMMANDS
 from ._setup import fewer_collections, freeze_at_exit
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "main", "parser"]
 
 DESCRIPTION = "gradflow: gradient flows, critical sets and basins of the reduced models of transformer training dynamics"
 
@@ -32,18 +32,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(list(sys.argv[1:] if argv is None else argv), held)
 
 
-def _main(argv: list[str], held: list[argparse.Namespace]) -> int:
-    from ._parser import Parser, add_subcommands, fail
+def parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The argument parser the command line reads ``argv`` with, without running anything.
 
-    parser = Parser(prog="gradflow", description=DESCRIPTION)
-    parser.add_argument(
+    Only the command named in ``argv`` has its options added (its module is imported; no other
+    is), so the parser is for these words: ``parser(words).parse_args(words)`` parses them as
+    ``gradflow WORDS`` would, and exits with status 2 and a one-line message on bad input."""
+    from ._parser import Parser, add_subcommands
+
+    root = Parser(prog="gradflow", description=DESCRIPTION)
+    root.add_argument(
         "--version", action="version", version=f"gradflow {importlib.metadata.version('gradflow')}"
     )
-    add_subcommands(parser, COMMANDS, argv, dest="command")
+    add_subcommands(root, COMMANDS, argv, dest="command")
+    return root
+
+
+def _main(argv: list[str], held: list[argparse.Namespace]) -> int:
+    from ._parser import fail
+
+    root = parser(argv)
     if not argv:
-        parser.print_help()
+        root.print_help()
         return 0
-    args = parser.parse_args(argv)
+    args = root.parse_args(argv)
     held.append(args)
     try:
         from gradflow import GradflowError
