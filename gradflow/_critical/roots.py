@@ -35,12 +35,23 @@ unexplained, ``‖∇L − H H⁺∇L‖``, is at most this times the loss's gra
 
 
 def numerical_solutions(
-    landscape: Landscape, box: np.ndarray, starts: int, seed: int
+    landscape: Landscape,
+    box: np.ndarray,
+    starts: int,
+    seed: int,
+    symmetries: tuple[tuple[int, ...], ...] = (),
 ) -> np.ndarray:
     """Critical points found by Levenberg–Marquardt (:func:`_batched_root`) on ``∇L = 0``, all
-    starts at once.
+    starts at once, with their images under the loss's sign symmetries.
 
-    The ``starts`` initial points are uniform in ``box`` (seeded).  A coordinate whose bounds are
+    The initial points are the centre of ``box`` (where a maximum or a symmetric saddle often
+    sits, and where uniform starts rarely land close enough for Levenberg–Marquardt to reach
+    it: the index-4 maximum at the origin of ``‖UUᵀ − diag(3, 1)‖²/4``) unless a kink passes
+    through it (points on kinks are the kink search's, :mod:`.kink_points`), then
+    ``starts · ⌈dim/2⌉`` points uniform in ``box`` (seeded): the starts grow with the
+    dimension.  Each found point's image ``s ⊙ θ`` under a sign pattern ``s`` of
+    ``symmetries`` (``L(s ⊙ θ) ≡ L(θ)``, :mod:`gradflow._symbolic.symmetries`) is a critical
+    point too and is added where it lies in ``box``.  A coordinate whose bounds are
     equal is pinned there (a slice): the search moves only the other coordinates and still asks
     for the whole gradient to vanish, so it finds the critical points of ``L`` that lie on the
     slice.  Returns the solutions inside ``box`` with ``‖∇L‖₂ ≤``
@@ -52,7 +63,13 @@ def numerical_solutions(
     if starts <= 0:
         return np.zeros((0, landscape.dim))
     rng = np.random.default_rng(seed)
-    y0 = rng.uniform(box[:, 0], box[:, 1], size=(starts, landscape.dim))
+    uniform = rng.uniform(
+        box[:, 0], box[:, 1], size=(starts * -(-landscape.dim // 2), landscape.dim)
+    )
+    centre = box.mean(axis=1)[None]
+    kink, slope = landscape.kink_values(centre)
+    on_kink = np.any((kink[0] == 0) & np.any(slope[0] != 0, axis=1))
+    y0 = uniform if on_kink else np.concatenate([centre, uniform])
     with np.errstate(all="ignore"):
         scale = np.linalg.norm(landscape.grad(y0), axis=1)
     usable = np.isfinite(scale) & (scale > 0)
@@ -60,6 +77,7 @@ def numerical_solutions(
     free = jnp.asarray(box[:, 0] < box[:, 1])
     root = _batched_root(landscape.field)
     ys = np.asarray(root(jnp.asarray(y0), landscape.args, scale, free, jnp.asarray(box[:, 0])))
+    ys = np.concatenate([ys, *(ys * np.asarray(s, dtype=float) for s in symmetries)])
     with np.errstate(all="ignore"):
         ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
         ys = ys[ok]

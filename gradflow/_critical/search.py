@@ -30,6 +30,8 @@ from .._errors import GradflowError
 from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._output.text import format_point
+from .._symbolic.model import BoundModel
+from .._symbolic.symmetries import sign_symmetries
 from .box import bounded_below, checked_box
 from .certificate import Certificate
 from .certify import certify as certify_box
@@ -75,8 +77,10 @@ def critical_sets(
             the critical sets a map needs lie beyond its box.
         samples: sample points per free dimension on each closed-form set (fewer on sets of
             dimension 2 and more, so that a set has at most ``_pieces.MAX_SAMPLES`` points).
-        starts: starting points of the numerical search (uniform in the bounds, seeded); no
-            search where the landscape proves its closed forms complete
+        starts: starting points of the numerical search per two parameters (uniform in the
+            bounds, seeded; :func:`~gradflow._critical.roots.numerical_solutions` adds the
+            box's centre and the images of the points found under the loss's sign symmetries);
+            no search where the landscape proves its closed forms complete
             (:attr:`~gradflow.Landscape.critical_sets_complete`).
         seed: seed of the starting points.
         certify: prove by interval arithmetic that no critical point is missed
@@ -131,7 +135,8 @@ def _critical_sets(
         (piece, sample_piece(landscape, piece, box, samples)) for piece in landscape.closed_forms
     ]
     searched = not landscape.critical_sets_complete
-    found = numerical_solutions(landscape, box, starts if searched else 0, seed)
+    symmetries = sign_symmetries(landscape.model) if isinstance(landscape, BoundModel) else ()
+    found = numerical_solutions(landscape, box, starts if searched else 0, seed, symmetries)
     on_closed_form = np.zeros(len(found), dtype=bool)
     for piece, _ in sampled:
         on_closed_form |= on_piece(landscape, piece, found)

@@ -250,8 +250,14 @@ class CriticalSets(Sequence[CriticalSet]):
                 subsequent_indent="  ",
             )
             for s in self.sets
-            if s.evidence is not None and (s.degenerate or s.evidence.proven)
+            if s.evidence is not None and s.degenerate
         ]
+        if any(s.evidence is not None and s.evidence.proven for s in self.sets):
+            lines.append(
+                "proven kind: Krawczyk proves one zero of ∇L around the point, the interval "
+                "Hessian its Morse index\nnumerical kind: floating-point Hessian and loss probes "
+                "(each set's reason is in the JSON)"
+            )
         if self.completeness is not None and not self.completeness.proven:
             lines.append(f"not proven complete ({self.completeness.reason})")
         lines += self.caveats

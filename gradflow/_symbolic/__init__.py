@@ -3,6 +3,6 @@ the reduced model and its binding to values (``model``), the full model it comes
 (``full``), its critical sets in closed form
 (``closed_forms``), SymPy → JAX lowering (``functions``, the stable functions; ``stabilize``, the
 unstable forms rewritten into them; ``lowering``; ``compiled``), what SymPy can establish about a
-loss (``facts``), interval evaluation of SymPy expressions (``interval``) and the time budget of
-every symbolic step (``budget``).
+loss (``facts``) and its sign symmetries (``symmetries``), interval evaluation of SymPy
+expressions (``interval``) and the time budget of every symbolic step (``budget``).
 """
