@@ -294,6 +294,10 @@ def portrait(
             streamlines, basins and separatrices follow it; in a metric other than the
             Euclidean one the Euclidean separatrices are drawn too.
 
+    The basin map labels with the critical sets :func:`gradflow.basins` finds by default (the
+    same search box and sampling), so that a portrait and ``basins`` on the same grid give the
+    same labels; the drawn sets are sampled more finely (:data:`CRITICAL_SAMPLES`).
+
     Returns:
         The computed :class:`Portrait`.
 
@@ -302,13 +306,10 @@ def portrait(
     """
     region = region_of(landscape, region, default_grid=201)
     box = region.search_box(landscape)
-    if region.fixed:
-        critical = critical_sets(landscape, box=box)
-        on_slice = critical_sets(
-            landscape, box=region.search_box(landscape, on_slice=True), samples=CRITICAL_SAMPLES
-        )
-    else:
-        critical = on_slice = critical_sets(landscape, box=box, samples=CRITICAL_SAMPLES)
+    critical = critical_sets(landscape, box=box)
+    on_slice = critical_sets(
+        landscape, box=region.search_box(landscape, on_slice=True), samples=CRITICAL_SAMPLES
+    )
     basin_map = None
     if show_basins:
         basin_map = basins(
