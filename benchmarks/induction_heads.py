@@ -1,4 +1,4 @@
-"""``gradflow bench icl``: training speed of the ICL-MC transformer.
+"""``gradflow bench induction-heads`` (also ``bench icl``): training speed of the ICL-MC transformer.
 
 The full model at k = 3, T = 100, d = 16, batch 64, float32, AdamW, with batches sampled on the
 fly inside the step, runs in compiled chunks (``lax.scan`` over ``--chunk`` steps, the code path

@@ -1,4 +1,4 @@
-"""``gradflow bench ntk``: time the empirical NTK Gram matrix of the shallow encoder.
+"""``gradflow bench shallow-ntk`` (also ``bench ntk``): time the empirical NTK Gram matrix of the shallow encoder.
 
 The setting: ``N = 64`` samples, ``d_s = 8`` tokens, ``d = 16``, width ``d_m = 1024``
 (``P = 3 d d_m + d_m = 50,176`` parameters), LeCun init, ``τ0 = d_m^{-1/2}``, float64.  Each

@@ -47,7 +47,7 @@ def test_every_command_module_parses_and_runs(name) -> None:
     command with entries of its own, ``SUBCOMMANDS`` (a registry), ``attach``, ``METAVAR`` and
     ``run``."""
     module = importlib.import_module(COMMANDS[name].module)
-    assert module.__name__ == f"gradflow.cli.{name}"
+    assert module.__name__ == f"gradflow.cli.{name.replace('-', '_')}"
     assert callable(module.run)
     if hasattr(module, "SUBCOMMANDS"):
         assert module.SUBCOMMANDS in (FIGURES, BENCHES)

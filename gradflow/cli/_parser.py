@@ -93,19 +93,21 @@ def add_subcommands(
     sub = parser.add_subparsers(dest=dest, required=True, metavar=metavar, parser_class=Parser)
     selected = next((a for a in argv if not a.startswith("-")), None)
     for name, command in registry.items():
-        p = sub.add_parser(name, help=command.help, description=command.help)
-        if name != selected:
+        p = sub.add_parser(
+            name, help=command.help, description=command.help, aliases=command.aliases
+        )
+        if selected not in (name, *command.aliases):
             continue
         module = importlib.import_module(command.module)
+        rest = list(argv[list(argv).index(selected) + 1 :])
         if attach is not None:
             attach(p, module)
         elif hasattr(module, "SUBCOMMANDS"):
-            rest = list(argv[list(argv).index(name) + 1 :])
             add_subcommands(
                 p, module.SUBCOMMANDS, rest, f"{dest}_name", module.attach, module.METAVAR
             )
         elif hasattr(module, "add_arguments_from"):
-            module.add_arguments_from(p, list(argv[list(argv).index(name) + 1 :]))
+            module.add_arguments_from(p, rest)
             p.set_defaults(_run=module.run)
         else:
             module.add_arguments(p)

@@ -30,10 +30,12 @@ __all__ = ["BENCHES", "COMMANDS", "FIGURES", "MODELS", "Command", "ModelEntry"]
 
 @dataclass(frozen=True)
 class Command:
-    """A named entry: the module that implements it and its one-line help."""
+    """A named entry: the module that implements it, its one-line help, and the other names it
+    answers to (an earlier name kept working)."""
 
     module: str
     help: str
+    aliases: tuple[str, ...] = ()
 
 
 COMMANDS = {
@@ -62,16 +64,20 @@ COMMANDS = {
         "gradflow.cli.compare",
         "reduced-vs-full checks of the canonical Markov models: value, gradient, dynamics",
     ),
-    "icl": Command(
-        "gradflow.cli.icl",
+    "induction-heads": Command(
+        "gradflow.cli.induction_heads",
         "in-context Markov chains: train the minimal/transformer/reduced model, phases uniform → unigram → bigram",
+        ("icl",),
     ),
-    "ntk": Command(
-        "gradflow.cli.ntk", "NTK width sweep of the shallow encoder transformer (Wu et al. 2023)"
+    "shallow-ntk": Command(
+        "gradflow.cli.shallow_ntk",
+        "NTK width sweep of the shallow encoder transformer (Wu et al. 2023)",
+        ("ntk",),
     ),
-    "mixture": Command(
-        "gradflow.cli.mixture",
+    "two-mixture": Command(
+        "gradflow.cli.two_mixture",
         "two-headed transformer on the two-mixture task: train (joint or staged), detect the stages",
+        ("mixture",),
     ),
 }
 
@@ -151,16 +157,18 @@ BENCHES = {
         "gradflow.benchmarks.train",
         "full Markov transformer: training steps/s (d = 8, batch 16, float32), exact loss at N = 12",
     ),
-    "ntk": Command(
+    "shallow-ntk": Command(
         "gradflow.benchmarks.shallow_ntk",
         "empirical NTK Gram matrix (N = 64, d_m = 1024): jacobian vs per-sample vs NTK-vector products",
+        ("ntk",),
     ),
     "startup": Command(
         "gradflow.benchmarks.startup",
         "command-line start-up: every --help, a rejected argument, the main job cold and warm",
     ),
-    "icl": Command(
+    "induction-heads": Command(
         "gradflow.benchmarks.induction_heads",
         "ICL-MC transformer training steps/s (k = 3, T = 100, d = 16, batch 64) vs per-call loop and the minimal model",
+        ("icl",),
     ),
 }

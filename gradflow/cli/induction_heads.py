@@ -1,6 +1,6 @@
-"""``gradflow icl``: train on in-context Markov chains and report the phases of training.
+"""``gradflow induction-heads`` (also ``gradflow icl``): train on in-context Markov chains and report the phases of training.
 
-    gradflow icl --k 3 --model minimal|transformer|reduced [--steps S]
+    gradflow induction-heads --k 3 --model minimal|transformer|reduced [--steps S]
                  [--prior dirichlet|doubly-stochastic|unigram|mixture:0.25] [--seeds K] [--json]
 
 Trains ``K`` seeds with a progress bar, prints for each the phase intervals (nearest strategy
@@ -21,7 +21,7 @@ from ._options import add_output_arguments, check_out, save_and_report
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, ICLConfig)
-    add_output_arguments(parser, "icl.npz", picture=True)
+    add_output_arguments(parser, "induction-heads.npz", picture=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -12,9 +12,9 @@ from gradflow.systems.model_specs import available, load_model
 from ._options import add_json_argument, print_json
 
 OWN_COMMANDS = {
-    "statistical induction heads": "gradflow icl",
-    "shallow encoder NTK": "gradflow ntk",
-    "two-mixture classification": "gradflow mixture",
+    "statistical induction heads": "gradflow induction-heads",
+    "shallow encoder NTK": "gradflow shallow-ntk",
+    "two-mixture classification": "gradflow two-mixture",
 }
 """The families that are not a registered model (no loss in a few scalars for ``--model``), by
 the command that runs each."""

@@ -1,6 +1,6 @@
-"""``gradflow ntk``: the width sweep of the shallow encoder's NTK, as a table, NPZ and JSON.
+"""``gradflow shallow-ntk`` (also ``gradflow ntk``): the width sweep of the shallow encoder's NTK, as a table, NPZ and JSON.
 
-    gradflow ntk --n-samples 16 --d-s 4 --d 16 --widths 64,256,1024,4096 \\
+    gradflow shallow-ntk --n-samples 16 --d-s 4 --d 16 --widths 64,256,1024,4096 \\
         --scaling sqrt --init lecun --steps 200
 
 For each width: ``λ_min(K_0)``, ``α_0``, the relative kernel change after ``T`` GD steps, the
@@ -31,7 +31,7 @@ MODEL = "shallow encoder transformer (Wu et al. 2023), gradflow.systems.shallow_
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_config_arguments(parser, SweepConfig)
     add_output_arguments(
-        parser, "ntk-sweep.npz", json_help="results as one JSON object on stdout", picture=True
+        parser, "shallow-ntk.npz", json_help="results as one JSON object on stdout", picture=True
     )
 
 
@@ -47,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
 
     notes = assumption_warnings(config, np.asarray(sweep_data(config)[0]))
     for note in notes:
-        print(f"gradflow ntk: warning: {note}", file=sys.stderr)
+        print(f"gradflow shallow-ntk: warning: {note}", file=sys.stderr)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", AssumptionWarning)
         sweep = width_sweep(config)
     measured = sweep.proposition1_failures()
     for note in measured:
-        print(f"gradflow ntk: warning: {note}", file=sys.stderr)
+        print(f"gradflow shallow-ntk: warning: {note}", file=sys.stderr)
     notes = [*notes, *measured]
-    metadata = {"command": "ntk", "model": MODEL, **sweep.metadata(), "warnings": notes}
+    metadata = {"command": "shallow-ntk", "model": MODEL, **sweep.metadata(), "warnings": notes}
     save_and_report(args, sweep, metadata=metadata, list_written=True)
     return 0

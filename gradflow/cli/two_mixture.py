@@ -1,6 +1,6 @@
-"""``gradflow mixture``: train the two-headed transformer on the two-mixture task, detect the stages.
+"""``gradflow two-mixture`` (also ``gradflow mixture``): train the two-headed transformer on the two-mixture task, detect the stages.
 
-    gradflow mixture --k 2 --d 8 --m 256 --omega 0.05 --schedule joint
+    gradflow two-mixture --k 2 --d 8 --m 256 --omega 0.05 --schedule joint
 
 Trains the full model (or, with ``--reduced``, the exact reduced dynamics) on the exact
 population loss, prints the detected stage times (neuron alignment, attention escape, fit) and
@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_output_arguments(
         parser,
-        "mixture.npz",
+        "two-mixture.npz",
         json_help="stage times and losses as one JSON object on stdout",
         picture=True,
     )
@@ -39,6 +39,6 @@ def run(args: argparse.Namespace) -> int:
     from gradflow.systems.two_mixture.experiment import run_experiment
 
     report = run_experiment(settings, reduced=args.reduced)
-    metadata = {"command": "mixture", **report.metadata()}
+    metadata = {"command": "two-mixture", **report.metadata()}
     save_and_report(args, report, metadata=metadata, list_written=True)
     return 0

@@ -5,7 +5,7 @@ For a network ``f`` with parameters ``θ`` and ``N`` inputs, the empirical NTK G
 blocks ``Q, K, V, O`` (and ``H``), ``K = Σ_b J_b J_bᵀ``; the output block is exactly
 ``K_O = τ1² F_pre F_preᵀ``, so ``λ_min(K) ≥ τ1² σ_min(F_pre)² = τ1² α²`` (Wu et al. 2023).
 
-Three ways to compute ``K`` (``gradflow bench ntk`` times them):
+Three ways to compute ``K`` (``gradflow bench shallow-ntk`` times them):
 
 - ``"jacobian"``: ``jax.jacobian`` (reverse mode) of the batched outputs, then ``J Jᵀ`` — the
   plain baseline.  Its ``N`` vector-Jacobian products each run back through the whole batch.
