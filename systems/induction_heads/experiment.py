@@ -16,6 +16,7 @@ import numpy as np
 from gradflow import format_table
 
 from .config import ICLConfig
+from .layers import LAYERS, formation_step
 from .phases import Phases, phases
 from .strategies import STRATEGY_NAMES
 from .train import History, RunSpec, train
@@ -133,6 +134,15 @@ class ICLReport:
             format_table(header, rows),
             *phase_lines,
         ]
+        for r in record["runs"]:
+            if "layer_formation" in r:
+                lines.append(
+                    f"seed {r['seed']} attention forms (half its rise): "
+                    + ", ".join(
+                        f"{name} at step {f['step']:g} ({f['start']:.3f} → {f['max']:.3f})"
+                        for name, f in r["layer_formation"].items()
+                    )
+                )
         for name in ("transition_step", "plateau_length"):
             s = record[name]
             if s["runs"]:
@@ -167,7 +177,15 @@ def draw_phases(ax: Axes, history: History) -> None:
 
 
 def _seed_record(seed: int, ph: Phases, history: History) -> dict[str, Any]:
-    """One seed: its phases, final test loss and distances (last position, and mean)."""
+    """One seed: its phases, final test loss and distances (last position, and mean), and for
+    the transformer when each layer's attention pattern forms (:mod:`.layers`)."""
+    layers = {}
+    if "layer_scores" in history.traces:
+        scores = history.traces["layer_scores"]
+        layers["layer_formation"] = {
+            name: dict(zip(("step", "start", "max"), formation_step(history.steps, scores[:, i])))
+            for i, name in enumerate(LAYERS)
+        }
     return {
         "seed": seed,
         "phases": ph.metadata(),
@@ -182,6 +200,7 @@ def _seed_record(seed: int, ph: Phases, history: History) -> dict[str, Any]:
             }
             for i, m in enumerate(STRATEGY_NAMES)
         },
+        **layers,
     }
 
 

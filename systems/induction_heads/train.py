@@ -10,7 +10,8 @@ Dirichlet prior (the task), whatever the training prior (or, with
   reduced model on a fixed sample ``field``, its ``G⁻¹∇L``, and ``grad_se``, the Monte-Carlo standard error of
   each component (spread over the ``batch`` independent sequences);
 - transformer: ``lag_profile``, the layer-1 attention mass at each lag ``m = 0 … T-1``, averaged
-  over evaluation sequences and positions ``i ≥ m``.
+  over evaluation sequences and positions ``i ≥ m``; ``layer_scores``, the previous-token score of
+  layer 1 and the induction score of layer 2 (:mod:`.layers`).
 
 Training batches are drawn afresh at every step inside the jitted step (``lax.scan`` over the
 steps between evaluations).  The transformer trains in float32 with AdamW (the paper's optimizer,
@@ -40,6 +41,7 @@ from gradflow.systems.induction_heads import transformer as tr
 
 from .config import MODELS, RunSpec
 from .data import Dirichlet, ICLBatch, Prior, sample
+from .layers import layer_scores
 from .reduction import metric_inverse
 from .strategies import metrics
 
@@ -299,6 +301,7 @@ def train_transformer(spec: RunSpec, progress: bool | None = None) -> History:
         return {
             "metrics": _metric_vector(probs, evalb),
             "lag_profile": lag_profile(model, evalb.x[:64]),
+            "layer_scores": layer_scores(model, evalb.x[:64]),
         }
 
     return _optimize(loss, model, trainer, draw, key, spec, observe, progress)

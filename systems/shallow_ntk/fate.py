@@ -39,7 +39,9 @@ Each cell also records ``λ_min(K_0)`` against ``λ_min(K∞)`` of the limiting 
 ``τ0 = d_m^{-1}``, where the limit exists), the steps linearized GD with ``K∞`` needs to reach
 ``ε``, the kernel's blocks (the share of ``Q, K``, which carries every dependence on ``τ0``), the
 measured and the guaranteed rates.  The threshold ``d_m* ∝ N^α`` is fitted per (init, scaling)
-with a bootstrap over the draws (:mod:`.threshold`).  Cells run through
+over the sample counts with ``N ≤ d`` (a larger ``N`` breaks the theorem's ``tokens`` assumption,
+so it cannot test the theorem), with an interval over the draws and the width grid
+(:mod:`.threshold`).  Cells run through
 :func:`gradflow.run_cells`, checkpointed one ``(N, d_m, seed)`` at a time.
 """
 
@@ -65,7 +67,7 @@ from .dynamics import bound_holds, linearized_descent, loss_bound, run_gd
 from .encoder import init_encoder, pad_width, synthetic_data
 from .limit import limit_kernel
 from .ntk import PROPOSITION1_MARGIN, feature_floor, kernel_blocks, proposition1_holds
-from .threshold import Exponent, bootstrap_exponent
+from .threshold import Exponent, bootstrap_exponent, width_thresholds
 
 __all__ = [
     "KERNEL_MOVED",
@@ -442,16 +444,34 @@ class NtkFateMap(FateResult):
         """Whether each network's outcome agrees with the prediction, shape ``(P, n, W, S)``."""
         return np.array([c.agree for c in self._cells]).reshape(self.failed.shape)
 
+    def fitted_samples(self) -> np.ndarray:
+        """Whether each sample count enters the exponent's fit: ``N ≤ d`` (the theorem's
+        ``tokens`` assumption; a larger ``N`` is outside the theorem it tests), shape ``(n,)``."""
+        return np.array(self.config.n_samples) <= self.config.d
+
     @cached_property
     def exponents(self) -> dict[str, Exponent]:
-        """Per ``"init/scaling"``, the fitted threshold ``d_m* = c N^α`` with its interval."""
+        """Per ``"init/scaling"``, the fitted threshold ``d_m* = c N^α`` over the sample counts
+        with ``N ≤ d`` (:meth:`fitted_samples`), with its interval over the draws and the width
+        grid."""
         converged = self.values["outcome"] == OUTCOMES.index("converged")
+        keep = self.fitted_samples()
         return {
             pair: bootstrap_exponent(
-                np.array(self.config.n_samples), np.array(self.config.widths), converged[p]
+                np.array(self.config.n_samples)[keep],
+                np.array(self.config.widths),
+                converged[p][keep],
             )
             for p, pair in enumerate(self.pairs())
         }
+
+    @cached_property
+    def thresholds(self) -> np.ndarray:
+        """``d_m*`` per ``"init/scaling"`` and sample count, every ``N`` (inside the fit or not),
+        shape ``(P, n)`` (:func:`~.threshold.width_thresholds`)."""
+        converged = self.values["outcome"] == OUTCOMES.index("converged")
+        widths = np.array(self.config.widths)
+        return np.array([width_thresholds(widths, c) for c in converged])
 
     def rates(self) -> dict[str, dict[str, float]]:
         """Per ``"init/scaling"``, at the largest ``N`` and ``d_m``, medians over the draws:
@@ -489,7 +509,9 @@ class NtkFateMap(FateResult):
             "theorem_applies": np.vectorize(lambda f: not f, otypes=[bool])(self.failed),
             "alpha_fit": np.array([e.alpha for e in exponents.values()]),
             "alpha_interval": np.array([[e.low, e.high] for e in exponents.values()]),
-            "thresholds": np.array([e.thresholds for e in exponents.values()]),
+            "alpha_grid_range": np.array([[e.grid_low, e.grid_high] for e in exponents.values()]),
+            "fitted_N": self.fitted_samples(),
+            "thresholds": self.thresholds,
             "alpha_sufficient": np.array([SUFFICIENT_EXPONENT[s] for _, s in c.pairs()]),
         }
 
@@ -498,6 +520,7 @@ class NtkFateMap(FateResult):
             "config": dataclasses.asdict(self.config),
             "sufficient_exponent": SUFFICIENT_EXPONENT,
             "exponents": {k: e.record() for k, e in self.exponents.items()},
+            "fitted_N": [int(n) for n, f in zip(self.config.n_samples, self.fitted_samples()) if f],
             "rates": self.rates(),
             "counts": {
                 pair: {
@@ -515,17 +538,21 @@ class NtkFateMap(FateResult):
 
         c = self.config
         rows = []
-        for (_, scaling), (pair, e) in zip(c.pairs(), self.exponents.items()):
+        items = zip(c.pairs(), self.exponents.items(), self.thresholds)
+        for (_, scaling), (pair, e), thresholds in items:
             interval = f"[{e.low:.2f}, {e.high:.2f}]" if np.isfinite(e.low) else "—"
+            grid = f"[{e.grid_low:.2f}, {e.grid_high:.2f}]" if np.isfinite(e.grid_low) else "—"
             fitted = f"{e.alpha:.2f}" if np.isfinite(e.alpha) else "—"
-            thresholds = [_threshold_text(t) for t in e.thresholds]
-            rows.append([pair, f"{SUFFICIENT_EXPONENT[scaling]:g}", fitted, interval, *thresholds])
+            shown = [_threshold_text(t) for t in thresholds]
+            rows.append([pair, f"{SUFFICIENT_EXPONENT[scaling]:g}", fitted, grid, interval, *shown])
+        outside = [n for n, f in zip(c.n_samples, self.fitted_samples()) if not f]
         header = [
             "init/scaling",
             "α sufficient",
             "α fitted",
-            "95 % bootstrap",
-            *(f"d_m*(N={n})" for n in c.n_samples),
+            "grid range",
+            "95 % draws+grid",
+            *(f"d_m*(N={n}){'†' if n in outside else ''}" for n in c.n_samples),
         ]
         rate_rows = [
             [pair, *(_shown(r[k]) for k in ("rate", "rate_bound", "qk_share", "lambda_ratio"))]
@@ -534,8 +561,15 @@ class NtkFateMap(FateResult):
         rate_header = ["init/scaling", "rate", "guaranteed", "Q,K share", "λ_min(K0)/λ_min(K∞)"]
         return [
             "",
-            "width threshold d_m* = c N^α, where half the draws converge:",
+            "width threshold d_m* = c N^α, where half the draws converge (fit over N ≤ d = "
+            f"{c.d}; grid range: every threshold anywhere between the grid widths that "
+            "bracket it):",
             format_table(header, rows),
+            *(
+                ["† N > d: outside the theorem's assumptions, left out of the fit"]
+                if outside
+                else []
+            ),
             "",
             f"at N = {c.n_samples[-1]}, d_m = {c.widths[-1]} (medians; rates in nats of loss per GD step):",
             format_table(rate_header, rate_rows),

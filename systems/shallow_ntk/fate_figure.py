@@ -4,7 +4,8 @@ Top two rows, one panel per (init, scaling): the ``(N, d_m)`` grid on log axes, 
 draw (a filled circle converged, a cross stalled, a triangle diverged), a red ring where the
 outcome disagrees with the theorem's prediction, grey where the theorem's assumptions fail (no
 guarantee); the sufficient width ``d_m = N^α`` (dashed) and the fitted threshold
-``d_m* = c N^α̂`` (solid, with ``α̂`` and its bootstrap interval in the title).
+``d_m* = c N^α̂`` (solid, fitted over ``N ≤ d``, with ``α̂`` and its interval over the draws and
+the width grid in the title).
 
 Bottom row, against ``d_m`` at the largest ``N`` (medians over the draws): (g) ``λ_min(K_0) /
 λ_min(K∞)`` under ``τ0 = d_m^{-1}``, which tends to 1 (LeCun lies under He: the He network is
@@ -126,7 +127,7 @@ def _fate_panel(ax: Any, result: NtkFateMap, p: int, title: str) -> None:
     fit = result.exponents[result.pairs()[p]]
     if np.isfinite(fit.alpha):
         ax.plot(line, fit.c * line**fit.alpha, "k-", lw=1.5)
-        estimate = f"α̂ = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}]"
+        estimate = f"α̂ (N ≤ d) = {fit.alpha:.2f} [{fit.low:.2f}, {fit.high:.2f}]"
     else:
         estimate = "α̂: threshold not bracketed"
     ax.set_xlim(x_edges[0], x_edges[-1])

@@ -73,7 +73,7 @@ __all__ = [
     "widths_field",
 ]
 
-QUANTITIES = ("lambda_min", "alpha0", "kernel_change", "limit_error")
+QUANTITIES = ("lambda_min", "alpha0", "kernel_change", "weight_change", "limit_error")
 """The per-run quantities whose log-log slopes against ``d_m`` are fitted."""
 
 
@@ -95,6 +95,8 @@ class WidthRun:
             (:func:`~gradflow.systems.shallow_ntk.ntk.feature_floor`), the scale of ``α_0² / d_m`` that
             Proposition 1's lower bound on ``α_0`` rests on.
         kernel_change: ``‖K_T - K_0‖_F / ‖K_0‖_F``.
+        weight_change: ``‖θ_T - θ_0‖ / ‖θ_0‖`` over every trained weight (the multipliers
+            ``τ0, τ1, τ_H`` are not trained).
         softmax_deviation: ``max |A - 1/d_s|`` at init.
         limit_error: ``‖K_0 - K∞‖_F / ‖K∞‖_F`` under ``τ0 = d_m^{-1}``, else NaN.
         losses: GD loss ``ℓ_k``, ``k = 0 … T``.
@@ -118,6 +120,7 @@ class WidthRun:
     alpha0: float
     lambda_star: float
     kernel_change: float
+    weight_change: float
     softmax_deviation: float
     limit_error: float
     losses: np.ndarray = field(repr=False)
@@ -171,6 +174,7 @@ class WidthRun:
             "lambda_star": self.lambda_star,
             "proposition1": self.proposition1,
             "kernel_change": self.kernel_change,
+            "weight_change": self.weight_change,
             "softmax_deviation": self.softmax_deviation,
             "limit_error": self.limit_error,
             "loss0": float(self.losses[0]),
@@ -181,6 +185,19 @@ class WidthRun:
             "limit_gap": self.limit_gap,
             "bound_holds": self.bound_holds,
         }
+
+
+def weight_change(before: Any, after: Any) -> float:
+    """``‖θ_after - θ_before‖ / ‖θ_before‖`` over the trained weights of two encoders (the
+    multipliers read through ``stop_gradient`` are equal in both and drop out of the difference,
+    and are left out of the norm)."""
+    trained = [
+        (np.asarray(a), np.asarray(b))
+        for a, b in zip(jax.tree.leaves(before), jax.tree.leaves(after))
+        if np.ndim(a) > 0
+    ]
+    moved = np.sqrt(sum(np.sum((b - a) ** 2) for a, b in trained))
+    return float(moved / np.sqrt(sum(np.sum(a**2) for a, _ in trained)))
 
 
 def run_width(
@@ -245,6 +262,7 @@ def run_width(
         alpha0=alpha0,
         lambda_star=feature_floor(X, init, d_m),
         kernel_change=float(np.linalg.norm(KT - K0) / np.linalg.norm(K0)),
+        weight_change=weight_change(model, descent.model),
         softmax_deviation=softmax_deviation(model, X),
         limit_error=limit_error,
         losses=descent.losses,
@@ -380,6 +398,7 @@ class Sweep:
             "α0",
             "τ1²α0²",
             "‖K_T−K0‖/‖K0‖",
+            "‖θ_T−θ0‖/‖θ0‖",
             "‖K0−K∞‖/‖K∞‖",
             "ℓ0",
             "ℓ_T",
@@ -402,6 +421,7 @@ class Sweep:
                             r.alpha0,
                             s["tau1sq_alpha0sq"],
                             r.kernel_change,
+                            r.weight_change,
                             r.limit_error,
                             s["loss0"],
                             s["final_loss"],
@@ -416,7 +436,8 @@ class Sweep:
             for (init, scaling), v in self.slopes().items()
         ]
         slopes = format_table(
-            ["init", "scaling", "λ_min", "α0", "kernel change", "K∞ error"], slope_rows
+            ["init", "scaling", "λ_min", "α0", "kernel change", "weight change", "K∞ error"],
+            slope_rows,
         )
         return f"{heading}\n{format_table(header, rows)}\n\nlog-log slopes against d_m:\n{slopes}"
 

@@ -323,9 +323,18 @@ class MixtureFateConfig:
         metadata={"help": "stage times agree when full/limit lies in [1/band, band]"},
     )
     seed: int = field(default=0, metadata={"help": "seed of the finite-width initializations"})
+    seeds: int = field(
+        default=1,
+        metadata={
+            "help": "finite-width draws per cell (seeds seed … seed + seeds − 1): the agreement "
+            "is reported per draw, with its mean and spread"
+        },
+    )
 
     def __post_init__(self) -> None:
         _positive_tuple("ks", self.ks, integer=True)
+        if int(self.seeds) != self.seeds or self.seeds < 1:
+            raise GradflowError(f"seeds = {self.seeds!r}: need a whole number ≥ 1")
         if min(self.ks) < 2:
             raise GradflowError(f"ks = {self.ks!r}: every K must be ≥ 2")
         _positive_tuple("omegas", self.omegas)
@@ -345,6 +354,10 @@ class MixtureFateConfig:
             raise GradflowError(f"fit_level = {self.fit_level!r}: need 0 < level < ln 2 nats")
         if not self.band > 1:
             raise GradflowError(f"band = {self.band!r} must be > 1")
+
+    def draws(self) -> tuple[int, ...]:
+        """The seeds of the finite-width draws: ``seed … seed + seeds − 1``."""
+        return tuple(range(self.seed, self.seed + int(self.seeds)))
 
     def steps_per_record(self) -> int:
         """Descent steps between two records."""

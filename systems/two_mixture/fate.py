@@ -16,6 +16,10 @@ Stage times of a run (flow time, interpolated between records; NaN if not reache
 - ``t_escape``: ``max |B|`` reaches ``escape_level`` (the scores leave the ``O(ω²)`` regime);
 - ``t_fit``: the loss on the hard samples falls to ``fit_level``.
 
+With ``seeds > 1`` every full run is repeated over that many initializations (seeds ``seed``
+onward) and the agreement is reported per draw, with its mean and spread
+(:mod:`gradflow.systems.fate_spread`); the escape table and the figure's grid show the first draw.
+
 The outcome is ``"hard fitted"`` if ``t_fit`` was reached within the horizon, else
 ``"hard not fitted"``.  A full run agrees with the limit when the outcomes are equal and every
 stage time both reached lies within a factor ``band`` of the limit's.  A disagreement's reason
@@ -67,7 +71,8 @@ and ``seed``."""
 
 def fate_cells(config: MixtureFateConfig) -> list[dict[str, Any]]:
     """Every run of the map, plain data (:func:`~gradflow.systems.two_mixture.runs.run_cell`):
-    per ``(K, ω, group)`` the limit run, then the full run of every width."""
+    per ``(K, ω, group)`` the limit run, then the full run of every width and draw (the limit's
+    quadrature is the first draw's)."""
     every = config.steps_per_record()
     common = {
         "combine": config.combine,
@@ -84,13 +89,17 @@ def fate_cells(config: MixtureFateConfig) -> list[dict[str, Any]]:
             for group, attention in GROUPS.items():
                 base = {"K": K, "omega": omega, "group": group, "attention": attention, **common}
                 cells.append({"kind": "limit", "m": config.particles, **base})
-                cells += [{"kind": "full", "m": m, **base} for m in config.widths]
+                cells += [
+                    {"kind": "full", "m": m, **base, "seed": seed}
+                    for m in config.widths
+                    for seed in config.draws()
+                ]
     return cells
 
 
 def _name(cell: dict[str, Any]) -> str:
     group = "joint" if cell["attention"] else "frozen"
-    return f"{cell['kind']}-K{cell['K']}-w{cell['omega']:g}-m{cell['m']}-{group}"
+    return f"{cell['kind']}-K{cell['K']}-w{cell['omega']:g}-m{cell['m']}-{group}-s{cell['seed']}"
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,12 @@ class MixtureFate(FateResult):
 
     @property
     def axes(self) -> tuple[str, ...]:
-        return ("K", "omega", "m")
+        return ("K", "omega", "m") + (("seed",) if self.config.seeds > 1 else ())
+
+    def first_draw(self, run: dict[str, Any]) -> bool:
+        """Whether a run is a limit run or a full run of the first draw (the one the escape
+        table and the figure's grid show)."""
+        return run["kind"] == "limit" or run["seed"] == self.config.seed
 
     @functools.cached_property
     def ts(self) -> np.ndarray:
@@ -189,6 +203,15 @@ class MixtureFate(FateResult):
             out.append(self._compare(run, stages, limit, float(rec["deviation"])))
         return out
 
+    def agreement_spread(self) -> dict[str, dict[str, Any]] | None:
+        """Per group, the agreement of each draw with its mean and spread
+        (:func:`~gradflow.systems.fate_spread.agreement_over_draws`); ``None`` for one draw."""
+        if self.config.seeds == 1:
+            return None
+        from ..fate_spread import agreement_over_draws
+
+        return agreement_over_draws(self.cells(), "seed")
+
     def _compare(
         self, run: dict[str, Any], full: Stages, limit: Stages, deviation: float
     ) -> FateCell:
@@ -219,8 +242,11 @@ class MixtureFate(FateResult):
             + f"; hard loss {full.hard_loss:.3g}/{limit.hard_loss:.3g}"
             + f"; init deviation {deviation:.2f}"
         )
+        coords = {"K": run["K"], "omega": run["omega"], "m": run["m"]}
+        if config.seeds > 1:
+            coords["seed"] = run["seed"]
         return FateCell(
-            coords={"K": run["K"], "omega": run["omega"], "m": run["m"]},
+            coords=coords,
             reduced=limit.outcome,
             full=full.outcome,
             agree=agree,
@@ -245,7 +271,7 @@ class MixtureFate(FateResult):
         joint = {
             (r["kind"], r["m"], r["omega"]): s.t_escape
             for r, s in zip(self.runs, self.stages)
-            if r["K"] == K and r["attention"]
+            if r["K"] == K and r["attention"] and self.first_draw(r)
         }
         return {
             "K": K,
@@ -298,6 +324,7 @@ class MixtureFate(FateResult):
             out[f"{kind}_omega"] = np.array([r["omega"] for r in runs])
             out[f"{kind}_m"] = np.array([r["m"] for r in runs])
             out[f"{kind}_attention"] = np.array([r["attention"] for r in runs])
+            out[f"{kind}_seed"] = np.array([r["seed"] for r in runs])
             for key in ("t_neurons", "t_escape", "t_fit", "hard_loss"):
                 out[f"{kind}_{key}"] = np.array([getattr(s, key) for s in stages])
             for part, losses in zip(("hard", "consistent"), zip(*map(self.losses, runs, records))):
@@ -340,12 +367,17 @@ class MixtureFate(FateResult):
             "escape_law": [self.escape_law(K) for K in self.config.ks],
             "attention_needed": self.attention_needed(),
             "max_conservation_drift": float(max(float(rec["drift"]) for rec in full)),
+            "agreement_over_draws": self.agreement_spread(),
         }
 
     def detail_lines(self) -> list[str]:
         from gradflow import format_table
 
-        lines = []
+        from ..fate_spread import spread_line
+
+        lines = [spread_line(g, s) for g, s in (self.agreement_spread() or {}).items()]
+        if lines:
+            lines.append(f"(escape table and figure: the draw of seed {self.config.seed})")
         for law in (self.escape_law(K) for K in self.config.ks):
             K = law["K"]
             rows = []
@@ -355,6 +387,7 @@ class MixtureFate(FateResult):
                     s.t_escape
                     for r, s in zip(self.runs, self.stages)
                     if r["kind"] == "full"
+                    and self.first_draw(r)
                     and r["K"] == K
                     and r["omega"] == omega
                     and r["attention"]
@@ -415,6 +448,7 @@ def fate_map(
         **{k: getattr(config, k) for k in RUN_FIELDS},
         "records": config.records,
         "seed": config.seed,
+        "seeds": config.seeds,
     }
     records = run_cells(
         run_cell,

@@ -99,12 +99,14 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
     config = result.config
     omegas, widths = list(config.omegas), sorted(config.widths)
     cells = {
-        (c.group, c.coords["m"], c.coords["omega"]): c for c in result.cells() if c.coords["K"] == K
+        (c.group, c.coords["m"], c.coords["omega"]): c
+        for c in result.cells()
+        if c.coords["K"] == K and c.coords.get("seed", config.seed) == config.seed
     }
     stages = {
         (r["kind"], r["group"], r["m"], r["omega"]): s
         for r, s in zip(result.runs, result.stages)
-        if r["K"] == K
+        if r["K"] == K and result.first_draw(r)
     }
     rows = [(g, m) for g in ("joint", "attention frozen") for m in widths]
     values = np.full((len(rows), len(omegas)), np.nan)
@@ -146,9 +148,10 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
     ax.axhline(len(widths) - 0.5, color="k", lw=1)
     ax.set_xlabel("ω")
     share = {g: 100 * v for g, v in _agreement(result, K).items()}
+    draws = f" (seed {config.seed}; agree over {config.seeds} seeds)" if config.seeds > 1 else ""
     ax.set_title(
-        f"(b) full/limit time (escape; frozen: hard fit); agree: joint {share['joint']:.0f} %, "
-        f"frozen {share['attention frozen']:.0f} %",
+        f"(b) full/limit time (escape; frozen: hard fit){draws}; agree: joint "
+        f"{share['joint']:.0f} %, frozen {share['attention frozen']:.0f} %",
         fontsize=9,
     )
     fig.colorbar(image, ax=ax, label="log₂ (full / limit)", shrink=0.9)
@@ -183,6 +186,8 @@ def _loss_panel(ax: Any, result: MixtureFate, K: int) -> None:
     colors = _width_colors(config.widths)
     for run, rec in zip(result.runs, result.records):
         if run["K"] != K or run["omega"] != omega or run["kind"] == "full" and run["m"] != m_top:
+            continue
+        if not result.first_draw(run):
             continue
         loss = result.losses(run, rec)[0]
         limit = run["kind"] == "limit"

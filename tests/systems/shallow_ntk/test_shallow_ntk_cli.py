@@ -58,5 +58,5 @@ def test_small_sweep_warns_about_failed_assumptions_and_writes_npz_json(cli):
     )
     assert (
         header.split()
-        == "init scaling d_m λ_min(K0) α0 τ1²α0² ‖K_T−K0‖/‖K0‖ ‖K0−K∞‖/‖K∞‖ ℓ0 ℓ_T ℓ_lin(T) bound".split()
+        == "init scaling d_m λ_min(K0) α0 τ1²α0² ‖K_T−K0‖/‖K0‖ ‖θ_T−θ0‖/‖θ0‖ ‖K0−K∞‖/‖K∞‖ ℓ0 ℓ_T ℓ_lin(T) bound".split()
     )

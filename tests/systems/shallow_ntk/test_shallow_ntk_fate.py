@@ -160,8 +160,10 @@ def test_tau0_enters_the_kernel_only_through_the_attention_blocks():
 def test_threshold_of_a_step_pattern_lies_halfway_and_the_exponent_is_exact():
     """Widths ``2^k``; at ``N = 2^j`` every draw converges exactly above ``2^(α j + ½)``.  The
     share jumps from 0 to 1 between ``2^(α j)`` and ``2^(α j + 1)``, so the interpolated
-    threshold is ``2^(α j + ½)`` and the fit gives ``α`` and ``c = √2``; every resampling of
-    identical draws gives the same, so the interval closes on ``α``."""
+    threshold is ``2^(α j + ½)`` and the fit gives ``α`` and ``c = √2``.  The grid only says
+    ``log₂ d_m* = α j + δ_j``, ``δ_j ∈ [0, 1]``: the slope is ``α + Σ (j − j̄) δ_j / Σ (j − j̄)²``
+    with ``j − j̄ = −1.5, −0.5, 0.5, 1.5`` and ``Σ (j − j̄)² = 5``, so it ranges over
+    ``α ± (0.5 + 1.5)/5 = α ± 0.4``; identical draws add nothing, so the interval is that range."""
     widths, ns = 2.0 ** np.arange(0, 12), 2.0 ** np.arange(1, 5)
     for alpha in (1.0, 2.0):
         edge = 2.0 ** (alpha * np.log2(ns) + 0.5)
@@ -170,7 +172,9 @@ def test_threshold_of_a_step_pattern_lies_halfway_and_the_exponent_is_exact():
         fit = bootstrap_exponent(ns, widths, converged, draws=50)
         assert fit.alpha == pytest.approx(alpha, abs=1e-12)
         assert fit.c == pytest.approx(math.sqrt(2), rel=1e-12)
-        assert fit.low == pytest.approx(alpha, abs=1e-12) == fit.high and fit.usable == 1.0
+        assert (fit.grid_low, fit.grid_high) == pytest.approx((alpha - 0.4, alpha + 0.4), abs=1e-12)
+        assert (fit.low, fit.high) == pytest.approx((alpha - 0.4, alpha + 0.4), abs=1e-12)
+        assert fit.usable == 1.0
 
 
 def test_threshold_interpolates_shares_and_says_where_it_is_censored():
