@@ -64,7 +64,7 @@ def test_the_site_builds_strictly(tmp_path) -> None:
     assert all(f'id="gradflow.{name}"' in reference for name in gradflow.__all__)
     assert (
         'id="gradflow.systems.markov.reduced.canonical_model"'
-        in (tmp_path / "reference" / "models" / "index.html").read_text()
+        in (tmp_path / "reference" / "systems" / "index.html").read_text()
     )
 
 
