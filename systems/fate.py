@@ -39,7 +39,6 @@ __all__ = [
     "FATE_SYSTEMS",
     "REASONS",
     "FateCell",
-    "FateData",
     "FateResult",
     "FateSystem",
     "config_type",
@@ -398,23 +397,3 @@ class FateResult(abc.ABC):
         if len(found) > 20:
             lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
         return "\n".join(lines + self.detail_lines())
-
-
-@dataclass(frozen=True)
-class FateData:
-    """A fate-map figure's data (``gradflow figures NAME-fate-map``): the map, whose arrays,
-    JSON record and text report the figure writes beside its picture."""
-
-    result: FateResult
-
-    def arrays(self) -> dict[str, Any]:
-        """The map's arrays (:meth:`FateResult.arrays`)."""
-        return self.result.arrays()
-
-    def metadata(self) -> dict[str, Any]:
-        """The map's record: agreement, mismatches with their reasons, what the system adds."""
-        return self.result.metadata()
-
-    def summary(self) -> str:
-        """The map's text report."""
-        return self.result.text()

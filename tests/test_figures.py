@@ -52,7 +52,12 @@ SMALL = {
         "seeds": 1,
         "grid": 5,
     },
-    "induction-heads-fate-map": {
+    "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
+    "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
+}
+"""A small configuration of every registered figure."""
+FATE_SMALL = {
+    "induction-heads": {
         "T": 12,
         "shares": (0.0, 1.0),
         "scales": (0.02, 0.1),
@@ -61,10 +66,8 @@ SMALL = {
         "eval_n": 16,
         "evaluations": 4,
     },
-    "shallow-ntk": {"widths": (16, 32), "steps": 5, "seeds": 1},
-    "shallow-ntk-fate-map": {"n_samples": (2, 4), "widths": (1, 4), "seeds": 2, "steps": 20},
-    "two-mixture": {"m": 8, "t_max": 50.0, "records": 20, "omegas": (1e-2, 1e-1)},
-    "two-mixture-fate-map": {
+    "shallow-ntk": {"n_samples": (2, 4), "widths": (1, 4), "seeds": 2, "steps": 20},
+    "two-mixture": {
         "ks": (2,),
         "omegas": (0.1, 0.3),
         "widths": (4, 8),
@@ -73,7 +76,8 @@ SMALL = {
         "records": 20,
     },
 }
-"""A small configuration of every registered figure."""
+"""A small map of each system whose fate picture is its own (``gradflow fate --model NAME``
+writes it beside the map); the canonical map's picture is a registered figure."""
 DEFAULT_SUITE = {
     *("local-to-global-fig1", "local-to-global-phase-diagram", "bifurcation-diagram"),
 }
@@ -188,6 +192,21 @@ def drawn():
 def test_figure_draws_without_warning_and_its_panels_and_legends_stay_apart(name, drawn):
     _, fig, caught = drawn(name)
     assert caught == []
+    assert layout_problems(fig) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FATE_SMALL))
+def test_each_systems_fate_picture_draws_without_warning_and_keeps_its_layout(name):
+    """The picture ``gradflow fate --model NAME`` writes (:meth:`FateResult.figure`), from a
+    small map."""
+    from gradflow.systems.fate import config_type, run_fate
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fig = run_fate(name, config_type(name)(**FATE_SMALL[name])).figure()
+        FigureCanvasAgg(fig).draw()
+    assert [str(w.message) for w in caught] == []
     assert layout_problems(fig) == []
 
 

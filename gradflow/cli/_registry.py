@@ -114,25 +114,13 @@ FIGURES = {
         "gradflow.systems.induction_heads.figure",
         "Evolution of Statistical Induction Heads: phases, positional vector, doubly-stochastic share, reduced (a, b, v_1) flow",
     ),
-    "induction-heads-fate-map": Command(
-        "gradflow.systems.induction_heads.figure_fate_map",
-        "where the minimal model and its (a, b, v) reduction predict the induction-head transformer, over the doubly-stochastic share ρ × init scale σ",
-    ),
     "shallow-ntk": Command(
         "gradflow.systems.shallow_ntk.figure",
         "Wu et al. 2023: λ_min(K0), α0, kernel change vs width; GD vs linearized flow",
     ),
-    "shallow-ntk-fate-map": Command(
-        "gradflow.systems.shallow_ntk.figure_fate_map",
-        "Wu et al. 2023: GD outcome over (N, d_m) per init and scaling vs the sufficient width; fitted threshold; NTK vs limit; rates",
-    ),
     "two-mixture": Command(
         "gradflow.systems.two_mixture.figure",
         "Two-mixture classification (reconstruction): neuron alignment, scores per query, loss, stages; attention stage vs ω",
-    ),
-    "two-mixture-fate-map": Command(
-        "gradflow.systems.two_mixture.figure_fate_map",
-        "Two-mixture (reconstruction): full transformer of width m vs the m → ∞ reduced dynamics over K × ω × m: escape law, agreement, attention needed or not",
     ),
 }
 
