@@ -9,10 +9,10 @@ same run on a random subsample of the same grid and extrapolated to the full gri
 with LSODA, each with the same vector field (the model's symbolic ``∇L`` lambdified to NumPy,
 the fastest per-point path from Python; the jitted JAX Hessian as Jacobian for LSODA), the
 tolerances of the map's float64 stages and the map's stop rule in the map's units
-(:func:`gradflow._flow.flows.unit_flow`): the flow of ``L/g`` (``g`` the loss's gradient scale,
+(docs/api.md, the loss's scales): the flow of ``L/g`` (``g`` the loss's gradient scale,
 :func:`gradflow.loss_scales`) stops at a steady state ``‖∇L‖₂/g ≤ gtol``, at the flow-time
 budget ``t_max·ℓ`` (``ℓ`` the length scale), or once the loss is below the map's decision
-level (:func:`gradflow._basins.sublevel.shortcut_level`).  Each baseline trajectory is also
+level (:func:`gradflow.shortcut_level`).  Each baseline trajectory is also
 stopped after ``cap`` seconds of wall time; a baseline with capped trajectories counts each at
 its cap, so its time is a lower bound and the speed-up is printed with "≥".
 """
@@ -259,8 +259,7 @@ def bench(config: Config) -> Report:
     """Time the basin map (cold, then warm) and the scipy baselines on subsamples of its grid."""
     import jax
 
-    from gradflow import Region, basins, critical_sets, loss_scales
-    from gradflow._basins.sublevel import shortcut_level
+    from gradflow import Region, basins, critical_sets, loss_scales, shortcut_level
     from gradflow.systems import markov
 
     jax.config.update("jax_enable_compilation_cache", False)

@@ -6,7 +6,9 @@ hyperparameters it is a :class:`Landscape`, as is a loss written directly in JAX
 basins of attraction and phase portraits.  Importing gradflow enables JAX's float64 mode
 (critical points, Hessian spectra and conserved quantities need it) — through JAX's environment
 variable when JAX is not loaded yet — but loads nothing heavy itself: every public name is
-imported on first use, and matplotlib only when something is drawn.
+imported on first use, and matplotlib only when something is drawn.  It also switches on JAX's
+persistent compilation cache in ``~/.cache/gradflow/jax`` (``$GRADFLOW_CACHE_DIR``; empty turns
+it off), so that a second run loads its compiled programs instead of compiling them.
 
 The private modules run in layers, from errors and types down to this module's re-exports;
 ``docs/architecture.md`` draws them and ``tests/test_architecture.py`` checks the order.
@@ -22,6 +24,10 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("JAX_ENABLE_X64", "1")
 if "jax" in sys.modules:
     sys.modules["jax"].config.update("jax_enable_x64", True)
+
+from ._compiled.cache import enable_persistent_cache  # noqa: E402  (after float64, both cheap)
+
+enable_persistent_cache()
 
 _EXPORTS = {
     "Attractor": "._critical.attractors",
@@ -46,6 +52,7 @@ _EXPORTS = {
     "CriticalSets": "._critical.sets",
     "critical_sets": "._critical.search",
     "decision_level": "._critical.sets",
+    "shortcut_level": "._basins.sublevel",
     "GradflowError": "._errors",
     "loss_model": "._symbolic.expression",
     "parse_loss": "._symbolic.expression",
@@ -126,6 +133,7 @@ if TYPE_CHECKING:
     from ._basins.basin_map import BasinMap, FractionError
     from ._basins.basins import basins, default_basin_options
     from ._basins.convergence import basin_convergence
+    from ._basins.sublevel import shortcut_level
     from ._cells.cells import run_cells
     from ._critical.attractors import Attractor, AttractorIndex
     from ._critical.certify import certify
@@ -235,6 +243,7 @@ __all__ = [
     "classify_points",
     "critical_sets",
     "decision_level",
+    "shortcut_level",
     "default_basin_options",
     "flow",
     "flow_endpoints",

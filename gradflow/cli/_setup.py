@@ -11,6 +11,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from .._compiled.cache import cache_dir, enable_persistent_cache, gradflow_cache
+
 __all__ = [
     "FAST_COMPILE_FLAGS",
     "GC_YOUNGEST",
@@ -76,22 +78,15 @@ def freeze_at_exit() -> None:
 
 def _gradflow_cache() -> Path:
     """``$XDG_CACHE_HOME/gradflow`` (default ``~/.cache/gradflow``)."""
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "gradflow"
-
-
-def cache_dir() -> Path | None:
-    """Where compiled XLA programs are cached between runs: ``$GRADFLOW_CACHE_DIR`` or
-    ``~/.cache/gradflow/jax``; ``GRADFLOW_CACHE_DIR=""`` turns the cache off (``None``)."""
-    default = _gradflow_cache() / "jax"
-    value = os.environ.get("GRADFLOW_CACHE_DIR", str(default))
-    return Path(value) if value else None
+    return gradflow_cache()
 
 
 def configure_jax() -> None:
-    """Enable JAX's persistent compilation cache, so a second run skips most compilation, and
-    compile with :data:`FAST_COMPILE_FLAGS` (those the installed XLA knows, unless JAX is
-    already loaded; tried once per ``jaxlib`` version in the background, so the first run on a
-    machine goes without them, :func:`known_xla_flags`).
+    """Enable JAX's persistent compilation cache (as ``import gradflow`` does,
+    :func:`gradflow._compiled.cache.enable_persistent_cache`), so a second run skips most
+    compilation, and compile with :data:`FAST_COMPILE_FLAGS` (those the installed XLA knows,
+    unless JAX is already loaded; tried once per ``jaxlib`` version in the background, so the
+    first run on a machine goes without them, :func:`known_xla_flags`).
 
     Compiling the batched flow takes seconds on a CPU; with the cache a repeated
     ``gradflow portrait`` starts integrating at once.  An unwritable cache folder is skipped.
@@ -105,10 +100,7 @@ def configure_jax() -> None:
     called from Python), they are set on its config.
     """
     path = cache_dir()
-    settings: dict[str, object]
-    if path is None:
-        settings = {"jax_enable_compilation_cache": False}
-    else:
+    if path is not None:
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError:
@@ -116,17 +108,7 @@ def configure_jax() -> None:
         if "jax" not in sys.modules:
             current = os.environ.get("XLA_FLAGS", "")
             os.environ["XLA_FLAGS"] = with_xla_flags(current, FAST_COMPILE_FLAGS, wait=False)
-        settings = {
-            "jax_compilation_cache_dir": str(path),
-            "jax_persistent_cache_min_compile_time_secs": 0.0,
-        }
-    explicit = "GRADFLOW_CACHE_DIR" in os.environ
-    chosen = {k: v for k, v in settings.items() if explicit or k.upper() not in os.environ}
-    for name, value in chosen.items():
-        os.environ[name.upper()] = str(value)
-    if "jax" in sys.modules:
-        for name, value in chosen.items():
-            sys.modules["jax"].config.update(name, value)
+    enable_persistent_cache()
 
 
 def _xla_accepts(flags: Sequence[str]) -> bool:
