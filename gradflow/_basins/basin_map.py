@@ -197,7 +197,10 @@ class BasinMap(OnRegion):
         if self.evidence is None:
             return "evidence: not judged"
         lines = [f"evidence: {self.proven_share():.1%} of the grid proven"]
-        lines += [f"  {count:>7d}  {reason}" for reason, count in self.reason_counts()]
+        for reason, count in self.reason_counts():
+            lines += textwrap.wrap(
+                f"  {count:>7d}  {reason}", TABLE_WIDTH, subsequent_indent=" " * 11
+            )
         return "\n".join(lines)
 
     def reached(self) -> list[Attractor]:

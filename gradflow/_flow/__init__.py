@@ -3,6 +3,7 @@
 (``batched``, ``rk``), the Newton endpoint of a stalled flow (``newton_finish``), plain descent
 (``descent``), the flow that slides along kinks (``sliding``; its device programs and the
 geometry of the surfaces in ``sliding_steps``), where a run stalled on a kink ends
-(``kink_settle``), the evidence of where a flow ended (``verdict``) and the two entry points,
+(``kink_settle``), runs integrated again where they overshot a surface on which the Hessian
+jumps (``overshoot``), the evidence of where a flow ended (``verdict``) and the two entry points,
 one trajectory and a batch (``flows``).
 """

@@ -41,6 +41,7 @@ from .integrate import (
 )
 from .kink_settle import settled
 from .options import ConstantStep, FlowOptions, GradientDescent
+from .overshoot import crossed, tightened
 from .sliding import slide, sliding_options, unit_kinks
 from .verdict import Proofs, escape_box, escape_grounds, level_of
 
@@ -154,13 +155,17 @@ def flow(
             "start where it is real and finite"
         )
     flows = in_metric(landscape, metric, at=y0[0])
-    options = options.within(np.concatenate([y0, landscape.search_box().T]))
+    options = options.within(landscape.search_box(), y0)
     if options.descent:
         path = descend(flows.field, y0[0], flows.args, _descent_units(flows, options), ts)
         return reached(landscape, path, critical)
     field, args, scaled = unit_flow(flows, options)
     unit_ts = None if ts is None else np.asarray(ts, dtype=np.float64) * args[1]
-    path = _slide_on(flows, integrate(field, y0[0], args, scaled, ts=unit_ts), args, scaled)
+    raw = integrate(field, y0[0], args, scaled, ts=unit_ts)
+    if crossed(landscape, y0, raw.endpoint[None])[0]:
+        scaled = tightened(scaled)
+        raw = integrate(field, y0[0], args, scaled, ts=unit_ts)
+    path = _slide_on(flows, raw, args, scaled)
     path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
     out = reached(landscape, path, critical)
     if path.status is Outcome.CONVERGED and out.reached is Outcome.NOT_CONVERGED and ts is None:
@@ -207,7 +212,8 @@ def _field_flow(
         flat0, _ = ravel_pytree(params)
         leaves, treedef = jax.tree.flatten(theta0)
         field = pytree_field(loss, treedef, tuple(np.shape(leaf) for leaf in leaves))
-    options = options.within(np.atleast_2d(np.asarray(flat0, dtype=np.float64)))
+    start = np.atleast_2d(np.asarray(flat0, dtype=np.float64))
+    options = options.within(np.stack([start[0], start[0]], axis=1), start)
     if options.descent:
         return descend(field, flat0, args, options, ts)
     return integrate(field, flat0, args, options, ts=ts)
@@ -439,30 +445,46 @@ def flow_endpoints(
     """
     stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
     y0 = check_initial(landscape, thetas0)
-    extent = np.concatenate([y0, landscape.search_box().T])
-    stages = [stage.within(extent) for stage in stages]
+    box = landscape.search_box()
+    stages = [stage.within(box, y0) for stage in stages]
     starts = _start_times(t0, len(y0))
     flows = in_metric(landscape, metric, at=y0[0])
     field, args, _ = unit_flow(flows, stages[0])
     scale = args[1]
     scaled = [unit_flow(landscape, stage)[2] for stage in stages]
     level = None if decide_below is None else decide_below / scale
-    result = integrate_batch(
-        field,
-        args,
-        y0,
-        scaled,
-        decide_below=level,
-        chunk_size=chunk_size,
-        steps_per_round=steps_per_round,
-        progress=progress,
-        dtype=dtype,
-        audit=_escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
+    audit = (
+        _escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
         if escape_check
-        else None,
-        desc=desc,
-        t0=starts * scale,
+        else None
     )
+
+    def run(points: np.ndarray, stages: list[FlowOptions], t0: np.ndarray) -> FlowEndpoints:
+        return integrate_batch(
+            field,
+            args,
+            points,
+            stages,
+            decide_below=level,
+            chunk_size=chunk_size,
+            steps_per_round=steps_per_round,
+            progress=progress,
+            dtype=dtype,
+            audit=audit,
+            desc=desc,
+            t0=t0 * scale,
+        )
+
+    result = run(y0, scaled, starts)
+    across = np.flatnonzero(crossed(landscape, y0, result.endpoints))
+    if across.size and np.dtype(dtype) == np.float64:
+        again = run(y0[across], [tightened(s) for s in scaled], starts[across])
+        out = {k: np.array(getattr(result, k), copy=True) for k in ("endpoints", "times", "steps")}
+        status = np.array(result.status, copy=True)
+        out["endpoints"][across], out["times"][across] = again.endpoints, again.times
+        out["steps"][across] += again.steps
+        status[across] = again.status
+        result = FlowEndpoints(status=status, **out)
     if slide_on_kinks:
         result = _slide_endpoints(flows, result, args, scaled[-1], level)
     status, _ = kink_status(landscape, result.endpoints, result.status)

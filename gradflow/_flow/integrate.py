@@ -16,6 +16,7 @@ unstable direction of the Hessian unless the gradient has no component along it.
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from jax.scipy.linalg import solve_triangular
 from .._evidence import Evidence
 from .._landscape.base import GradientField, padded_call
 from .._outcome import Outcome
-from .._output.text import format_point
+from .._output.text import TABLE_WIDTH, format_point
 from .options import FlowOptions
 
 if TYPE_CHECKING:
@@ -158,7 +159,13 @@ class Trajectory:
                 f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
                 f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
                 f"  reached   {self._reached_text()}",
-                *([f"  evidence  {self.evidence}"] if self.evidence is not None else []),
+                *(
+                    textwrap.wrap(
+                        f"  evidence  {self.evidence}", TABLE_WIDTH, subsequent_indent=" " * 12
+                    )
+                    if self.evidence is not None
+                    else []
+                ),
             ]
         )
 

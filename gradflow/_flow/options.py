@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -139,8 +140,9 @@ class StopRule:
         max_steps: solver-step budget per trajectory.
         divergence_radius: ``‖θ‖₂`` above which a trajectory is labelled diverged (parameter
             units); ``None`` (the default): relative to the problem, :data:`DIVERGENCE_REACH`
-            times the farthest of the starts and of the corners of the landscape's box from the
-            origin (:meth:`FlowOptions.within`), so a minimum at ``(10⁴, 10⁴)`` is no divergence.
+            times the extent of the landscape's box, rounded up to a power of ten and at least
+            ten times every start's norm (:meth:`FlowOptions.within`), so a minimum at
+            ``(10⁴, 10⁴)`` is no divergence.
 
     Raises:
         GradflowError: a tolerance, budget or radius that is not positive.
@@ -251,19 +253,25 @@ class FlowOptions:
         radius = self.stop.divergence_radius
         return DIVERGENCE_REACH if radius is None else radius
 
-    def within(self, points: Any) -> FlowOptions:
+    def within(self, box: Any, starts: Any) -> FlowOptions:
         """These options with a relative divergence radius (``None``) made absolute for a
-        problem spanned by ``points`` (starts and box corners, shape ``(n, dim)``):
-        :data:`DIVERGENCE_REACH` times the largest of their norms and of the diagonal of their
-        hull (1 where every one is 0).  Absolute radii are kept."""
+        problem on ``box`` (shape ``(dim, 2)``) from ``starts`` (shape ``(n, dim)``):
+        :data:`DIVERGENCE_REACH` times the larger of the norms of the box's corners and of its
+        diagonal (1 where both are 0), rounded up to a power of ten, then grown tenfold while a
+        start lies beyond a tenth of it.  The runs of one problem share one radius, and so
+        one compiled program.  Absolute radii are kept."""
         if self.stop.divergence_radius is not None:
             return self
-        pts = np.asarray(points, dtype=np.float64).reshape(-1, np.shape(points)[-1])
+        corners = np.asarray(box, dtype=np.float64).T
         extent = max(
-            float(np.max(np.linalg.norm(pts, axis=1), initial=0.0)),
-            float(np.linalg.norm(np.ptp(pts, axis=0))) if len(pts) else 0.0,
+            float(np.max(np.linalg.norm(corners, axis=1))),
+            float(np.linalg.norm(corners[1] - corners[0])),
         )
-        return self.with_stop(divergence_radius=DIVERGENCE_REACH * (extent or 1.0))
+        radius = 10.0 ** math.ceil(math.log10(DIVERGENCE_REACH * (extent or 1.0)))
+        far = float(np.max(np.linalg.norm(np.atleast_2d(starts), axis=1), initial=0.0))
+        while far > radius / 10:
+            radius *= 10
+        return self.with_stop(divergence_radius=radius)
 
     def _pid(self) -> PID:
         if not isinstance(self.controller, PID):
