@@ -16,15 +16,17 @@ What is collected:
 In the default suite each command is parsed by the command line's own parser
 (:func:`gradflow.cli.parser`: every option exists and its value parses), and each Python block
 runs unless the page marks it ``<!-- slow -->`` (a slow block is compiled and its ``gradflow``
-imports resolved instead). With ``-m slow`` the slow blocks run too, and
-every command of a code block runs for real, the commands of a page one after the other in one
-folder (a later one may read what an earlier one wrote), at the smaller sizes of
-:data:`SMALLER`. A block that needs what the test machine cannot have is marked
-``<!-- not run: REASON -->``; it is compiled, and its ``gradflow`` imports resolved.
+imports resolved instead). With ``-m slow`` the slow blocks run too, and every command of a
+code block runs for real, the commands of a page one after the other in one folder (a later one
+may read what an earlier one wrote), at the smaller sizes of :data:`SMALLER` (a figure's
+``--out`` folder made first, as its reader would make it). A block that needs what the test
+machine cannot have is marked ``<!-- not run: REASON -->``: a Python block is then compiled and
+its ``gradflow`` imports resolved, a block of commands parsed only.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import contextlib
 import importlib
@@ -45,18 +47,55 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 MARK = re.compile(r"^\s*<!--\s*(slow|continued|not run:.*?)\s*-->\s*$")
 """A comment on the line before a block (blank lines between allowed): how the block runs."""
 
-SMALLER = [
-    (r"--grid (\d{3,})", "--grid 11"),
-    (r"--grid (\d{2})\b", "--grid 5"),
-    (r"0\.05:0\.95:19", "0.05:0.95:3"),
-    (r"--widths [\d,]+", "--widths 2,4"),
-    (r"--m 256", "--m 16"),
-    (r"--length 256,1024", "--length 16,32"),
-]
-"""``(pattern, replacement)``: what a slow run changes in a command so that it finishes in
-seconds to a minute — a grid of 100 or more points becomes 11 and one of 10–99 becomes 5, the
-19 × 19 sweep 3 × 3, NTK widths 2 and 4, the two-mixture width 16, the training lengths 16 and
-32.  The command is otherwise run as written."""
+SMALLER: dict[tuple[str, ...], dict[str, str]] = {
+    ("portrait",): {"--grid": "21"},
+    ("basins",): {"--grid": "21"},
+    ("sweep",): {"--grid": "5"},
+    ("fate",): {
+        "--quick": "",
+        "--grid": "3",
+        "--seeds": "1",
+        "--max-steps": "500",
+        "--transformer-steps": "40",
+    },
+    ("figures", "local-to-global-phase-diagram"): {"--cells": "3", "--grid": "5"},
+    ("figures", "local-to-global-fig1"): {"--grid": "11"},
+    ("figures", "local-to-global-fate-map"): {"--grid": "2", "--basin-grid": "11"},
+    ("figures", "local-to-global-training"): {"--steps": "20", "--seeds": "1", "--seq-len": "8"},
+    ("figures", "local-to-global-overlay"): {"--steps": "20", "--seeds": "1", "--grid": "11"},
+    ("figures", "canonical-attention"): {"--grid": "5", "--directions": "8"},
+    ("figures", "induction-heads"): {
+        "--transformer-steps": "20",
+        "--minimal-steps": "20",
+        "--seeds": "1",
+        "--grid": "5",
+        "--shares": "0,1",
+    },
+    ("figures", "shallow-ntk"): {"--widths": "2,4", "--steps": "10", "--seeds": "1"},
+    ("figures", "two-mixture"): {"--m": "16", "--omegas": "1e-2,1e-1"},
+    ("bench", "sweep"): {"--cells": "3", "--grid": "5"},
+    ("bench", "basins"): {"--grid": "21", "--lsoda-samples": "2", "--rk45-samples": "1"},
+    ("bench", "fate"): {"--grid": "2"},
+    ("bench", "train"): {"--length": "16,32", "--steps": "10", "--repeats": "1"},
+    ("bench", "startup"): {"--repeats": "1"},
+    ("bench", "bifurcations"): {"--cells": "5", "--grid": "5"},
+    ("bench", "induction-heads"): {"--steps": "10"},
+    ("bench", "shallow-ntk"): {"--n-samples": "4", "--width": "16", "--repeats": "1"},
+    ("train",): {"--steps": "10", "--seeds": "1", "--seq-len": "8"},
+    ("compare",): {"--points": "2", "--steps": "10"},
+    ("induction-heads",): {"--steps": "10", "--T": "10", "--seeds": "1"},
+    ("shallow-ntk",): {"--widths": "2,4", "--steps": "10", "--seeds": "1"},
+    ("two-mixture",): {"--m": "16"},
+}
+"""What a slow run changes in a command so that it finishes in seconds to a minute: for the
+command (its first word, or its first two for ``figures`` and ``bench``), each option is given
+this value, replacing the one written, or added where none is and the command takes it
+(``""``: a flag, added); the fate maps run at their ``--quick`` size.  A figure drawn from a saved sweep (``--sweep``) is
+run as written, and a sweep over ``0.05:0.95:19`` runs over ``0.05:0.95:3``.  The sizes are
+otherwise the documented command's."""
+
+ALIASES = {"icl": "induction-heads", "ntk": "shallow-ntk", "mixture": "two-mixture"}
+"""Earlier names of commands and benchmarks, which the command line still accepts."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +206,7 @@ class Command:
     where: str
     words: tuple[str, ...]
     in_block: bool
+    runs: bool = True
 
     @property
     def line(self) -> str:
@@ -178,7 +218,7 @@ def commands(page: Path) -> tuple[list[Command], list[str]]:
     found: list[Command] = []
     synopses: list[str] = []
 
-    def add(where: str, line: str, in_block: bool) -> None:
+    def add(where: str, line: str, in_block: bool, runs: bool = True) -> None:
         words = gradflow_words(line)
         if words is None:
             return
@@ -187,7 +227,7 @@ def commands(page: Path) -> tuple[list[Command], list[str]]:
         if any(PLACEHOLDER.search(w) for w in words):
             synopses.append(f"{where}: {line.strip()}")
         else:
-            found.append(Command(where, tuple(words), in_block))
+            found.append(Command(where, tuple(words), in_block, runs))
 
     for block in blocks(page):
         if block.lang in ("python", "json", "toml", "yaml"):
@@ -197,7 +237,7 @@ def commands(page: Path) -> tuple[list[Command], list[str]]:
             if re.search(r"(^|[\s'\"])gradflow\s+[a-z-]", line) and not line.lstrip().startswith(
                 "#"
             ):
-                add(f"{block.where}+{k}", line, True)
+                add(f"{block.where}+{k}", line, True, not block.mark.startswith("not run:"))
     text = outside_code(page)
     for span in re.findall(r"`(gradflow [^`]+)`", text.replace("\n", " ")):
         add(label(page), span, False)
@@ -305,25 +345,75 @@ def test_the_python_example_runs(where, source, mark, tmp_path, monkeypatch) -> 
         exec(code, {"__name__": "__doc_example__"})
 
 
-def smaller(line: str) -> str:
-    """The command at the sizes of :data:`SMALLER`."""
-    for pattern, replacement in SMALLER:
-        line = re.sub(pattern, replacement, line)
-    return line
+def options_of(words: list[str]) -> set[str]:
+    """The options the command ``gradflow WORDS`` takes (its parser's, as the command line
+    builds it for these words)."""
+    from gradflow.cli import parser
+
+    current: argparse.ArgumentParser = parser(words)
+    for word in words:
+        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or word not in sub.choices:
+            break
+        current = sub.choices[word]
+    return set(current._option_string_actions)
 
 
-PAGES_WITH_COMMANDS = sorted({c.where.split(":")[0] for c in ALL_COMMANDS if c.in_block})
+def smaller(words: list[str]) -> list[str]:
+    """The command ``gradflow WORDS`` at the sizes of :data:`SMALLER`."""
+    words = ["0.05:0.95:3" if w == "0.05:0.95:19" else w for w in words]
+    names = [ALIASES.get(w, w) for w in words[:2]]
+    key = tuple(names[:2]) if names[0] in ("figures", "bench") else tuple(names[:1])
+    if "--sweep" in words:
+        return words
+    takes = options_of(words)
+    for option, value in SMALLER.get(key, {}).items():
+        if option in words:
+            if value:
+                words[words.index(option) + 1] = value
+        elif option in takes:
+            words += [option, value] if value else [option]
+    return words
+
+
+def test_smaller_sets_replaces_and_adds_the_options_a_command_takes() -> None:
+    assert smaller(["sweep", "--p", "0.05:0.95:19", "--grid", "101"]) == [
+        "sweep",
+        "--p",
+        "0.05:0.95:3",
+        "--grid",
+        "5",
+    ]
+    assert smaller(["fate", "--model", "two-mixture"]) == [
+        "fate",
+        "--model",
+        "two-mixture",
+        "--quick",
+        "--seeds",
+        "1",
+    ]
+    assert smaller(["fate", "--p", "0.5", "--grid", "12"]) == (
+        ["fate", "--p", "0.5", "--grid", "3", "--quick", "--seeds", "1", "--max-steps", "500"]
+    )
+    assert smaller(["figures", "local-to-global-phase-diagram", "--sweep", "a.npz"])[-1] == "a.npz"
+
+
+RUN_COMMANDS = [c for c in ALL_COMMANDS if c.in_block and c.runs]
+PAGES_WITH_COMMANDS = sorted({c.where.split(":")[0] for c in RUN_COMMANDS})
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES_WITH_COMMANDS)
 def test_the_commands_of_a_page_run(page: str, tmp_path) -> None:
     failed = []
-    for command in [c for c in ALL_COMMANDS if c.in_block and c.where.startswith(page + ":")]:
-        line = smaller(command.line)
+    for command in [c for c in RUN_COMMANDS if c.where.startswith(page + ":")]:
+        words = smaller(list(command.words))
+        line = shlex.join(["gradflow", *words])
+        if words[0] == "figures" and "--out" in words:  # an existing folder, as the reader makes
+            (tmp_path / words[words.index("--out") + 1]).mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
             [sys.executable, "-c", "import sys; from gradflow.cli import main; sys.exit(main())"]
-            + shlex.split(line)[1:],
+            + words,
             cwd=tmp_path,
             capture_output=True,
             text=True,
