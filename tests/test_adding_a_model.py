@@ -106,9 +106,7 @@ def toys(tmp_path_factory, monkeypatch):
     (folder / "gradflow_test_toys.py").write_text(textwrap.dedent(TOY_MODULE))
     monkeypatch.syspath_prepend(str(folder))
     for name, factory in (("toy", "toy_model"), ("toy-bias", "toy_bias_model")):
-        entry = ModelEntry(
-            f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full=True
-        )
+        entry = ModelEntry(f"gradflow_test_toys:{factory}", ("a", "b"), ("a", "b"), {}, full=True)
         monkeypatch.setitem(MODELS, name, entry)
 
 
@@ -231,3 +229,134 @@ def test_what_follows_from_a_full_model_on_a_circle():
     point = 4.0 * jnp.asarray([np.cos(1.1), np.sin(1.1)])
     np.testing.assert_allclose(full.projection(point, h, theta), [1.1], atol=1e-12)
     assert float(full.family_distance(point, h, theta)) == pytest.approx(4.0 - 1.5, abs=1e-12)
+
+
+WELLS_MODULE = '''\
+"""A toy fate system: a double well whose full model has a coordinate the reduction drops.
+
+Reduced: ``L(x) = (x² − 1)²``; the flow from ``x0 ≠ 0`` ends in the well ``sign(x0)``.  Full:
+``L(x, y) = ((x + y)² − 1)² + (x − y)²``, started at ``(x0, s)``; ``u = x + y`` never changes
+sign, so the run ends in the well ``sign(x0 + s)``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+import gradflow
+from gradflow.systems.fate import FateCell, FateResult
+
+
+@dataclass(frozen=True)
+class WellsConfig:
+    """The map's axes: starts ``x0`` in [-0.75, 0.75] and the full start's offsets ``s``."""
+
+    QUICK: ClassVar[dict[str, Any]] = {"starts": 4}
+    starts: int = field(default=8, metadata={"help": "starts x0 in [-0.75, 0.75]"})
+    offsets: tuple[float, ...] = field(
+        default=(0.0, 0.5), metadata={"help": "the full start's y0, comma-separated"}
+    )
+
+    def __post_init__(self) -> None:
+        if self.starts < 2:
+            raise gradflow.GradflowError(f"starts = {self.starts} must be at least 2")
+
+    def xs(self) -> np.ndarray:
+        return np.linspace(-0.75, 0.75, self.starts)
+
+
+def _full_loss(theta, args):
+    x, y = theta[0], theta[1]
+    return ((x + y) ** 2 - 1) ** 2 + (x - y) ** 2
+
+
+@functools.cache
+def _landscape() -> gradflow.JaxLandscape:
+    return gradflow.JaxLandscape(_full_loss, ("x", "y"))
+
+
+def _cell(cell: dict) -> dict:
+    starts = np.stack([cell["xs"], np.full(len(cell["xs"]), cell["s"])], axis=1)
+    ends = gradflow.flow_endpoints(_landscape(), starts, progress=False).endpoints
+    return {"u": ends.sum(axis=1)}
+
+
+def _well(value: float) -> str:
+    return "right" if value > 0 else "left"
+
+
+@dataclass(frozen=True)
+class WellsFate(FateResult):
+    config: WellsConfig
+    u: np.ndarray
+
+    system = "toy-wells"
+    axes = ("s", "x0")
+
+    def cells(self):
+        return [
+            FateCell(
+                {"s": s, "x0": x0},
+                _well(x0),
+                _well(u),
+                _well(x0) == _well(u),
+                group=f"s={s:g}",
+                reason=None if _well(x0) == _well(u) else "assumption",
+                detail=f"the full start is off the family by {s:g}",
+            )
+            for s, row in zip(self.config.offsets, self.u)
+            for x0, u in zip(self.config.xs(), row)
+        ]
+
+    def arrays(self):
+        return {"u": self.u, "x0": self.config.xs()}
+
+    def figure(self):
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(4, 3))
+        fig.add_subplot().imshow(np.sign(self.u))
+        return fig
+
+    def details(self):
+        return {"offsets": list(self.config.offsets)}
+
+
+def fate_map(config: WellsConfig, checkpoint=None, **cell_options) -> WellsFate:
+    cells = [{"xs": config.xs().tolist(), "s": s} for s in config.offsets]
+    manifest = {"system": "toy-wells", "starts": config.starts, "offsets": config.offsets}
+    done = gradflow.run_cells(
+        _cell, cells, checkpoint=checkpoint, manifest=manifest, **cell_options
+    )
+    return WellsFate(config, np.array([d["u"] for d in done]))
+'''
+
+
+def test_a_fate_system_added_by_the_recipe_runs_from_the_command_line(cli, tmp_path, monkeypatch):
+    """The fate-system recipe of docs/architecture.md: a module with a no-JAX configuration
+    (``QUICK``), ``fate_map`` over cells of :func:`gradflow.run_cells` returning a
+    :class:`FateResult`, and one entry in ``FATE_SYSTEMS``.  By hand (the module docstring),
+    with the quick starts ``x0 ∈ {−0.75, −0.25, 0.25, 0.75}``: at ``s = 0`` every run ends in
+    the well of ``x0``; at ``s = 0.5`` the start ``x0 = −0.25`` has ``x0 + s = 0.25 > 0`` and
+    ends in the other well, the one mismatch."""
+    from gradflow.systems.fate import FATE_SYSTEMS, FateSystem
+
+    (tmp_path / "gradflow_test_wells.py").write_text(WELLS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = FateSystem(
+        "gradflow_test_wells:WellsConfig", "gradflow_test_wells:fate_map", "a toy double well"
+    )
+    monkeypatch.setitem(FATE_SYSTEMS, "toy-wells", system)
+    fate = json_of(cli("fate", "--model", "toy-wells", "--quick", "--json"))
+    assert fate["system"] == "toy-wells" and fate["cells"] == 8
+    assert fate["agreement"] == {"s=0": 1.0, "s=0.5": 0.75}
+    assert [(m["coords"], m["full"]) for m in fate["mismatches"]] == [
+        ({"s": 0.5, "x0": -0.25}, "right")
+    ]
+    u = _arrays(cli.folder / "fate.npz")["u"]
+    np.testing.assert_allclose(np.abs(u), 1.0, atol=1e-5)  # every run ends at a well, |x + y| = 1
+    assert (cli.folder / "fate.png").stat().st_size > 0
