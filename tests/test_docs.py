@@ -122,7 +122,7 @@ def test_the_readme_model_table_matches_gradflow_models(cli) -> None:
     for row in rows:
         family = re.match(r"\[([^\]]+)\]", row[0]).group(1)
         models = re.findall(r"`--model ([\w-]+)`", row[-1])
-        commands = re.findall(r"`gradflow (\w+)`", row[-1])
+        commands = re.findall(r"`gradflow ([\w-]+)`", row[-1])
         assert models or commands, row
         in_readme |= set(models)
         if not models:
