@@ -56,6 +56,9 @@ REASONS = {
     "its budget ran out before its outcome was decided",
     "off-reduction": "the full run left the reduced family: its off-family component grew, so "
     "the reduced dynamics no longer describe it",
+    "full-saddle": "the reduced prediction is a set that is a saddle of the full model: the "
+    "run's projection climbed the reduced loss, which no reduced flow does, leaving along the "
+    "unstable directions of the full Hessian there, which the reduced family lacks",
     "assumption": "an assumption of the theorem or limit the reduction rests on is not met in "
     "this cell (a width, a scale, a data property)",
     "unexplained": "no mechanism identified",

@@ -221,8 +221,9 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
 def hand_made_fate() -> Callable[..., object]:
     """A builder of a canonical fate map on a 2 × 2 grid from outcomes given by hand, nothing
     run: ``build(fates, reduced, **arrays)`` with the four fates (row-major, row = ``e``), the
-    predictions per metric, and optionally ``steps``, ``descent``, ``off_start``, ``off_end`` per
-    run."""
+    predictions per metric, and optionally ``steps``, ``descent``, ``off_start``, ``off_end`` and
+    the keys of :data:`~gradflow.systems.markov.departure.EVIDENCE` per run."""
+    from gradflow.systems.markov.departure import EVIDENCE
     from gradflow.systems.markov.fate import FATES, FateConfig, FateMap
 
     def build(fates: list[str], reduced: dict[str, list[str]], **arrays: list[float]) -> FateMap:
@@ -245,6 +246,7 @@ def hand_made_fate() -> Callable[..., object]:
             off_end=given.get("off_end", zeros),
             reduced={m: np.array(v).reshape(2, 2) for m, v in reduced.items()},
             references={"unigram_loss": 0.7, "entropy_rate": 0.6},
+            evidence={k: v for k, v in given.items() if k in EVIDENCE},
         )
 
     return build

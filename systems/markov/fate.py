@@ -30,15 +30,29 @@ reason that holds, in this order (:data:`~gradflow.systems.fate.REASONS`):
    were invariant, the full flow projected to ``θ`` would be the reduced flow in the induced
    metric exactly (``Jᵀ∇L_full = ∇L``), so where the Euclidean map errs and the induced one
    does not, the metric is the difference.
-3. ``off-reduction``: the run ended farther from the reduced family than it started, by more
-   than :data:`OFF_GROWTH` times and :data:`OFF_FLOOR` (relative distance of the weights
-   ``W`` from ``embed(project(W))``): the reduced dynamics do not describe a run that left
-   the family.  At ``σ = 0`` a run starts on it exactly.
-4. ``assumption``: the run started farther than :data:`OFF_START` from the reduced family,
+3. ``full-saddle``: the run went ``global`` and its projection climbed the reduced loss after
+   its least value on the path by more than :data:`~gradflow.systems.markov.departure.RISE_SHARE`
+   of ``H(π) - H_rate`` (a reduced gradient flow never raises its loss, in any metric: the
+   reduced dynamics stopped describing the run there), and its departure at that turn lies in
+   the unstable space of the full model's saddle at the reduced local set beside it, ``e = 0``
+   at the turn's ``w`` (cosine ≥ :data:`~gradflow.systems.markov.departure.SADDLE_COS` with
+   the eigenvectors of the full Hessian's negative eigenvalues there).
+4. ``off-reduction``: the projection climbed the reduced loss so, but not along that saddle.
+5. ``assumption``: the run started farther than :data:`OFF_START` from the reduced family,
    which the reduction assumes it starts on: σ = 0.1 on every weight puts the median start of
-   the default grid half the weights' norm away, and a departure from the family no longer
-   shows in the distance.
-5. ``unexplained``.
+   the default grid half the weights' norm away.
+6. ``unexplained``.
+
+The evidence is read off the recorded path of each run without noise
+(:func:`~gradflow.systems.markov.departure.run_evidence`): where the reduced loss of its
+projection is least, how far it rose after, the distance from the family along the way, the
+full saddle's unstable space, and where the projection crosses the reduced basin boundary (the
+Euclidean one in closed form, the induced one by the reduced flow's fate along the path).  A
+global run's stopping time is the interpolated crossing of the decision level.  The runs with
+noise are not recorded; their mismatches get ``slow-corner``, ``metric``, ``assumption`` or
+``unexplained``.  The relative distance from the family, ``‖W − embed(project W)‖ / ‖W‖``, is
+reported for every run, agreeing or not: the ``(e, w)`` family is not invariant (most of the
+full gradient on it points off its tangent), so every run that moves leaves it.
 
 The runs go through :func:`gradflow.run_cells`: without noise one cell per row of the grid
 (``e0``; a dozen runs, seconds each), with noise one cell per ``(σ, seed)`` (the whole grid,
@@ -64,6 +78,8 @@ from gradflow.systems.fate import FateCell, FateResult, plane_cells
 from gradflow.systems.fate_markers import draw_fates
 
 from .config import FateConfig
+from .departure import EVIDENCE, LABELLED, RISE_SHARE, SADDLE_COS, euclidean_basin, run_evidence
+from .departure import Path as RunPath
 from .fate_runs import DESCENT_SHARE, descended, descent_options, full_options
 from .full_landscape import FullLandscape, embed_batch, off_family, project_batch
 from .full_spectrum import critical_set_indices, index_lines
@@ -91,16 +107,11 @@ DECISION_SHARE = 0.5
 """A run is decided ``global`` once its loss is below ``H_rate + DECISION_SHARE·(H(π) - H_rate)``."""
 LOCAL_TOL = 1e-6
 """Relative distance ``|L - H(π)| / (H(π) - H_rate)`` within which a steady state is ``local``."""
-OFF_GROWTH = 2.0
-"""A run left the reduced family when its relative distance from it grew by more than this
-factor (and beyond :data:`OFF_FLOOR`)."""
 OFF_START = 0.2
 """The greatest relative distance of a start from the reduced family at which the reduced
 prediction is held to apply (σ = 0.01 on the default grid: 0.02–0.11; σ = 0.1: 0.22–0.77)."""
 SLIDE_GRADIENTS = 7
 """Full gradients per step of :func:`gradflow.slide` (Tsit5's six stages and the probe)."""
-OFF_FLOOR = 1e-3
-"""The least relative distance from the reduced family that counts as having left it."""
 
 
 def references(config: FateConfig) -> dict[str, float]:
@@ -125,19 +136,26 @@ def reduced_cell(cell: ReducedCell) -> dict[str, np.ndarray]:
     integrated from the grid points (Tsit5, the engine's default tolerances)."""
     config = cell.config
     full = config.full()
+    thetas = config.region().points().reshape(-1, full.reduced.dim)
+    labels = reduced_fates(config, cell.metric, thetas)
+    return {"labels": labels.reshape(config.grid, config.grid)}
+
+
+def reduced_fates(config: FateConfig, metric: str, thetas: np.ndarray) -> np.ndarray:
+    """The reduced model's fate (names of :data:`FATES`) from each point of ``thetas`` (shape
+    ``(m, dim)``) in ``metric`` (``"euclidean"``, ``"induced"``), by the full runs' rule:
+    Tsit5 at the engine's default tolerances, decided below the same loss level."""
+    full = config.full()
     bound = full.reduced.bind(p=config.p, q=config.q)
-    landscape = (
-        bound if cell.metric == "euclidean" else in_metric(bound, full.metric, name="induced")
-    )
+    landscape = bound if metric == "euclidean" else in_metric(bound, full.metric, name="induced")
     refs = references(config)
     level = refs["entropy_rate"] + DECISION_SHARE * (refs["unigram_loss"] - refs["entropy_rate"])
-    thetas = config.region().points().reshape(-1, full.reduced.dim)
     ends = flow_endpoints(
         landscape, thetas, FlowOptions(solver="Tsit5"), decide_below=level, progress=False
     )
     losses = bound.loss(ends.endpoints)
     fates = [_fate(Outcome(int(s)), loss, refs, level) for s, loss in zip(ends.status, losses)]
-    return {"labels": np.asarray(FATES)[fates].reshape(config.grid, config.grid)}
+    return np.asarray(FATES)[fates]
 
 
 @dataclass(frozen=True)
@@ -182,16 +200,26 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
     else:
         descent = np.zeros(len(starts), dtype=np.int64)
         options = full_options(config)
-        runs = [slide(land.kinks, start, bound.h, options, decide_below=level) for start in starts]
+        runs = [
+            slide(land.kinks, start, bound.h, options, decide_below=level, record=True)
+            for start in starts
+        ]
     ends = np.stack([r.endpoint for r in runs])
     losses = land.loss(ends)
     fates = []
     for run, loss in zip(runs, losses):
         fates.append(_fate(run.status, loss, refs, level))
+    evidence = {k: np.full(len(runs), np.nan) for k in EVIDENCE}
+    if cell.sigma == 0:
+        labels = _path_labels(config)
+        for i, (run, code) in enumerate(zip(runs, fates)):
+            path = RunPath(run.ts, run.thetas, -land.grad(run.thetas))
+            for k, v in run_evidence(land, path, level, FATES[code], labels).items():
+                evidence[k][i] = v
     off = off_family(full)
     return {
         "fates": np.asarray(fates),
-        "times": np.asarray([r.time for r in runs]),
+        "times": np.where(np.isnan(evidence["stop"]), [r.time for r in runs], evidence["stop"]),
         "losses": losses,
         "steps": np.asarray([r.steps for r in runs]),
         "descent": descent,
@@ -199,7 +227,33 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
         "projected": np.asarray(project_batch(full)(jnp.asarray(ends))),
         "off_start": np.asarray(off(jnp.asarray(starts), bound.h)),
         "off_end": np.asarray(off(jnp.asarray(ends), bound.h)),
+        **evidence,
     }
+
+
+def _path_labels(config: FateConfig) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """Per metric, the reduced basin label of full states (a batch ``(m, P)``) read at their
+    projection: in the Euclidean metric of the canonical model the closed form
+    (:func:`~gradflow.systems.markov.departure.euclidean_basin`), else the reduced flow's fate
+    (:func:`reduced_fates`)."""
+    full = config.full()
+    project = project_batch(full)
+
+    def flows(metric: str) -> Callable[[np.ndarray], np.ndarray]:
+        def labels(ys: np.ndarray) -> np.ndarray:
+            # one batch shape (LABELLED rows), so the reduced flow is compiled once
+            theta = np.asarray(project(jnp.asarray(ys)))
+            padded = np.concatenate([theta, np.repeat(theta[-1:], LABELLED - len(theta), 0)])
+            return reduced_fates(config, metric, padded)[: len(theta)]
+
+        return labels
+
+    def closed(ys: np.ndarray) -> np.ndarray:
+        theta = np.asarray(project(jnp.asarray(ys)))
+        return euclidean_basin(theta[:, 0], theta[:, 1], config.p, config.q)
+
+    euclidean = closed if config.model == "canonical" else flows("euclidean")
+    return {"euclidean": euclidean, "induced": flows("induced")}
 
 
 def _fate(status: Outcome, loss: float, refs: dict[str, float], level: float) -> int:
@@ -256,6 +310,10 @@ class FateMap(FateResult):
         references: ``unigram_loss`` ``H(π)`` and ``entropy_rate``, nats.
         spectra: with ``config.spectra``, per reduced critical set its Morse index in the
             reduced and in the full model (:func:`~gradflow.systems.markov.full_spectrum.critical_set_indices`), else empty.
+        evidence: where each run leaves the reduced prediction
+            (:func:`~gradflow.systems.markov.departure.run_evidence`), per key of
+            :data:`~gradflow.systems.markov.departure.EVIDENCE` shape ``(R, n, n)``; ``nan`` for
+            the runs with noise, which are not recorded.
     """
 
     config: FateConfig
@@ -274,6 +332,7 @@ class FateMap(FateResult):
     reduced: dict[str, np.ndarray]
     references: dict[str, float]
     spectra: tuple[dict[str, Any], ...] = ()
+    evidence: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     @property
     def system(self) -> str:
@@ -309,20 +368,47 @@ class FateMap(FateResult):
             return "slow-corner"
         if full == other:
             return "metric"
-        start, end = self.off_start[r, i, j], self.off_end[r, i, j]
-        if end > max(OFF_GROWTH * start, OFF_FLOOR):
+        gap = self.references["unigram_loss"] - self.references["entropy_rate"]
+        rise = self._evidence("rise", r, i, j)
+        if rise > RISE_SHARE * gap:
+            saddle = self._evidence("saddle_rate", r, i, j) < 0
+            if full == "global" and saddle and self._evidence("saddle_cos", r, i, j) >= SADDLE_COS:
+                return "full-saddle"
             return "off-reduction"
-        if start > OFF_START:
+        if self.off_start[r, i, j] > OFF_START:
             return "assumption"
         return "unexplained"
 
+    def _evidence(self, key: str, r: int, i: int, j: int) -> float:
+        """One run's evidence (:attr:`evidence`), ``nan`` where it was not recorded."""
+        values = self.evidence.get(key)
+        return float("nan") if values is None else float(values[r, i, j])
+
     def _detail(self, r: int, i: int, j: int) -> str:
-        return (
+        text = (
             f"t = {self.times[r, i, j]:.4g}, loss {self.losses[r, i, j]:.6f}, "
             f"{self.descent[r, i, j]} descent steps, {self.steps[r, i, j]} sliding-integrator "
             f"steps, sliding {self.sliding[r, i, j]:.3g}; off the family "
             f"{self.off_start[r, i, j]:.2g} → {self.off_end[r, i, j]:.2g}"
         )
+        ev = functools.partial(self._evidence, r=r, i=i, j=j)
+        if np.isnan(ev("rise")):
+            return text
+        text += (
+            f" (at most {ev('off_max'):.2g}); reduced loss least at t = {ev('turn_time'):.4g}, "
+            f"(e, w) = ({ev('turn_e'):.3f}, {ev('turn_w'):.3f}), {ev('turn_off'):.2g} off, "
+            f"then up {ev('rise'):.3g} nats; full saddle at e = 0: λ = {ev('saddle_rate'):.3g}, "
+            f"departure cos {ev('saddle_cos'):.2f}"
+        )
+        for metric in METRICS:
+            t = ev(f"cross_time_{metric}")
+            if not np.isnan(t):
+                text += (
+                    f"; crosses the {metric} basin boundary at t = {t:.4g}, (e, w) = "
+                    f"({ev(f'cross_e_{metric}'):.3f}, {ev(f'cross_w_{metric}'):.3f}), "
+                    f"{ev(f'cross_off_{metric}'):.2g} off"
+                )
+        return text
 
     def counts(self) -> dict[str, int]:
         """How many runs ended in each fate."""
@@ -363,6 +449,7 @@ class FateMap(FateResult):
             "off_start": self.off_start,
             "off_end": self.off_end,
             **{f"reduced_{m}": v for m, v in self.reduced.items()},
+            **self.evidence,
         }
 
     def details(self) -> dict[str, Any]:
@@ -496,4 +583,5 @@ def fate_map(
         reduced={m: p["labels"] for m, p in zip(METRICS, predicted)},
         references=references(config),
         spectra=spectra,
+        evidence={k: stack[k].reshape(shape) for k in EVIDENCE},
     )

@@ -16,7 +16,7 @@
   sliding motion is the least element of their convex hull, which the invariant maps fix: a
   run that slides along a kink from ``σ = 0`` stays in the family too.
 - A mismatch's reason follows the rules of :mod:`gradflow.systems.markov.fate`, worked out on
-  hand-made outcomes.
+  hand-made outcomes and evidence.
 """
 
 from __future__ import annotations
@@ -98,21 +98,49 @@ def test_cost_per_fate_adds_up_the_gradients_of_its_runs(hand_made_fate):
 
 
 def test_each_mismatch_gets_the_first_reason_that_holds(hand_made_fate):
-    """Four runs, each predicted ``local`` in the induced metric: one undecided (slow-corner),
-    one global where the Euclidean map says global (metric), one global that ended 0.2 off the
-    family from 0.01 (off-reduction: 0.2 > 2·0.01 and > 10⁻³), one global that ended 0.015 off
-    from 0.01 (< 2·0.01: unexplained).  In the Euclidean group the second run agrees and the
-    others have the same reasons but the second's: the induced map says local, not global, so
-    for the Euclidean group no other metric explains the first, third and fourth either."""
+    """Four runs, each predicted ``local`` in the induced metric (gap ``H(π) − H_rate`` = 0.1
+    nats): one undecided (slow-corner), one global where the Euclidean map says global (metric),
+    one global whose projection rose 0.05 nats up the reduced loss after its turn (> 0.01 × 0.1)
+    leaving at cosine 0.8 with the unstable space of a full saddle (λ = −0.2 < 0; full-saddle),
+    one global whose projection rose only 0.0005 nats (< 0.001: unexplained).  In the Euclidean
+    group the second run agrees and the others have the same reasons: the induced map says
+    local, not global, so no other metric explains them there either."""
     fates = ["undecided", "global", "global", "global"]
     reduced = {"euclidean": ["local", "global", "local", "local"], "induced": ["local"] * 4}
-    fate = hand_made_fate(fates, reduced, off_start=[0, 0, 0.01, 0.01], off_end=[0, 0, 0.2, 0.015])
+    fate = hand_made_fate(
+        fates,
+        reduced,
+        rise=[0, 0, 0.05, 0.0005],
+        saddle_rate=[0, 0, -0.2, -0.2],
+        saddle_cos=[0, 0, 0.8, 0.8],
+    )
     induced = [c.reason for c in fate.cells() if c.group == "induced σ=0"]
     euclidean = [c.reason for c in fate.cells() if c.group == "euclidean σ=0"]
-    assert induced == ["slow-corner", "metric", "off-reduction", "unexplained"]
-    assert euclidean == ["slow-corner", None, "off-reduction", "unexplained"]
+    assert induced == ["slow-corner", "metric", "full-saddle", "unexplained"]
+    assert euclidean == ["slow-corner", None, "full-saddle", "unexplained"]
     assert fate.agreement() == {"euclidean σ=0": 0.25, "induced σ=0": 0.0}
-    assert fate.reasons() == {"slow-corner": 2, "metric": 1, "off-reduction": 2, "unexplained": 2}
+    assert fate.reasons() == {"slow-corner": 2, "metric": 1, "full-saddle": 2, "unexplained": 2}
+
+
+def test_a_climb_up_the_reduced_loss_away_from_any_saddle_is_off_reduction(hand_made_fate):
+    """Runs predicted ``local`` whose projections rose 0.05 nats up the reduced loss (gap 0.1):
+    global at cosine 0.3 with the full saddle's unstable space (< 0.5), global beside a full
+    minimum (no negative eigenvalue), and ``other`` (not the global minimum) at cosine 0.9: each
+    ``off-reduction``; a run whose evidence was not recorded (``nan``) and started on the
+    family is ``unexplained``.  The family distance alone names nothing: the last run ended 0.3
+    off from 0."""
+    fates = ["global", "global", "other", "global"]
+    reduced = {"euclidean": ["local"] * 4, "induced": ["local"] * 4}
+    fate = hand_made_fate(
+        fates,
+        reduced,
+        rise=[0.05, 0.05, 0.05, np.nan],
+        saddle_rate=[-0.2, 0.0, -0.2, np.nan],
+        saddle_cos=[0.3, 0.9, 0.9, np.nan],
+        off_end=[0.2, 0.2, 0.2, 0.3],
+    )
+    reasons = [c.reason for c in fate.cells() if c.group == "induced σ=0"]
+    assert reasons == ["off-reduction", "off-reduction", "off-reduction", "unexplained"]
 
 
 @pytest.fixture(scope="module")
@@ -285,13 +313,15 @@ def test_fate_command_writes_the_map_and_resumes(cli, tmp_path, tiny_map):
 
 
 def test_a_start_far_off_the_family_is_outside_the_reductions_assumption(hand_made_fate):
-    """Runs predicted ``local`` that end ``global``: one that started 0.5 off the family and
-    ended 0.6 off (not twice as far) is outside the reduction's assumption (> 0.2), one that
-    started 0.5 off and ended 1.2 off left it (off-reduction comes first), one that started
-    0.1 off and ended 0.15 off is unexplained."""
+    """Runs predicted ``local`` that end ``global`` with no climb recorded: one that started
+    0.5 off the family is outside the reduction's assumption (> 0.2); one that started 0.5 off
+    and climbed 0.05 nats up the reduced loss (gap 0.1) left the reduced dynamics
+    (off-reduction comes first); one that started 0.1 off is unexplained."""
     fates = ["global", "global", "global", "local"]
     reduced = {"euclidean": ["local"] * 4, "induced": ["local"] * 4}
-    fate = hand_made_fate(fates, reduced, off_start=[0.5, 0.5, 0.1, 0], off_end=[0.6, 1.2, 0.15, 0])
+    fate = hand_made_fate(
+        fates, reduced, off_start=[0.5, 0.5, 0.1, 0], rise=[np.nan, 0.05, np.nan, np.nan]
+    )
     reasons = [c.reason for c in fate.cells() if c.group == "induced σ=0"]
     assert reasons == ["assumption", "off-reduction", "unexplained", None]
 
