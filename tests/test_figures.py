@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PathCollection
 from matplotlib.legend import Legend
 
-import gradflow.systems.figures
+import gradflow.systems
 from gradflow import GradflowError
 from gradflow.systems.figures import render, save
 from gradflow.systems.markov import figure_phase_diagram as phase
@@ -31,11 +31,13 @@ from gradflow.systems.markov import figure_phase_diagram as phase
 FIGURES: dict[str, types.ModuleType] = {
     module.NAME: module
     for module in (
-        importlib.import_module(f"gradflow.systems.figures.{info.name}")
-        for info in pkgutil.iter_modules(gradflow.systems.figures.__path__)
+        importlib.import_module(info.name)
+        for info in pkgutil.walk_packages(gradflow.systems.__path__, "gradflow.systems.")
+        if info.name.rpartition(".")[2] == "figure"
+        or info.name.rpartition(".")[2].startswith("figure_")
     )
 }
-"""Every figure module of :mod:`gradflow.systems.figures`, by name."""
+"""Every figure module of the systems (``figure`` or ``figure_<name>``), by name."""
 SMALL = {
     "local-to-global-fig1": {"grid": 9},
     "local-to-global-phase-diagram": {"cells": 2, "grid": 5},
@@ -44,6 +46,7 @@ SMALL = {
     "bifurcation-diagram": {"cells": 5, "grid": 5},
     "local-to-global-training": {"steps": 20, "seeds": 3, "length": 16},
     "local-to-global-overlay": {"steps": 20, "seeds": 1, "grid": 9},
+    "local-to-global-rank-one": {"steps": 20, "seeds": 2, "length": 16},
     "induction-heads": {
         "T": 20,
         "transformer_steps": 10,
