@@ -32,18 +32,8 @@ import sympy as sp
 from gradflow import BoundModel, CriticalSetSpec, ReducedModel
 
 from .ansatz import a, ansatz_logit, b, e, w
-from .chain import c_star, entropy_rate, p, q
-from .embedding import ReducedEmbedding
-from .reduced import (
-    NOTES,
-    REFERENCES,
-    UNIT,
-    W_SADDLE,
-    _markov_loss,
-    gain,
-    memoryless_spec,
-    optimal_logit0,
-)
+from .chain import c_star, p, q
+from .reduced import W_SADDLE, gain, markov_model, memoryless_spec, optimal_logit0
 
 __all__ = [
     "attention_energy",
@@ -112,23 +102,14 @@ def canonical_attention_model() -> ReducedModel:
     minima), the plane ``e = 0`` and the curve ``w = -1/√2, a e² = -4`` (loss ``H(π)``).
     """
     c = _gap()
-    f0 = optimal_logit0(c)
-    return ReducedModel(
-        name="canonical-attention",
-        params=(e, w, a),
-        hyperparams=(p, q),
-        domains={p: UNIT, q: UNIT},
-        loss=_markov_loss(f0, c),
+    return markov_model(
+        "canonical-attention",
+        (e, w, a),
+        optimal_logit0(c),
+        c,
         invariants={"E": attention_energy},
         critical_sets=_critical_specs({}, None, None),
-        global_min_loss=entropy_rate,
-        references=REFERENCES,
-        notes=NOTES,
-        loss_unit="nats",
-        sublevel_shortcut=True,
-        plane=("w", "e"),
         bounds={k: BOUNDS[k] for k in ("e", "w", "a")},
-        full=ReducedEmbedding((e, w, a), (p, q), f0).full_model(),
         source=SOURCE,
     )
 
@@ -144,23 +125,15 @@ def canonical_attention_bias_model() -> ReducedModel:
     s = ansatz_logit().scale
     f0 = b - e * s / 2
     b_gamma = (e * s / 2).subs(a, 4 * c_star / (e**4 * gain) - 4 / e**2) + sp.log(p / (1 - p))
-    return ReducedModel(
-        name="canonical-attention-bias",
-        params=(e, w, a, b),
-        hyperparams=(p, q),
-        domains={p: UNIT, q: UNIT},
-        loss=_markov_loss(f0, c),
+    return markov_model(
+        "canonical-attention-bias",
+        (e, w, a, b),
+        f0,
+        c,
         critical_sets=_critical_specs(
             {b: sp.log(p / q)}, sp.simplify(b_gamma), e * s / 2 + sp.log(p / (1 - p))
         ),
-        global_min_loss=entropy_rate,
-        references=REFERENCES,
-        notes=NOTES,
-        loss_unit="nats",
-        sublevel_shortcut=True,
-        plane=("w", "e"),
         bounds=dict(BOUNDS),
-        full=ReducedEmbedding((e, w, a, b), (p, q), f0).full_model(),
         source=SOURCE + ", bias trained",
     )
 

@@ -62,6 +62,32 @@ def _markov_loss(f0: sp.Expr, gap: sp.Expr) -> sp.Expr:
     return pi0 * binary_cross_entropy(p, f0) + pi1 * binary_cross_entropy(1 - q, f0 + gap)
 
 
+def markov_model(
+    name: str, params: tuple[sp.Symbol, ...], f0: sp.Expr, gap: sp.Expr, **fields: object
+) -> ReducedModel:
+    """A reduced model of the Markov transformer: the loss ``π0 ℓ_p(f0) + π1 ℓ_{1-q}(f0 + c)``
+    (nats) in ``params``, with what every canonical model declares alike — the switching
+    probabilities ``p, q ∈ (0, 1)``, the entropy rate as its proven global minimum, its full
+    model (the transformer through :class:`ReducedEmbedding` with the logit ``f0``), the
+    references, notes and the plane ``(w, e)``; ``fields`` are the model's own (critical sets,
+    invariants, bounds, source)."""
+    return ReducedModel(
+        name=name,
+        params=params,
+        hyperparams=(p, q),
+        domains={p: UNIT, q: UNIT},
+        loss=_markov_loss(f0, gap),
+        full=ReducedEmbedding(params, (p, q), f0).full_model(),
+        global_min_loss=entropy_rate,
+        references=REFERENCES,
+        notes=NOTES,
+        loss_unit="nats",
+        sublevel_shortcut=True,
+        plane=("w", "e"),
+        **fields,
+    )
+
+
 def memoryless_spec(b_on_it: sp.Expr | None) -> CriticalSetSpec:
     """The set ``w = -1/√2`` (``1 + 2w|w| = 0``, so ``c = 0`` whatever ``e`` and ``a``): critical,
     and globally minimal, only when p + q = 1 (``c* = 0``).  ``b_on_it``: the bias there, for
@@ -127,21 +153,13 @@ def canonical_model() -> ReducedModel:
     Conserved energy ``E = e² - w² - sgn(w) ln|w|``; critical sets Γ* (global minima,
     ``e²(1 + 2w|w|) = c*``), the line ``e = 0`` (loss ``H(π)``) and the saddle ``(0, -1/√2)``.
     """
-    return ReducedModel(
-        name="canonical",
-        params=(e, w),
-        hyperparams=(p, q),
-        domains={p: UNIT, q: UNIT},
-        loss=_markov_loss(optimal_logit0(c), c),
+    return markov_model(
+        "canonical",
+        (e, w),
+        optimal_logit0(c),
+        c,
         invariants={"E": energy},
-        full=ReducedEmbedding((e, w), (p, q), optimal_logit0(c)).full_model(),
         critical_sets=_critical_specs({}, None, None),
-        global_min_loss=entropy_rate,
-        references=REFERENCES,
-        notes=NOTES,
-        loss_unit="nats",
-        sublevel_shortcut=True,
-        plane=("w", "e"),
         bounds={"e": (-3.0, 3.0), "w": (-3.0, 3.0)},
         critical_sets_complete=True,
         source="Makkuva et al., Local to Global (NeurIPS 2024), §3, canonical parametrization",
@@ -157,20 +175,12 @@ def canonical_bias_model() -> ReducedModel:
     """
     b_unigram = sp.log(p / q)
     b_gamma = c_star / (2 * gain) + sp.log(p / (1 - p))
-    return ReducedModel(
-        name="canonical-bias",
-        params=(e, w, b),
-        hyperparams=(p, q),
-        domains={p: UNIT, q: UNIT},
-        loss=_markov_loss(b - e**2 / 2, c),
+    return markov_model(
+        "canonical-bias",
+        (e, w, b),
+        b - e**2 / 2,
+        c,
         critical_sets=_critical_specs({b: b_unigram}, b_gamma, e**2 / 2 + sp.log(p / (1 - p))),
-        full=ReducedEmbedding((e, w, b), (p, q), b - e**2 / 2).full_model(),
-        global_min_loss=entropy_rate,
-        references=REFERENCES,
-        notes=NOTES,
-        loss_unit="nats",
-        sublevel_shortcut=True,
-        plane=("w", "e"),
         bounds={"e": (-3.0, 3.0), "w": (-3.0, 3.0), "b": (-6.0, 6.0)},
         source="Makkuva et al., Local to Global (NeurIPS 2024), §3, with the bias b trained",
     )
