@@ -77,8 +77,11 @@ def bisect(test: Callable[[float], bool], h_true: float, h_false: float) -> floa
     return 0.5 * (h_true + h_false)
 
 
-def newton(landscape: Landscape, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Newton's method on ``∇L = 0`` from each start (least squares where ``H`` is singular).
+def newton(
+    landscape: Landscape, starts: np.ndarray, steps: int = NEWTON_STEPS
+) -> tuple[np.ndarray, np.ndarray]:
+    """Newton's method on ``∇L = 0`` from each start (least squares where ``H`` is singular),
+    at most ``steps`` iterations.
 
     Returns the points, shape ``(m, dim)``, and where each converged: finite, the last step below
     :data:`STEP_TOL` and ``‖∇L‖ ≤ GRADIENT_TOL``.
@@ -86,7 +89,7 @@ def newton(landscape: Landscape, starts: np.ndarray) -> tuple[np.ndarray, np.nda
     x = np.array(starts, dtype=float)
     step = np.full(len(x), np.inf)
     with np.errstate(all="ignore"):
-        for _ in range(NEWTON_STEPS):
+        for _ in range(steps):
             g = landscape.grad(x)
             h = landscape.hessian(x)
             bad = ~np.all(np.isfinite(h), axis=(1, 2)) | ~np.all(np.isfinite(g), axis=1)

@@ -25,6 +25,17 @@ GUARD = 0.05
 step) from its predictor; farther, it has jumped to another branch."""
 COINCIDE = 1e-8
 """Two continued points closer than this (relative to ``1 + |θ|``) are the same point."""
+CONTINUOUS = 1e-3
+"""A step of :meth:`Line._follow` is taken where Newton's point lies within this fraction of the
+box diagonal, plus a tenth of the predicted move, of its predictor."""
+MIN_SUBSTEP = 1e-9
+""":meth:`Line._follow` gives up (the branch ends: a fold) below this step in the
+hyperparameter, relative to ``1 + |h|``."""
+MAX_SUBSTEPS = 400
+"""Steps :meth:`Line._follow` may take between two cells."""
+FOLLOW_NEWTON = 20
+"""Newton iterations of one step of :meth:`Line._follow` (its predictor is close; a step whose
+Newton run needs more is halved)."""
 
 
 @dataclass
@@ -185,6 +196,16 @@ class Line:
                     new_kinds = classify_points(landscape, corrected, None).kinds
                 name = self.nodes.names[self.line[t.steps[-1]]][t.nodes[-1]]
                 j = self.nodes.add(cell, corrected[i], new_kinds[i], name)
+            if (
+                stability(self.nodes.kinds[cell][j]) != self.kind(t, -1)
+                or np.linalg.norm(corrected[i] - predicted[i])
+                > CONTINUOUS * self.diagonal + 0.1 * np.linalg.norm(predicted[i] - starts[i])
+                or singular(self.family(self.values(self.h[k])), starts[i])
+            ):
+                j = self._continuous(k, t, landscape)
+                if j is None:
+                    t.ended = True
+                    continue
             targets[i] = j
         miss = np.linalg.norm(corrected - predicted, axis=1)
         for j in set(targets.values()):
@@ -197,6 +218,69 @@ class Line:
             alive[i].steps.append(k + 1)
             alive[i].nodes.append(j)
         return set(targets.values())
+
+    def _continuous(self, k: int, t: Track, landscape: Landscape) -> int | None:
+        """The node of the next cell that the track's branch reaches when followed with small
+        steps (:meth:`_follow`), added if the cell's search missed it, or ``None`` where the
+        branch ends or leaves the box on the way: asked where one step changed the kind,
+        missed its prediction, or started from a singular Hessian (a cusp on a cell).  A single predictor–corrector step from a
+        cell to the next may land on another branch (from the minimum of
+        ``x⁴/4 − t x²/2 − t x/10`` at ``t = −1/6`` onto the saddle born in the fold at
+        ``t = 27/400``), which would read as a change of kind; the branch itself keeps its kind
+        unless an eigenvalue crosses zero on the way."""
+        before = (self.h[t.steps[-2]], self.point(t, -2)) if len(t.steps) > 1 else None
+        point = self._follow(self.point(t, -1), self.h[k], self.h[k + 1], before)
+        if point is None or not np.all((point >= self.box[:, 0]) & (point <= self.box[:, 1])):
+            return None
+        cell = self.line[k + 1]
+        j = self._match(cell, point)
+        if j is None:
+            kind = classify_points(landscape, point[None], None).kinds[0]
+            j = self.nodes.add(
+                cell, point, kind, self.nodes.names[self.line[t.steps[-1]]][t.nodes[-1]]
+            )
+        return j
+
+    def _follow(
+        self,
+        point: np.ndarray,
+        h0: float,
+        h1: float,
+        previous: tuple[float, np.ndarray] | None = None,
+    ) -> np.ndarray | None:
+        """Natural continuation of the critical point ``point`` of ``h0`` to ``h1``: the tangent
+        as first predictor (the secant from ``previous``, the branch's point at another value,
+        where given), then the secant through the last two points (at a point where two
+        branches cross, the tangent is not defined and the secant keeps the branch), Newton
+        corrector, the step halved where Newton fails, lands farther than
+        :data:`CONTINUOUS` allows from its predictor or moves the point by more than ten times
+        that (near a fold the tangent is huge), doubled after a success; ``None`` where
+        the step falls below :data:`MIN_SUBSTEP` (the branch ends in a fold) or the steps run
+        out."""
+        h, p, dh = h0, point, h1 - h0
+        for _ in range(MAX_SUBSTEPS):
+            if h == h1:
+                return p
+            step = dh if abs(dh) < abs(h1 - h) else h1 - h
+            if previous is None:
+                move = step * tangent(self.family, self.values(h), self.axis, p[None])[0]
+            else:
+                move = (p - previous[1]) * step / (h - previous[0])
+            predicted = p + move
+            corrected, ok = newton(
+                self.family(self.values(h + step)), predicted[None], FOLLOW_NEWTON
+            )
+            miss = float(np.linalg.norm(corrected[0] - predicted))
+            moved = float(np.linalg.norm(corrected[0] - p))
+            near = CONTINUOUS * self.diagonal
+            if ok[0] and miss <= near + 0.1 * float(np.linalg.norm(move)) and moved <= 10 * near:
+                previous = (h, p)
+                h, p, dh = h + step, corrected[0], 2 * step
+            else:
+                dh = step / 2
+                if abs(dh) < MIN_SUBSTEP * (1 + abs(h)):
+                    return None
+        return None
 
     def _match(self, cell: int, point: np.ndarray) -> int | None:
         points = self.nodes.points[cell]
@@ -288,8 +372,9 @@ class Line:
     def _locate_existence(
         self, number: int, t: Track, tracks: list[Track], end: int, what: str
     ) -> Event | None:
-        """Bisection on whether the track's point still exists (Newton converges near it, apart
-        from every track that runs through the same interval).  ``None`` where it is missing
+        """Bisection on whether the track's point still exists (it can be followed there with
+        small steps, :meth:`_follow`, and lies apart from every track that runs through the same
+        interval, followed there from the side where the point is gone).  ``None`` where it is missing
         only at the line's first or last cell (it exists to within :data:`H_TOL` of it): as at
         a cell inside the line (:func:`_blip`), a point missing at one cell only is part of a
         set degenerate exactly there (the canonical saddle on ``p + q = 1``), no fold."""
@@ -297,33 +382,25 @@ class Line:
         k_gone = k + 1 if what == "end" else k - 1
         h_here, h_gone = self.h[k], self.h[k_gone]
         through = [
-            (
-                self.point(u, u.steps.index(min(k, k_gone))),
-                self.point(u, u.steps.index(max(k, k_gone))),
-            )
+            {h_gone: self.point(u, u.steps.index(k_gone))}
             for u in tracks
-            if u is not t and min(k, k_gone) in u.steps and max(k, k_gone) in u.steps
+            if u is not t and k in u.steps and k_gone in u.steps
         ]
-        lo, hi = min(h_here, h_gone), max(h_here, h_gone)
-        last = {"point": self.point(t, end)}
+        last = {"point": self.point(t, end), "h": h_here}
 
         def exists(h: float) -> bool:
-            landscape = self.family(self.values(h))
-            start = last["point"]
-            point, ok = newton(landscape, start[None])
-            if not ok[0] or np.linalg.norm(point[0] - start) > GUARD * self.diagonal:
+            point = self._follow(last["point"], last["h"], h)
+            if point is None or not np.all((point >= self.box[:, 0]) & (point <= self.box[:, 1])):
                 return False
-            if not np.all((point[0] >= self.box[:, 0]) & (point[0] <= self.box[:, 1])):
-                return False
-            if through:
-                s = (h - lo) / (hi - lo)
-                others, fine = newton(
-                    landscape, np.array([(1 - s) * a + s * b for a, b in through])
-                )
-                near = np.linalg.norm(others - point[0], axis=1)
-                if np.any(fine & (near <= COINCIDE * (1 + np.linalg.norm(point[0])))):
+            for known in through:
+                nearest = min(known, key=lambda g: abs(g - h))
+                other = self._follow(known[nearest], nearest, h)
+                if other is None:
+                    continue
+                known[h] = other
+                if np.linalg.norm(other - point) <= COINCIDE * (1 + np.linalg.norm(point)):
                     return False
-            last["point"] = point[0]
+            last["point"], last["h"] = point, h
             return True
 
         h = bisect(exists, h_here, h_gone)
