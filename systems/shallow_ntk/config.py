@@ -15,6 +15,7 @@ from gradflow import GradflowError
 from .scheme import INITS, SCALINGS, check_size
 
 __all__ = [
+    "DATA",
     "OUTCOMES",
     "SMALLEST_SHAPE",
     "SUFFICIENT_EXPONENT",
@@ -36,6 +37,8 @@ __all__ = [
 
 OUTCOMES = ("converged", "stalled", "diverged")
 """Outcomes of a full run of the fate map, in the order of their codes."""
+DATA = ("synthetic", "digits")
+"""The data a width sweep can train on."""
 
 
 def positive_int(text: str) -> int:
@@ -162,8 +165,11 @@ class SweepConfig:
         inits: initializations (``"lecun"``, ``"he"``, ``"ntk"``).
         eta: the GD step relative to the largest kernel eigenvalue, ``γ = η / λ_max(K_0)``,
             ``0 < η < 2`` (linear stability).
-        data_seed: seed of the synthetic data (:func:`gradflow.systems.shallow_ntk.encoder.synthetic_data`).
+        data_seed: seed of the data (the synthetic draw, or the digit images drawn).
         hidden: include the hidden layer ``W_H``.
+        data: ``"synthetic"`` (:func:`gradflow.systems.shallow_ntk.encoder.synthetic_data`) or
+            ``"digits"`` (scikit-learn's handwritten digits,
+            :func:`gradflow.systems.shallow_ntk.digits.digits_data`; needs ``d_s · d = 64``).
 
     Raises:
         GradflowError: a size, width, step count or seed count that is not a positive integer,
@@ -199,6 +205,15 @@ class SweepConfig:
         default=0, metadata={"flag": "--seed", "help": "seed of the synthetic data"}
     )
     hidden: bool = field(default=False, metadata={"help": "add the hidden layer W_H"})
+    data: str = field(
+        default="synthetic",
+        metadata={
+            "choices": DATA,
+            "help": "synthetic (Gaussian tokens and targets) or digits (scikit-learn's 8 × 8 "
+            "digit images cut into d_s tokens of d pixels, d_s · d = 64; the extra "
+            "gradflow[digits])",
+        },
+    )
 
     SIZES: ClassVar[tuple[str, ...]] = ("widths", "n_samples", "d_s", "d")
     """The fields that set the memory a sweep needs."""
@@ -216,6 +231,12 @@ class SweepConfig:
             object.__setattr__(self, name, check_size(name, getattr(self, name)))
         object.__setattr__(self, "widths", sizes("widths", "d_m", self.widths))
         check_runs(self)
+        if self.data not in DATA:
+            raise GradflowError(f"data = {self.data!r} is not one of {', '.join(DATA)}")
+        if self.data == "digits" and self.d_s * self.d != 64:
+            raise GradflowError(
+                f"d_s = {self.d_s}, d = {self.d}: the digits' 64 pixels need d_s · d = 64"
+            )
 
 
 SMALLEST_SHAPE = 16

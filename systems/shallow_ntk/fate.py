@@ -521,6 +521,7 @@ class NtkFateMap(FateResult):
             "sufficient_exponent": SUFFICIENT_EXPONENT,
             "exponents": {k: e.record() for k, e in self.exponents.items()},
             "fitted_N": [int(n) for n, f in zip(self.config.n_samples, self.fitted_samples()) if f],
+            "agreement_over_draws": self.agreement_spread(),
             "rates": self.rates(),
             "counts": {
                 pair: {
@@ -533,8 +534,20 @@ class NtkFateMap(FateResult):
             "Transformers (NeurIPS 2023)",
         }
 
+    def agreement_spread(self) -> dict[str, dict[str, Any]] | None:
+        """Per ``"init/scaling"``, the agreement of each draw (a data set and its networks) with
+        its mean and spread (:func:`~gradflow.systems.fate_spread.agreement_over_draws`);
+        ``None`` for one draw."""
+        if self.config.seeds == 1:
+            return None
+        from ..fate_spread import agreement_over_draws
+
+        return agreement_over_draws(self.cells(), "seed")
+
     def detail_lines(self) -> list[str]:
         from gradflow import format_table
+
+        from ..fate_spread import spread_line
 
         c = self.config
         rows = []
@@ -559,7 +572,9 @@ class NtkFateMap(FateResult):
             for pair, r in self.rates().items()
         ]
         rate_header = ["init/scaling", "rate", "guaranteed", "Q,K share", "λ_min(K0)/λ_min(K∞)"]
+        spread = [spread_line(g, s) for g, s in (self.agreement_spread() or {}).items()]
         return [
+            *spread,
             "",
             "width threshold d_m* = c N^α, where half the draws converge (fit over N ≤ d = "
             f"{c.d}; grid range: every threshold anywhere between the grid widths that "

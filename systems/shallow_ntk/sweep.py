@@ -385,7 +385,8 @@ class Sweep:
         """A heading, one table row per run, and the fitted log-log slopes."""
         c = self.config
         heading = (
-            f"NTK width sweep: N = {c.n_samples}, d_s = {c.d_s}, d = {c.d}, T = {c.steps} GD steps, "
+            f"NTK width sweep ({c.data} data): N = {c.n_samples}, d_s = {c.d_s}, d = {c.d}, "
+            f"T = {c.steps} GD steps, "
             f"γ = {c.eta:g} / λ_max(K0){', hidden layer W_H' if c.hidden else ''}"
         )
         seeds = c.seeds > 1
@@ -448,7 +449,17 @@ def _g(x: float) -> str:
 
 
 def sweep_data(config: SweepConfig) -> tuple[jax.Array, jax.Array]:
-    """The synthetic inputs ``(N, d_s, d)`` and targets ``(N,)`` a sweep trains on."""
+    """The inputs ``(N, d_s, d)`` and targets ``(N,)`` a sweep trains on: synthetic, or the
+    digit images (``config.data``).
+
+    Raises:
+        GradflowError: the digits without scikit-learn installed.
+    """
+    if config.data == "digits":
+        from .digits import digits_data
+
+        X, y = digits_data(config.n_samples, config.d_s, config.d, config.data_seed)
+        return jnp.asarray(X), jnp.asarray(y)
     return synthetic_data(
         jax.random.PRNGKey(config.data_seed), config.n_samples, config.d_s, config.d
     )

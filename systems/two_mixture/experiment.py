@@ -17,6 +17,7 @@ import numpy as np
 from gradflow import format_table
 
 from .config import MixtureSettings
+from .scores import score_summary
 from .stages import StageTimes, detect_stages
 from .training import MixtureRun, train, train_reduced
 
@@ -40,7 +41,8 @@ class MixtureReport:
         return self.run.arrays()
 
     def metadata(self) -> dict[str, Any]:
-        """Model, kind, configuration, options, status, stage times, final losses, drift."""
+        """Model, kind, configuration, options, status, stage times, final losses, drift, the
+        score pattern (:func:`~gradflow.systems.two_mixture.scores.score_summary`)."""
         run = self.run
         return {
             "model": MODEL,
@@ -59,6 +61,7 @@ class MixtureReport:
             "max_conservation_drift": float(run.conservation.max())
             if run.conservation.size
             else None,
+            "scores": score_summary(run.ts, run.scores, run.config.K),
         }
 
     def figure(self) -> Figure:
@@ -96,6 +99,14 @@ class MixtureReport:
             format_table(["stage", "time"], rows),
             f"final loss {final['loss']:.6f} nats (hard {final['loss_hard']:.6f}, consistent {final['loss_consistent']:.6f})",
         ]
+        sc = record["scores"]
+        lines.append(
+            f"scores |B[v_k', c_k]| between groups {sc['between_group_final']:.3g} against same "
+            f"group |B[v_k, c_k]| {sc['same_group_final']:.3g} at the end (between-group peak "
+            f"{sc['between_group_peak']:.3g} at t = {sc['between_group_peak_t']:g}); self-score "
+            f"spread over groups at most {sc['self_spread_max']:.3g} of the run's max |B| "
+            f"(t = {sc['self_spread_max_t']:g})"
+        )
         if record["max_conservation_drift"] is not None:
             lines.append(
                 f"max drift of W_Q W_Qᵀ − W_K W_Kᵀ (relative): {record['max_conservation_drift']:.3g}"

@@ -36,7 +36,7 @@ from gradflow import FlowOptions, GradientDescent, GradientField, StopRule, flow
 
 from .limit import limit_descent, limit_init
 from .reduced import project
-from .training import conservation_drift
+from .training import DIVERGENCE_RADIUS, conservation_drift
 from .transformer import Head, MixtureConfig, MixtureTransformer, init_transformer, population_loss
 
 __all__ = ["cell_config", "init_deviation", "padded", "run_cell"]
@@ -116,7 +116,8 @@ def _full_run(
     pop = config.population()
     X, y = jnp.asarray(pop.tokens(config.frame())), jnp.asarray(pop.y, jnp.float64)
     args = (fixed, X, y, jnp.asarray(float(attention)))
-    descent = FlowOptions(solver=GradientDescent(lr), stop=StopRule(max_steps=steps))
+    stop = StopRule(max_steps=steps, divergence_radius=DIVERGENCE_RADIUS)
+    descent = FlowOptions(solver=GradientDescent(lr), stop=stop)
     ts = lr * every * np.arange(steps // every + 1)
     path = flow(field, ravel_pytree(trained)[0], descent, args=args, ts=ts)
     margins, score = summarize(jnp.asarray(path.thetas), fixed, X, y)
