@@ -102,6 +102,10 @@ FIGURES = {
         "gradflow.systems.markov.figure_training",
         "Local to Global: full-model test loss vs iteration, standard vs recommended init, p = 0.5, q = 0.8",
     ),
+    "local-to-global-rank-one": Command(
+        "gradflow.systems.markov.figure_rank_one",
+        "Local to Global: energy of the top singular value of each weight matrix during training from the standard init (rank-one emergence)",
+    ),
     "local-to-global-overlay": Command(
         "gradflow.systems.markov.figure_overlay",
         "Local to Global: full-model training projected onto (w, e) over the canonical portrait and basins",
