@@ -153,7 +153,8 @@ class MixtureSettings:
         default="zero",
         metadata={
             "choices": FILLERS,
-            "help": "tokens beyond the third: zero vectors or the three tokens cycled",
+            "help": "tokens beyond the third: zero vectors, the three tokens cycled, or "
+            "distractors (each position its own ε_j v_k'_j, every choice enumerated)",
         },
     )
     d_head: int | None = field(

@@ -21,7 +21,12 @@ Sequences longer than three tokens (``L > 3``) need filler tokens, a choice the 
 leaves open; it is the named option ``filler``:
 
 - ``"zero"``: the extra tokens are the zero vector (they take attention mass and carry nothing);
-- ``"cycle"``: the three tokens are repeated in turn (``c_k, y v_k, ε v_k', c_k, …``).
+- ``"cycle"``: the three tokens are repeated in turn (``c_k, y v_k, ε v_k', c_k, …``);
+- ``"distractors"``: every position beyond the third holds a distractor of its own,
+  ``ε_j v_{k'_j}`` with its own group ``k'_j ≠ k`` and sign ``ε_j`` (the corrected form of the
+  data model's definition as this project reads it): all ``(2(K − 1))^{L−3}`` choices enumerated,
+  so the population has ``4K(K − 1)(2(K − 1))^{L−3}`` equally likely samples.  ``ε`` and ``k'``
+  of a sample stay those of the third token (a hard sample is one with ``ε_3 = −y``).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ __all__ = [
     "signal_basis",
 ]
 
-FILLERS = ("zero", "cycle")
+FILLERS = ("zero", "cycle", "distractors")
 """Values of the ``filler`` option: what occupies token positions beyond the third."""
 
 BASES = ("standard", "random")
@@ -56,7 +61,8 @@ ZERO_SLOT = -1
 
 @dataclass(frozen=True)
 class Population:
-    """The ``n = 4K(K-1)`` equally likely samples, as slots and signs on the signal span.
+    """The equally likely samples (``4K(K-1)`` of them, more with ``"distractors"`` filling), as
+    slots and signs on the signal span.
 
     Attributes:
         K: number of groups (mixture components), ``K ≥ 2``.
@@ -79,7 +85,7 @@ class Population:
 
     @property
     def n(self) -> int:
-        """Number of distinct samples, ``4K(K-1)``."""
+        """Number of distinct samples (``4K(K-1)`` but with ``"distractors"`` filling)."""
         return int(self.y.shape[0])
 
     @property
@@ -145,13 +151,43 @@ def check_sizes(K: int, d: int) -> None:
         )
 
 
+def _distractors(
+    slots: np.ndarray,
+    signs: np.ndarray,
+    y: np.ndarray,
+    eps: np.ndarray,
+    group: np.ndarray,
+    other: np.ndarray,
+    L: int,
+    K: int,
+) -> tuple[np.ndarray, ...]:
+    """Every sample of ``L = 3`` extended by every choice of ``ε_j v_{k'_j}``, ``k'_j ≠ k``, at
+    positions ``4 … L`` (module docstring); the per-sample arrays repeated to match."""
+    choices = list(itertools.product(itertools.product(range(K - 1), (1, -1)), repeat=L - 3))
+    rows = np.repeat(np.arange(len(y)), len(choices))
+    extra_slots = np.empty((len(rows), L - 3), int)
+    extra_signs = np.empty((len(rows), L - 3), int)
+    for r, (i, choice) in enumerate(zip(rows, itertools.cycle(choices))):
+        for j, (shift, sign) in enumerate(choice):
+            k_other = (group[i] + 1 + shift) % K
+            extra_slots[r, j], extra_signs[r, j] = K + k_other, sign
+    return (
+        np.concatenate([slots[rows], extra_slots], axis=1),
+        np.concatenate([signs[rows], extra_signs], axis=1),
+        y[rows],
+        eps[rows],
+        group[rows],
+        other[rows],
+    )
+
+
 def population(K: int, L: int = 3, filler: str = "zero", seed: int | None = 0) -> Population:
-    """All ``4K(K-1)`` samples ``X = [c_k, y v_k, ε v_k']``, each in a random token order.
+    """All samples ``X = [c_k, y v_k, ε v_k', …]``, each in a random token order.
 
     Args:
         K: number of groups, ``K ≥ 2``.
         L: tokens per sample, ``L ≥ 3``; positions beyond the third are filled per ``filler``.
-        filler: ``"zero"`` or ``"cycle"`` (see the module docstring).
+        filler: ``"zero"``, ``"cycle"`` or ``"distractors"`` (see the module docstring).
         seed: seed of the token orders; ``None`` keeps the order ``c_k, y v_k, ε v_k', …``.
 
     Returns:
@@ -174,7 +210,9 @@ def population(K: int, L: int = 3, filler: str = "zero", seed: int | None = 0) -
     group, other, y, eps = (np.array(col) for col in zip(*rows))
     slots = np.stack([group, K + group, K + other], axis=1)
     signs = np.stack([np.ones_like(y), y, eps], axis=1)
-    if L > 3:
+    if L > 3 and filler == "distractors":
+        slots, signs, y, eps, group, other = _distractors(slots, signs, y, eps, group, other, L, K)
+    elif L > 3:
         if filler == "cycle":
             reps = np.arange(L) % 3
             slots, signs = slots[:, reps], signs[:, reps]

@@ -43,7 +43,7 @@ class MixtureConfig:
         readout: ``"sqrt"`` or ``"mean"`` (module docstring).
         neurons: ``"average"`` or ``"tokens"`` (:data:`NEURONS`).
         d_head: inner dimension of ``W_Q, W_K``; ``None`` means ``m``.
-        filler: tokens beyond the third, ``"zero"`` or ``"cycle"``
+        filler: tokens beyond the third, ``"zero"``, ``"cycle"`` or ``"distractors"``
             (:mod:`gradflow.systems.two_mixture.data`).
         basis: the signal frame ``U``, ``"standard"`` or ``"random"``.
         seed: seed of the initialization, the token orders and a random frame.
