@@ -162,8 +162,9 @@ def flow(
     field, args, scaled = unit_flow(flows, options)
     unit_ts = None if ts is None else np.asarray(ts, dtype=np.float64) * args[1]
     raw = integrate(field, y0[0], args, scaled, ts=unit_ts)
-    if crossed(landscape, y0, raw.endpoint[None])[0]:
-        scaled = tightened(scaled)
+    tight = tightened(scaled)
+    if tight is not None and crossed(landscape, y0, raw.endpoint[None])[0]:
+        scaled = tight
         raw = integrate(field, y0[0], args, scaled, ts=unit_ts)
     path = _slide_on(flows, raw, args, scaled)
     path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
@@ -476,9 +477,10 @@ def flow_endpoints(
         )
 
     result = run(y0, scaled, starts)
+    tight = [tightened(s) for s in scaled]
     across = np.flatnonzero(crossed(landscape, y0, result.endpoints))
-    if across.size and np.dtype(dtype) == np.float64:
-        again = run(y0[across], [tightened(s) for s in scaled], starts[across])
+    if across.size and np.dtype(dtype) == np.float64 and all(t is not None for t in tight):
+        again = run(y0[across], tight, starts[across])
         out = {k: np.array(getattr(result, k), copy=True) for k in ("endpoints", "times", "steps")}
         status = np.array(result.status, copy=True)
         out["endpoints"][across], out["times"][across] = again.endpoints, again.times

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import sympy as sp
 
+from .._critical.interval_system import _clean
 from .._landscape.base import Landscape
 from .._symbolic.lowering import lambdify_numpy
 from .._symbolic.model import BoundModel, ReducedModel
@@ -33,15 +34,18 @@ TIGHT = 1e-12
 
 @functools.cache
 def _surfaces(model: ReducedModel) -> Callable[..., np.ndarray] | None:
-    """The arguments of the ``Abs``, ``sign`` and ``Heaviside`` in ``∇L`` as one NumPy function
-    of ``(θ, h)``, or ``None`` where there are none."""
+    """The arguments of the ``Abs`` in ``∇L`` (written without spurious signs: ``y·sign(y)`` is
+    ``|y|``) whose zero set no ``sign`` or ``Heaviside`` of ``∇L`` jumps across, as one NumPy
+    function of ``(θ, h)``, or ``None`` where there are none: there ``∇L`` is continuous and
+    only the Hessian jumps (a kink across which ``∇L`` jumps is the sliding flow's)."""
     params = list(model.params)
-    grad = [sp.diff(model.loss, s) for s in params]
+    grad = [_clean(sp.diff(model.loss, s), params) for s in params]
+    jumps = {atom.args[0] for g in grad for atom in g.atoms(sp.sign, sp.Heaviside)}
     args = []
     for g in grad:
-        for atom in g.atoms(sp.Abs, sp.sign, sp.Heaviside):
+        for atom in g.atoms(sp.Abs):
             arg = atom.args[0]
-            if arg.free_symbols & set(params) and arg not in args:
+            if arg.free_symbols & set(params) and arg not in args and arg not in jumps:
                 args.append(arg)
     if not args:
         return None
@@ -66,12 +70,12 @@ def crossed(landscape: Landscape, starts: np.ndarray, ends: np.ndarray) -> np.nd
     return np.any(before * after < 0, axis=0)
 
 
-def tightened(options: FlowOptions) -> FlowOptions:
-    """``options`` with the absolute tolerance :data:`TIGHT` times smaller (a PID controller;
-    other controllers are returned as they are)."""
+def tightened(options: FlowOptions) -> FlowOptions | None:
+    """``options`` with the absolute tolerance :data:`TIGHT` times smaller, or ``None`` where
+    its steps are not error-controlled (gradient descent, a constant step)."""
     controller = options.controller
-    if not isinstance(controller, PID):
-        return options
+    if options.descent or not isinstance(controller, PID):
+        return None
     return dataclasses.replace(
         options, controller=dataclasses.replace(controller, atol=controller.atol * TIGHT)
     )
