@@ -430,3 +430,21 @@ def test_no_module_is_longer_than_the_limit(folder) -> None:
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert not long, f"longer than {MAX_LINES} lines:\n" + "\n".join(sorted(long))
+
+
+def test_every_package_folder_is_installed() -> None:
+    """Every folder with an ``__init__.py`` under ``gradflow/``, ``systems/`` and
+    ``benchmarks/`` is a package ``pyproject.toml`` lists: one it leaves out is missing from a
+    ``pip install .`` (an editable install finds it anyway, so nothing else would fail)."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    folders = {
+        module_name(init)
+        for top in ("gradflow", "systems", "benchmarks")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    assert folders - listed == set(), "add them to [tool.setuptools] packages"
+    assert listed - folders == set(), "listed packages without a folder"
