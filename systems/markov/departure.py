@@ -219,13 +219,6 @@ def euclidean_basin(e: np.ndarray, w: np.ndarray, p: float, q: float) -> np.ndar
     return np.where(local, "local", "global")
 
 
-@functools.cache
-def _tangent(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    """Jitted: the Jacobian ``∂ embed/∂θ`` at ``θ``, shape ``(P, dim)``."""
-    one = embed_batch(full)
-    return jax.jit(jax.jacfwd(lambda t, h: one(t[None], h)[0]))
-
-
 def run_evidence(
     land: FullLandscape,
     path: Path,
@@ -243,8 +236,8 @@ def run_evidence(
     - ``off_max``: the greatest relative distance from the reduced family along the path;
     - ``saddle_rate``, ``saddle_cos``: the lowest eigenvalue of the full Hessian at the reduced
       local set beside the turn, ``embed(ε, w_turn)`` (:func:`unstable_space`), and the cosine
-      between the run's departure there (the part of its velocity at the turn off the tangent
-      of the family) and that point's unstable space;
+      between the run's departure at the turn, its displacement from the family
+      ``W − embed(project W)``, and that point's unstable space;
     - ``cross_*_<metric>``: where the projection first changes its reduced basin label in
       ``labels[metric]`` (states of the full model, a batch, → labels), when the full fate
       differs from the label at the start: time, projected ``(e, w)``, distance from the family.
@@ -277,10 +270,8 @@ def run_evidence(
         out["stop"] = crossing if np.isfinite(crossing) else out["stop"]
     rates, space = unstable_space(full, out["turn_w"], h)
     out["saddle_rate"] = float(rates[0]) if rates.size else 0.0
-    tangent = np.asarray(_tangent(full)(jnp.asarray(projected[k]), hj))
-    basis, _ = np.linalg.qr(tangent)
-    velocity = path.vs[k]
-    out["saddle_cos"] = saddle_alignment(velocity - basis @ (basis.T @ velocity), space)
+    back = np.asarray(embed_batch(full)(jnp.asarray(projected[k : k + 1]), hj))[0]
+    out["saddle_cos"] = saddle_alignment(path.ys[k] - back, space)
     for metric, label in labels.items():
         keys = [f"cross_{x}_{metric}" for x in ("time", "e", "w", "off")]
         out.update(dict.fromkeys(keys, float("nan")))
