@@ -100,12 +100,95 @@ def _writable(folder: str) -> str:
 
 
 def _empty_if_full(folder: str) -> None:
-    """Remove ``folder`` if its files pass :data:`CACHE_MAX_BYTES` (JAX's own size limit keeps
+    """Remove ``folder`` if its files (gradflow's store of executables, ``executables/``,
+    included) pass :data:`CACHE_MAX_BYTES` (JAX's own size limit keeps
     access times that the command line's runs in child processes, which share the folder, do
     not write)."""
-    sizes = (entry.stat().st_size for entry in os.scandir(folder)) if os.path.isdir(folder) else ()
+    sizes = (
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(folder)
+        for name in names
+    )
     if sum(sizes) > CACHE_MAX_BYTES:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+BACKEND_EVENT = "/jax/core/compile/backend_compile_duration"
+"""Recorded by JAX for every program handed to XLA: compiled, or loaded from its cache."""
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+"""Recorded by JAX for every program loaded from its persistent compilation cache."""
+
+
+@dataclass
+class ProgramCount:
+    """The XLA programs a process of the run built: ``compiled`` by XLA, ``cached`` loaded from
+    JAX's persistent cache, ``stored`` executables loaded from gradflow's store (no tracing)."""
+
+    compiled: int = 0
+    cached: int = 0
+    stored: int = 0
+
+    def listen(self) -> None:
+        """Count from now on, through ``jax.monitoring`` (each backend program, minus those
+        JAX's cache served, is a compile)."""
+        from gradflow._compiled.store import LOAD_EVENT
+
+        def on_event(event: str, **_: object) -> None:
+            if event == CACHE_HIT_EVENT:
+                self.cached += 1
+                self.compiled -= 1
+            elif event == LOAD_EVENT:
+                self.stored += 1
+
+        def on_duration(event: str, seconds: float, **_: object) -> None:
+            if event == BACKEND_EVENT:
+                self.compiled += 1
+
+        jax.monitoring.register_event_listener(on_event)
+        jax.monitoring.register_event_duration_secs_listener(on_duration)
+
+    def add(self, other: dict[str, int]) -> None:
+        for name, value in other.items():
+            setattr(self, name, getattr(self, name) + value)
+
+
+_PROGRAMS = pytest.StashKey[ProgramCount]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Each process of the run (the controller without xdist, each xdist worker) counts the
+    programs it builds."""
+    count = ProgramCount()
+    count.listen()
+    session.config.stash[_PROGRAMS] = count
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A worker hands its count to the controller (xdist's ``workeroutput``)."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["xla_programs"] = vars(session.config.stash[_PROGRAMS])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """The controller adds up its workers' counts."""
+    counted = getattr(node, "workeroutput", {}).get("xla_programs")
+    if counted:
+        node.config.stash[_PROGRAMS].add(counted)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The run's XLA programs, printed last, so that a change that makes the suite compile
+    more shows: ``XLA programs: N compiled, M from JAX's persistent cache, K executables from
+    gradflow's store``."""
+    count = terminalreporter.config.stash.get(_PROGRAMS, None)
+    if count is not None:
+        terminalreporter.write_line(
+            f"XLA programs: {count.compiled} compiled, {count.cached} from JAX's persistent "
+            f"cache, {count.stored} executables from gradflow's store"
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -41,6 +41,7 @@ PACKAGES = {
 """Source folder → the dotted name it is imported as (``pyproject.toml``'s package-dir)."""
 
 PRIVATE_IN_TESTS = {
+    ("tests.conftest", "gradflow._compiled.store"),
     ("tests.conftest", "gradflow.cli._setup"),
     ("tests.systems.markov.test_canonical_dynamics", "gradflow._portrait.separatrix"),
     ("tests.test_registry", "gradflow.cli._registry"),

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .._compiled.store import key_of, stored
 from .._errors import GradflowError
 from .._landscape.base import GradientField, host_cast
 from .._outcome import Outcome
@@ -389,7 +390,9 @@ def _explicit_round(
     """The :class:`BatchedRK` round of an explicit pair, with the steady-state tolerance an
     argument (the last of ``(args, level, gtol)``), not a constant: stages that differ only in
     ``gtol`` (a basin map's float64 pass and its loose pass along the basins' edges) share one
-    traced and compiled program."""
+    traced and compiled program.  Its compiled executable is kept between processes where
+    the field's programs are (:func:`gradflow._compiled.store.stored`), keyed by the options,
+    ``steps``, ``strict`` and the field's key."""
     tableau = tableau_of(options.solver)
     rk = BatchedRK(tableau, StepControl(options.rtol, options.atol), options.t_max)
 
@@ -399,4 +402,10 @@ def _explicit_round(
     def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
         return status_code(field, options, y, a[0], a[1], gtol=a[2], strict=strict)
 
-    return rk.advance(vector_field, stop, steps)
+    base = key_of(field)
+    key = (
+        None
+        if base is None or not isinstance(options.solver, str)
+        else lambda: f"explicit round {options!r} steps={steps} strict={strict}\n{base()}"
+    )
+    return stored(rk.advance(vector_field, stop, steps), key)

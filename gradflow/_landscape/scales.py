@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._compiled.store import key_of, label
 from .base import GradientField, Landscape
 
 __all__ = ["LATTICE_POINTS", "LossScales", "loss_scales", "unit_field"]
@@ -111,10 +112,13 @@ def _lattice(bounds: np.ndarray) -> np.ndarray:
 @functools.cache
 def unit_field(field: GradientField) -> GradientField:
     """The field of ``L/g``, called with arguments ``(args, g)``, in the metric of ``field``;
-    one per field, so that its integrators compile once."""
+    one per field, so that its integrators compile once.  A Euclidean field whose programs
+    are kept (:func:`gradflow._compiled.store.label`) passes its key on."""
     metric = field.metric
-    return GradientField(
+    base = key_of(field)
+    unit = GradientField(
         loss=lambda theta, a: field.loss(theta, a[0]) / a[1],
         grad=lambda theta, a: field.grad(theta, a[0]) / a[1],
         metric=None if metric is None else lambda theta, a: metric(theta, a[0]),
     )
+    return label(unit, None if base is None or metric is not None else lambda: f"unit\n{base()}")

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
+from .._compiled.store import key_of, stored
 from .._critical.sets import CriticalSet
 from .._flow.integrate import status_code
 from .._flow.options import FlowOptions, StopRule
@@ -147,14 +148,16 @@ def _ascend(
 @functools.cache
 def _ascent_path(field: GradientField, options: FlowOptions) -> Callable[..., tuple[Any, ...]]:
     """The recorded ascent flow of ``field`` (:meth:`BatchedRK.path`), compiled once per field
-    and options."""
+    and options, and kept between processes where the field's programs are."""
     ascent = GradientField(loss=lambda t, a: -field.loss(t, a), grad=lambda t, a: -field.grad(t, a))
     rk = BatchedRK(TSIT5, StepControl(options.rtol, options.atol), options.t_max)
 
     def stop(y: jax.Array, args: Any) -> jax.Array:
         return status_code(ascent, options, y, args, -jnp.inf)
 
-    return rk.path(field.grad, stop, options.max_steps)
+    base = key_of(field)
+    key = None if base is None else lambda: f"ascent path {options!r}\n{base()}"
+    return stored(rk.path(field.grad, stop, options.max_steps), key)
 
 
 def _metric_at(model: Landscape, theta: np.ndarray) -> np.ndarray:

@@ -1,7 +1,10 @@
 """SymPy → JAX: the compiled loss, gradient, Hessian and invariants of a symbolic loss.
 
 Compiled once per loss (cached) and shared by every hyperparameter value: hyperparameters are
-array arguments, so a sweep over ``(p, q)`` does not recompile.
+array arguments, so a sweep over ``(p, q)`` does not recompile.  The loss, gradient, Hessian and
+invariants keep their compiled executables between processes, keyed by the loss's SymPy
+expression (:func:`gradflow._compiled.store.stored`), and the field is labelled with the same
+key, so the integrators' programs built on it are kept too.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import sympy as sp
 
+from .._compiled.store import Key, label, stored
 from .._landscape.base import GradientField
 from .lowering import lambdify_jax, lambdify_numpy
 from .stabilize import stabilize
@@ -113,15 +117,24 @@ def compile_loss(
             out = jnp.where(jnp.any(at == 0, axis=-1)[:, None, None], jnp.nan, out)
         return out.reshape(theta.shape + (dim,))
 
+    def key(part: str, expr: Any = loss) -> Key:
+        """The key of a program of this loss: the symbols and the written ``expr`` (the
+        stable form, the gradient and the removable singularities follow from it)."""
+        return lambda: f"compile_loss {part}\n{sp.srepr(symbols)}\n{sp.srepr(expr)}"
+
+    field = label(GradientField(loss=loss_fn, grad=grad_fn), key("field"))
     return CompiledLoss(
-        loss=loss_fn,
-        grad=grad_fn,
-        hessian=jax.jit(hessian),
+        loss=stored(loss_fn, key("loss")),
+        grad=stored(grad_fn, key("grad")),
+        hessian=stored(jax.jit(hessian), key("hessian")),
         invariants={
-            name: jax.jit(_unpack(lambdify_jax(symbols, stabilize(expr)), dim, vector=False))
+            name: stored(
+                jax.jit(_unpack(lambdify_jax(symbols, stabilize(expr)), dim, vector=False)),
+                key(f"invariant {name}", expr),
+            )
             for name, expr in invariants
         },
-        field=GradientField(loss=loss_fn, grad=grad_fn),
+        field=field,
         symbols=symbols,
         symbolic_grad=symbolic_grad,
     )

@@ -1,0 +1,267 @@
+"""Compiled executables of the engine's hot programs, kept between processes.
+
+JAX's persistent compilation cache (:mod:`gradflow._compiled.cache`) keys a program by its
+lowered module, so a warm run still traces and lowers every program before it can look one up.
+The store keys a program by what it is made of instead, and keeps the *compiled executable*
+(``jax.experimental.serialize_executable``): a hit is read and loaded with no tracing, lowering
+or compiling.
+
+A program is stored only where its maker names everything it depends on (:func:`stored`'s
+``key``: for a symbolic loss, its SymPy expression; for an integrator's round, the solver, the
+stop rule and the key of its field), and the store adds what every program depends on
+(:func:`environment`): gradflow's own source, the versions of JAX, jaxlib, NumPy and SymPy,
+``XLA_FLAGS``, JAX's float64 mode and matmul precision, the compile options' maker and the
+devices; then the call's signature (the argument tree, each leaf's shape, dtype and weak type).
+A change in any of them is a different file: a miss, never a wrong program.  Programs whose
+maker names no key (a loss written in JAX, a flow in a metric) are jitted as usual.
+
+The files are ``<cache folder>/executables/<sha256>.bin`` (:func:`gradflow._compiled.cache
+.cache_dir`); ``GRADFLOW_CACHE_DIR=""`` turns the store off with the cache.  A file that cannot
+be read or loaded is compiled again and rewritten; one that cannot be written is skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .cache import cache_dir
+
+__all__ = [
+    "LOAD_EVENT",
+    "StoredProgram",
+    "environment",
+    "key_of",
+    "label",
+    "store_folder",
+    "stored",
+]
+
+LOAD_EVENT = "/gradflow/store/executable_loaded"
+"""The ``jax.monitoring`` event recorded each time an executable is loaded from the store."""
+
+Key = Callable[[], str]
+"""A program's key, computed on first use (a SymPy expression's ``srepr`` costs time)."""
+
+_LABELS: weakref.WeakKeyDictionary[Any, Key] = weakref.WeakKeyDictionary()
+
+
+def label(obj: Any, key: Key | None) -> Any:
+    """Record that ``obj`` (a field, a function) is fully described by ``key()``, so that
+    programs built from it can be stored (:func:`key_of`); returns ``obj``."""
+    if key is not None:
+        _LABELS[obj] = functools.cache(key)
+    return obj
+
+
+def key_of(obj: Any) -> Key | None:
+    """The key :func:`label` recorded for ``obj``, or ``None``."""
+    try:
+        return _LABELS.get(obj)
+    except TypeError:
+        return None
+
+
+def store_folder() -> Path | None:
+    """``<cache folder>/executables``, or ``None`` where the cache is off."""
+    folder = cache_dir()
+    return None if folder is None else folder / "executables"
+
+
+@functools.cache
+def _source_hash() -> str:
+    """sha256 of gradflow's own source (every ``.py`` of the engine, by relative path)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def environment() -> str:
+    """What every program depends on besides its own key: gradflow's source, the library
+    versions, ``XLA_FLAGS``, JAX's float64 mode and matmul precision, the compile options'
+    maker (a test that changes optimization levels replaces it) and the devices."""
+    from importlib.metadata import version
+
+    import jax
+    from jax._src import compiler
+
+    maker = getattr(compiler, "get_compile_options", None)
+    devices = jax.devices()
+    parts = [
+        _source_hash(),
+        *(f"{name} {version(name)}" for name in ("jax", "jaxlib", "numpy", "sympy")),
+        os.environ.get("XLA_FLAGS", ""),
+        f"x64 {jax.config.jax_enable_x64}",
+        f"precision {jax.config.jax_default_matmul_precision}",
+        f"options {getattr(maker, '__module__', '')}.{getattr(maker, '__qualname__', '')}",
+        f"{devices[0].client.platform} {devices[0].client.platform_version}",
+        *(f"{d.id} {d.device_kind}" for d in devices),
+    ]
+    return "\n".join(parts)
+
+
+def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """The call's argument tree and each leaf's shape, dtype and weak type, or ``None`` where
+    a leaf is a tracer (the program is being traced into another: no executable to run)."""
+    import jax
+
+    leaves, tree = jax.tree.flatten(args)
+    described = []
+    for leaf in leaves:
+        if isinstance(leaf, jax.core.Tracer):
+            return None
+        if isinstance(leaf, np.ndarray):
+            described.append((leaf.shape, str(leaf.dtype), False))
+        else:
+            aval = jax.typeof(leaf)
+            described.append((aval.shape, str(aval.dtype), aval.weak_type))
+    return (str(tree), *described)
+
+
+class StoredProgram:
+    """A jitted function whose compiled executables are kept in the store, one per signature.
+
+    Called with concrete arguments, it runs the executable of their signature: loaded from the
+    process's memory, else from the store, else compiled (and written to the store).  Called
+    inside another trace (tracers among its arguments), it is the jitted function.
+
+    Attributes:
+        jitted: the ``jax.jit`` function.
+        loads, compiles: executables this object read from the store and compiled.
+    """
+
+    def __init__(self, jitted: Callable[..., Any], key: Key) -> None:
+        self.jitted = jitted
+        self._key = key
+        self._programs: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self.loads = self.compiles = 0
+        functools.update_wrapper(self, jitted)
+
+    def __call__(self, *args: Any) -> Any:
+        signature = _signature(args)
+        if signature is None:
+            return self.jitted(*args)
+        program = self._programs.get(signature)
+        if program is not None:
+            return program(*args)
+        program, out = self._first_call(args, signature)
+        self._programs[signature] = program
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        """The jitted function's other attributes (``lower``, ``eval_shape``, …)."""
+        if name == "jitted":
+            raise AttributeError(name)
+        return getattr(self.jitted, name)
+
+    def _file(self, signature: tuple[Any, ...]) -> Path | None:
+        folder = store_folder()
+        if folder is None:
+            return None
+        text = "\n".join([environment(), self._key(), repr(signature)])
+        return folder / f"{hashlib.sha256(text.encode()).hexdigest()}.bin"
+
+    def _first_call(self, args: tuple[Any, ...], signature: tuple[Any, ...]) -> tuple[Any, Any]:
+        """The executable of ``signature`` and its outputs on ``args``.
+
+        The outputs always come from the executable as the store holds it (read back from
+        its bytes), so a later process that loads it computes the same bits; where reading,
+        loading or running it fails, the file is removed and a fresh compile runs instead.
+        """
+        import jax
+
+        path = self._file(signature)
+        data = _read(path)
+        loaded = data is not None
+        if data is None:
+            compiled = self._compile(args)
+            data = _serialized(compiled)
+            if data is None or path is None:
+                return compiled, compiled(*args)
+            _write(path, data)
+        try:
+            program = _deserialized(data)
+            out = jax.block_until_ready(program(*args))
+        except Exception:  # noqa: BLE001 - a stale or broken file: compiled afresh
+            if path is not None:
+                path.unlink(missing_ok=True)
+            compiled = self._compile(args)
+            return compiled, compiled(*args)
+        if loaded:
+            self.loads += 1
+            jax.monitoring.record_event(LOAD_EVENT)
+        return program, out
+
+    def _compile(self, args: tuple[Any, ...]) -> Any:
+        """A fresh compile, past JAX's persistent cache: an executable JAX loaded from its
+        cache serializes without its compiled functions on the CPU (it fails when run).  JAX
+        decides once per process whether its cache is used, so the cache is bypassed for this
+        compile alone by answering that question "no" meanwhile."""
+        from jax._src import compilation_cache
+
+        self.compiles += 1
+        used = compilation_cache.is_cache_used
+        compilation_cache.is_cache_used = lambda backend: False
+        try:
+            return self.jitted.lower(*args).compile()
+        finally:
+            compilation_cache.is_cache_used = used
+
+
+def _read(path: Path | None) -> bytes | None:
+    try:
+        return None if path is None else path.read_bytes()
+    except OSError:
+        return None
+
+
+def _serialized(program: Any) -> bytes | None:
+    """``program``'s executable as bytes, or ``None`` where it cannot be serialized (a
+    program holding constants)."""
+    from jax.experimental.serialize_executable import serialize
+
+    try:
+        return pickle.dumps(serialize(program))
+    except (ValueError, NotImplementedError, pickle.PicklingError, TypeError):
+        return None
+
+
+def _deserialized(data: bytes) -> Any:
+    from jax.experimental.serialize_executable import deserialize_and_load
+
+    payload, in_tree, out_tree = pickle.loads(data)
+    return deserialize_and_load(payload, in_tree, out_tree)
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically; skipped where the folder cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError:
+        pass
+
+
+def stored(jitted: Callable[..., Any], key: Key | None) -> Callable[..., Any]:
+    """``jitted`` with its compiled executables kept (:class:`StoredProgram`) where ``key`` is
+    given and the cache is on; ``jitted`` itself otherwise.
+
+    ``key()`` must name everything the traced program depends on beyond its arguments'
+    signature and :func:`environment` (constants, closed-over functions, options).
+    """
+    if key is None or store_folder() is None:
+        return jitted
+    return StoredProgram(jitted, functools.cache(key))

@@ -1,0 +1,103 @@
+"""The store of compiled executables: a program is loaded, not compiled, only where everything
+it depends on is the same — its loss, its options, the XLA flags — and a loaded program gives
+the bits the compiled one gave.
+
+Each "process" here is a fresh build of the same programs (the engine's per-process caches
+bypassed with ``__wrapped__``) against one store folder, as a second run of a script sees it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from gradflow import PID, FlowOptions, StopRule, loss_model
+from gradflow._compiled.store import StoredProgram, store_folder
+from gradflow._flow.batched import _explicit_round
+from gradflow._landscape.scales import unit_field
+from gradflow._symbolic.compiled import compile_loss
+
+X, Y, A = sp.symbols("x y a", real=True)
+POINTS = np.array([[0.5, -1.0], [2.0, 0.25], [-1.5, 3.0]])
+H = np.array([3.0])
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRADFLOW_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "executables"
+
+
+def _fresh(loss: sp.Expr):
+    """``compile_loss`` as a new process builds it (its per-process cache bypassed)."""
+    return compile_loss.__wrapped__((X, Y), (A,), loss)
+
+
+def test_a_second_build_loads_every_program_and_computes_the_same_bits(store) -> None:
+    """``L = x² + a·y⁴`` at a = 3: ``∇L = (2x, 4a·y³)``, ``∇²L = diag(2, 12a·y²)``; the loaded
+    programs give these bit for bit as the compiled ones do."""
+    loss = X**2 + A * Y**4
+    first = _fresh(loss)
+    outs = [np.asarray(first.grad(POINTS, H)), np.asarray(first.hessian(POINTS, H))]
+    x, y = POINTS[:, 0], POINTS[:, 1]
+    np.testing.assert_allclose(outs[0], np.stack([2 * x, 12 * y**3], axis=1), rtol=1e-15)
+    np.testing.assert_allclose(outs[1][:, 1, 1], 36 * y**2, rtol=1e-15)
+    assert (first.grad.compiles, first.hessian.compiles) == (1, 1)
+    assert len(list(store.iterdir())) == 2
+    again = _fresh(loss)
+    repeat = [np.asarray(again.grad(POINTS, H)), np.asarray(again.hessian(POINTS, H))]
+    assert (again.grad.loads, again.grad.compiles) == (1, 0)
+    assert (again.hessian.loads, again.hessian.compiles) == (1, 0)
+    for a, b in zip(outs, repeat):
+        assert a.tobytes() == b.tobytes()
+
+
+def test_a_changed_loss_compiles_its_own_program(store) -> None:
+    """``x² + a·y⁴`` and ``x² + a·y²`` share every signature but not their programs:
+    ``∂L/∂y`` at y = −1, a = 3 is −12 for one and −6 for the other."""
+    quartic = _fresh(X**2 + A * Y**4)
+    assert quartic.grad(POINTS, H)[0, 1] == -12.0
+    quadratic = _fresh(X**2 + A * Y**2)
+    assert quadratic.grad(POINTS, H)[0, 1] == -6.0
+    assert (quadratic.grad.loads, quadratic.grad.compiles) == (0, 1)
+
+
+def test_changed_xla_flags_compile_again(store, monkeypatch) -> None:
+    loss = X**2 + A * Y**4
+    _fresh(loss).grad(POINTS, H)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    flagged = _fresh(loss)
+    flagged.grad(POINTS, H)
+    assert (flagged.grad.loads, flagged.grad.compiles) == (0, 1)
+
+
+def test_an_integrator_round_is_kept_per_option(store) -> None:
+    """The batched Tsit5 round of ``L = x² + a·y²``: the same options load, another ``rtol``
+    compiles; both reach the minimum (0, 0) from (1, 1)."""
+    model = loss_model("x**2 + a*y**2", None, ["a"]).bind(a=1.0)
+    field = unit_field(model.field)
+    args = (model.args, 1.0)
+    starts, zeros = np.array([[1.0, 1.0]] * 4), np.zeros(4)
+
+    def run(rtol: float) -> tuple[StoredProgram, np.ndarray]:
+        control, stop = PID(rtol=rtol, atol=1e-9), StopRule(gtol=1.0, max_steps=500)
+        options = FlowOptions(solver="Tsit5", controller=control, stop=stop)
+        advance = _explicit_round.__wrapped__(field, options, 500, False)
+        y, *_ = advance(starts, zeros, zeros, (args, -np.inf, 1e-8))
+        return advance, np.asarray(y)
+
+    first, y1 = run(1e-6)
+    assert isinstance(first, StoredProgram) and first.compiles == 1
+    np.testing.assert_allclose(y1, 0.0, atol=1e-6)
+    again, y2 = run(1e-6)
+    assert (again.loads, again.compiles) == (1, 0) and y1.tobytes() == y2.tobytes()
+    other, y3 = run(1e-7)
+    assert (other.loads, other.compiles) == (0, 1)
+    np.testing.assert_allclose(y3, 0.0, atol=1e-6)
+
+
+def test_the_store_is_off_with_the_cache(monkeypatch) -> None:
+    monkeypatch.setenv("GRADFLOW_CACHE_DIR", "")
+    assert store_folder() is None
+    assert not isinstance(_fresh(X**2 + A * Y**4).grad, StoredProgram)
