@@ -345,11 +345,23 @@ class ICLFateMap(FateResult):
             "config": dataclasses.asdict(c),
             "trainers": {"transformer": "adamw", "minimal": "sgd", "reduced": c.reduced_solver},
             "transition_ratio": {m: self.ratios(m) for m in ("reduced", "minimal")},
+            "agreement_over_draws": self.agreement_spread(),
             "runs": runs,
         }
 
+    def agreement_spread(self) -> dict[str, dict[str, Any]] | None:
+        """Per comparison, the agreement of each seed with its mean and spread
+        (:func:`~gradflow.systems.fate_spread.agreement_over_draws`); ``None`` for one seed."""
+        if self.config.seeds == 1:
+            return None
+        from ..fate_spread import agreement_over_draws
+
+        return agreement_over_draws(self.cells(), "seed")
+
     def detail_lines(self) -> list[str]:
-        lines = []
+        from ..fate_spread import spread_line
+
+        lines = [spread_line(g, s) for g, s in (self.agreement_spread() or {}).items()]
         for model in ("reduced", "minimal"):
             r = self.ratios(model)
             lines.append(
