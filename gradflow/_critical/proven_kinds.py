@@ -19,6 +19,7 @@ import numpy as np
 from .._errors import GradflowError
 from .._evidence import Evidence
 from .._landscape.base import Landscape
+from .._outcome import Kind
 from .._symbolic.budget import OutOfTime, within
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
@@ -77,15 +78,17 @@ def with_proven_kinds(
             continue
         proven = search.isolated[0]
         index = proven.morse_index
+        kind = proven_kind(sets[i].kind, index, landscape.dim)
+        reason = (
+            f"Krawczyk proves ∇L has exactly one zero within {_radius(proven.unique_in):.2g} "
+            f"of the point, and the interval Hessian over its enclosure has {index} negative "
+            f"and {landscape.dim - index} positive eigenvalues"
+        )
+        before = sets[i].evidence
+        if kind == Kind.GLOBAL_MIN and before is not None and before.proven:
+            reason = f"{before.reason}; {reason}"
         out[i] = dataclasses.replace(
-            sets[i],
-            kind=proven_kind(sets[i].kind, index, landscape.dim),
-            morse_index=index,
-            evidence=Evidence.of_proof(
-                f"Krawczyk proves ∇L has exactly one zero within {_radius(proven.unique_in):.2g} "
-                f"of the point, and the interval Hessian over its enclosure has {index} negative "
-                f"and {landscape.dim - index} positive eigenvalues"
-            ),
+            sets[i], kind=kind, morse_index=index, evidence=Evidence.of_proof(reason)
         )
     return out
 

@@ -254,8 +254,8 @@ class CriticalSets(Sequence[CriticalSet]):
         ]
         if any(s.evidence is not None and s.evidence.proven for s in self.sets):
             lines.append(
-                "proven kind: Krawczyk proves one zero of ∇L around the point, the interval "
-                "Hessian its Morse index\nnumerical kind: floating-point Hessian and loss probes "
+                "proven kind: Krawczyk and the interval Hessian (the Morse index), or a proven "
+                "lower bound reached\nnumerical kind: floating-point Hessian and loss probes "
                 "(each set's reason is in the JSON)"
             )
         if self.completeness is not None and not self.completeness.proven:
@@ -363,10 +363,22 @@ def make_set(
         morse_index=int(classes.morse_index[rep]),
         nullity=int(classes.nullity[rep]),
         hessian_method=str(classes.hessian_method[rep]),
-        evidence=classes.evidence(int(rep), dimension),
+        evidence=_evidence(landscape, classes, int(rep), dimension),
         components=np.unique(labels, return_inverse=True)[1].reshape(-1),
         samples=points[nearest][None],
     )
+
+
+def _evidence(landscape: Landscape, classes: Classification, rep: int, dimension: int) -> Evidence:
+    """What backs the kind of point ``rep``: a global minimum reaches the proven lower bound
+    of ``L`` (its loss equals it to within the classifier's rounding margin), whatever its
+    Hessian; any other kind, its classification's numerical evidence."""
+    bound = landscape.global_min_loss
+    if classes.kinds[rep] == Kind.GLOBAL_MIN and bound is not None:
+        return Evidence.of_proof(
+            f"L ≥ {bound:.6g} is proven and reached here (to within rounding): a global minimum"
+        )
+    return classes.evidence(rep, dimension)
 
 
 def local_dimension(points: np.ndarray, neighbours: int = 8) -> np.ndarray:

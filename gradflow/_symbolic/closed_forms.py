@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import sympy as sp
 
+from .budget import OutOfTime, within
 from .facts import solve_gradient
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ __all__ = [
     "solved_specs",
 ]
 
+REAL_POINTS_SECONDS = 2.0
+"""CPU seconds SymPy may take to find the real points of a complex solution of ``∇L = 0``."""
 IMAG_TOL = 1e-9
 """A closed-form value evaluated in complex arithmetic is real where its imaginary part is at
 most this times ``max(1, |real part|)`` (rounding of complex intermediates is ~1e-16)."""
@@ -124,8 +127,46 @@ def solved(model: ReducedModel) -> tuple[tuple[CriticalSetSpec, ...], str | None
     none where its time budget ran out."""
     declared = [dict(spec.solution) for spec in model.critical_sets]
     solved = solve_gradient(model.params, model.loss, declared)
-    specs = tuple(CriticalSetSpec("sympy.solve", solution) for solution in solved.solutions)
-    return specs, solved.caveat
+    unique: list[Mapping[sp.Symbol, sp.Expr]] = []
+    for solution in solved.solutions:
+        unique += [s for s in real_points(model.params, solution) if s not in unique]
+    return tuple(CriticalSetSpec("sympy.solve", s) for s in unique), solved.caveat
+
+
+def real_points(
+    params: tuple[sp.Symbol, ...], solution: Mapping[sp.Symbol, sp.Expr]
+) -> list[Mapping[sp.Symbol, sp.Expr]]:
+    """``solution`` as its real points where it is a complex graph over real free parameters
+    with finitely many real points: ``y = −i x`` (a solution of ``∇(x² + y²)⁴ = 0``) is real
+    only at ``x = 0``, so it is the point ``x = 0, y = 0`` and is named so.  Any other solution
+    is returned as it is (alone in the list), also where SymPy cannot tell within
+    :data:`REAL_POINTS_SECONDS`."""
+    free = [s for s in params if s not in solution]
+    values = list(solution.values())
+    if (
+        not free
+        or not any(v.has(sp.I) for v in values)
+        or any(s not in params for v in values for s in v.free_symbols)
+    ):
+        return [solution]
+
+    def points() -> list[dict[sp.Symbol, sp.Expr]]:
+        found = sp.solve([sp.im(v) for v in values], free, dict=True)
+        out = []
+        for point in found:
+            if set(point) != set(free) or any(not p.is_real for p in point.values()):
+                return []
+            full = {**point, **{s: sp.simplify(v.subs(point)) for s, v in solution.items()}}
+            out.append({s: full[s] for s in params})
+        return out
+
+    try:
+        made = within("the real points of a complex solution", points, seconds=REAL_POINTS_SECONDS)
+    except OutOfTime:
+        return [solution]
+    if not made or any(not v.is_real for p in made for v in p.values()):
+        return [solution]
+    return made
 
 
 def solved_specs(model: ReducedModel) -> tuple[CriticalSetSpec, ...]:

@@ -15,6 +15,7 @@ parameters without importing SymPy.
 from __future__ import annotations
 
 import ast
+import keyword
 import re
 import sys
 from collections.abc import Sequence
@@ -39,6 +40,12 @@ aliases ``abs max min sigmoid log_sigmoid softplus logaddexp``, and ``sqrt cbrt 
 digamma`` (written with powers and ``polygamma``)."""
 CONSTANT_NAMES = ("pi", "E")
 """Names that stand for constants, not symbols."""
+CONSTANT_MEANINGS = {"pi": "the number π", "E": "Euler's number e = 2.71828…"}
+"""What each of :data:`CONSTANT_NAMES` stands for (``I`` is a real symbol here, not SymPy's
+imaginary unit)."""
+NOT_NUMBERS = ("nan", "inf", "infinity", "oo", "zoo")
+"""Names (in any case) refused as symbols: they read as numbers that are not finite, and a loss
+is a finite function of finite parameters."""
 OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 COMPARISONS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 MAX_LENGTH = 100_000
@@ -94,6 +101,12 @@ def read(text: str, semantics: Semantics) -> Any:
             what, column = "the loss ends unfinished", len(source) + 1
         else:
             column = error.offset
+        keywords = [w for w in re.findall(r"[A-Za-z_]\w*", source) if keyword.iskeyword(w)]
+        if keywords and keywords[0] not in ("True", "False", "None"):
+            raise GradflowError(
+                f"{keywords[0]!r} is a Python keyword and cannot name a symbol of the loss "
+                f"{shorten(source, 60)!r}; call it otherwise (e.g. {keywords[0]}_)"
+            ) from None
         raise GradflowError(f"{what} at column {column} of {shorten(source, 60)!r}") from None
     except RecursionError:
         raise GradflowError(
@@ -187,6 +200,12 @@ class _Walker:
             raise self.fail(node, f"function {node.id!r} used without arguments")
         if node.id.startswith("_"):
             raise self.fail(node, f"name {node.id!r} is not allowed")
+        if node.id.lower() in NOT_NUMBERS:
+            raise self.fail(
+                node,
+                f"{node.id!r} is not a parameter name: it reads as a number that is not finite, "
+                "and a loss must be finite",
+            )
         return self.build.symbol(node.id)
 
     def call(self, node: ast.Call) -> Any:
@@ -248,12 +267,23 @@ def check_names(
     that is not a hyperparameter, sorted by name.
 
     Raises:
-        GradflowError: a parameter or hyperparameter that is not in the loss, a name given as
-            both, a symbol that is neither, or no parameter left.
+        GradflowError: a parameter or hyperparameter named as a constant (``E``, ``pi``) or a
+            Python keyword, or that is not in the loss, a name given as both, a symbol that is neither, or no parameter left.
     """
     hyper = list(hyperparams)
     names = list(params) if params is not None else sorted(symbols - set(hyper))
     for given, what in ((names, "parameter"), (hyper, "hyperparameter")):
+        for name in given:
+            if name in CONSTANT_MEANINGS:
+                raise GradflowError(
+                    f"{what} {name} clashes with {CONSTANT_MEANINGS[name]}, which {name} stands "
+                    f"for in a loss; call the {what} otherwise (e.g. {name}_)"
+                )
+            if keyword.iskeyword(name):
+                raise GradflowError(
+                    f"{what} {name!r} is a Python keyword and cannot name a symbol; call it "
+                    f"otherwise (e.g. {name}_)"
+                )
         missing = [n for n in given if n not in symbols]
         if missing:
             raise GradflowError(
