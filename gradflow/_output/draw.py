@@ -203,13 +203,33 @@ def draw_unproven(ax: Axes, xs: np.ndarray, ys: np.ndarray, evidence: np.ndarray
     from matplotlib.patches import Patch
 
     unproven = (evidence == 0).astype(float)
-    ax.contourf(xs, ys, unproven, levels=[0.5, 1.5], colors="none", hatches=[UNPROVEN_HATCH])
+    cells = np.repeat(np.repeat(unproven, 2, axis=0), 2, axis=1)
+    ax.contourf(
+        _cell_edges(xs),
+        _cell_edges(ys),
+        cells,
+        levels=[0.5, 1.5],
+        colors="none",
+        hatches=[UNPROVEN_HATCH],
+    )
     share = share_text(float(np.mean(unproven)))
     return Patch(
         facecolor="none",
         hatch=UNPROVEN_HATCH,
         label=f"hatched: label numerical, not proven ({share})",
     )
+
+
+def _cell_edges(axis: np.ndarray) -> np.ndarray:
+    """The two edges of each grid point's cell as ``pcolormesh(shading="nearest")`` draws it
+    (midway to the neighbours, half a spacing beyond the ends), interleaved, shape
+    ``(2 * len(axis),)``; each right edge is moved in by a billionth of the span, so that a
+    contour between two cells runs along their common edge."""
+    mid = (axis[:-1] + axis[1:]) / 2
+    left = np.concatenate([[axis[0] - (axis[1] - axis[0]) / 2], mid])
+    right = np.concatenate([mid, [axis[-1] + (axis[-1] - axis[-2]) / 2]])
+    gap = 1e-9 * float(right[-1] - left[0])
+    return np.stack([left, right - gap], axis=1).ravel()
 
 
 def share_text(share: float) -> str:
@@ -455,7 +475,9 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
         path_ax.plot(path[:, 0], path[:, 1], color="#1f5fbf", lw=1.4)
         path_ax.plot(*path[0], "o", color="black", ms=4)
         kind = None if trajectory.reached is None else trajectory.reached.kind
-        path_ax.plot(*path[-1], "X", color=KIND_COLORS.get(kind, "black"), ms=8)
+        color = KIND_COLORS.get(kind, "black")
+        sure = trajectory.evidence is not None and trajectory.evidence.proven
+        path_ax.plot(*path[-1], "X", color=color, mfc=color if sure else "none", ms=8)
         path_ax.set_xlabel(f"${plane[0]}$")
         path_ax.set_ylabel(f"${plane[1]}$", rotation=0, ha="right")
     else:
@@ -466,7 +488,13 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
     loss_ax.set_xlabel("flow time")
     loss_ax.set_ylabel("L")
     loss_ax.set_xscale("symlog", linthresh=1.0)
-    fig.suptitle(f"reached {trajectory.reached}", fontsize=9)
+    evidence = trajectory.evidence
+    escaping = evidence is not None and evidence.reason.startswith("escaping")
+    proven = "" if evidence is None else f" ({evidence.word}{', escaping' if escaping else ''})"
+    marker = (
+        "" if evidence is None or evidence.proven else "; the end is not proven, the marker hollow"
+    )
+    fig.suptitle(f"reached {trajectory.reached}{proven}{marker}", fontsize=9)
     return fig
 
 
