@@ -16,6 +16,7 @@ unstable direction of the Hessian unless the gradient has no component along it.
 from __future__ import annotations
 
 import functools
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,11 +25,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
+from jax.scipy.linalg import solve_triangular
 
 from .._evidence import Evidence
 from .._landscape.base import GradientField, padded_call
 from .._outcome import Outcome
-from .._output.text import format_point
+from .._output.text import TABLE_WIDTH, format_point
 from .options import FlowOptions
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ __all__ = [
     "diverged",
     "escaping",
     "integrate",
+    "metric_frame",
     "pytree_field",
     "solve",
     "status_code",
@@ -98,8 +101,9 @@ class Trajectory:
 
     @property
     def converged(self) -> bool:
-        """Whether it stopped at a steady state."""
-        return self.status is Outcome.CONVERGED
+        """Whether it stopped at a steady state beside a critical point (a small gradient beside
+        none, ``reached`` ``NOT_CONVERGED``, is no steady state)."""
+        return self.status is Outcome.CONVERGED and self.reached is not Outcome.NOT_CONVERGED
 
     def __repr__(self) -> str:
         names = f" ({', '.join(self.param_names)})" if self.param_names else ""
@@ -156,7 +160,13 @@ class Trajectory:
                 f"  loss      {self.losses[-1]:.6g}{' ' + self.unit if self.unit else ''}",
                 f"  time      {self.time:.4g} (flow time units), {len(self.ts) - 1} solver steps",
                 f"  reached   {self._reached_text()}",
-                *([f"  evidence  {self.evidence}"] if self.evidence is not None else []),
+                *(
+                    textwrap.wrap(
+                        f"  evidence  {self.evidence}", TABLE_WIDTH, subsequent_indent=" " * 12
+                    )
+                    if self.evidence is not None
+                    else []
+                ),
             ]
         )
 
@@ -209,8 +219,10 @@ def escape_test(xp: Any, jacobian: Any, field: Any, horizon: float) -> Any:
     have ``λ·horizon < -ESCAPE_FOLDS`` (:data:`ESCAPE_FOLDS`) exceeds :data:`ESCAPE_SHARE`.  For
     the gradient flow ``∂F`` is the Hessian and this is exact: near a critical point
     ``F ≈ H(θ − θ*)``, and the component of ``θ − θ*`` along an eigenvector with ``λ < 0`` grows
-    as ``e^{|λ|t}``.  In a metric (``F = G⁻¹∇L``) the symmetrized Jacobian stands for
-    ``G⁻¹H``, whose eigenvalues have the Hessian's signs.  Scale-free: ``c·L`` has ``c`` times
+    as ``e^{|λ|t}``.  In a metric (``F = G⁻¹∇L``) ``∂F ≈ G⁻¹H`` is not symmetric, and its
+    symmetric part is no stand-in (beside a line of minima, where ``H ≥ 0`` has rank one, it is
+    indefinite): :func:`escaping` passes the Jacobian and field in coordinates where ``G`` is
+    the identity (:func:`metric_frame`).  Scale-free: ``c·L`` has ``c`` times
     the eigenvalues and the same flow in ``1/c`` times the time.  A non-finite Jacobian shows
     no unstable direction.  Returns a boolean array of shape ``(...)``.
     """
@@ -222,18 +234,38 @@ def escape_test(xp: Any, jacobian: Any, field: Any, horizon: float) -> Any:
     return finite & (xp.sqrt(xp.sum(along * along, axis=-1)) > ESCAPE_SHARE * norm)
 
 
+def metric_frame(metric: jax.Array, jacobian: jax.Array, field: jax.Array) -> tuple[Any, Any]:
+    """The Jacobian ``∂F`` (shape ``(dim, dim)``) and field ``F`` (shape ``(dim,)``) of a flow in
+    the metric ``G = CCᵀ`` (Cholesky) in the coordinates ``θ̃ = Cᵀθ``, where ``G`` is the
+    identity: ``Cᵀ(∂F)C⁻ᵀ`` and ``CᵀF``.  At a critical point ``∂F = G⁻¹H``, and
+    ``Cᵀ G⁻¹H C⁻ᵀ = C⁻¹HC⁻ᵀ`` is symmetric, with the eigenvalues of ``G⁻¹H`` (the Hessian's
+    signs, by Sylvester's law of inertia)."""
+    chol = jnp.linalg.cholesky(metric)
+    left = chol.T @ jacobian
+    frame = solve_triangular(chol, left.T, lower=True).T
+    return frame, chol.T @ field
+
+
 def escaping(field: GradientField, y: jax.Array, args: Any, horizon: float) -> jax.Array:
     """Whether the flow of ``field`` escapes from the state ``y`` of shape ``(dim,)`` within the
-    flow time ``horizon`` (:func:`escape_test`; above :data:`ESCAPE_FULL_DIM` parameters the
-    Rayleigh quotient ``ρ = Fᵀ(∂F)F/‖F‖²`` with ``ρ·horizon < -ESCAPE_FOLDS`` and
-    ``Fᵀ(∂F)F < -ESCAPE_SHARE·‖F‖·‖(∂F)F‖``)."""
+    flow time ``horizon`` (:func:`escape_test`, in a metric in its frame: :func:`metric_frame`;
+    above :data:`ESCAPE_FULL_DIM` parameters the Rayleigh quotient ``ρ = Fᵀ(∂F)F/‖F‖²`` with
+    ``ρ·horizon < -ESCAPE_FOLDS`` and ``Fᵀ(∂F)F < -ESCAPE_SHARE·‖F‖·‖(∂F)F‖``, in a metric
+    with ``G``'s inner product)."""
     f = field.grad(y, args)
+    metric = None if field.metric is None else field.metric(y, args).astype(f.dtype)
     if y.shape[-1] > ESCAPE_FULL_DIM:
         _, jf = jax.jvp(lambda t: field.grad(t, args), (y,), (f,))
-        quotient = jnp.dot(f, jf)
-        fast = quotient * horizon < -ESCAPE_FOLDS * jnp.dot(f, f)
-        return fast & (quotient < -ESCAPE_SHARE * jnp.linalg.norm(f) * jnp.linalg.norm(jf))
-    return escape_test(jnp, jax.jacfwd(field.grad)(y, args), f, horizon)
+        gram = f if metric is None else metric @ f
+        quotient = jnp.dot(gram, jf)
+        size = jnp.sqrt(jnp.dot(gram, f))
+        push = jnp.linalg.norm(jf) if metric is None else jnp.sqrt(jnp.dot(metric @ jf, jf))
+        fast = quotient * horizon < -ESCAPE_FOLDS * size**2
+        return fast & (quotient < -ESCAPE_SHARE * size * push)
+    jacobian = jax.jacfwd(field.grad)(y, args)
+    if metric is not None:
+        jacobian, f = metric_frame(metric, jacobian, f)
+    return escape_test(jnp, jacobian, f, horizon)
 
 
 def status_code(
