@@ -9,7 +9,9 @@ same run, a capped baseline counted at its cap.
 from __future__ import annotations
 
 import json
+import os
 
+import jax
 import numpy as np
 import pytest
 
@@ -32,7 +34,10 @@ def _is_json(record: dict) -> None:
 def test_bench_basins_counts_a_capped_baseline_at_its_cap_as_a_lower_bound() -> None:
     """With a cap of 1 µs no scipy trajectory can finish: each is counted at the cap, so the
     mean is exactly 1e-3 ms, flagged a lower bound, and the text says "≥"."""
+    kept = (os.environ.get("GRADFLOW_CACHE_DIR"), jax.config.jax_enable_compilation_cache)
     report = basins.bench(basins.Config(grid=3, lsoda_samples=2, rk45_samples=1, cap=1e-6))
+    # the cold map ran with nothing kept; the process's settings are restored after it
+    assert (os.environ.get("GRADFLOW_CACHE_DIR"), jax.config.jax_enable_compilation_cache) == kept
     record = report.metadata()
     _is_json(record)
     assert record["grid"] == 3 and report.trajectories == 9
