@@ -69,7 +69,7 @@ SMALLER: dict[tuple[str, ...], dict[str, str]] = {
         "--minimal-steps": "20",
         "--seeds": "1",
         "--grid": "5",
-        "--shares": "0,1",
+        "--shares": "0 1",
     },
     ("figures", "shallow-ntk"): {"--widths": "2,4", "--steps": "10", "--seeds": "1"},
     ("figures", "two-mixture"): {"--m": "16", "--omegas": "1e-2,1e-1"},
@@ -89,8 +89,8 @@ SMALLER: dict[tuple[str, ...], dict[str, str]] = {
 }
 """What a slow run changes in a command so that it finishes in seconds to a minute: for the
 command (its first word, or its first two for ``figures`` and ``bench``), each option is given
-this value, replacing the one written, or added where none is and the command takes it
-(``""``: a flag, added); the fate maps run at their ``--quick`` size.  A figure drawn from a saved sweep (``--sweep``) is
+this value (its words), replacing the one written, or added where none is and the command
+takes it (``""``: a flag, added); the fate maps run at their ``--quick`` size.  A figure drawn from a saved sweep (``--sweep``) is
 run as written, and a sweep over ``0.05:0.95:19`` runs over ``0.05:0.95:3``.  The sizes are
 otherwise the documented command's."""
 
@@ -369,10 +369,11 @@ def smaller(words: list[str]) -> list[str]:
     takes = options_of(words)
     for option, value in SMALLER.get(key, {}).items():
         if option in words:
-            if value:
-                words[words.index(option) + 1] = value
+            start = words.index(option) + 1
+            end = next((i for i in range(start, len(words)) if words[i].startswith("--")), None)
+            words[start : end or len(words)] = value.split()
         elif option in takes:
-            words += [option, value] if value else [option]
+            words += [option, *value.split()]
     return words
 
 
@@ -396,6 +397,21 @@ def test_smaller_sets_replaces_and_adds_the_options_a_command_takes() -> None:
         ["fate", "--p", "0.5", "--grid", "3", "--quick", "--seeds", "1", "--max-steps", "500"]
     )
     assert smaller(["figures", "local-to-global-phase-diagram", "--sweep", "a.npz"])[-1] == "a.npz"
+    assert smaller(["figures", "induction-heads", "--shares", "0", "0.5", "1", "--seeds", "2"]) == [
+        "figures",
+        "induction-heads",
+        "--shares",
+        "0",
+        "1",
+        "--seeds",
+        "1",
+        "--transformer-steps",
+        "20",
+        "--minimal-steps",
+        "20",
+        "--grid",
+        "5",
+    ]
 
 
 RUN_COMMANDS = [c for c in ALL_COMMANDS if c.in_block and c.runs]
