@@ -545,50 +545,9 @@ class NtkFateMap(FateResult):
         return agreement_over_draws(self.cells(), "seed")
 
     def detail_lines(self) -> list[str]:
-        from gradflow import format_table
+        from .fate_report import detail_lines
 
-        from ..fate_spread import spread_line
-
-        c = self.config
-        rows = []
-        items = zip(c.pairs(), self.exponents.items(), self.thresholds)
-        for (_, scaling), (pair, e), thresholds in items:
-            interval = f"[{e.low:.2f}, {e.high:.2f}]" if np.isfinite(e.low) else "—"
-            grid = f"[{e.grid_low:.2f}, {e.grid_high:.2f}]" if np.isfinite(e.grid_low) else "—"
-            fitted = f"{e.alpha:.2f}" if np.isfinite(e.alpha) else "—"
-            shown = [_threshold_text(t) for t in thresholds]
-            rows.append([pair, f"{SUFFICIENT_EXPONENT[scaling]:g}", fitted, grid, interval, *shown])
-        outside = [n for n, f in zip(c.n_samples, self.fitted_samples()) if not f]
-        header = [
-            "init/scaling",
-            "α sufficient",
-            "α fitted",
-            "grid range",
-            "95 % draws+grid",
-            *(f"d_m*(N={n}){'†' if n in outside else ''}" for n in c.n_samples),
-        ]
-        rate_rows = [
-            [pair, *(_shown(r[k]) for k in ("rate", "rate_bound", "qk_share", "lambda_ratio"))]
-            for pair, r in self.rates().items()
-        ]
-        rate_header = ["init/scaling", "rate", "guaranteed", "Q,K share", "λ_min(K0)/λ_min(K∞)"]
-        spread = [spread_line(g, s) for g, s in (self.agreement_spread() or {}).items()]
-        return [
-            *spread,
-            "",
-            "width threshold d_m* = c N^α, where half the draws converge (fit over N ≤ d = "
-            f"{c.d}; grid range: every threshold anywhere between the grid widths that "
-            "bracket it):",
-            format_table(header, rows),
-            *(
-                ["† N > d: outside the theorem's assumptions, left out of the fit"]
-                if outside
-                else []
-            ),
-            "",
-            f"at N = {c.n_samples[-1]}, d_m = {c.widths[-1]} (medians; rates in nats of loss per GD step):",
-            format_table(rate_header, rate_rows),
-        ]
+        return detail_lines(self)
 
     def figure(self) -> Any:
         from matplotlib.figure import Figure
@@ -603,14 +562,6 @@ class NtkFateMap(FateResult):
 def _median(values: np.ndarray) -> float:
     finite = np.asarray(values, float)[np.isfinite(values)]
     return float(np.median(finite)) if finite.size else float("nan")
-
-
-def _threshold_text(t: float) -> str:
-    return f"{t:.3g}" if np.isfinite(t) else ("≤ grid" if t < 0 else "> grid")
-
-
-def _shown(x: float) -> str:
-    return f"{x:.3g}" if np.isfinite(x) else "—"
 
 
 def fate_map(
