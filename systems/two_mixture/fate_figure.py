@@ -148,10 +148,14 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
     ax.axhline(len(widths) - 0.5, color="k", lw=1)
     ax.set_xlabel("ω")
     share = {g: 100 * v for g, v in _agreement(result, K).items()}
-    draws = f" (seed {config.seed}; agree over {config.seeds} seeds)" if config.seeds > 1 else ""
+    draws = (
+        f"\nseed {config.seed} shown, agreement over {config.seeds} seeds"
+        if config.seeds > 1
+        else ""
+    )
     ax.set_title(
-        f"(b) full/limit time (escape; frozen: hard fit){draws}; agree: joint "
-        f"{share['joint']:.0f} %, frozen {share['attention frozen']:.0f} %",
+        f"(b) full/limit time (escape; frozen: hard fit); agree: joint "
+        f"{share['joint']:.0f} %, frozen {share['attention frozen']:.0f} %{draws}",
         fontsize=9,
     )
     fig.colorbar(image, ax=ax, label="log₂ (full / limit)", shrink=0.9)
