@@ -9,6 +9,10 @@
   ``L(θ) < c`` has its sublevel component ``{L ≤ L(θ)}`` inside ``B`` (it cannot cross ``∂B``);
   the flow, in any metric, never raises ``L``, so it stays in that compact component, whose only
   critical point is ``z``: it converges to ``z``.
+- **Around a degenerate minimum** (:func:`_isolated`, where the Hessian is singular): the
+  interval gradient clears every piece of ``B`` outside a core ``Z`` a millionth of its width,
+  so ``B``'s critical points all lie in ``Z``, and the level ``c`` is the least interval lower
+  bound of ``L`` on the faces of ``B``: a point of ``B`` below ``c`` flows into ``Z``.
 - **Escaping** (:func:`escapes`): a branch and bound over a box ``B`` clears every piece where
   an entry of the interval gradient excludes 0 or the interval loss lies above ``L(θ₀)``: no
   critical point of ``{L ≤ L(θ₀)} ∩ B``.  A flow from ``θ₀`` that stayed in ``B`` would have a
@@ -26,6 +30,7 @@ every function in it; a landscape without them gets no proof, and its verdicts s
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +62,15 @@ LEVEL_MARGIN = 1e-9
 the certified rise ``c - inf L(Z)`` plus rounding of ``L`` (:data:`ROUNDING`)."""
 ROUNDING = 64 * np.finfo(np.float64).eps
 """Relative rounding allowed in a float64 value of ``L`` at an endpoint."""
+ISOLATION = 1e-6
+"""The core of a region of attraction around a degenerate minimum: half-widths this share of
+the box's (:func:`_isolated`)."""
+ISOLATION_BOXES = 2_000
+"""Pieces the branch and bound of :func:`_isolated` examines before it gives up."""
+ISOLATION_TRIES = 6
+"""Box sizes (the first of the ladder) tried around a degenerate minimum."""
+FACE_PIECES = 8
+"""Pieces per side of a face on which the level of :func:`_isolated` is bounded."""
 REFINE_DISTANCE = 0.05
 """A refined endpoint counts as the critical point its endpoint stopped beside only within this
 fraction of the box diagonal of it."""
@@ -69,7 +83,9 @@ class Attraction:
     Attributes:
         box: ``B``, shape ``(dim, 2)``.
         enclosure: ``Z``, the Krawczyk enclosure of the minimum, shape ``(dim, 2)``.
-        mu: the proven lower bound ``μ > 0`` of the Hessian's eigenvalues on ``B``.
+        mu: the proven lower bound ``μ > 0`` of the Hessian's eigenvalues on ``B``; 0 for a
+            region around a degenerate minimum (:func:`_isolated`), whose ``Z`` holds every
+            critical point of ``B``.
         level: ``c``: a flow from a point of ``B`` with ``L < c`` converges to the minimum.
         floor: ``inf L(Z)``, a proven lower bound of the minimum's loss.
     """
@@ -94,7 +110,12 @@ class Attraction:
         """``box [a, b] × [c, d], μ ≥ …, L < inf L(Z) + rise`` in one line."""
         sides = " × ".join(f"[{lo:.6g}, {hi:.6g}]" for lo, hi in self.box)
         rise = self.level - self.floor
-        return f"box {sides}, μ ≥ {self.mu:.3g}, L < {self.floor:.12g} + {rise:.3g}"
+        if self.mu > 0:
+            how = f"μ ≥ {self.mu:.3g}"
+        else:
+            width = float(np.max(self.enclosure[:, 1] - self.enclosure[:, 0]))
+            how = f"its critical points within a box of width {width:.2g}"
+        return f"box {sides}, {how}, L < {self.floor:.12g} + {rise:.3g}"
 
 
 @dataclass(frozen=True)
@@ -104,15 +125,19 @@ class _Tools:
     loss: Callable[..., list[Any]]
 
 
-def _tools(landscape: Landscape) -> _Tools | None:
-    """The interval system of ``landscape``'s SymPy loss at its hyperparameters, or ``None``
-    (not a SymPy loss, or no interval form within the symbolic time budget)."""
+def _tools(landscape: Landscape, interval: str = "arb") -> _Tools | None:
+    """The interval system of ``landscape``'s SymPy loss at its hyperparameters in the interval
+    arithmetic ``interval``, or ``None`` (not a SymPy loss, or no interval form within the
+    symbolic time budget).  Arb's balls suit the narrow boxes of Krawczyk's test; mpmath's
+    endpoint intervals the wide pieces of a branch and bound, where a ball loses the sign of a
+    product (``8x(x² + y²)³`` on ``[1, 2] × [-1, 1]``: arb ``[-1501, 2000]``, mpmath
+    ``[8, 2000]``)."""
     if not isinstance(landscape, BoundModel):
         return None
     model = landscape.model
     try:
-        system = within("the interval form of ∇L", interval_system, model, "arb")
-        loss = within("the interval form of L", _interval_loss, model)
+        system = within("the interval form of ∇L", interval_system, model, interval)
+        loss = within("the interval form of L", _interval_loss, model, interval)
     except (GradflowError, OutOfTime):
         return None
     hyper = [float(landscape.values[s.name]) for s in model.hyperparams]
@@ -120,8 +145,8 @@ def _tools(landscape: Landscape) -> _Tools | None:
 
 
 @functools.cache
-def _interval_loss(model: ReducedModel) -> Callable[..., list[Any]]:
-    system = interval_system(model, "arb")
+def _interval_loss(model: ReducedModel, interval: str) -> Callable[..., list[Any]]:
+    system = interval_system(model, interval)
     symbols = [*model.params, *model.hyperparams]
     return interval_function([model.loss], symbols, system.arith, list(model.params))
 
@@ -158,17 +183,77 @@ def attraction(landscape: Landscape, point: np.ndarray) -> Attraction | None:
     tools = _tools(landscape)
     if tools is None:
         return None
-    z = _polished(landscape, np.asarray(point, dtype=float))
-    if z is None:
-        return None
+    point = np.asarray(point, dtype=float)
+    z = _polished(landscape, point)
     length = loss_scales(landscape).length
-    for k in range(LADDER):
-        radius = length * 0.5**k * (1 + 1e-3 * float(np.max(np.abs(z))) / length)
-        box = np.stack([z - radius, z + radius], axis=1)
-        found = _certified(tools, box)
+    radii = [
+        length * 0.5**k * (1 + 1e-3 * float(np.max(np.abs(point))) / length) for k in range(LADDER)
+    ]
+    if z is not None:
+        for radius in radii:
+            found = _certified(tools, np.stack([z - radius, z + radius], axis=1))
+            if found is not None:
+                return found
+    wide = _tools(landscape, "mpmath")
+    for radius in radii[:ISOLATION_TRIES] if wide is not None else []:
+        found = _isolated(wide, point, np.stack([point - radius, point + radius], axis=1))
         if found is not None:
             return found
     return None
+
+
+def _isolated(tools: _Tools, z: np.ndarray, box: np.ndarray) -> Attraction | None:
+    """The region of attraction ``box`` proves around a possibly degenerate minimum ``z``
+    (its centre), or ``None``: every piece of ``box`` outside the core ``Z`` (half-width
+    :data:`ISOLATION` of the box's) is cleared by the interval gradient, so the critical points
+    of ``box`` lie in ``Z``; the level is the least lower bound of ``L`` over the faces of
+    ``box`` (each cut in :data:`FACE_PIECES` per other side, up to three parameters).  A point of
+    ``box`` below it flows into ``Z`` (module docstring, with ``Z`` for the unique zero)."""
+    search = _search(tools, box)
+    half = (box[:, 1] - box[:, 0]) / 2
+    core = np.stack([z - ISOLATION * half, z + ISOLATION * half], axis=1)
+    queue, examined = [box], 0
+    while queue:
+        piece = queue.pop()
+        examined += 1
+        if examined > ISOLATION_BOXES:
+            return None
+        if np.all((piece[:, 0] >= core[:, 0]) & (piece[:, 1] <= core[:, 1])):
+            continue
+        g = search.gradient(piece)
+        if np.any((g[:, 0] > 0) | (g[:, 1] < 0)):
+            continue
+        sides = (piece[:, 1] - piece[:, 0]) / half
+        if np.all(sides <= ISOLATION / 4):
+            return None
+        axis = int(np.argmax(sides))
+        cut = 0.5 * (piece[axis, 0] + piece[axis, 1])
+        lower, upper = piece.copy(), piece.copy()
+        lower[axis, 1] = upper[axis, 0] = cut
+        queue += [lower, upper]
+    floor, _ = _loss_bounds(tools, search, core)
+    level = min(_loss_bounds(tools, search, face)[0] for face in _faces(box))
+    if not (np.isfinite(floor) and level > floor):
+        return None
+    return Attraction(box=box, enclosure=core, mu=0.0, level=level, floor=floor)
+
+
+def _faces(box: np.ndarray) -> list[np.ndarray]:
+    """The faces of ``box`` (shape ``(dim, 2)``), each cut into :data:`FACE_PIECES` along every
+    other side where ``dim`` ≤ 3, as boxes."""
+    dim = len(box)
+    pieces = FACE_PIECES if dim <= 3 else 1
+    out = []
+    for axis in range(dim):
+        for side in box[axis]:
+            grids = [
+                [(side, side)]
+                if j == axis
+                else list(zip(*(lambda e: (e[:-1], e[1:]))(np.linspace(*box[j], pieces + 1))))
+                for j in range(dim)
+            ]
+            out += [np.array(corner) for corner in itertools.product(*grids)]
+    return out
 
 
 def _certified(tools: _Tools, box: np.ndarray) -> Attraction | None:
@@ -224,7 +309,7 @@ def escapes(
     """Whether it is proven that ``{L ≤ L(start)} ∩ box`` holds no critical point (module
     docstring), so that the flow from ``start`` leaves ``box`` (shape ``(dim, 2)``).  ``False``
     where the proof does not close within ``max_boxes`` pieces, or there is no SymPy loss."""
-    tools = _tools(landscape)
+    tools = _tools(landscape, "mpmath")
     if tools is None:
         return False
     search = _search(tools, box)
