@@ -462,7 +462,34 @@ class FateMap(FateResult):
             "gradients": self.cost(),
             "sliding_runs": int(np.sum(self.sliding > 0)),
             "spectra": list(self.spectra),
+            "evidence": self.evidence_ranges(),
         }
+
+    def evidence_ranges(self) -> dict[str, dict[str, list[float]]]:
+        """Per metric, for the recorded runs that agree and those that do not, the range
+        ``[min, max]`` of their distance from the family at the end (``off_end``) and along the
+        way (``off_max``), of how far their projection climbed the reduced loss (``rise``,
+        nats) and of the cosine of their departure with the full saddle's unstable space
+        (``saddle_cos``); ranges of no run are left out."""
+        recorded = ~np.isnan(self.evidence.get("rise", np.full(self.fates.shape, np.nan)))
+        full = self.fate_names()
+        values = {
+            "off_end": self.off_end,
+            **{
+                k: self.evidence[k] for k in ("off_max", "rise", "saddle_cos") if k in self.evidence
+            },
+        }
+        out: dict[str, dict[str, list[float]]] = {}
+        for metric, predicted in self.reduced.items():
+            agree = full == np.asarray(predicted)[None]
+            for name, group in (("agree", agree), ("mismatch", ~agree)):
+                chosen = recorded & group
+                if chosen.any():
+                    out[f"{metric} {name}"] = {
+                        k: [float(v[chosen].min()), float(v[chosen].max())]
+                        for k, v in values.items()
+                    }
+        return out
 
     def detail_lines(self) -> list[str]:
         """Settings, references, fates counted, steps per fate, the spectra."""
@@ -476,6 +503,18 @@ class FateMap(FateResult):
             f"runs that slid along a kink: {int(np.sum(self.sliding > 0))} of {self.fates.size}",
             cost_line(self.cost()),
             *index_lines(self.spectra),
+            *(
+                f"recorded runs, {group}: off the family at the end "
+                f"{r['off_end'][0]:.2g}–{r['off_end'][1]:.2g}"
+                + (
+                    f", reduced loss climbed {r['rise'][0]:.3g}–{r['rise'][1]:.3g} nats, "
+                    f"departure cos with the full saddle {r['saddle_cos'][0]:.2f}–"
+                    f"{r['saddle_cos'][1]:.2f}"
+                    if "rise" in r
+                    else ""
+                )
+                for group, r in self.evidence_ranges().items()
+            ),
         ]
 
     def figure(self) -> Any:
