@@ -94,6 +94,8 @@ class Report:
 
     Attributes:
         seconds, seconds_without_compile: the basin map's wall time with and without compiling.
+        seconds_without_evidence: the warm map's wall time without judging its labels proven
+            or numerical (``gradflow.basins(evidence=False)``), timed in the same run.
         small_seconds: a warm :data:`SMALL_GRID` ² map's wall time.
         mean_steps, max_steps: solver steps per trajectory.
         cores: CPU cores of the machine; devices: JAX's devices.
@@ -103,6 +105,7 @@ class Report:
     config: Config
     seconds: float
     seconds_without_compile: float
+    seconds_without_evidence: float
     small_seconds: float
     mean_steps: float
     max_steps: int
@@ -125,6 +128,8 @@ class Report:
             "model": f"canonical p={P} q={Q}, box [-3, 3]^2",
             "seconds": self.seconds,
             "seconds_without_compile": self.seconds_without_compile,
+            "seconds_without_evidence": self.seconds_without_evidence,
+            "evidence_cost": self.seconds_without_compile / self.seconds_without_evidence,
             "trajectories_per_second": n / self.seconds_without_compile,
             "us_per_trajectory": 1e6 * self.seconds_without_compile / n,
             "us_per_trajectory_small_grid": {
@@ -184,6 +189,9 @@ class Report:
                 f" {self.seconds_without_compile:.1f} s without;"
                 f" {record['trajectories_per_second']:,.0f} trajectories/s;"
                 f" mean {self.mean_steps:.1f} steps, max {self.max_steps}",
+                f"  the labels' evidence (proven or numerical): {self.seconds_without_compile:.2f} s"
+                f" with, {self.seconds_without_evidence:.2f} s without"
+                f" ({record['evidence_cost']:.3f}×, warm)",
                 f"  cost per trajectory (warm): {record['us_per_trajectory']:.1f} µs at {grid}²,"
                 f" {record['us_per_trajectory_small_grid']['us']:.1f} µs at {SMALL_GRID}²",
                 "  baselines: the map's stop rule in its units (‖∇L‖/g ≤ gtol, the flow-time"
@@ -294,6 +302,9 @@ def bench(config: Config) -> Report:
     begin = time.perf_counter()
     result = basins(model, region=Region.of(model, grid=config.grid))
     warm = time.perf_counter() - begin
+    begin = time.perf_counter()
+    basins(model, region=Region.of(model, grid=config.grid), evidence=False)
+    plain = time.perf_counter() - begin
     basins(model, region=Region.of(model, grid=SMALL_GRID), progress=False)
     begin = time.perf_counter()
     basins(model, region=Region.of(model, grid=SMALL_GRID), progress=False)
@@ -319,6 +330,7 @@ def bench(config: Config) -> Report:
         config=config,
         seconds=cold,
         seconds_without_compile=warm,
+        seconds_without_evidence=plain,
         small_seconds=small,
         mean_steps=float(result.steps.mean()),
         max_steps=int(result.steps.max()),

@@ -71,6 +71,7 @@ def basins(
     progress: bool | None = None,
     float32_first: bool = True,
     metric: str | Metric | None = None,
+    evidence: bool = True,
 ) -> BasinMap:
     """Compute the basin map of the gradient flow on a grid of initial points.
 
@@ -97,6 +98,8 @@ def basins(
             is tested against: the same labels).
         metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`);
             the critical sets, and so the attractors, are the same in every metric.
+        evidence: judge every label, proven or numerical (default); ``False`` leaves the map
+            unjudged (``evidence`` ``None``), for timing what the evidence costs.
 
     Returns:
         The map: attractor ids and labels by kind, stopping times and endpoints.
@@ -160,11 +163,14 @@ def basins(
     ids = stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
     codes = np.array([a.kind.code for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, codes[ids], status)
-    reason_codes, reasons = judged(model, index, critical, flat, endpoints, ids, labels, level)
+    if evidence:
+        reason_codes, reasons = judged(model, index, critical, flat, endpoints, ids, labels, level)
+    else:
+        reason_codes, reasons = np.zeros(len(ids), dtype=int), ["numerical: not judged"]
     proven = np.array([r.startswith("proven") for r in reasons], dtype=bool)
-    evidence = proven[reason_codes].astype(np.int8)
+    codes_proven = proven[reason_codes].astype(np.int8)
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
-    sure = np.bincount(ids[(ids >= 0) & (evidence == 1)], minlength=len(index.attractors))
+    sure = np.bincount(ids[(ids >= 0) & (codes_proven == 1)], minlength=len(index.attractors))
     shape = thetas.shape[:2]
     full = _with_area(ids.reshape(shape))
     attractors = tuple(
@@ -188,9 +194,9 @@ def basins(
         options=stages,
         shortcut=level is not None,
         metric=landscape.metric_name,
-        evidence=evidence.reshape(shape),
-        reason_codes=reason_codes.reshape(shape),
-        reasons=tuple(reasons),
+        evidence=codes_proven.reshape(shape) if evidence else None,
+        reason_codes=reason_codes.reshape(shape) if evidence else None,
+        reasons=tuple(reasons) if evidence else (),
     )
 
 
