@@ -2,7 +2,7 @@
 
 - A flow ``x' = −x`` (``L = ½x²``) recorded at steps of 0.5 reaches ``L = L0/10`` at
   ``t = ½ ln 10 = 1.1513``, between two recorded points: the interpolated crossing, not the
-  step's end (1.5).
+  step's end (1.5); re-integrating the crossing step finds it to the recorded start's error (rtol 10⁻⁴).
 - A toy full model with a known crossing: ``L_full(x, y, z) = ½x² − ½y² − ½z² − z`` on the
   family ``embed(x, y) = (x, y, 0)``, read back by ``project(x, y, z) = (x, y + z)`` (a left
   inverse).  The reduced loss ``½(x² − y²)`` has its saddle's stable manifold on ``y = 0``, so
@@ -36,6 +36,7 @@ from gradflow.systems.markov.departure import (
     euclidean_basin,
     label_change,
     level_crossing,
+    refined_crossing,
     saddle_alignment,
     unstable_space,
 )
@@ -140,3 +141,37 @@ def test_the_unstable_space_on_e_zero_is_at_most_the_reduced_curvature_over_the_
     rates, space = unstable_space(small, w, h)
     assert kappa < 0 and rates[0] <= kappa / metric[0, 0] + 1e-9
     np.testing.assert_allclose(space.T @ space, np.eye(space.shape[1]), atol=1e-8)
+
+
+class _Decay:
+    """A landscape-like stand-in for :func:`refined_crossing`: ``L = ½‖x‖²`` in two weights,
+    its flow ``x = x0 e^{−t}``, with a ReLU far away (never met)."""
+
+    h = None
+    kinks = gf.Kinks(
+        surfaces=lambda theta, args: jnp.stack([-theta[0] - 10.0]),
+        loss_at=lambda theta, s, args: 0.5 * theta @ theta + s[0] * (-theta[0] - 10.0),
+        lo=np.zeros(1),
+        hi=np.ones(1),
+    )
+
+    def loss(self, theta):
+        theta = np.asarray(theta)
+        return 0.5 * np.sum(theta**2, axis=-1)
+
+    def grad(self, theta):
+        return np.asarray(theta)
+
+
+def test_the_stop_is_the_crossing_of_the_level_on_the_re_integrated_step():
+    """From ``x0 = (1, 0)``, ``L = ½e^{−2t}`` reaches ``0.05`` at ``½ ln 10``; the run recorded
+    at loose tolerances (``rtol = 10⁻⁴``) ends its crossing step later; from the start of that
+    step, re-integrated, the crossing is found to the recorded point's own error."""
+    land = _Decay()
+    options = gf.FlowOptions(
+        controller=gf.PID(rtol=1e-4, atol=1e-6), stop=gf.StopRule(t_max=5.0, max_steps=1000)
+    )
+    run = gf.slide(land.kinks, np.array([1.0, 0.0]), None, options, decide_below=0.05, record=True)
+    path = Path(run.ts, run.thetas, -run.thetas)
+    assert run.time > 0.5 * np.log(10) + 1e-3
+    assert refined_crossing(land, path, 0.05) == pytest.approx(0.5 * np.log(10), abs=1e-4)
