@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy.sparse.linalg import LinearOperator, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from gradflow import PID, FlowOptions, StopRule, slide
 
@@ -157,14 +157,20 @@ def unstable_space(full: MarkovFullModel, w: float, h: np.ndarray) -> tuple[np.n
     shape ``(P, m)``) of the full Hessian at ``embed(e = ε, w)``, ``ε`` =
     :data:`~gradflow.systems.markov.full_spectrum.KINK_OFFSET` (the one-sided limit at the reduced
     set ``e = 0``, where every FFN input sits on the ReLU's kink); the bottom
-    :data:`UNSTABLE_PAIRS` of the spectrum by Lanczos on Hessian-vector products."""
+    :data:`UNSTABLE_PAIRS` of the spectrum by Lanczos on Hessian-vector products (where a
+    cluster of eigenvalues at 0 keeps some from converging, the converged ones)."""
     x = np.asarray(embed_batch(full)(jnp.asarray([[KINK_OFFSET, w]]), jnp.asarray(h)))[0]
     hvp, hj, xj = _hvp(full), jnp.asarray(h), jnp.asarray(x)
     n = x.size
     op = LinearOperator(
         (n, n), matvec=lambda v: np.asarray(hvp(xj, jnp.asarray(np.ravel(v)), hj)), dtype=float
     )
-    vals, vecs = eigsh(op, k=UNSTABLE_PAIRS, which="SA", tol=1e-10)
+    try:
+        vals, vecs = eigsh(op, k=UNSTABLE_PAIRS, which="SA", tol=1e-10)
+    except ArpackNoConvergence as err:  # a cluster at 0 left unconverged: keep the pairs found
+        vals, vecs = err.eigenvalues, err.eigenvectors
+    order = np.argsort(vals)
+    vals, vecs = vals[order], vecs[:, order]
     scale = max(float(np.max(np.abs(vals))), 1e-300)
     keep = vals < -1e-6 * scale
     return vals[keep], vecs[:, keep]
