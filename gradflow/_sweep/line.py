@@ -30,9 +30,17 @@ CONTINUOUS = 1e-3
 box diagonal, plus a tenth of the predicted move, of its predictor."""
 MIN_SUBSTEP = 1e-9
 """:meth:`Line._follow` gives up (the branch ends: a fold) below this step in the
-hyperparameter, relative to ``1 + |h|``."""
+hyperparameter, relative to ``1 + |h|``, or below :data:`MIN_SHARE` of the way it follows."""
+MIN_SHARE = 1e-7
+"""… the share of ``|h1 − h0|`` below which :meth:`Line._follow` gives up, from one cell to the
+next: a branch through a cusp (``x ∝ (t/10)^{1/3}`` at ``t = 0``) moves fast in ``θ``, and only
+steps of about ``10⁻⁶`` of a cell keep each move within :data:`CONTINUOUS` of the box."""
 MAX_SUBSTEPS = 400
 """Steps :meth:`Line._follow` may take between two cells."""
+BISECTION_SHARE = 1e-2
+"""The :data:`MIN_SHARE` of the follows that locate a branch's start or end by bisection: each
+covers half the bracket, and a give-up within this share of a fold only moves the answer
+within the bracket, which shrinks to :data:`~gradflow._sweep.corrector.H_TOL`."""
 FOLLOW_NEWTON = 20
 """Newton iterations of one step of :meth:`Line._follow` (its predictor is close; a step whose
 Newton run needs more is halved)."""
@@ -247,6 +255,7 @@ class Line:
         h0: float,
         h1: float,
         previous: tuple[float, np.ndarray] | None = None,
+        share: float = MIN_SHARE,
     ) -> np.ndarray | None:
         """Natural continuation of the critical point ``point`` of ``h0`` to ``h1``: the tangent
         as first predictor (the secant from ``previous``, the branch's point at another value,
@@ -256,7 +265,7 @@ class Line:
         :data:`CONTINUOUS` allows from its predictor or moves the point by more than ten times
         that (near a fold the tangent is huge), doubled after a success; ``None`` where
         the step falls below :data:`MIN_SUBSTEP` (the branch ends in a fold) or the steps run
-        out."""
+        out (or below ``share`` of ``|h1 − h0|``)."""
         h, p, dh = h0, point, h1 - h0
         for _ in range(MAX_SUBSTEPS):
             if h == h1:
@@ -278,7 +287,7 @@ class Line:
                 h, p, dh = h + step, corrected[0], 2 * step
             else:
                 dh = step / 2
-                if abs(dh) < MIN_SUBSTEP * (1 + abs(h)):
+                if abs(dh) < max(MIN_SUBSTEP * (1 + abs(h)), share * abs(h1 - h0)):
                     return None
         return None
 
@@ -389,12 +398,12 @@ class Line:
         last = {"point": self.point(t, end), "h": h_here}
 
         def exists(h: float) -> bool:
-            point = self._follow(last["point"], last["h"], h)
+            point = self._follow(last["point"], last["h"], h, share=BISECTION_SHARE)
             if point is None or not np.all((point >= self.box[:, 0]) & (point <= self.box[:, 1])):
                 return False
             for known in through:
                 nearest = min(known, key=lambda g: abs(g - h))
-                other = self._follow(known[nearest], nearest, h)
+                other = self._follow(known[nearest], nearest, h, share=BISECTION_SHARE)
                 if other is None:
                     continue
                 known[h] = other
