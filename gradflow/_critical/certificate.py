@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._outcome import Kind
-from .._output.text import format_point
+from .._output.text import format_number, format_point
 
 __all__ = ["POINT_TOL", "CertifiedPoint", "Certificate", "Explanation", "inside_any"]
 
@@ -169,10 +169,12 @@ class Certificate:
         ]
         for c in self.isolated:
             width = float(np.max(c.enclosure[:, 1] - c.enclosure[:, 0]))
+            size = max(1.0, float(np.max(np.abs(c.point))))
             index = "unproven" if c.morse_index is None else str(c.morse_index)
             lines.append(
                 f"  isolated {c.kind} at ({names}) = {format_point(c.point, 10)} "
-                f"(enclosure width {width:.1e}, Morse index {index}), L = {c.loss:.6g}"
+                f"(enclosure width {format_number(width, '.1e', size)}, Morse index {index}), "
+                f"L = {c.loss:.6g}"
             )
         for e in self.explained:
             on = f"; holds {', '.join(e.points)}" if e.points else ""

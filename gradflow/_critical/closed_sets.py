@@ -17,6 +17,7 @@ from scipy.spatial import cKDTree
 from .._landscape.base import ClosedForm, Landscape
 from .._outcome import KINDS
 from .classify import Classification, classify_points
+from .merging import nearest_first
 from .pieces import (
     SampledPiece,
 )
@@ -85,7 +86,7 @@ def group(
             if generic:
                 nullity = int(classes.nullity[rows].max())
                 samples = _component_samples(landscape, piece, made, box, nullity)
-                made = dataclasses.replace(made, samples=samples)
+                made = dataclasses.replace(made, samples=nearest_first(samples, box.mean(axis=1)))
             if dimension == 1 and sampled.dimension == 1:
                 starts = np.flatnonzero(np.diff(sampled.order[rows]) != 1) + 1
                 made = dataclasses.replace(made, segments=(0, *starts.tolist()))
@@ -188,6 +189,8 @@ def _nearest_on_piece(
             keep &= owner(coarse) == component
         coarse = coarse[keep]
     if not len(coarse):
+        if any(box[i, 0] == box[i, 1] for i in piece.dependent):
+            return _nearest_on_slice(landscape, piece, made, box, nullity, fallback)
         return fallback
     start = coarse[int(np.argmin(np.linalg.norm(coarse - center, axis=1)))]
     free = list(piece.free)
@@ -221,6 +224,66 @@ def _nearest_on_piece(
         return start
     classes = classify_points(landscape, best[None], landscape.global_min_loss)
     same = classes.kinds[0] == kind and classes.nullity[0] <= nullity
+    return best if same else start
+
+
+def _nearest_on_slice(
+    landscape: Landscape,
+    piece: ClosedForm,
+    made: CriticalSet,
+    box: np.ndarray,
+    nullity: int,
+    start: np.ndarray,
+) -> np.ndarray:
+    """The point of a piece's level set on a slice (a dependent coordinate pinned) nearest the
+    centre of ``box``: from the sample ``start`` nearest it, SLSQP moves the varying free
+    coordinates to minimise the distance to the centre with the pinned dependent coordinates
+    held to their values (to :data:`NEAREST_XTOL`).  So the sample does not depend on how
+    densely, or in how wide a box, the slice was sampled (``critical --fixed a=0.5`` and
+    ``portrait --fixed a=0.5`` of the three-scalar canonical model print one point).  ``start``
+    where the result is off the piece, outside the box, farther or of another kind."""
+    center = box.mean(axis=1)
+    free = list(piece.free)
+    varying = [j for j, i in enumerate(free) if box[i, 0] < box[i, 1]]
+    pinned = [i for i in piece.dependent if box[i, 0] == box[i, 1]]
+    if not varying:
+        return start
+    base = start[free].copy()
+
+    def point(f: np.ndarray) -> tuple[np.ndarray, bool]:
+        coords = base.copy()
+        coords[varying] = f
+        full, ok = piece.complete(coords[None])
+        return full[0], bool(ok[0]) and bool(np.all(np.isfinite(full[0])))
+
+    def distance(f: np.ndarray) -> float:
+        p, ok = point(f)
+        return float(np.sum((p - center) ** 2)) if ok else float(np.sum((start - center) ** 2))
+
+    def held(f: np.ndarray) -> np.ndarray:
+        p, ok = point(f)
+        return p[pinned] - box[pinned, 0] if ok else np.full(len(pinned), np.inf)
+
+    with np.errstate(all="ignore"):
+        result = minimize(
+            distance,
+            base[varying],
+            method="SLSQP",
+            constraints=[{"type": "eq", "fun": held}],
+            options={"ftol": NEAREST_XTOL**2, "maxiter": 200},
+        )
+        best, ok = point(result.x)
+    scale = max(1.0, float(np.max(np.abs(box[pinned, 0]))))
+    if (
+        not ok
+        or not np.all((best >= box[:, 0] - NEAREST_XTOL) & (best <= box[:, 1] + NEAREST_XTOL))
+        or np.max(np.abs(best[pinned] - box[pinned, 0])) > NEAREST_XTOL * scale
+        or np.sum((best - center) ** 2) > np.sum((start - center) ** 2)
+    ):
+        return start
+    best[pinned] = box[pinned, 0]
+    classes = classify_points(landscape, best[None], landscape.global_min_loss)
+    same = classes.kinds[0] == made.kind and classes.nullity[0] <= nullity
     return best if same else start
 
 

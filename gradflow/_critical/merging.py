@@ -28,6 +28,7 @@ __all__ = [
     "joined",
     "joined_on_set",
     "merge",
+    "nearest_first",
     "restricted",
     "runs_between",
     "same_loss",
@@ -51,7 +52,7 @@ def merge(sets: list[CriticalSet], center: np.ndarray) -> list[CriticalSet]:
                 dimension=max(m.dimension, s.dimension),
                 points=np.concatenate([m.points, s.points]),
                 components=np.concatenate([m.components, s.components + m.n_components]),
-                samples=_nearest_first(np.concatenate([m.samples, s.samples]), center),
+                samples=nearest_first(np.concatenate([m.samples, s.samples]), center),
                 segments=(*m.segments, *(len(m.points) + i for i in s.segments)),
             )
         else:
@@ -59,10 +60,23 @@ def merge(sets: list[CriticalSet], center: np.ndarray) -> list[CriticalSet]:
     return sorted(merged.values(), key=lambda s: (KINDS.index(s.kind), s.loss))
 
 
-def _nearest_first(samples: np.ndarray, center: np.ndarray) -> np.ndarray:
-    """``samples`` (shape ``(k, dim)``) ordered by distance to ``center``; ties keep their
-    order."""
-    return samples[np.argsort(np.sum((samples - center) ** 2, axis=1), kind="stable")]
+TIE = 1e-6
+"""Samples whose distances to the centre exceed the least by at most this share of it tie."""
+
+
+def nearest_first(samples: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """``samples`` (shape ``(k, dim)``) ordered by distance to ``center``, those that tie with
+    the nearest (within :data:`TIE`: mirror images such as the two branches ``±e`` of the
+    canonical ``Γ*``, whose computed distances differ by rounding) first, by their coordinates
+    in descending order, so that every report names the same one first."""
+    distance = np.sqrt(np.sum((samples - center) ** 2, axis=1))
+    if not len(samples):
+        return samples
+    order = np.argsort(distance, kind="stable")
+    tied = distance <= distance.min() * (1 + TIE)
+    first = np.flatnonzero(tied)
+    first = first[np.lexsort([-samples[first, k] for k in reversed(range(samples.shape[1]))])]
+    return samples[np.concatenate([first, order[~tied[order]]])]
 
 
 SAME_LOSS = 1e-9

@@ -37,7 +37,10 @@ class JaxLandscape(Landscape):
             loss are reported as global minima (nothing else is).
 
     Raises:
-        GradflowError: no or repeated parameter names, or an unknown name in ``ranges``.
+        GradflowError: no or repeated parameter names, an unknown name in ``ranges``, an
+            ``fn`` that cannot be called as ``fn(θ, args)`` on ``len(names)`` parameters (it
+            reads ``θ[k]`` past the last name, or takes one argument), or more names than the
+            parameters ``fn`` reads (where it reads ``θ`` only by indexing: ``θ[0]``, ``θ[1:3]``).
     """
 
     fn: Callable[[jax.Array, Any], jax.Array]
@@ -54,6 +57,13 @@ class JaxLandscape(Landscape):
         object.__setattr__(self, "names", names)
         for name in self.ranges:
             self.index(name)
+        read = _read_indices(self.fn, len(names), self.fn_args)
+        if read is not None and len(read) < len(names):
+            shown = ", ".join(f"θ[{i}]" for i in sorted(read)) or "no parameter"
+            raise GradflowError(
+                f"names has {len(names)} entries ({', '.join(names)}) but the loss reads only "
+                f"{shown}: give one name per parameter, in the order of θ"
+            )
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -110,3 +120,42 @@ class JaxLandscape(Landscape):
         return padded_call(
             self._batched[2], theta, self.dim, (self.dim, self.dim), self.fn_args, MATRIX_CALL_SIZES
         )
+
+
+def _read_indices(fn: Callable[..., Any], n: int, args: Any) -> set[int] | None:
+    """The indices of ``θ`` (shape ``(n,)``) that ``fn(θ, args)`` reads, where it reads ``θ``
+    only through slices (``θ[0]``, ``θ[1:3]``); ``None`` where it uses the whole array
+    (``θ @ θ``: every index counts as read).
+
+    Raises:
+        GradflowError: ``fn`` cannot be traced on ``n`` parameters: it is not called as
+            ``fn(θ, args)``, or it indexes ``θ`` past ``n``.
+    """
+    try:
+        try:
+            fn(np.zeros(n), args)  # NumPy refuses an index past n, which JAX clamps
+        except IndexError:
+            raise
+        except Exception:  # noqa: BLE001  (anything else is the traced call's to report)
+            pass
+        closed = jax.make_jaxpr(lambda theta: fn(theta, args))(jax.numpy.zeros(n))
+    except (TypeError, IndexError, ValueError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise GradflowError(
+            f"the JAX loss cannot be called as fn(θ, args) with θ of {n} parameters "
+            f"(one per name): {detail}"
+        ) from None
+    jaxpr = closed.jaxpr
+    theta = jaxpr.invars[0]
+    if any(v is theta for v in jaxpr.outvars):
+        return None
+    read: set[int] = set()
+    for eqn in jaxpr.eqns:
+        if not any(v is theta for v in eqn.invars):
+            continue
+        if eqn.primitive.name != "slice":
+            return None
+        start, stop = eqn.params["start_indices"][0], eqn.params["limit_indices"][0]
+        strides = eqn.params.get("strides")
+        read.update(range(start, stop, strides[0] if strides else 1))
+    return read

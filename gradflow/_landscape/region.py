@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .base import Landscape
 
 __all__ = [
+    "MAX_BOUND",
     "REACH",
     "OnRegion",
     "Region",
@@ -231,7 +232,8 @@ def check_region(
 
     Raises:
         GradflowError: an unknown name, the same parameter on both axes, a grid below 2, a box
-            with min ≥ max, a non-finite bound or a width beyond the largest float, a fixed
+            with min ≥ max, a non-finite bound, a width beyond the largest float or a bound
+            beyond :data:`MAX_BOUND`, a fixed
             value for an axis or a non-finite one — one line naming the value and the range.
     """
     if len(plane) != 2:
@@ -256,6 +258,12 @@ def check_region(
         xmin, xmax, ymin, ymax = (float(v) for v in box)
         check_range(plane[0], xmin, xmax)
         check_range(plane[1], ymin, ymax)
+        for name, lo, hi in ((plane[0], xmin, xmax), (plane[1], ymin, ymax)):
+            if max(abs(lo), abs(hi)) > MAX_BOUND:
+                raise GradflowError(
+                    f"box: {name} from {lo:g} to {hi:g} is too wide: each bound must lie in "
+                    f"[{-MAX_BOUND:g}, {MAX_BOUND:g}]"
+                )
     off_plane = [n for n in names if n not in plane]
     for name, value in (fixed or {}).items():
         if name in plane:
@@ -265,6 +273,12 @@ def check_region(
             )
         if not math.isfinite(value):
             raise GradflowError(f"fixed {name} = {value!r} must be a finite number")
+
+
+MAX_BOUND = 1e15
+"""The largest magnitude of a bound of a region's box: beyond it float64 no longer resolves a
+unit step (its spacing there is 0.125, and 1 at 2⁵³ ≈ 9·10¹⁵), and a loss's squares and
+products of the bounds run towards overflow (``e²w²`` of the canonical model at ``10⁸⁰``)."""
 
 
 def check_range(name: str, lo: float, hi: float) -> None:

@@ -124,6 +124,8 @@ def check_output(path: Path, suffixes: tuple[str, ...], what: str, option: str =
             folder, in one line naming the path.
     """
     path = Path(path)
+    if path.is_dir():
+        raise GradflowError(f"{option} {str(path)!r} is a folder, not a file")
     if path.suffix.lower() not in suffixes:
         raise GradflowError(
             f"{option} {str(path)!r}: {what} is written as {' or '.join(suffixes)}, "
@@ -131,8 +133,6 @@ def check_output(path: Path, suffixes: tuple[str, ...], what: str, option: str =
         )
     if not path.parent.is_dir():
         raise GradflowError(f"{option} {str(path)!r}: folder {str(path.parent)!r} does not exist")
-    if path.is_dir():
-        raise GradflowError(f"{option} {str(path)!r} is a folder, not a file")
     _check_writable(path.parent, f"{option} {str(path)!r}")
 
 
@@ -167,7 +167,8 @@ def _check_writable(folder: Path, named: str) -> None:
             pass
     except OSError as error:
         raise GradflowError(
-            f"{named}: cannot write in {str(folder)!r} ({error.strerror})"
+            f"{named}: cannot write in {str(folder)!r}: no file can be created there (the "
+            f"system says: {error.strerror}); write to a folder of your own"
         ) from None
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TABLE_WIDTH", "format_point", "format_table", "shorten"]
+__all__ = ["ROUNDING", "TABLE_WIDTH", "format_number", "format_point", "format_table", "shorten"]
 
 TABLE_WIDTH = 100
 """Tables are at most this many characters wide (long cells are shortened with '…')."""
@@ -18,9 +18,27 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
 
-def format_point(point: Sequence[float] | np.ndarray, digits: int = 4) -> str:
-    """``(0.8163, -1.2)``: a point in the parameter order, ``digits`` significant digits."""
-    return "(" + ", ".join(f"{float(v):.{digits}g}" for v in point) + ")"
+ROUNDING = 4 * float(np.finfo(np.float64).eps)
+"""A printed number is rounding noise, and printed as 0, where its magnitude is at most this
+share of its scale: ``-1.027e-39`` beside coordinates of order 1, an interval enclosure
+``9.9e-324`` wide."""
+
+
+def format_number(value: float, spec: str, scale: float = 1.0) -> str:
+    """``value`` formatted with ``spec`` (``".4g"``), or ``"0"`` where it is rounding noise:
+    ``|value| ≤ ROUNDING·scale`` (:data:`ROUNDING`; ``scale`` the size of the quantities it
+    stands beside, default 1, the engine's unit of length)."""
+    value = float(value)
+    return "0" if abs(value) <= ROUNDING * scale else f"{value:{spec}}"
+
+
+def format_point(point: Sequence[float] | np.ndarray, digits: int = 4, scale: float = 1.0) -> str:
+    """``(0.8163, -1.2)``: a point in the parameter order, ``digits`` significant digits; a
+    coordinate that is rounding noise beside the largest of them and ``scale`` prints as 0
+    (:func:`format_number`): ``(-1.027e-39, -9.66e-40)`` is ``(0, 0)``."""
+    values = [float(v) for v in point]
+    size = max([scale, *(abs(v) for v in values if np.isfinite(v))])
+    return "(" + ", ".join(format_number(v, f".{digits}g", size) for v in values) + ")"
 
 
 def format_table(

@@ -495,6 +495,10 @@ class BoundModel(Landscape):
         }
 
     def __repr__(self) -> str:
+        """``canonical(p=0.7, q=0.6)``; a model without hyperparameters by its name alone
+        (``L = (x**2 - 1)**2 + y**2``, not followed by ``()``)."""
+        if not self.values:
+            return self.model.name
         hyper = ", ".join(f"{k}={v:g}" for k, v in self.values.items())
         return f"{self.model.name}({hyper})"
 

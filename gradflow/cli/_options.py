@@ -79,6 +79,15 @@ def precheck_model(
     entry = precheck(args)
     if grid is not None:
         check_grid(grid, len(entry.params) if entry else 2, "--grid")
+    if getattr(args, "metric", None) == "induced" and (
+        args.loss is not None or (entry is not None and not entry.full)
+    ):
+        what = "a loss given with --loss" if args.loss is not None else f"model {args.model!r}"
+        raise GradflowError(
+            f"--metric induced: {what} has no full model to induce a metric from; leave out "
+            "--metric for the Euclidean flow, or choose a model with a full model "
+            "(gradflow models lists them)"
+        )
     if entry is None:
         return
     if init is not None:

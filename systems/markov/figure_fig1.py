@@ -10,6 +10,7 @@ runs into the saddle).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -40,7 +41,7 @@ class Config:
     grid: int = field(default=201, metadata={"help": "basin grid points per axis"})
 
     def __post_init__(self) -> None:
-        if self.grid < 2:
+        if isinstance(self.grid, bool) or not isinstance(self.grid, Integral) or self.grid < 2:
             raise GradflowError(f"grid = {self.grid!r} must be an integer ≥ 2")
 
     SIZES: ClassVar[tuple[str, ...]] = ("grid",)

@@ -431,7 +431,7 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
     from gradflow._flow.integrate import status_code
 
     well = gradflow.JaxLandscape(lambda t, _: (t[0] ** 2 - 1) ** 2 + t[1] ** 2, ("x", "y"))
-    flat = gradflow.JaxLandscape(lambda t, _: 0.0 * t[0], ("x", "y"))
+    flat = gradflow.JaxLandscape(lambda t, _: 0.0 * (t[0] + t[1]), ("x", "y"))
     options = gradflow.FlowOptions(stop=gradflow.StopRule(gtol=1e-3, divergence_radius=10.0))
 
     def codes(landscape, states, level):
