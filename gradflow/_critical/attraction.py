@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -178,8 +179,24 @@ def attraction(landscape: Landscape, point: np.ndarray) -> Attraction | None:
 
     Boxes of half-width ``ℓ, ℓ/2, …`` (:data:`LADDER` of them, ``ℓ`` the loss's length scale)
     around ``point``, polished by Newton's method, are tried largest first; the first that
-    passes is kept (module docstring).  Shapes: ``point`` ``(dim,)``.
+    passes is kept (module docstring).  Shapes: ``point`` ``(dim,)``.  Proven once per landscape
+    and point: every later map or flow of the landscape reuses it.
     """
+    point = np.asarray(point, dtype=float)
+    known = _PROVEN.setdefault(landscape, {})
+    key = point.tobytes()
+    if key not in known:
+        known[key] = _attraction(landscape, point)
+    return known[key]
+
+
+_PROVEN: weakref.WeakKeyDictionary[Landscape, dict[bytes, Attraction | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _attraction(landscape: Landscape, point: np.ndarray) -> Attraction | None:
+    """:func:`attraction`, proven afresh."""
     tools = _tools(landscape)
     if tools is None:
         return None
