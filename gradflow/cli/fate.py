@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
     fixed = fate_systems().get(args.model, plane_system(args.model)).fixed
     config = config_from_args(kind, args, **fixed)
     if args.quick:
-        config = quick_config(config)
+        quick = quick_config(config)
+        _note_quick_kept(config, quick)
+        config = quick
     from gradflow.systems.fate import run_fate
 
     runs = args.out.with_suffix(".runs")
@@ -90,3 +92,22 @@ def run(args: argparse.Namespace) -> int:
     save_and_report(args, result)
     shutil.rmtree(runs, ignore_errors=True)
     return 0
+
+
+def _note_quick_kept(given: object, quick: object) -> None:
+    """Say on stderr, in one line, which options given with ``--quick`` win over its quick
+    settings (``--grid 500 --quick`` is a 500-point map, not the quick one)."""
+    import dataclasses
+    import sys
+
+    kept = [
+        f"--{name.replace('_', '-')} {getattr(given, name)}"
+        for name in type(quick).QUICK
+        if getattr(given, name) == getattr(quick, name) != type(quick).QUICK[name]
+    ]
+    if kept and dataclasses.is_dataclass(quick):
+        print(
+            f"note: --quick: {', '.join(kept)} as given (an option you give wins over the quick "
+            "setting); the other options take their quick settings",
+            file=sys.stderr,
+        )
