@@ -26,7 +26,7 @@ from .._critical.classify import classify_points
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
 from .._evidence import Evidence
-from .._landscape.base import GradientField, Landscape
+from .._landscape.base import DEFAULT_BOUND, GradientField, Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.scales import loss_scales, unit_field
 from .._outcome import Kind, Outcome
@@ -214,7 +214,7 @@ def _field_flow(
         leaves, treedef = jax.tree.flatten(theta0)
         field = pytree_field(loss, treedef, tuple(np.shape(leaf) for leaf in leaves))
     start = np.atleast_2d(np.asarray(flat0, dtype=np.float64))
-    options = options.within(np.stack([start[0], start[0]], axis=1), start)
+    options = options.within(np.tile(DEFAULT_BOUND, (start.shape[1], 1)), start)
     if options.descent:
         return descend(field, flat0, args, options, ts)
     return integrate(field, flat0, args, options, ts=ts)

@@ -142,7 +142,10 @@ class StopRule:
             units); ``None`` (the default): relative to the problem, :data:`DIVERGENCE_REACH`
             times the extent of the landscape's box, rounded up to a power of ten and at least
             ten times every start's norm (:meth:`FlowOptions.within`), so a minimum at
-            ``(10⁴, 10⁴)`` is no divergence.
+            ``(10⁴, 10⁴)`` is no divergence.  A flow of a field or of a loss over a pytree
+            (no landscape, no box) takes the default range ``(-3, 3)`` of every parameter as
+            its box, so weights that grow from a small initialization by many times their
+            start are no divergence either.
 
     Raises:
         GradflowError: a tolerance, budget or radius that is not positive.

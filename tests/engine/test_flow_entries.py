@@ -117,6 +117,20 @@ def test_gradient_descent_is_the_geometric_sequence() -> None:
     np.testing.assert_allclose(same.thetas, path.thetas, rtol=1e-10)
 
 
+def test_a_field_flow_from_a_tiny_start_is_no_divergence_when_it_grows() -> None:
+    """Gradient descent on ``½‖θ − (5, 5)‖²`` from ``θ0 = (10⁻⁶, 10⁻⁶)``: the iterates are
+    ``5 − (5 − 10⁻⁶)(1 − η)^k``, so the run ends at ``(5, 5)``, five million times its start's
+    norm; a field has no box, and its divergence radius is taken from the default range of its
+    parameters, not from the start alone (small initializations are what training starts
+    from)."""
+    target = np.array([5.0, 5.0])
+    bowl = GradientField.from_loss(lambda t, _: 0.5 * jnp.sum((t - jnp.asarray(target)) ** 2))
+    descent = FlowOptions(solver=GradientDescent(0.5), stop=StopRule(max_steps=200))
+    path = flow(bowl, np.array([1e-6, 1e-6]), descent)
+    assert path.status is not Outcome.DIVERGED
+    np.testing.assert_allclose(path.thetas[-1], target, atol=1e-6)
+
+
 def test_a_constant_step_on_a_landscape_is_in_units_of_its_time_scale(well) -> None:
     """Euler with ``ConstantStep(dt)`` on a landscape is gradient descent with the step
     ``η = dt·ℓ/g`` of the flow of ``L`` (its scales, :func:`gradflow.loss_scales`), one
