@@ -135,8 +135,14 @@ def add_config_arguments(
         )
 
 
-def config_from_args(config_type: type, args: argparse.Namespace, **extra: Any) -> Any:
-    """The dataclass ``config_type`` from the parsed options (and ``extra`` keyword values).
+def config_from_args(
+    config_type: type,
+    args: argparse.Namespace,
+    adjust: Callable[[Any], Any] | None = None,
+    **extra: Any,
+) -> Any:
+    """The dataclass ``config_type`` from the parsed options (and ``extra`` keyword values),
+    changed by ``adjust`` where given (``--quick``'s settings) before its sizes are checked.
 
     Several words (``nargs``) become a tuple; options the parser did not add (``skip``) keep the
     dataclass's default.
@@ -154,6 +160,8 @@ def config_from_args(config_type: type, args: argparse.Namespace, **extra: Any) 
     values = {f.name: getattr(args, f.name) for f in fields if hasattr(args, f.name)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items()}
     config = config_type(**values | extra)
+    if adjust is not None:
+        config = adjust(config)
     flags = {f.name: f.metadata.get("flag", "--" + f.name.replace("_", "-")) for f in fields}
     check_config(config, flags)
     return config

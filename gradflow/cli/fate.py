@@ -78,11 +78,9 @@ def run(args: argparse.Namespace) -> int:
     check_out(args, "the fate map")
     kind = config_type(args.model)
     fixed = fate_systems().get(args.model, plane_system(args.model)).fixed
-    config = config_from_args(kind, args, **fixed)
+    config = config_from_args(kind, args, quick_config if args.quick else None, **fixed)
     if args.quick:
-        quick = quick_config(config)
-        _note_quick_kept(config, quick)
-        config = quick
+        _note_quick_kept(config)
     from gradflow.systems.fate import run_fate
 
     runs = args.out.with_suffix(".runs")
@@ -94,18 +92,19 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_quick_kept(given: object, quick: object) -> None:
+def _note_quick_kept(config: object) -> None:
     """Say on stderr, in one line, which options given with ``--quick`` win over its quick
-    settings (``--grid 500 --quick`` is a 500-point map, not the quick one)."""
-    import dataclasses
+    settings (``--grid 500 --quick`` is a 500-point map, not the quick one): the fields of the
+    quick ``config`` that differ from them."""
     import sys
 
+    quick = type(config).QUICK
     kept = [
-        f"--{name.replace('_', '-')} {getattr(given, name)}"
-        for name in type(quick).QUICK
-        if getattr(given, name) == getattr(quick, name) != type(quick).QUICK[name]
+        f"--{name.replace('_', '-')} {getattr(config, name)}"
+        for name in quick
+        if getattr(config, name) != quick[name]
     ]
-    if kept and dataclasses.is_dataclass(quick):
+    if kept:
         print(
             f"note: --quick: {', '.join(kept)} as given (an option you give wins over the quick "
             "setting); the other options take their quick settings",

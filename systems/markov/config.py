@@ -222,6 +222,16 @@ class FateConfig:
     QUICK: ClassVar[dict[str, Any]] = {"grid": 4, "sigma": (0.0,), "seeds": 1}
     """A small map (``gradflow fate --quick``): 16 runs without noise."""
 
+    SIZES: ClassVar[tuple[str, ...]] = ("grid", "sigma", "seeds")
+    """The fields that set the memory the map needs."""
+
+    def memory_bytes(self) -> float:
+        """A lower bound of the map's memory: the arrays it keeps per run of each grid point
+        (:meth:`runs`: fate, time, loss, steps, descent and sliding steps, the projected
+        endpoint, the departures: 10 float64) and per grid point (the start and the reduced
+        prediction in each metric)."""
+        return 8.0 * self.grid**2 * (10 * len(self.runs()) + 4)
+
     p: float = switching_field("p", 0.5)
     q: float = switching_field("q", 0.8)
     model: str = field(

@@ -15,12 +15,27 @@ def test_a_grid_given_with_quick_is_named_as_winning(capsys):
     given = FateConfig(p=0.5, q=0.8, grid=500)
     quick = quick_config(given)
     assert quick.grid == 500 and quick.seeds == FateConfig.QUICK["seeds"]
-    _note_quick_kept(given, quick)
+    _note_quick_kept(quick)
     err = capsys.readouterr().err.strip().split("\n")
     assert len(err) == 1 and "--quick: --grid 500 as given" in err[0]
 
 
 def test_quick_alone_says_nothing(capsys):
     given = FateConfig(p=0.5, q=0.8)
-    _note_quick_kept(given, quick_config(given))
+    _note_quick_kept(quick_config(given))
     assert capsys.readouterr().err == ""
+
+
+def test_a_fate_map_beyond_memory_is_refused_in_one_line(cli):
+    # 10¹⁰ grid points × 7 runs × 10 float64 kept per run alone are 5.6 TB
+    cli.assert_rejected(["fate", "--grid", "100000"], "--grid 100000 --sigma 0.0,0.01,0.1")
+
+
+def test_the_quick_map_is_sized_with_its_quick_settings(cli):
+    # one run per point with --quick: 10¹⁰ × 14 float64 still cannot fit, named as it runs
+    cli.assert_rejected(["fate", "--grid", "100000", "--quick"], "--sigma 0.0 --seeds 1")
+
+
+def test_the_memory_bound_counts_the_runs():
+    config = FateConfig(p=0.5, q=0.8, grid=10, sigma=(0.0, 0.1), seeds=3)
+    assert config.memory_bytes() == 8.0 * 100 * (10 * 4 + 4)
