@@ -33,12 +33,18 @@ def attach(parser: argparse.ArgumentParser, figure: ModuleType) -> None:
 
 
 def run(figure: ModuleType, args: argparse.Namespace) -> int:
-    """Check ``--out`` (an existing folder that can be written) and the options, compute, save;
-    print the paths written."""
+    """Check ``--out`` (a folder that can be written, or a missing one inside such a folder,
+    created once the options are checked) and the options, compute, save; print the paths
+    written."""
     from gradflow import check_folder
 
-    check_folder(args.out, "--out")
-    data = figure.compute(config_from_args(figure.Config, args))
+    existing = args.out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    check_folder(existing, "--out" if existing == args.out else f"--out {str(args.out)!r}: its")
+    config = config_from_args(figure.Config, args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    data = figure.compute(config)
     summary = getattr(data, "summary", None)
     if summary is not None:
         print(summary())

@@ -112,7 +112,7 @@ BAD = [
     (["portrait", *LOSS, "--out", "missing/p.png"], "folder 'missing' does not exist"),
     (["basins", *PAPER, "--out", "missing/b.npz"], "folder 'missing' does not exist"),
     (["basins", *LOSS, "--out", "/proc/b.npz"], "cannot write in '/proc'"),
-    (["figures", "local-to-global-fig1", "--out", "missing"], "is not an existing folder"),
+    (["figures", "local-to-global-fig1", "--out", "missing", "--grid", "1"], "grid"),
     # names
     (["figures", "no-such-figure"], "invalid choice: 'no-such-figure'"),
     (["bench", "no-such-bench"], "invalid choice: 'no-such-bench'"),

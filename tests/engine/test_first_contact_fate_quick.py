@@ -6,6 +6,8 @@ so ``--grid 500 --quick`` is a 500 × 500 map: the command says so before it sta
 
 from __future__ import annotations
 
+import pytest
+
 from gradflow.cli.fate import _note_quick_kept
 from gradflow.systems.fate import quick_config
 from gradflow.systems.markov.config import FateConfig
@@ -39,3 +41,21 @@ def test_the_quick_map_is_sized_with_its_quick_settings(cli):
 def test_the_memory_bound_counts_the_runs():
     config = FateConfig(p=0.5, q=0.8, grid=10, sigma=(0.0, 0.1), seeds=3)
     assert config.memory_bytes() == 8.0 * 100 * (10 * 4 + 4)
+
+
+def test_a_figure_into_a_file_path_is_refused(cli):
+    (cli.folder / "afile").write_text("")
+    run = cli("figures", "local-to-global-fig1", "--out", "afile/figs", "--grid", "3")
+    assert run.code == 2 and "'afile' is not an existing folder" in run.err
+    assert [p.name for p in cli.folder.iterdir()] == ["afile"]
+
+
+@pytest.mark.slow
+def test_a_missing_figure_folder_is_created(cli):
+    run = cli("figures", "local-to-global-fig1", "--out", "docs/figures", "--grid", "3")
+    assert run.code == 0, run
+    assert sorted(p.suffix for p in (cli.folder / "docs" / "figures").iterdir()) == [
+        ".json",
+        ".npz",
+        ".png",
+    ]
