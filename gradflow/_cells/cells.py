@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,8 @@ def run_cells(
         manifest: what identifies the computation (JSON-ready); a folder holding another
             manifest is refused.  Required with ``checkpoint``.
         progress: a progress bar over cells: always (``True``), never (``False``), or after
-            1.5 s (``None``).
+            1.5 s (``None``); unless ``False``, a run that resumes says so first on stderr
+            (``resuming: 53 of 361 cells done (kept in fate.runs/)``).
         desc: the bar's label.
         client: a ``dask.distributed.Client``: the cells run on its workers, and each
             finished cell is written by this process as it arrives; a
@@ -91,6 +93,9 @@ def run_cells(
         None if folder is None else load_cell(folder, name) for name in names
     ]
     pending = [i for i, done in enumerate(out) if done is None]
+    if folder is not None and pending and len(pending) < len(cells) and progress is not False:
+        done = len(cells) - len(pending)
+        print(f"resuming: {done} of {len(cells)} cells done (kept in {folder}/)", file=sys.stderr)
     with progress_bar(len(cells), "cell", progress, desc) as bar:
         bar.update(len(cells) - len(pending))
         if pending:

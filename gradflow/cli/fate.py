@@ -60,6 +60,17 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
         picture=True,
     )
     add_cluster_arguments(parser)
+    parser.set_defaults(_interrupted=interrupted)
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    """What an interrupted fate map leaves: its finished cells, and how to resume."""
+    runs = args.out.with_suffix(".runs")
+    kept = len(list(runs.glob("*.npz"))) if runs.is_dir() else 0
+    if not kept:
+        return "no output written; no cell had finished"
+    cells = "cell" if kept == 1 else "cells"
+    return f"no output written; kept {kept} finished {cells} in {runs}/; the same command resumes"
 
 
 def _selected(words: Sequence[str]) -> str:

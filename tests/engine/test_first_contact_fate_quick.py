@@ -6,9 +6,12 @@ so ``--grid 500 --quick`` is a 500 × 500 map: the command says so before it sta
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
-from gradflow.cli.fate import _note_quick_kept
+import gradflow as gf
+from gradflow.cli.fate import _note_quick_kept, interrupted
 from gradflow.systems.fate import quick_config
 from gradflow.systems.markov.config import FateConfig
 
@@ -59,3 +62,32 @@ def test_a_missing_figure_folder_is_created(cli):
         ".npz",
         ".png",
     ]
+
+
+def _square(cell: float) -> dict[str, float]:
+    return {"y": cell * cell}
+
+
+def test_a_resumed_grid_of_cells_says_how_many_are_done(tmp_path, capsys):
+    folder = tmp_path / "map.runs"
+    manifest = {"what": "squares"}
+    first = gf.run_cells(_square, [1.0, 2.0, 3.0], checkpoint=folder, manifest=manifest)
+    assert [float(c["y"]) for c in first] == [1.0, 4.0, 9.0]
+    capsys.readouterr()
+    (folder / "cell00001.npz").unlink()
+    again = gf.run_cells(_square, [1.0, 2.0, 3.0], checkpoint=folder, manifest=manifest)
+    assert [float(c["y"]) for c in again] == [1.0, 4.0, 9.0]
+    assert "resuming: 2 of 3 cells done" in capsys.readouterr().err
+
+
+def test_an_interrupted_fate_map_names_what_it_kept(tmp_path):
+    runs = tmp_path / "fate.runs"
+    runs.mkdir()
+    for k in range(15):
+        (runs / f"cell{k:05d}.npz").write_bytes(b"")
+    args = argparse.Namespace(out=tmp_path / "fate.npz")
+    assert interrupted(args) == (
+        f"no output written; kept 15 finished cells in {runs}/; the same command resumes"
+    )
+    empty = argparse.Namespace(out=tmp_path / "other.npz")
+    assert interrupted(empty) == "no output written; no cell had finished"
