@@ -4,7 +4,9 @@
 - :func:`real_point`: the exact real value of a closed-form critical point that ``sympy.solve``
   writes with ``I`` (the three real roots of a cubic), as an isolating interval of a polynomial.
 - :func:`nonnegative`: whether SymPy's assumptions prove ``L ≥ 0`` (a sum of squares of
-  real expressions, say), which makes ``0`` a proven lower bound.
+  real expressions, say), which makes ``0`` a proven lower bound; :func:`lower_bound`, the
+  loss's constant term where the rest is proven ``≥ 0`` (so the bound follows an added
+  constant and a scale).
 - :func:`gradient_jumps` (:func:`jumps`): the non-smooth terms of ``L`` across whose kink ``∇L`` is
   discontinuous (``|x|`` at ``x = 0``), as opposed to terms where only the Hessian jumps
   (``w|w|``, ``max(0, x)²``), whose gradient flow is well defined.
@@ -44,6 +46,7 @@ __all__ = [
     "jumps",
     "kink_function",
     "nonsmooth_atoms",
+    "lower_bound",
     "nonnegative",
     "readable",
     "real_point",
@@ -211,6 +214,22 @@ def nonnegative(loss: sp.Expr) -> tuple[bool, str | None]:
         return bool(within("SymPy's proof of L ≥ 0", proof)), None
     except OutOfTime as out:
         return False, f"{out}: no lower bound of L is proven"
+
+
+def lower_bound(loss: sp.Expr) -> tuple[float | None, str | None]:
+    """A proven lower bound of ``L``: its constant term ``c`` where SymPy proves the rest
+    ``L − c ≥ 0`` (:func:`nonnegative`), else ``0`` where it proves ``L ≥ 0``; ``None`` where
+    neither is proven, with why.  Taking the constant term first makes the bound follow the
+    loss when a constant is added or the loss scaled: ``10⁻⁶((x² − 1)² + y²) + 10 ≥ 10``, as
+    ``(x² − 1)² + y² ≥ 0`` (SymPy distributes a numeric factor over a sum, so the rest is the
+    scaled sum of squares)."""
+    constant, rest = loss.as_coeff_Add()
+    if constant != 0 and rest != 0:
+        proven, why = nonnegative(rest)
+        if proven:
+            return float(constant), None
+    proven, why = nonnegative(loss)
+    return (0.0, None) if proven else (None, why)
 
 
 def nonsmooth_atoms(expr: sp.Expr) -> list[sp.Expr]:

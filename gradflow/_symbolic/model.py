@@ -43,7 +43,7 @@ from .facts import (
     jumps,
     kink_form,
     kink_function,
-    nonnegative,
+    lower_bound,
     nonsmooth_atoms,
     readable,
 )
@@ -360,12 +360,13 @@ class BoundModel(Landscape):
 
     @functools.cached_property
     def global_min_loss(self) -> float | None:
-        """``inf L`` as declared by the model, or ``0`` where SymPy proves ``L ≥ 0`` at these
-        hyperparameter values (a set with that loss attains the bound); ``None`` when nothing
-        is proven."""
+        """``inf L`` as declared by the model, or the lower bound SymPy proves at these
+        hyperparameter values (:func:`~gradflow._symbolic.facts.lower_bound`: the loss's
+        constant term where the rest is proven ``≥ 0``, else ``0`` where ``L ≥ 0`` is; a set with
+        that loss attains the bound); ``None`` when nothing is proven."""
         if self.model.global_min_loss is not None:
             return float(sp.N(self.model.global_min_loss.subs(self._subs)))
-        return 0.0 if nonnegative(self._loss_at_values)[0] else None
+        return lower_bound(self._loss_at_values)[0]
 
     @functools.cached_property
     def _loss_at_values(self) -> sp.Expr:
@@ -377,7 +378,7 @@ class BoundModel(Landscape):
         report (:mod:`gradflow._symbolic.budget`)."""
         caveats = [solved(self.model)[1], jumps(self.model.params, self.model.loss)[1]]
         if self.model.global_min_loss is None:
-            caveats.append(nonnegative(self._loss_at_values)[1])
+            caveats.append(lower_bound(self._loss_at_values)[1])
         return tuple(c for c in caveats if c is not None)
 
     @property
