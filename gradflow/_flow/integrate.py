@@ -75,6 +75,8 @@ class Trajectory:
         evidence: the evidence of ``reached`` (:class:`gradflow.Evidence`: ``proven`` or
             ``numerical``, with the reason), or ``None`` when not judged (a field or a pytree
             loss).
+        title: what flowed, for the picture's title (``canonical, p = 0.5, q = 0.8, induced
+            metric``), or empty.
     """
 
     ts: np.ndarray
@@ -88,6 +90,7 @@ class Trajectory:
     unit: str = ""
     plane: tuple[str, str] | None = None
     evidence: Evidence | None = None
+    title: str = ""
 
     @property
     def endpoint(self) -> np.ndarray:

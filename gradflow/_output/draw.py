@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._outcome import Kind, Outcome
-from .text import shorten
+from .text import format_point, shorten
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -494,7 +494,10 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
     marker = (
         "" if evidence is None or evidence.proven else "; the end is not proven, the marker hollow"
     )
-    fig.suptitle(f"reached {trajectory.reached}{proven}{marker}", fontsize=9)
+    start = format_point(trajectory.thetas[0])
+    where = f"({', '.join(names)}) from {start}" if trajectory.thetas.shape[1] >= 2 else start
+    what = f"{trajectory.title}: flow" if trajectory.title else "flow"
+    fig.suptitle(f"{what} of {where}\nreached {trajectory.reached}{proven}{marker}", fontsize=9)
     return fig
 
 

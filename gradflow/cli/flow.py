@@ -5,6 +5,7 @@ the plane of the first two parameters, and ``L(t)``) beside it."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from ._models import note_loss_parameters
 from ._options import (
@@ -74,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
     note_loss_parameters(args, model)
     critical = critical_sets(model, box=model.search_box(widen=REACH))
     trajectory = flow(model, args.init, options, critical=critical, metric=args.metric)
+    metric = "" if args.metric == "euclidean" else f", {args.metric} metric"
+    trajectory = dataclasses.replace(trajectory, title=f"{model.title}{metric}")
     start = ", ".join(f"{n} = {v:g}" for n, v in zip(names, args.init))
     save_and_report(
         args,
