@@ -295,6 +295,30 @@ class BasinMap(OnRegion):
             f"{self.evidence_text()}"
         )
 
+    def csv_table(self) -> tuple[list[str], list[list[Any]]]:
+        """The map flat, one row per start (row-major over the grid: ``y`` outer, ``x`` inner),
+        for pandas or R: the start's coordinates (one column per parameter), its ``label``
+        (kind or outcome), its ``attractor`` id (empty for none), the stopping ``time`` and,
+        where judged, its ``evidence`` (``proven`` or ``numerical``).  Written beside the NPZ."""
+        names = list(self.region.names)
+        starts = self.region.points().reshape(-1, len(names))
+        labels = np.array(LABELS)[self.labels.reshape(-1)]
+        ids = self.attractor_ids.reshape(-1)
+        times = self.times.reshape(-1)
+        header = [*names, "label", "attractor", "time"]
+        evidence = None
+        if self.evidence is not None:
+            header.append("evidence")
+            evidence = np.array(EVIDENCE_NAMES)[self.evidence.reshape(-1)]
+        rows = []
+        for k in range(len(starts)):
+            row = [*(repr(float(v)) for v in starts[k]), str(labels[k])]
+            row += ["" if ids[k] < 0 else int(ids[k]), repr(float(times[k]))]
+            if evidence is not None:
+                row.append(str(evidence[k]))
+            rows.append(row)
+        return header, rows
+
     def arrays(self) -> dict[str, np.ndarray]:
         """``x`` and ``y`` (the grid's axes), ``labels`` with their ``label_names``,
         ``attractor_ids``, ``times``, ``steps`` (each of shape ``(ny, nx)``) and ``endpoints``

@@ -8,12 +8,13 @@ output behind.
 from __future__ import annotations
 
 import contextlib
+import csv
 import importlib.metadata
 import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -285,8 +286,10 @@ def save_with_data(
     write_main: Callable[[Path], None] | None,
     arrays: Mapping[str, np.ndarray],
     metadata: Mapping[str, Any],
+    table: tuple[Sequence[str], Sequence[Sequence[Any]]] | None = None,
 ) -> list[Path]:
-    """Write ``out`` (via ``write_main``, if given), ``out.npz`` and ``out.json`` atomically.
+    """Write ``out`` (via ``write_main``, if given), ``out.npz`` and ``out.json`` atomically,
+    and with ``table`` (a header and its rows) ``out.csv``.
 
     The data files sit beside the main file with its stem: ``portrait.png`` → ``portrait.npz``,
     ``portrait.json``.  With ``write_main=None``, ``out`` itself is the NPZ.
@@ -297,11 +300,19 @@ def save_with_data(
     out = Path(out)
     npz, meta = out.with_suffix(".npz"), out.with_suffix(".json")
     targets = [npz, meta] if write_main is None else [out, npz, meta]
+    if table is not None:
+        targets.append(out.with_suffix(".csv"))
     with atomic_outputs(*targets) as temps:
         if write_main is not None:
             write_main(temps[0])
-        write_npz(temps[-2], arrays)
-        write_json(temps[-1], metadata)
+        data = temps[-3:] if table is not None else temps[-2:]
+        write_npz(data[0], arrays)
+        write_json(data[1], metadata)
+        if table is not None:
+            with open(data[2], "w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(table[0])
+                writer.writerows(table[1])
     return targets
 
 
@@ -311,7 +322,8 @@ def save_result(
     metadata: Mapping[str, Any] | None = None,
     dpi: int = 130,
 ) -> list[Path]:
-    """Write a result's NPZ, its JSON and its picture together, atomically (all or none).
+    """Write a result's NPZ, its JSON and its picture together, atomically (all or none), and a
+    flat CSV beside them where the result gives one (``csv_table()``: a header and its rows).
 
     With ``out`` a figure path (a suffix of :data:`FORMATS`), the picture is ``out`` and the
     ``.npz`` and ``.json`` go beside it; with ``out`` an ``.npz``, the picture (if the result has
@@ -333,6 +345,8 @@ def save_result(
     out = Path(out)
     figure = result.figure()
     record = result.metadata() if metadata is None else metadata
+    rows = getattr(result, "csv_table", None)
+    table = None if rows is None else rows()
     if out.suffix.lower() in FORMATS:
         if figure is None:
             raise GradflowError(f"out {str(out)!r}: this result has no picture; write an .npz")
@@ -340,10 +354,10 @@ def save_result(
     elif figure is not None:
         picture = out.with_suffix(".png")
     else:
-        return save_with_data(out, None, result.arrays(), record)
+        return save_with_data(out, None, result.arrays(), record, table)
     kind = picture.suffix.lower()[1:]
     return save_with_data(
-        picture, lambda path: write_figure(figure, path, kind, dpi), result.arrays(), record
+        picture, lambda path: write_figure(figure, path, kind, dpi), result.arrays(), record, table
     )
 
 

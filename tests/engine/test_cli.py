@@ -104,7 +104,12 @@ def test_basins_json_and_npz(cli, tmp_path) -> None:
         "diverged",
         "not_converged",
     }
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["basins.json", "basins.npz", "basins.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "basins.csv",
+        "basins.json",
+        "basins.npz",
+        "basins.png",
+    ]
     with np.load(tmp_path / "basins.npz") as stored:
         saved = {k: stored[k] for k in stored.files}
     assert saved["labels"].shape == (7, 7) and saved["attractor_ids"].shape == (7, 7)
