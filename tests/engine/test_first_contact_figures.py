@@ -9,6 +9,7 @@ import csv
 import dataclasses
 
 import numpy as np
+import pytest
 
 import gradflow as gf
 
@@ -38,3 +39,29 @@ def test_a_basin_map_is_written_flat_beside_its_npz(cli):
         assert row[2] == ("saddle" if x == 0 else "global_min")
         assert row[3] == str(id)
     assert len({row[3] for row in rows[1:] if float(row[0]) < 0}) == 1
+
+
+def test_fig1_takes_other_parameters_and_a_box():
+    from gradflow.systems.markov import figure_fig1
+
+    config = figure_fig1.Config(grid=5, p=(0.3, 0.8), q=(0.3, 0.9), box=(-2, 2, -2, 2))
+    assert config.cases == ((0.3, 0.3), (0.8, 0.9))
+    assert figure_fig1.Config().cases == figure_fig1.CASES
+    for bad, named in (
+        ({"p": (0.3,)}, "two values"),
+        ({"q": (0.3, 1.0)}, "outside the valid range"),
+    ):
+        with pytest.raises(gf.GradflowError, match=named):
+            figure_fig1.Config(**bad)
+    with pytest.raises(gf.GradflowError, match="must be below"):
+        figure_fig1.Config(box=(2, -2, 0, 1))
+
+
+@pytest.mark.slow
+def test_fig1_draws_the_cases_and_box_it_is_given():
+    from gradflow.systems.markov import figure_fig1
+
+    config = figure_fig1.Config(grid=5, p=(0.3, 0.8), q=(0.3, 0.9), box=(-2, 2, -2, 2))
+    data = figure_fig1.compute(config)
+    assert data.metadata()["hyperparameters"] == [{"p": 0.3, "q": 0.3}, {"p": 0.8, "q": 0.9}]
+    assert all(tuple(p.box) == (-2.0, 2.0, -2.0, 2.0) for p in data.portraits)
