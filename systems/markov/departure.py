@@ -166,7 +166,8 @@ def unstable_space(full: MarkovFullModel, w: float, h: np.ndarray) -> tuple[np.n
         (n, n), matvec=lambda v: np.asarray(hvp(xj, jnp.asarray(np.ravel(v)), hj)), dtype=float
     )
     try:
-        vals, vecs = eigsh(op, k=UNSTABLE_PAIRS, which="SA", tol=1e-10)
+        start = np.random.default_rng(0).standard_normal(n)  # the same bits in every process
+        vals, vecs = eigsh(op, k=UNSTABLE_PAIRS, which="SA", tol=1e-10, v0=start)
     except ArpackNoConvergence as err:  # a cluster at 0 left unconverged: keep the pairs found
         vals, vecs = err.eigenvalues, err.eigenvectors
     order = np.argsort(vals)
