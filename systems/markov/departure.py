@@ -43,6 +43,8 @@ __all__ = [
     "SADDLE_COS",
     "Path",
     "euclidean_basin",
+    "evidence_ranges",
+    "evidence_text",
     "run_evidence",
     "label_change",
     "level_crossing",
@@ -320,4 +322,59 @@ def run_evidence(
             place = np.asarray(project_batch(full)(jnp.asarray(y[None])))[0]
             distance = float(np.asarray(off_family(full)(jnp.asarray(y[None]), hj))[0])
             out.update(zip(keys, (t, float(place[0]), float(place[1]), distance)))
+    return out
+
+
+def evidence_text(run: dict[str, float]) -> str:
+    """One run's evidence (:func:`run_evidence`) in words, for its line in a fate map's report;
+    empty where it was not recorded (``nan``)."""
+    if np.isnan(run.get("rise", np.nan)):
+        return ""
+    text = (
+        f" (at most {run['off_max']:.2g}); reduced loss least at t = {run['turn_time']:.4g}, "
+        f"(e, w) = ({run['turn_e']:.3f}, {run['turn_w']:.3f}), {run['turn_off']:.2g} off, "
+        f"then up {run['rise']:.3g} nats; full saddle at e = 0: λ = {run['saddle_rate']:.3g}, "
+        f"departure cos {run['saddle_cos']:.2f}"
+    )
+    for metric in ("euclidean", "induced"):
+        t = run[f"cross_time_{metric}"]
+        if not np.isnan(t):
+            text += (
+                f"; crosses the {metric} basin boundary at t = {t:.4g}, (e, w) = "
+                f"({run[f'cross_e_{metric}']:.3f}, {run[f'cross_w_{metric}']:.3f}), "
+                f"{run[f'cross_off_{metric}']:.2g} off"
+            )
+    return text
+
+
+def evidence_ranges(
+    evidence: dict[str, np.ndarray],
+    off_end: np.ndarray,
+    fates: np.ndarray,
+    reduced: dict[str, np.ndarray],
+) -> dict[str, dict[str, list[float]]]:
+    """Per metric, for the recorded runs that agree and those that do not, the range
+    ``[min, max]`` of their distance from the family at the end (``off_end``) and along the way
+    (``off_max``), of how far their projection climbed the reduced loss (``rise``, nats) and of
+    the cosine of their departure with the full saddle's unstable space (``saddle_cos``); ranges
+    of no run are left out.
+
+    Args:
+        evidence: per key of :data:`EVIDENCE`, shape ``(R, n, n)`` (``nan`` where not recorded).
+        off_end: relative distance from the family at the end, shape ``(R, n, n)``.
+        fates: the full fates' names, shape ``(R, n, n)``.
+        reduced: per metric the predicted fates, shape ``(n, n)``.
+    """
+    recorded = ~np.isnan(evidence.get("rise", np.full(fates.shape, np.nan)))
+    keys = ("off_max", "rise", "saddle_cos")
+    values = {"off_end": off_end, **{k: evidence[k] for k in keys if k in evidence}}
+    out: dict[str, dict[str, list[float]]] = {}
+    for metric, predicted in reduced.items():
+        agree = fates == np.asarray(predicted)[None]
+        for name, group in (("agree", agree), ("mismatch", ~agree)):
+            chosen = recorded & group
+            if chosen.any():
+                out[f"{metric} {name}"] = {
+                    k: [float(v[chosen].min()), float(v[chosen].max())] for k, v in values.items()
+                }
     return out

@@ -78,7 +78,16 @@ from gradflow.systems.fate import FateCell, FateResult, plane_cells
 from gradflow.systems.fate_markers import draw_fates
 
 from .config import FateConfig
-from .departure import EVIDENCE, LABELLED, RISE_SHARE, SADDLE_COS, euclidean_basin, run_evidence
+from .departure import (
+    EVIDENCE,
+    LABELLED,
+    RISE_SHARE,
+    SADDLE_COS,
+    euclidean_basin,
+    evidence_ranges,
+    evidence_text,
+    run_evidence,
+)
 from .departure import Path as RunPath
 from .fate_runs import DESCENT_SHARE, descended, descent_options, full_options
 from .full_landscape import FullLandscape, embed_batch, off_family, project_batch
@@ -391,24 +400,8 @@ class FateMap(FateResult):
             f"steps, sliding {self.sliding[r, i, j]:.3g}; off the family "
             f"{self.off_start[r, i, j]:.2g} → {self.off_end[r, i, j]:.2g}"
         )
-        ev = functools.partial(self._evidence, r=r, i=i, j=j)
-        if np.isnan(ev("rise")):
-            return text
-        text += (
-            f" (at most {ev('off_max'):.2g}); reduced loss least at t = {ev('turn_time'):.4g}, "
-            f"(e, w) = ({ev('turn_e'):.3f}, {ev('turn_w'):.3f}), {ev('turn_off'):.2g} off, "
-            f"then up {ev('rise'):.3g} nats; full saddle at e = 0: λ = {ev('saddle_rate'):.3g}, "
-            f"departure cos {ev('saddle_cos'):.2f}"
-        )
-        for metric in METRICS:
-            t = ev(f"cross_time_{metric}")
-            if not np.isnan(t):
-                text += (
-                    f"; crosses the {metric} basin boundary at t = {t:.4g}, (e, w) = "
-                    f"({ev(f'cross_e_{metric}'):.3f}, {ev(f'cross_w_{metric}'):.3f}), "
-                    f"{ev(f'cross_off_{metric}'):.2g} off"
-                )
-        return text
+        run = {k: self._evidence(k, r, i, j) for k in self.evidence}
+        return text + (evidence_text(run) if run else "")
 
     def counts(self) -> dict[str, int]:
         """How many runs ended in each fate."""
@@ -466,30 +459,8 @@ class FateMap(FateResult):
         }
 
     def evidence_ranges(self) -> dict[str, dict[str, list[float]]]:
-        """Per metric, for the recorded runs that agree and those that do not, the range
-        ``[min, max]`` of their distance from the family at the end (``off_end``) and along the
-        way (``off_max``), of how far their projection climbed the reduced loss (``rise``,
-        nats) and of the cosine of their departure with the full saddle's unstable space
-        (``saddle_cos``); ranges of no run are left out."""
-        recorded = ~np.isnan(self.evidence.get("rise", np.full(self.fates.shape, np.nan)))
-        full = self.fate_names()
-        values = {
-            "off_end": self.off_end,
-            **{
-                k: self.evidence[k] for k in ("off_max", "rise", "saddle_cos") if k in self.evidence
-            },
-        }
-        out: dict[str, dict[str, list[float]]] = {}
-        for metric, predicted in self.reduced.items():
-            agree = full == np.asarray(predicted)[None]
-            for name, group in (("agree", agree), ("mismatch", ~agree)):
-                chosen = recorded & group
-                if chosen.any():
-                    out[f"{metric} {name}"] = {
-                        k: [float(v[chosen].min()), float(v[chosen].max())]
-                        for k, v in values.items()
-                    }
-        return out
+        """The evidence's ranges over agreeing and mismatching runs (:func:`evidence_ranges`)."""
+        return evidence_ranges(self.evidence, self.off_end, self.fate_names(), self.reduced)
 
     def detail_lines(self) -> list[str]:
         """Settings, references, fates counted, steps per fate, the spectra."""
