@@ -400,8 +400,7 @@ class FateMap(FateResult):
             f"steps, sliding {self.sliding[r, i, j]:.3g}; off the family "
             f"{self.off_start[r, i, j]:.2g} → {self.off_end[r, i, j]:.2g}"
         )
-        run = {k: self._evidence(k, r, i, j) for k in self.evidence}
-        return text + (evidence_text(run) if run else "")
+        return text + evidence_text({k: self._evidence(k, r, i, j) for k in EVIDENCE})
 
     def counts(self) -> dict[str, int]:
         """How many runs ended in each fate."""
