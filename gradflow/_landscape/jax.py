@@ -39,8 +39,9 @@ class JaxLandscape(Landscape):
     Raises:
         GradflowError: no or repeated parameter names, an unknown name in ``ranges``, an
             ``fn`` that cannot be called as ``fn(θ, args)`` on ``len(names)`` parameters (it
-            reads ``θ[k]`` past the last name, or takes one argument), or more names than the
-            parameters ``fn`` reads (where it reads ``θ`` only by indexing: ``θ[0]``, ``θ[1:3]``).
+            reads ``θ[k]`` past the last name, or takes one argument), or names past the last
+            parameter ``fn`` reads (where it reads ``θ`` only by indexing: ``θ[0]``, ``θ[1:3]``; a
+            parameter before it that the loss does not read is allowed: ``½y²`` over ``(x, y)``).
     """
 
     fn: Callable[[jax.Array, Any], jax.Array]
@@ -58,7 +59,7 @@ class JaxLandscape(Landscape):
         for name in self.ranges:
             self.index(name)
         read = _read_indices(self.fn, len(names), self.fn_args)
-        if read is not None and len(read) < len(names):
+        if read is not None and max(read, default=-1) < len(names) - 1:
             shown = ", ".join(f"θ[{i}]" for i in sorted(read)) or "no parameter"
             raise GradflowError(
                 f"names has {len(names)} entries ({', '.join(names)}) but the loss reads only "

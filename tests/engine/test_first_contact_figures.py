@@ -32,8 +32,8 @@ def test_a_basin_map_is_written_flat_beside_its_npz(cli):
         rows = list(csv.reader(handle))
     assert rows[0][:5] == ["x", "y", "label", "attractor", "time"]
     assert len(rows) == 1 + 9
-    data = np.load(cli.folder / "basins.npz")
-    ids = data["attractor_ids"].reshape(-1)
+    with np.load(cli.folder / "basins.npz") as data:
+        ids = data["attractor_ids"].reshape(-1)
     for row, id in zip(rows[1:], ids):
         x = float(row[0])
         assert row[2] == ("saddle" if x == 0 else "global_min")

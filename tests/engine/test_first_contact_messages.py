@@ -121,6 +121,13 @@ def test_a_jax_loss_with_more_names_than_it_reads_is_refused():
         gf.JaxLandscape(lambda th, _: th[0] ** 2 + th[1] ** 2, ("x", "y", "z"))
 
 
+def test_a_jax_loss_that_does_not_read_an_inner_parameter_is_accepted():
+    """``½y²`` over ``(x, y)``: a line of minima along x, a loss that need not read ``θ[0]``; only
+    names past the last one the loss reads are taken for a mistake."""
+    land = gf.JaxLandscape(lambda th, _: 0.5 * th[1] ** 2, ("x", "y"))
+    assert land.param_names == ("x", "y")
+
+
 def test_a_jax_loss_reading_past_its_names_is_refused():
     with pytest.raises(gf.GradflowError, match="index 2 is out of bounds"):
         gf.JaxLandscape(lambda th, _: th[0] ** 2 + th[2] ** 2, ("x", "y"))
