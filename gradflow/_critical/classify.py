@@ -59,12 +59,8 @@ what an added constant ``c`` contributes to ``|ΔL|``'s error is ``ROUNDING · |
 REDUCED_STEPS = 8
 """Newton steps across the null space that take a probe onto the reduced function."""
 GLOBAL_LOSS = 1e-9
-"""A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · s'`` plus :data:`ROUNDING`
-``· max(|L|, |L_global|)``, where ``s'`` is the loss scale ``s``, or the point's own curvature
-scale ``λ_max ℓ²`` where that is smaller (``λ_max`` the largest ``|eigenvalue|`` of its Hessian,
-``ℓ`` the length scale): a loss whose scale is set by steep walls far away (``exp((r² − 1)²)`` on
-``[-3, 3]²``) does not make a bound it misses by 1 look reached; a point found within ``δ`` of
-the minimum misses its value by ``≈ λ_max δ²/2``, far below the margin."""
+"""A critical point is global when ``|L - L_global| ≤ GLOBAL_LOSS · max(s, |L|)``, ``s`` the loss
+scale."""
 FD_STEP = 1e-6
 """Step of the central differences of ``∇L`` that replace a non-finite Hessian (relative to
 ``max(1, |θ|)``)."""
@@ -233,10 +229,7 @@ def classify_points(
     )
     kinds = np.array(KINDS, dtype=object)[codes]
     if global_min_loss is not None:
-        with np.errstate(invalid="ignore"):
-            bent = np.fmin(scales.loss, largest * scales.length**2)
-        local = np.where(bent > 0, bent, scales.loss)
-        is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * local + ROUNDING * (
+        is_global = np.abs(losses - global_min_loss) <= GLOBAL_LOSS * scales.loss + ROUNDING * (
             np.maximum(np.abs(losses), abs(global_min_loss))
         )
         kinds[is_global] = Kind.GLOBAL_MIN

@@ -217,14 +217,17 @@ def nonnegative(loss: sp.Expr) -> tuple[bool, str | None]:
 
 
 def lower_bound(loss: sp.Expr) -> tuple[float | None, str | None]:
-    """A proven lower bound of ``L``: its constant term ``c`` where SymPy proves the rest
+    """A proven lower bound of ``L``: its constant term ``c > 0`` where SymPy proves the rest
     ``L − c ≥ 0`` (:func:`nonnegative`), else ``0`` where it proves ``L ≥ 0``; ``None`` where
     neither is proven, with why.  Taking the constant term first makes the bound follow the
-    loss when a constant is added or the loss scaled: ``10⁻⁶((x² − 1)² + y²) + 10 ≥ 10``, as
-    ``(x² − 1)² + y² ≥ 0`` (SymPy distributes a numeric factor over a sum, so the rest is the
-    scaled sum of squares)."""
+    loss when a positive constant (an entropy floor) is added or the loss scaled:
+    ``10⁻⁶((x² − 1)² + y²) + 10 ≥ 10``, as ``(x² − 1)² + y² ≥ 0`` (SymPy distributes a numeric
+    factor over a sum, so the rest is the scaled sum of squares).  A negative constant term is
+    not taken: ``exp(u) − 1`` with ``u ≥ 0`` has the bound ``0``, which SymPy does not prove, and
+    ``−1`` lies below every value, so a set would be called global only through the global
+    test's margin, a share of the loss scale, which steep walls can make larger than 1."""
     constant, rest = loss.as_coeff_Add()
-    if constant != 0 and rest != 0:
+    if constant > 0 and rest != 0:
         proven, why = nonnegative(rest)
         if proven:
             return float(constant), None
