@@ -362,6 +362,7 @@ def fate_map(
             names=names,
             checkpoint=None if folder is None else folder / part,
             manifest={**manifest, "part": part},
+            desc=f"{config.model} fate: {part}",
             **cell_options,
         )
 

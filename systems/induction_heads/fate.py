@@ -254,7 +254,8 @@ class ICLFateMap(FateResult):
                     )
                     for m in ("reduced", "transformer")
                 }
-                agree = said["reduced"] == said["transformer"]
+                censored = "censored" in said.values()
+                agree = said["reduced"] == said["transformer"] and not censored
                 out.append(
                     FateCell(
                         coords,
@@ -264,6 +265,8 @@ class ICLFateMap(FateResult):
                         "ρ-response",
                         None
                         if agree
+                        else "slow-corner"
+                        if censored
                         else reason("ρ-response", st["reduced"], st["transformer"], off, solver),
                         f"transition at ρ = {rho0:g} → {rho:g}: reduced "
                         f"{_shown(ref['reduced'].transition_step)} → "
@@ -368,6 +371,9 @@ class ICLFateMap(FateResult):
                 f"transition step {model}/transformer: median {r['median']:.3g} "
                 f"(quartiles {r['q1']:.3g}–{r['q3']:.3g}, range {r['min']:.3g}–{r['max']:.3g}, "
                 f"{r['runs']} runs)"
+                if r["runs"]
+                else f"transition step {model}/transformer: no pair of runs both settled on "
+                "bigram within their budgets (more steps: --transformer-steps, --minimal-steps)"
             )
         lines.append("transition step per run (σ rows, ρ columns; — never settled on bigram):")
         c = self.config

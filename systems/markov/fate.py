@@ -557,6 +557,7 @@ def fate_map(
             names=names,
             checkpoint=None if folder is None else folder / part,
             manifest={"fate map": manifest, "part": part},
+            desc=f"{config.model} fate: {part}",
             **cell_options,
         )
 

@@ -283,6 +283,24 @@ def test_a_run_out_of_budget_is_a_slow_corner_and_off_family_drift_is_named():
         assert ("reduced vs minimal", named) in {(m["group"], m["reason"]) for m in found}
 
 
+def test_a_map_where_no_run_reaches_bigram_claims_no_response():
+    """Every run stays in the unigram stage (a budget too short, as a quick map's): the stage
+    orders agree (uniform → unigram on both sides), but there is no transition to compare, so
+    the ρ-response is no agreement — a slow corner — and the ratios say that no pair settled."""
+    config = ICLFateConfig(shares=(0.0, 1.0), scales=(0.02,))
+    stuck = [0, 0, 1, 1, 1, 1, 1, 1]
+    runs = {
+        (model, rho, 0.02, 0): _run(stuck, 4)
+        for model in ("transformer", "minimal", "reduced")
+        for rho in (0.0, 1.0)
+    }
+    fate = ICLFateMap(config, runs)
+    assert fate.agreement()["ρ-response"] == 0.0
+    assert fate.agreement()["reduced vs transformer"] == 1.0
+    assert {m["reason"] for m in fate.mismatches()} == {"slow-corner"}
+    assert "nan" not in fate.text() and "no pair of runs both settled" in fate.text()
+
+
 def test_from_the_unigram_point_orders_are_compared_from_the_unigram_stage_on():
     """With ``start = "unigram"`` the minimal model and the reduction begin in the unigram
     stage; the transformer's uniform stage before it is not compared."""
