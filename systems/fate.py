@@ -42,6 +42,7 @@ __all__ = [
     "FateResult",
     "FateSystem",
     "config_type",
+    "fate_system",
     "fate_systems",
     "plane_cells",
     "plane_system",
@@ -196,25 +197,31 @@ def run_fate(
     return _load(system.run)(config, checkpoint=checkpoint, **cell_options)
 
 
-def _system(name: str) -> FateSystem:
+def fate_system(name: str) -> FateSystem | None:
     """The fate system of ``name``: a key of :func:`fate_systems`, else the plane map of a model
-    spec (a plugin's model, ``FILE.py:FACTORY``).
-
-    Raises:
-        GradflowError: ``name`` is neither.
-    """
+    spec (a plugin's model, ``FILE.py:FACTORY``, :func:`plane_system`); ``None`` for neither."""
     from .model_specs import available, is_file_spec
 
-    systems = fate_systems()
-    if name in systems:
-        return systems[name]
-    if is_file_spec(name) or name in available():
+    system = fate_systems().get(name)
+    if system is None and (is_file_spec(name) or name in available()):
         return plane_system(name)
+    return system
+
+
+def _system(name: str) -> FateSystem:
+    """:func:`fate_system` of ``name``.
+
+    Raises:
+        GradflowError: ``name`` names no fate system.
+    """
+    system = fate_system(name)
+    if system is not None:
+        return system
     from gradflow import GradflowError
 
     raise GradflowError(
-        f"model = {name!r} has no fate map; one of {', '.join(systems)}, or FILE.py:FACTORY "
-        "for a model with a full model"
+        f"model = {name!r} has no fate map; one of {', '.join(fate_systems())}, or "
+        "FILE.py:FACTORY for a model with a full model"
     )
 
 

@@ -19,8 +19,7 @@ import argparse
 import shutil
 from collections.abc import Sequence
 
-from gradflow.systems.fate import config_type, fate_systems, plane_system, quick_config
-from gradflow.systems.model_specs import available, is_file_spec
+from gradflow.systems.fate import config_type, fate_system, fate_systems, quick_config
 
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._config import add_config_arguments, config_from_args
@@ -48,9 +47,7 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
         "not given",
     )
     name = _selected(words)
-    system = systems.get(name)
-    if system is None and (is_file_spec(name) or name in available()):
-        system = plane_system(name)
+    system = fate_system(name)
     if system is not None:
         add_config_arguments(parser, config_type(name), skip=tuple(system.fixed))
     add_output_arguments(
@@ -88,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     check_cluster(args)
     check_out(args, "the fate map")
     kind = config_type(args.model)
-    fixed = fate_systems().get(args.model, plane_system(args.model)).fixed
+    fixed = fate_system(args.model).fixed
     config = config_from_args(kind, args, quick_config if args.quick else None, **fixed)
     if args.quick:
         _note_quick_kept(config)
