@@ -466,8 +466,13 @@ class FateMap(FateResult):
         c, ref = self.config, self.references
         return [
             f"p = {c.p:g}, q = {c.q:g}: {c.grid} × {c.grid} grid, N = {c.length}, d = {c.d}, "
-            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps; with "
-            f"noise gradient descent at η = {c.lr:g} to t = {DESCENT_SHARE * c.t_max:g} first",
+            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps"
+            + (
+                f"; with noise gradient descent at η = {c.lr:g} to t = "
+                f"{DESCENT_SHARE * c.t_max:g} first"
+                if any(s > 0 for s in c.sigma)
+                else ""
+            ),
             f"H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
             "fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
             f"runs that slid along a kink: {int(np.sum(self.sliding > 0))} of {self.fates.size}",
