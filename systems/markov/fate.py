@@ -464,15 +464,11 @@ class FateMap(FateResult):
     def detail_lines(self) -> list[str]:
         """Settings, references, fates counted, steps per fate, the spectra."""
         c, ref = self.config, self.references
+        noise = f"; with noise gradient descent at η = {c.lr:g} to t = {DESCENT_SHARE * c.t_max:g}"
+        noise = noise + " first" if max(c.sigma) > 0 else ""
         return [
             f"p = {c.p:g}, q = {c.q:g}: {c.grid} × {c.grid} grid, N = {c.length}, d = {c.d}, "
-            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps"
-            + (
-                f"; with noise gradient descent at η = {c.lr:g} to t = "
-                f"{DESCENT_SHARE * c.t_max:g} first"
-                if any(s > 0 for s in c.sigma)
-                else ""
-            ),
+            f"{c.attention} attention, budget t = {c.t_max:g}, {c.max_steps:,} steps{noise}",
             f"H(π) = {ref['unigram_loss']:.6f}, entropy rate = {ref['entropy_rate']:.6f} nats",
             "fates: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
             f"runs that slid along a kink: {int(np.sum(self.sliding > 0))} of {self.fates.size}",
