@@ -412,3 +412,78 @@ def test_the_training_figure_says_where_each_seed_ends() -> None:
         "entropy rate",
         "ends at the entropy rate +0.0005, left H(π) by step 600",
     )
+
+
+def _colour_bars(fig) -> list:
+    """The colour bars' axes of a drawn figure."""
+    return [ax for ax in fig.get_axes() if ax.get_label() == "<colorbar>"]
+
+
+def _bar_label(bar) -> str:
+    return bar.get_xlabel() or bar.get_ylabel()
+
+
+def _hand_made_pq_sweep():
+    """Shares over p ∈ {0.2, 0.8} (two values) and q ∈ {0.1, 0.5, 0.9} (three), by hand: the
+    global minimum's share is 10 p + q (tells p from q), a saddle takes 0.01 and a maximum
+    0.02 of the grid everywhere (stable manifolds), the local minimum the rest."""
+    from gradflow import LABELS
+
+    p, q = np.array([0.2, 0.8]), np.array([0.1, 0.5, 0.9])
+    fractions = np.zeros((2, 3, len(LABELS)))
+    share = (10 * p[:, None] + q[None, :]) / 10
+    fractions[..., LABELS.index("global_min")] = share
+    fractions[..., LABELS.index("saddle")] = 0.01
+    fractions[..., LABELS.index("local_max")] = 0.02
+    fractions[..., LABELS.index("local_min")] = 1 - share - 0.03
+    return p, q, fractions, list(LABELS)
+
+
+def test_the_sweep_picture_and_the_phase_diagram_both_draw_p_across_and_q_up():
+    """The picture ``gradflow sweep`` writes and the paper's phase diagram of the same (p, q)
+    sweep: in both the horizontal axis is p and the vertical q, each image's column i is p[i]
+    (the global share 10 p + q: 0.21 at (p, q) = (0.2, 0.1), 0.81 at (0.8, 0.1)), and every
+    colour scale has a colour bar with a label and its unit."""
+    from gradflow._output.sweep_picture import sweep_figure
+
+    p, q, fractions, labels = _hand_made_pq_sweep()
+    picture = sweep_figure(
+        {"p": p, "q": q}, {n: fractions[..., i] for i, n in enumerate(labels)}, [], "by hand"
+    )
+    arrays = {"fractions": fractions, "label_names": np.array(labels), "axis_p": p, "axis_q": q}
+    record = {"box": [-3, 3, -3, 3], "grid": 5, "bifurcations": []}
+    data = phase.Data(phase.Config(), arrays, record, gap=np.zeros((2, 3)) + p[:, None])
+    diagram = render(phase, data)
+    for fig in (picture, diagram):
+        FigureCanvasAgg(fig).draw()
+        assert layout_problems(fig) == []
+        panels = [ax for ax in fig.get_axes() if ax.get_label() != "<colorbar>"]
+        assert {ax.get_xlabel() for ax in panels} == {"$p$"}
+        assert panels[0].get_ylabel() == "$q$"
+        image = (panels[0].images or panels[0].collections)[0]  # imshow, pcolormesh
+        np.testing.assert_allclose(np.reshape(image.get_array(), (3, 2))[0], [0.21, 0.81])
+        bars = _colour_bars(fig)
+        assert bars and all("(" in _bar_label(bar) for bar in bars)
+    assert "(nats)" in _bar_label(_colour_bars(diagram)[1])
+
+
+def test_the_sweep_picture_draws_the_stable_manifolds_on_a_scale_of_their_own():
+    """A saddle's 0.01 and a maximum's 0.02 of the grid are measure zero: not two panels near
+    0 on the 0–1 scale of the basins but one panel of their sum, 0.03, on a scale from 0 to
+    0.03; the basins (global and local minimum) keep 0–1."""
+    from gradflow._output.sweep_picture import sweep_figure
+
+    p, q, fractions, labels = _hand_made_pq_sweep()
+    fig = sweep_figure(
+        {"p": p, "q": q}, {n: fractions[..., i] for i, n in enumerate(labels)}, [], "by hand"
+    )
+    panels = [ax for ax in fig.get_axes() if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 3
+    assert [ax.get_title().split("\n")[0] for ax in panels] == [
+        "share reaching global_min",
+        "share reaching local_min",
+        "share on a stable manifold (saddle, local_max):",
+    ]
+    limits = [ax.collections[0].get_clim() for ax in panels]
+    np.testing.assert_allclose(limits, [(0, 1), (0, 1), (0, 0.03)])
+    np.testing.assert_allclose(panels[2].collections[0].get_array(), 0.03)

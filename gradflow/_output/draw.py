@@ -26,15 +26,15 @@ if TYPE_CHECKING:
     from .._critical.attractors import Attractor
     from .._critical.sets import CriticalSet, CriticalSets
     from .._flow.integrate import Trajectory
-    from .._portrait.portrait import Overlay
+    from .._portrait.overlay import Overlay
 
 __all__ = [
     "KIND_COLORS",
+    "OUTCOME_COLORS",
     "legend_below",
     "basin_figure",
     "critical_figure",
     "figure_png",
-    "sweep_figure",
     "trajectory_figure",
     "attractor_colors",
     "draw_basins",
@@ -382,14 +382,18 @@ def draw_critical(
 
 
 def draw_overlays(ax: Axes, overlays: Sequence[Overlay]) -> list[Any]:
-    """Paths (objects with ``label``, ``path`` of shape ``(n, 2)``, ``color`` and ``linestyle``),
-    a dot at the start."""
-    handles = []
+    """Paths (:class:`gradflow.Overlay`: ``label``, ``path`` of shape ``(n, 2)``, ``color``,
+    ``linestyle``) over everything else, a dot at each start and a cross at each end; one
+    legend handle per label."""
+    handles, seen = [], set()
     for overlay in overlays:
-        style = {"color": overlay.color, "lw": 1.4, "ls": overlay.linestyle}
-        ax.plot(overlay.path[:, 0], overlay.path[:, 1], **style)
-        ax.plot(*overlay.path[0], "o", color=overlay.color, ms=4)
-        handles.append(line_handle(**style, label=overlay.label))
+        style = {"color": overlay.color, "lw": 1.6, "ls": overlay.linestyle}
+        ax.plot(overlay.path[:, 0], overlay.path[:, 1], zorder=6, **style)
+        ax.plot(*overlay.path[0], "o", color=overlay.color, ms=5, zorder=7)
+        ax.plot(*overlay.path[-1], "X", color=overlay.color, ms=8, mec="white", mew=0.8, zorder=7)
+        if overlay.label not in seen:
+            seen.add(overlay.label)
+            handles.append(line_handle(**style, label=overlay.label))
     return handles
 
 
@@ -498,76 +502,4 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
     where = f"({', '.join(names)}) from {start}" if trajectory.thetas.shape[1] >= 2 else start
     what = f"{trajectory.title}: flow" if trajectory.title else "flow"
     fig.suptitle(f"{what} of {where}\nreached {trajectory.reached}{proven}{marker}", fontsize=9)
-    return fig
-
-
-def sweep_figure(
-    axes: dict[str, np.ndarray],
-    fractions: dict[str, np.ndarray],
-    bifurcations: Sequence[dict[str, Any]],
-    title: str,
-) -> Figure:
-    """A figure of a sweep: the share of the basin grid reaching each kind over the swept
-    hyperparameters, the located bifurcations marked.
-
-    Args:
-        axes: each swept hyperparameter's values, in the sweep's order.
-        fractions: each label's share in every cell, shape ``(len(values), …)`` per axis; only
-            labels with a share somewhere are drawn.
-        bifurcations: ``{"at": {name: value}, "type": …}`` each.
-        title: what the sweep is of.
-
-    One axis: every label's share against the hyperparameter, bifurcations as vertical lines.
-    Two or more: one panel per label present (at most four), the share as an image over the
-    first two axes (the first horizontal), at the first value of any further axis, and the
-    bifurcations as crosses.
-    """
-    from matplotlib.figure import Figure
-
-    names = list(axes)
-    shown = {k: v for k, v in fractions.items() if np.nanmax(v) > 0}
-    colors = {**{k: KIND_COLORS[k] for k in KIND_COLORS}, **OUTCOME_COLORS}
-    if len(names) == 1:
-        fig = Figure(figsize=(7.5, 4.2), layout="constrained")
-        ax = fig.add_subplot()
-        x = axes[names[0]]
-        for label, share in shown.items():
-            ax.plot(x, share, "o-", ms=3, color=colors.get(label, "black"), label=label)
-        for i, b in enumerate(bifurcations):
-            ax.axvline(
-                b["at"][names[0]], color="0.3", ls=":", lw=1, label="bifurcation" if not i else None
-            )
-        ax.set_xlabel(f"${names[0]}$")
-        ax.set_ylabel("share of the grid")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=8, loc="best")
-    else:
-        labels = list(shown)[:4]
-        fig = Figure(figsize=(4.2 * len(labels) + 0.6, 4.4), layout="constrained")
-        panels = np.atleast_1d(fig.subplots(1, len(labels), sharey=True))
-        x, y = axes[names[0]], axes[names[1]]
-        extra = tuple(0 for _ in names[2:])
-        for ax, label in zip(panels, labels):
-            share = shown[label][(slice(None), slice(None), *extra)].T
-            image = ax.pcolormesh(x, y, share, vmin=0, vmax=1, cmap="viridis", shading="nearest")
-            marks = [b["at"] for b in bifurcations]
-            if marks:
-                ax.plot(
-                    [m[names[0]] for m in marks],
-                    [m[names[1]] for m in marks],
-                    "x",
-                    color="white",
-                    mec="black",
-                    ms=6,
-                    mew=1.2,
-                    label="bifurcation",
-                )
-                ax.legend(fontsize=7, loc="upper right")
-            ax.set_title(f"share reaching {label}", fontsize=10)
-            ax.set_xlabel(f"${names[0]}$")
-        panels[0].set_ylabel(f"${names[1]}$", rotation=0, ha="right")
-        fig.colorbar(image, ax=list(panels), shrink=0.9, label="share of the grid")
-        if names[2:]:
-            title += " (at " + ", ".join(f"{n} = {axes[n][0]:g}" for n in names[2:]) + ")"
-    fig.suptitle(title, fontsize=10)
     return fig

@@ -146,11 +146,12 @@ class Sweep(OnRegion):
 
     def figure(self) -> Any:
         """A new matplotlib figure: the share of the grid reaching each kind over the swept
-        hyperparameters, with the bifurcations (:func:`gradflow._output.draw.sweep_figure`).  The
+        hyperparameters, with the bifurcations
+        (:func:`gradflow._output.sweep_picture.sweep_figure`).  The
         paper's phase diagram and the bifurcation diagram
         (``gradflow figures local-to-global-phase-diagram``, ``bifurcation-diagram``) draw
         sweeps in more detail."""
-        from .._output.draw import sweep_figure
+        from .._output.sweep_picture import sweep_figure
 
         fractions = {label: self.fraction(label) for label in LABELS}
         shape = " × ".join(f"{len(v)} {k}" for k, v in self.axes.items())

@@ -188,25 +188,40 @@ def _edges(values: np.ndarray) -> tuple[float, float]:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Three heat maps over ``(q, p)``, each with the line ``p + q = 1`` and the bifurcations
-    the sweep located between its cells (where the halves of ``e = 0`` trade kinds); the shares
-    are written per side of the line (:func:`_side_shares`), the loss gap has contour lines."""
+    """Three heat maps over ``(p, q)``, ``p`` horizontal as in ``gradflow sweep``'s picture,
+    each with its colour bar, the line ``p + q = 1`` and the bifurcations the sweep located
+    between its cells (where the halves of ``e = 0`` trade kinds); the shares are written per
+    side of the line (:func:`_side_shares`), the loss gap has contour lines."""
     axes = fig.subplots(1, 3)
     p, q = data.p, data.q
-    extent = (*_edges(q), *_edges(p))
+    extent = (*_edges(p), *_edges(q))
+    share = "share of the box's starts (fraction, 0–1)"
     panels = (
-        ("(a) share reaching the global minimum Γ*", data.share(Kind.GLOBAL_MIN), "Greens", (0, 1)),
-        ("(b) loss gap H(π) − H, local − global minimum (nats)", data.gap, "Purples", None),
+        (
+            "(a) share reaching the global minimum Γ*",
+            data.share(Kind.GLOBAL_MIN),
+            "Greens",
+            (0, 1),
+            share,
+        ),
+        (
+            "(b) loss gap H(π) − H, local − global minimum",
+            data.gap,
+            "Purples",
+            None,
+            "H(π) − H (nats)",
+        ),
         (
             "(c) share reaching the local minimum (unigram)",
             data.share(Kind.LOCAL_MIN),
             "Blues",
             (0, 1),
+            share,
         ),
     )
-    for ax, (title, values, cmap, limits) in zip(axes, panels):
+    for ax, (title, values, cmap, limits, unit) in zip(axes, panels):
         image = ax.imshow(
-            values,
+            values.T,
             origin="lower",
             extent=extent,
             cmap=cmap,
@@ -215,15 +230,15 @@ def draw(data: Data, fig: Figure) -> None:
             aspect="equal",
         )
         if limits is None and min(values.shape) >= 2 and np.ptp(values) > 0:
-            lines = ax.contour(q, p, values, levels=6, colors="black", linewidths=0.5)
+            lines = ax.contour(p, q, values.T, levels=6, colors="black", linewidths=0.5)
             ax.clabel(lines, fontsize=6, fmt="%.2g")
         elif limits is not None:
             _side_shares(ax, p, q, values)
         ax.plot([0, 1], [1, 0], color="#c0202a", lw=1.4, ls="--", label="p + q = 1 (i.i.d. chain)")
         located = data.sweep_record.get("bifurcations", [])
         ax.plot(
-            [b["at"]["q"] for b in located],
             [b["at"]["p"] for b in located],
+            [b["at"]["q"] for b in located],
             "x",
             color="black",
             ms=5,
@@ -232,10 +247,10 @@ def draw(data: Data, fig: Figure) -> None:
         )
         ax.set_xlim(extent[:2])
         ax.set_ylim(extent[2:])
-        ax.set_xlabel("$q$")
-        ax.set_ylabel("$p$", rotation=0, ha="right")
+        ax.set_xlabel("$p$")
+        ax.set_ylabel("$q$", rotation=0, ha="right")
         ax.set_title(title, fontsize=9)
-        fig.colorbar(image, ax=ax, location="bottom", shrink=0.8, fraction=0.05)
+        fig.colorbar(image, ax=ax, location="bottom", shrink=0.8, fraction=0.05, label=unit)
     axes[0].legend(loc="lower left", fontsize=7, framealpha=0.9)
     record = data.sweep_record
     fig.suptitle(
