@@ -2,9 +2,13 @@
 
 Writes ``OUT.npz`` (loss curves, test losses with standard errors, projected ``(e, w, a, b)``,
 rank-one diagnostics), ``OUT.json`` (settings, references, final losses) and ``OUT.png`` (the loss
-curves and the projected trajectory, :meth:`TrainResult.figure`) atomically: all three or none.  A
+curves and the projected trajectory, :meth:`TrainResult.figure`) atomically: all three or none.
+With ``--states K`` (``K ≥ 3``) the ``K``-state model trains instead
+(:func:`gradflow.systems.markov.states_training.train_states`): the NPZ holds the singular values of
+every weight matrix at the init and the end, the JSON the final gaps and numerical ranks.  A
 non-finite training loss stops the run: the steps before it are written, with the step named in
-the JSON and on stderr, and the exit status is 1.
+the JSON and on stderr, and the exit status is 1 (a ``K``-state run is refused instead, status 2,
+nothing written).
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the training record")
     config = config_from_args(TrainConfig, args)
+    if config.states > 2:
+        from gradflow.systems.markov.states_training import train_states
+
+        result = train_states(config)
+        save_and_report(args, result, metadata={"command": "train", **result.metadata()})
+        return 0
     from gradflow.systems.markov.training import train
 
     result = train(config)

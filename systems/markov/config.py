@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from gradflow import GradflowError, Region
 
-from .ranges import FULL_LENGTH, check_attention, check_length, check_switching, check_width
+from .ranges import (
+    FULL_LENGTH,
+    check_attention,
+    check_length,
+    check_states,
+    check_switching,
+    check_width,
+)
 
 if TYPE_CHECKING:
     from .full_model import MarkovFullModel
@@ -63,6 +70,10 @@ class TrainConfig:
         attention: ``"softmax"`` (the paper's) or ``"linear"``.
         eval_every: steps between evaluations (and the length of a compiled chunk).
         eval_batch: sequences of the fixed evaluation set.
+        states: number of chain states ``k``; 2 is the binary model, ``k ≥ 3`` the ``k``-state
+            model (:mod:`gradflow.systems.markov.states_transformer`) on the chain that leaves
+            state 0 with ``p`` and every other state with ``q``, uniformly to the others
+            (:func:`gradflow.systems.markov.states.switching_kernel`), standard init only.
 
     Raises:
         GradflowError: any setting out of range.
@@ -103,6 +114,13 @@ class TrainConfig:
     )
     eval_every: int = field(default=25, metadata={"help": "steps between test-loss evaluations"})
     eval_batch: int = 256
+    states: int = field(
+        default=2,
+        metadata={
+            "help": "chain states k; k ≥ 3: the k-state model on the chain leaving state 0 with "
+            "p and every other state with q, uniformly to the others (standard init)"
+        },
+    )
 
     SIZES: ClassVar[tuple[str, ...]] = ("length", "batch", "seeds", "d")
     """The fields that set the memory a run needs."""
@@ -121,6 +139,11 @@ class TrainConfig:
         check_switching(self.p, self.q)
         if self.init not in INITS:
             raise GradflowError(f"init = {self.init!r} must be one of {', '.join(INITS)}")
+        if check_states(self.states) > 2 and self.init != "standard":
+            raise GradflowError(
+                f"init = {self.init!r} is binary (the canonical coordinates); with states = "
+                f"{self.states} only the standard init is valid"
+            )
         check_length(self.length)
         check_width(self.d)
         check_attention(self.attention)

@@ -17,7 +17,9 @@ __all__ = [
     "MAX_EXACT_LENGTH",
     "MAX_WIDTH",
     "check_attention",
+    "MAX_STATES",
     "check_length",
+    "check_states",
     "check_switching",
     "check_width",
 ]
@@ -40,6 +42,8 @@ ATTENTION_KINDS = ("softmax", "linear")
 """The transformer's attention kinds."""
 MAX_WIDTH = 4096
 """Largest embedding width ``d`` accepted."""
+MAX_STATES = 64
+"""Most states ``k`` of a chain (the ``k``-state transformer has ``k`` logits)."""
 
 
 def check_switching(p: float, q: float) -> tuple[float, float]:
@@ -103,3 +107,14 @@ def check_attention(attention: str) -> str:
             f"attention = {attention!r} must be one of {', '.join(ATTENTION_KINDS)}"
         )
     return attention
+
+
+def check_states(k: int) -> int:
+    """Validate a number of chain states.
+
+    Raises:
+        GradflowError: ``k`` not an integer in ``2…64``.
+    """
+    if isinstance(k, bool) or int(k) != k or not 2 <= k <= MAX_STATES:
+        raise GradflowError(f"states k = {k!r} must be an integer in 2…{MAX_STATES}")
+    return int(k)

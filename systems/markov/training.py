@@ -338,7 +338,16 @@ def train(
 
     Returns:
         The recorded curves; ``nan_step`` set if a non-finite loss stopped the run.
+
+    Raises:
+        GradflowError: ``config.states > 2`` (that model trains with
+            :func:`gradflow.systems.markov.states_training.train_states`).
     """
+    if config.states > 2:
+        raise GradflowError(
+            f"states = {config.states}: train() is the binary model; use "
+            "gradflow.systems.markov.states_training.train_states"
+        )
     step, models, states, data_keys = _setup(config, initial)
     eval_inputs = sample_chains(
         jax.random.key(2**31 - 1 - config.seed0),
