@@ -1,7 +1,7 @@
 """Every registered figure computes and draws at a small size without a warning, and its layout
 holds: no panel squeezed (each axes at least a quarter of the figure wide), no legend off the
 canvas or over another panel, no two tick labels on top of each other nor an axis label on its
-tick labels, every title on the canvas.
+tick labels, every title on the canvas, panel letters once each and row by row.
 
 The figures that train a network are marked ``slow`` (compiling their training step dominates);
 the basin-map figures run in the default suite.
@@ -14,6 +14,7 @@ import importlib
 import itertools
 import json
 import pkgutil
+import re
 import types
 import warnings
 
@@ -71,7 +72,7 @@ FATE_SMALL = {
     },
     "shallow-ntk": {"n_samples": (2, 4), "widths": (1, 4), "seeds": 2, "steps": 20},
     "two-mixture": {
-        "ks": (2,),
+        "ks": (2, 3),
         "omegas": (0.1, 0.3),
         "widths": (4, 8),
         "particles": 16,
@@ -124,6 +125,36 @@ def _markers_under(ax, box, fig) -> bool:
     return False
 
 
+def _reading_order(panels) -> list:
+    """``panels`` row by row (top row first), each row left to right: a panel is in the row of
+    the first panel whose height its vertical centre lies within."""
+    rows: list[list] = []
+    for ax in sorted(panels, key=lambda ax: -ax.bbox.y1):
+        centre = (ax.bbox.y0 + ax.bbox.y1) / 2
+        row = next((r for r in rows if r[0].bbox.y0 <= centre <= r[0].bbox.y1), None)
+        if row is None:
+            rows.append([ax])
+        else:
+            row.append(ax)
+    return [ax for row in rows for ax in sorted(row, key=lambda ax: ax.bbox.x0)]
+
+
+def letter_problems(panels) -> list[str]:
+    """Panel letters (a title starting ``(a)``, ``(b1)``, …) that repeat or do not run row by
+    row in alphabetical order."""
+    letters = [
+        match.group(1)
+        for ax in _reading_order(panels)
+        if (match := re.match(r"\((\w+)\)", ax.get_title()))
+    ]
+    problems = []
+    if len(set(letters)) < len(letters):
+        problems.append(f"panel letters repeat: {letters}")
+    elif letters != sorted(letters):
+        problems.append(f"panel letters do not run row by row: {letters}")
+    return problems
+
+
 def layout_problems(fig) -> list[str]:
     """What is wrong with a drawn figure's layout, one sentence per problem."""
     renderer = fig.canvas.get_renderer()  # the Agg canvas the figure was drawn on
@@ -156,6 +187,7 @@ def layout_problems(fig) -> list[str]:
         for ax in panels:
             if ax is not legend.axes and _overlap(box, ax.bbox):
                 problems.append(f"legend starting {first!r} lies over {ax.get_title()!r}")
+    problems += letter_problems(panels)
     for text in fig.findobj(lambda a: a is getattr(fig, "_suptitle", None)):
         if not _inside(text.get_window_extent(renderer), bounds):
             problems.append(f"suptitle {text.get_text()!r} is cut off")
@@ -487,3 +519,20 @@ def test_the_sweep_picture_draws_the_stable_manifolds_on_a_scale_of_their_own():
     limits = [ax.collections[0].get_clim() for ax in panels]
     np.testing.assert_allclose(limits, [(0, 1), (0, 1), (0, 0.03)])
     np.testing.assert_allclose(panels[2].collections[0].get_array(), 0.03)
+
+
+def test_layout_check_finds_panel_letters_repeated_or_out_of_reading_order():
+    """Panels (a)(c)(d) over (b)(e)(f) are out of order; (a)(b)(c) over (a)(b)(c) repeat;
+    (a)(b)(c) over (d)(e)(f) pass."""
+    from matplotlib.figure import Figure
+
+    for titles, problem in (
+        ("acdbef", "row by row"),
+        ("abcabc", "repeat"),
+        ("abcdef", None),
+    ):
+        fig = Figure(figsize=(9, 6))
+        for ax, letter in zip(fig.subplots(2, 3).ravel(), titles):
+            ax.set_title(f"({letter}) panel")
+        found = letter_problems(fig.get_axes())
+        assert (found == []) if problem is None else (problem in " ".join(found)), found

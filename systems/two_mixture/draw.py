@@ -2,11 +2,11 @@
 panels against flow time, the detected stage times (neurons aligned, attention escape, fit) as
 vertical lines on each.
 
-Left column: (a) neuron alignment, the mean over each head's neurons of ``|cos(w, c_j)|`` and
-``|cos(w, v_j)|`` and the cosine of all neurons with the signal span (the stage criterion);
-(b) the population loss with its hard (``ε = -y``) and consistent parts.  Middle and right: the
-scores ``s(key, query)`` of head ``+`` for the ``c`` queries (c) and the ``v`` queries (d), and
-of head ``-`` (e, f), one colour per key (query index 1 solid, 2 dashed).
+Lettered row by row.  Left column: (a) neuron alignment, the mean over each head's neurons of
+``|cos(w, c_j)|`` and ``|cos(w, v_j)|`` and the cosine of all neurons with the signal span (the
+stage criterion); (d) the population loss with its hard (``ε = -y``) and consistent parts.
+Middle and right: the scores ``s(key, query)`` of head ``+`` for the ``c`` queries (b) and the
+``v`` queries (c), and of head ``-`` (e, f), one colour per key (query index 1 solid, 2 dashed).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def draw_run(report: MixtureReport, fig: Figure, grid: GridSpec) -> None:
     run, stages = report.run, report.stages
     _alignment_panel(fig.add_subplot(grid[0, 0]), run, stages)
     _loss_panel(fig.add_subplot(grid[1, 0]), run, stages)
-    for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "cdef"):
+    for (head, queries), letter in zip(itertools.product((0, 1), "cv"), "bcef"):
         ax = fig.add_subplot(grid[head, 1 + (queries == "v")])
         _score_panel(ax, run, stages, head, queries, letter)
 
@@ -110,7 +110,7 @@ def _loss_panel(ax: Any, run: MixtureRun, stages: StageTimes) -> None:
     )
     ax.axhline(np.log(2), color="0.5", lw=0.8, label="ln 2 (f ≡ 0)")
     _mark_stages(ax, stages)
-    ax.set_title("(b) loss (nats)", fontsize=10)
+    ax.set_title("(d) loss (nats)", fontsize=10)
     ax.set_xlabel("flow time t")
     ax.legend(fontsize=6)
 

@@ -1,4 +1,6 @@
-"""The picture of the two-mixture fate map: one row per ``K``.
+"""The picture of the two-mixture fate map: one row of three panels per ``K``, lettered row by
+row ((a)–(c) for the first ``K``, (d)–(f) for the second, …), and a key below to the agreement
+grids' marks.
 
 (a) The attention's escape time against ``ω`` (log axis): the infinite-width reduced dynamics
 (black), the linear escape's prediction ``t*_lin`` (dashed), the full runs of each width
@@ -6,8 +8,8 @@
 each group; the colour is ``log₂`` of the full run's stage time over the limit's (the escape
 time with the attention trained, the hard-fit time with it frozen), the text the ratio, or
 ``L`` and the final hard losses of the full run and the limit where the full run never reached
-the stage; a disagreement is boxed and carries its reason's initial.  (c) The hard samples' loss against
-time at the middle ``ω``: the limit and the widest full run, attention trained (solid) and
+the stage; a disagreement is boxed and carries its reason's initial.  (c) The hard samples' loss
+against time at the middle ``ω``: the limit and the widest full run, attention trained (solid) and
 frozen (dashed).
 """
 
@@ -29,6 +31,12 @@ RATIO_RANGE = 2.0
 LIMIT_COLOR = "black"
 FULL_CMAP = "viridis"
 """Widths are coloured along this map (0.15 … 0.85), away from the black of the limit."""
+REASON_WORDS = {
+    "assumption": "the finite initialization is far from the limit's",
+    "slow-corner": "one run reached the stage so late that the other's horizon ran out",
+    "unexplained": "no mechanism identified",
+}
+"""A disagreement's reason, in words, for the key below the picture."""
 
 
 def SIZE(rows: int) -> tuple[float, float]:  # noqa: N802 - the figures' name for a size
@@ -37,13 +45,17 @@ def SIZE(rows: int) -> tuple[float, float]:  # noqa: N802 - the figures' name fo
 
 
 def draw_fate(result: MixtureFate, fig: Figure) -> None:
-    """Draw the map on ``fig``: one row of three panels per ``K`` (module docstring)."""
+    """Draw the map on ``fig``: one row of three panels per ``K`` (module docstring), lettered
+    row by row, and a key below to the marks of the agreement grids."""
     config = result.config
     grid = fig.add_gridspec(len(config.ks), 3)
+    reasons: set[str] = set()
     for row, K in enumerate(config.ks):
-        _escape_panel(fig.add_subplot(grid[row, 0]), result, K)
-        _grid_panel(fig, fig.add_subplot(grid[row, 1]), result, K)
-        _loss_panel(fig.add_subplot(grid[row, 2]), result, K)
+        a, b, c = (f"({chr(ord('a') + 3 * row + col)})" for col in range(3))
+        _escape_panel(fig.add_subplot(grid[row, 0]), result, K, a)
+        reasons |= _grid_panel(fig, fig.add_subplot(grid[row, 1]), result, K, b)
+        _loss_panel(fig.add_subplot(grid[row, 2]), result, K, c)
+    _key(fig, reasons)
     fig.suptitle(
         f"Two-mixture (reconstruction), {config.neurons} neurons: full transformer of width m "
         f"against the m → ∞ reduced dynamics (descent η = {config.lr:g})"
@@ -58,7 +70,7 @@ def _width_colors(widths: tuple[int, ...]) -> dict[int, Any]:
     return {m: cmap(s) for m, s in zip(sorted(widths), shades)}
 
 
-def _escape_panel(ax: Any, result: MixtureFate, K: int) -> None:
+def _escape_panel(ax: Any, result: MixtureFate, K: int, letter: str) -> None:
     config, law = result.config, result.escape_law(K)
     omegas = np.asarray(config.omegas)
     runs = [(r, s) for r, s in zip(result.runs, result.stages) if r["K"] == K and r["attention"]]
@@ -88,15 +100,17 @@ def _escape_panel(ax: Any, result: MixtureFate, K: int) -> None:
     ax.set_xlabel("initialization scale ω")
     ax.set_ylabel("escape time (flow time)")
     ax.set_title(
-        f"(a) K = {K}: max |B| ≥ {config.escape_level:g}; slope in ln(1/ω): "
+        f"{letter} K = {K}: max |B| ≥ {config.escape_level:g}; slope in ln(1/ω): "
         f"predicted {_num(law['slope_predicted'])}, limit {_num(law['slope_limit'])}",
         fontsize=9,
     )
     ax.legend(fontsize=7)
 
 
-def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
+def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int, letter: str) -> set[str]:
+    """The agreement grid of ``K``; returns the reasons of the boxed cells."""
     config = result.config
+    reasons = set()
     omegas, widths = list(config.omegas), sorted(config.widths)
     cells = {
         (c.group, c.coords["m"], c.coords["omega"]): c
@@ -128,6 +142,7 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
             )
             if not cell.agree:
                 text += f" {cell.reason[0].upper()}"
+                reasons.add(cell.reason)
                 ax.add_patch(_box(j, i))
             ax.text(j, i, text, ha="center", va="center", fontsize=7)
     from matplotlib import colormaps
@@ -154,11 +169,41 @@ def _grid_panel(fig: Figure, ax: Any, result: MixtureFate, K: int) -> None:
         else ""
     )
     ax.set_title(
-        f"(b) full/limit time (escape; frozen: hard fit); agree: joint "
+        f"{letter} full/limit time (escape; frozen: hard fit); agree: joint "
         f"{share['joint']:.0f} %, frozen {share['attention frozen']:.0f} %{draws}",
         fontsize=9,
     )
-    fig.colorbar(image, ax=ax, label="log₂ (full / limit)", shrink=0.9)
+    fig.colorbar(image, ax=ax, label="log₂ (full time / limit time), no unit", shrink=0.9)
+    return reasons
+
+
+def _key(fig: Figure, reasons: set[str]) -> None:
+    """Below the panels: what the agreement grids' boxes, letters and ``L`` texts mean (the
+    reasons' letters only for the reasons drawn)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+
+    handles = [
+        Rectangle((0, 0), 1, 1, fill=False, lw=1.8, ec="black"),
+        Line2D([], [], ls="none"),
+    ]
+    labels = [
+        "boxed: the full run disagrees with the m → ∞ limit",
+        "L a/b: the full run never reached the stage; hard-sample loss at the end, full/limit "
+        "(nats)",
+    ]
+    for reason in sorted(reasons):
+        handles.append(Line2D([], [], ls="none"))
+        labels.append(f"{reason[0].upper()}: reason {reason} ({REASON_WORDS.get(reason, '')})")
+    fig.legend(
+        handles,
+        labels,
+        loc="outside lower center",
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+        handlelength=1.2,
+    )
 
 
 def _missing(full: float, run: Any, limit: Any) -> str:
@@ -183,7 +228,7 @@ def _box(j: int, i: int) -> Any:
     return Rectangle((j - 0.48, i - 0.48), 0.96, 0.96, fill=False, lw=1.8, ec="black")
 
 
-def _loss_panel(ax: Any, result: MixtureFate, K: int) -> None:
+def _loss_panel(ax: Any, result: MixtureFate, K: int, letter: str) -> None:
     config = result.config
     omega = config.omegas[len(config.omegas) // 2]
     m_top = max(config.widths)
@@ -208,7 +253,7 @@ def _loss_panel(ax: Any, result: MixtureFate, K: int) -> None:
     ax.axhline(config.fit_level, color="0.5", lw=0.8, ls=":", label="fit level")
     ax.set_xlabel("flow time t")
     ax.set_ylabel("hard-sample loss (nats)")
-    ax.set_title(f"(c) K = {K}, ω = {omega:g}: loss on the hard samples (ε = −y)", fontsize=9)
+    ax.set_title(f"{letter} K = {K}, ω = {omega:g}: loss on the hard samples (ε = −y)", fontsize=9)
     ax.legend(fontsize=7)
 
 
