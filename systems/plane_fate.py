@@ -12,19 +12,25 @@ SPEC``), over a grid of reduced starts ``θ0`` on the model's plane (the other p
   (:func:`gradflow.flow_endpoints`, Tsit5), then read in reduced terms: its endpoint ``W``
   projected onto the family (:meth:`gradflow.FullModel.projection`: the model's ``project``, or
   least squares from ``θ0``) and the projection assigned to the reduced attractor it lies on
-  (the attractor index of the same critical sets), unless ``W`` left the family: then its
-  outcome is ``off-family``.  ``W`` left the family when its distance from it,
-  ``‖W − embed(project W)‖``, grew above :data:`OFF_GROWTH` times the start's and above
-  :data:`OFF_FLOOR`·``max(1, ‖W‖)``; a run that did not reach a steady state is named by its
-  status (``not_converged``, ``diverged``).
+  (the attractor index of the same critical sets; ``no attractor`` where it lies on none); a
+  run that did not reach a steady state is named by its status (``not_converged``,
+  ``diverged``).  The distance from the family, ``‖W − embed(project W)‖``, is reported for
+  every run at its start and end; it is no evidence by itself (where the family is not
+  invariant every run that moves leaves it).
 
 Outcomes name an attractor by kind and id (``"global_min #0"``), so two components of one set
-are different outcomes.  A disagreement gets the first reason that holds
+are different outcomes.  Each run that disagrees with a prediction is flown again, recorded
+(:func:`gradflow.flow`), for its evidence: ``rise``, how far the reduced loss of its projection
+climbed after its least value on the path (a reduced gradient flow never raises its loss, in
+any metric), and ``end_gradient``, the reduced gradient at its projected end in units of the
+reduced gradient scale (a full run that stops where the reduced gradient is not zero ended at a
+point the reduced flow cannot end at).  A disagreement gets the first reason that holds
 (:data:`~gradflow.systems.fate.REASONS`): ``slow-corner`` (the full run did not finish),
-``off-reduction`` (it left the family), ``metric`` (the other metric's prediction is the full
-outcome), ``unexplained``.  Where the family is invariant (the full gradient on it is tangent to
-it) and ``σ = 0``, the full flow is the reduced flow in the induced metric, so the induced
-prediction agrees in every cell.
+``metric`` (the other metric's prediction is the full outcome), ``off-reduction`` (its rise
+exceeds :data:`RISE_SHARE` of the reduced loss scale, or its end gradient exceeds
+:data:`END_GRADIENT`: the reduced dynamics do not describe the run), ``unexplained``.  Where the
+family is invariant (the full gradient on it is tangent to it) and ``σ = 0``, the full flow is
+the reduced flow in the induced metric, so the induced prediction agrees in every cell.
 
 The cells (one per metric, one per ``(σ, seed)``) go through :func:`gradflow.run_cells`:
 resumable from a checkpoint, runnable on Dask.
@@ -44,9 +50,9 @@ from .fate import FateCell, FateResult, plane_cells
 from .plane_fate_config import ModelFateConfig
 
 __all__ = [
+    "END_GRADIENT",
     "METRICS",
-    "OFF_FLOOR",
-    "OFF_GROWTH",
+    "RISE_SHARE",
     "FullRuns",
     "ModelFateConfig",
     "ModelFateMap",
@@ -56,13 +62,15 @@ __all__ = [
 
 METRICS = ("euclidean", "induced")
 """The metrics of the reduced predictions."""
-OFF_GROWTH = 2.0
-"""A run left the family when its distance from it grew by more than this factor …"""
-OFF_FLOOR = 1e-6
-"""… and beyond this share of ``max(1, ‖W‖)`` (a run that starts on the family, at ``σ = 0``,
-starts at distance 0)."""
-OFF_FAMILY = "off-family"
-"""The outcome of a full run that left the reduced family."""
+RISE_SHARE = 0.01
+"""A run's projection climbed the reduced loss when that loss rose, after its least value on the
+path, by more than this share of the reduced loss scale (:func:`gradflow.loss_scales`)."""
+END_GRADIENT = 1e-3
+"""A run ended where the reduced flow cannot when the reduced gradient at its projected end
+exceeds this share of the reduced gradient scale (the full runs stop at ``gtol``, 10⁻⁶ of the
+full loss's)."""
+EVIDENCE = ("rise", "end_gradient")
+"""The evidence of a disagreeing run (module docstring); ``nan`` for the runs that agree."""
 
 
 @functools.cache
@@ -128,31 +136,73 @@ class FullRuns:
     seed: int
 
 
-def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
-    """Integrate the full gradient flow from every start (module docstring): per run its
-    outcome, status, flow time, final full loss, projected endpoint ``(dim,)`` and distance
-    from the family at the start and the end (weight units)."""
+def _full_landscape(cell: FullRuns) -> tuple[Any, Any, np.ndarray, Any]:
+    """The full loss as a landscape over flat weights, the reduced starts ``(n, dim)``, the full
+    starts ``embed(θ0)`` plus the cell's noise ``(n, W)`` and the unflattening of a weight
+    vector (one per process and cell)."""
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
 
     import gradflow as gf
 
-    bound, region, _, index = _setup(cell.config)
+    bound, region, _, _ = _setup(cell.config)
     full, h = bound.model.full, bound.h
     thetas = jnp.asarray(region.points().reshape(-1, bound.dim))
     flat0, unravel = ravel_pytree(full.embed(thetas[0], h))
     base = np.asarray(jax.vmap(lambda t: ravel_pytree(full.embed(t, h))[0])(thetas))
     noise = np.random.default_rng([cell.seed, cell.config.grid]).standard_normal(base.shape)
-    starts = base + cell.sigma * noise
     names = tuple(f"W{i}" for i in range(flat0.size))
     land = gf.JaxLandscape(
         lambda w, args: full.loss(unravel(w), args), names, h, f"full model of {bound.name}"
     )
-    options = gf.FlowOptions(
-        solver="Tsit5", stop=gf.StopRule(gtol=cell.config.gtol, t_max=cell.config.t_max)
-    )
-    ends = gf.flow_endpoints(land, starts, options, progress=False)
+    return land, thetas, base + cell.sigma * noise, unravel
+
+
+def _options(config: ModelFateConfig) -> Any:
+    """The full runs' flow options."""
+    import gradflow as gf
+
+    return gf.FlowOptions(solver="Tsit5", stop=gf.StopRule(gtol=config.gtol, t_max=config.t_max))
+
+
+def run_evidence(cell: FullRuns, runs: np.ndarray) -> dict[str, np.ndarray]:
+    """The evidence (:data:`EVIDENCE`) of the runs ``runs`` (indices into the cell's flattened
+    grid), each flown again and recorded: ``rise`` in units of the reduced loss scale,
+    ``end_gradient`` in units of the reduced gradient scale; shape ``(len(runs),)`` each."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradflow as gf
+
+    bound = _setup(cell.config)[0]
+    full, h = bound.model.full, bound.h
+    land, thetas, starts, unravel = _full_landscape(cell)
+    scales = gf.loss_scales(bound)
+    project = jax.jit(jax.vmap(lambda w, t: full.projection(unravel(w), h, t), in_axes=(0, None)))
+    out = {k: np.full(len(runs), np.nan) for k in EVIDENCE}
+    for n, k in enumerate(runs):
+        path = gf.flow(land, starts[k], _options(cell.config))
+        projected = np.asarray(project(jnp.asarray(path.thetas), thetas[k]))
+        heights = np.asarray(bound.loss(projected))
+        out["rise"][n] = (heights[-1] - heights.min()) / scales.loss
+        out["end_gradient"][n] = np.linalg.norm(bound.grad(projected[-1:])) / scales.gradient
+    return out
+
+
+def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
+    """Integrate the full gradient flow from every start (module docstring): per run its
+    outcome, status, flow time, final full loss, projected endpoint ``(dim,)`` and distance
+    from the family at the start and the end (weight units)."""
+    import jax
+    import jax.numpy as jnp
+
+    import gradflow as gf
+
+    bound, _, _, index = _setup(cell.config)
+    full, h = bound.model.full, bound.h
+    land, thetas, starts, unravel = _full_landscape(cell)
+    ends = gf.flow_endpoints(land, starts, _options(cell.config), progress=False)
 
     @jax.jit
     @jax.vmap
@@ -162,15 +212,11 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
 
     _, off_start = (np.asarray(v) for v in read(jnp.asarray(starts), thetas))
     projected, off_end = (np.asarray(v) for v in read(jnp.asarray(ends.endpoints), thetas))
-    size = np.maximum(1.0, np.linalg.norm(ends.endpoints, axis=1))
-    left = off_end > np.maximum(OFF_GROWTH * off_start, OFF_FLOOR * size)
     ids = index.match(projected)
     outcomes = []
-    for status, gone, i in zip(ends.status, left, ids):
+    for status, i in zip(ends.status, ids):
         if status != gf.Outcome.CONVERGED:
             outcomes.append(str(gf.Outcome(int(status))))
-        elif gone:
-            outcomes.append(OFF_FAMILY)
         else:
             outcomes.append(_name(index.attractors[i]) if i >= 0 else "no attractor")
     return {
@@ -203,6 +249,8 @@ class ModelFateMap(FateResult):
             weight units, shape ``(R, ny, nx)``.
         reduced: per metric the predicted outcome per start, strings of shape ``(ny, nx)``.
         attractors: the reduced attractors the outcomes name, JSON-ready.
+        evidence: per key of :data:`EVIDENCE`, shape ``(R, ny, nx)``, ``nan`` where the run
+            agrees with both predictions (not recorded).
     """
 
     config: ModelFateConfig
@@ -220,6 +268,7 @@ class ModelFateMap(FateResult):
     off_end: np.ndarray
     reduced: dict[str, np.ndarray]
     attractors: tuple[dict[str, Any], ...]
+    evidence: dict[str, np.ndarray]
 
     @property
     def system(self) -> str:
@@ -237,7 +286,7 @@ class ModelFateMap(FateResult):
             self.reduced,
             self.runs,
             ((y0, self.ys), (x0, self.xs)),
-            lambda r, i, j, other: self._reason(str(self.full[r, i, j]), other),
+            self._reason,
             self._detail,
         )
 
@@ -245,20 +294,28 @@ class ModelFateMap(FateResult):
         """Every comparison: per metric, per batch ``(σ, seed)``, per start (row = y)."""
         return self._cells
 
-    @staticmethod
-    def _reason(full: str, other: str) -> str:
-        """Why a full outcome differs from the prediction (the module docstring's order)."""
+    def _reason(self, r: int, i: int, j: int, other: str) -> str:
+        """Why the run ``(r, i, j)`` differs from the prediction (the module docstring's order)."""
+        full = str(self.full[r, i, j])
         if full in ("not_converged", "non_smooth"):
             return "slow-corner"
-        if full == OFF_FAMILY:
-            return "off-reduction"
-        return "metric" if full == other else "unexplained"
+        if full == other:
+            return "metric"
+        rise, end = (self.evidence[k][r, i, j] for k in EVIDENCE)
+        return "off-reduction" if rise > RISE_SHARE or end > END_GRADIENT else "unexplained"
 
     def _detail(self, r: int, i: int, j: int) -> str:
         point = ", ".join(f"{v:.6g}" for v in self.projected[r, i, j])
-        return (
+        text = (
             f"t = {self.times[r, i, j]:.4g}, full loss {self.losses[r, i, j]:.6g}, projected "
             f"({point}); off the family {self.off_start[r, i, j]:.3g} → {self.off_end[r, i, j]:.3g}"
+        )
+        rise, end = (self.evidence[k][r, i, j] for k in EVIDENCE)
+        if np.isnan(rise):
+            return text
+        return (
+            f"{text}; reduced loss climbed {rise:.3g} (loss scales) after its least value, "
+            f"reduced gradient at the end {end:.3g} (gradient scales)"
         )
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -276,6 +333,7 @@ class ModelFateMap(FateResult):
             "off_start": self.off_start,
             "off_end": self.off_end,
             **{f"reduced_{m}": v for m, v in self.reduced.items()},
+            **{f"evidence_{k}": v for k, v in self.evidence.items()},
         }
 
     def details(self) -> dict[str, Any]:
@@ -377,6 +435,14 @@ def fate_map(
     done = cells(full_runs, batches, [f"sigma{c.sigma:g}_seed{c.seed}" for c in batches], "runs")
     shape = (len(batches), config.grid, config.grid)
     stack = {k: np.stack([d[k] for d in done]) for k in done[0]}
+    labels = [p["labels"].ravel() for p in predicted]
+    evidence = {k: np.full((len(batches), config.grid**2), np.nan) for k in EVIDENCE}
+    for r, (batch, outcomes) in enumerate(zip(batches, stack["full"])):
+        differ = np.flatnonzero(np.any([outcomes != lab for lab in labels], axis=0))
+        if differ.size:
+            found = run_evidence(batch, differ)
+            for k in EVIDENCE:
+                evidence[k][r, differ] = found[k]
     return ModelFateMap(
         config=config,
         params=bound.param_names,
@@ -390,4 +456,5 @@ def fate_map(
         off_end=stack["off_end"].reshape(shape),
         reduced={m: p["labels"] for m, p in zip(METRICS, predicted)},
         attractors=tuple(a.metadata() for a in index.attractors),
+        evidence={k: v.reshape(shape) for k, v in evidence.items()},
     )
