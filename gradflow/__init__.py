@@ -38,6 +38,7 @@ _EXPORTS = {
     "LABELS": "._outcome",
     "Evidence": "._evidence",
     "basin_memory": "._output.memory",
+    "Estimate": "._output.memory",
     "sweep_memory": "._output.memory",
     "basins": "._basins.basins",
     "default_basin_options": "._basins.basins",
@@ -164,7 +165,7 @@ if TYPE_CHECKING:
         save_with_data,
         to_jsonable,
     )
-    from ._output.memory import basin_memory, sweep_memory
+    from ._output.memory import Estimate, basin_memory, sweep_memory
     from ._output.progress import progress_bar
     from ._output.text import format_table
     from ._portrait.portrait import Overlay, Portrait, portrait
@@ -234,6 +235,7 @@ __all__ = [
     "atomic_outputs",
     "basin_convergence",
     "basin_memory",
+    "Estimate",
     "sweep_memory",
     "basins",
     "binary_cross_entropy",

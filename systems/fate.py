@@ -7,7 +7,9 @@ compares what the paper claims about training in that system: the basin reached,
 the times of the stages, convergence within a budget.  Every system has
 
 - a configuration dataclass whose checks import no JAX (the command line builds it from its
-  options), with ``QUICK``, the overrides of a small map (a test, a look: ≤ 60 s on 2 cores);
+  options), with ``QUICK``, the overrides of a small map (a test, a look: ≤ 60 s on 2 cores),
+  ``memory_bytes()`` and ``estimate()``: the map's size, rough duration and memory
+  (:class:`gradflow.Estimate`), which :func:`run_fate` checks before anything runs;
 - ``fate_map(config, checkpoint=None, **cell_options) -> FateResult``, whose heavy work is a grid
   of independent cells run by :func:`gradflow.run_cells` (``cell_options`` go to it), so that a
   map is resumable from ``checkpoint`` and runs wherever ``run_cells`` can run its cells;
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "COMPARISON_BYTES",
     "FATE_SYSTEMS",
     "REASONS",
     "FateCell",
@@ -65,6 +68,12 @@ REASONS = {
     "unexplained": "no mechanism identified",
 }
 """Why a full run's outcome differs from the reduced prediction: key → what it means."""
+COMPARISON_BYTES = 6 * 1024
+"""Peak bytes a map spends per comparison on its records: the :class:`FateCell` with its detail
+line, a mismatch's JSON record and the JSON text while it is written (4.7 KB measured per
+comparison with half of a 30 × 30 canonical map's comparisons mismatching: ``tracemalloc``
+around ``FateMap.metadata()`` and ``json.dumps`` of it; a mismatch takes more than an
+agreement)."""
 
 
 @dataclass(frozen=True)
@@ -175,25 +184,37 @@ def quick_config(config: Any) -> Any:
 
 
 def run_fate(
-    name: str, config: Any, checkpoint: Path | str | None = None, **cell_options: Any
+    name: str,
+    config: Any,
+    checkpoint: Path | str | None = None,
+    *,
+    allow_long: bool = False,
+    **cell_options: Any,
 ) -> FateResult:
     """Run the fate map of the system ``name`` (see the module docstring).
+
+    Every configuration has ``estimate()``, the map's size, rough duration and memory
+    (:class:`gradflow.Estimate`); a map whose memory cannot fit is refused before anything
+    runs, and so is one estimated past 30 min unless ``allow_long``.
 
     Args:
         name: a key of :func:`fate_systems`.
         config: an instance of its configuration dataclass.
         checkpoint: a folder to keep finished cells in and resume from.
+        allow_long: run a map estimated past the limit.
         cell_options: passed on to :func:`gradflow.run_cells` (``progress``, …).
 
     Raises:
         GradflowError: an unknown system, a configuration of another system, a checkpoint
-            folder of another map.
+            folder of another map, a map beyond the memory available or (without
+            ``allow_long``) past the limit.
     """
     from gradflow import GradflowError
 
     system = _system(name)
     if not isinstance(config, _load(system.config)):
         raise GradflowError(f"fate of {name!r} needs a {system.config.partition(':')[2]}")
+    config.estimate().check(allow_long)
     return _load(system.run)(config, checkpoint=checkpoint, **cell_options)
 
 

@@ -10,12 +10,13 @@ a file's model is loaded to be checked.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gradflow import GradflowError
+from gradflow import Estimate, GradflowError
 
 __all__ = ["ModelFateConfig"]
 
@@ -119,6 +120,65 @@ class ModelFateConfig:
         """``(σ, seed)`` of every batch of full runs: one for ``σ = 0``, ``seeds`` for each
         other."""
         return [(s, k) for s in self.sigma for k in range(1 if s == 0 else self.seeds)]
+
+    SIZES: ClassVar[tuple[str, ...]] = ("grid", "sigma", "seeds")
+    """The fields that set the memory the map needs."""
+
+    def memory_bytes(self) -> float:
+        """The map's peak memory, bytes: one batch of ``grid²`` full runs integrated together
+        (:func:`gradflow.basin_memory` in the full model's ``P`` weights, loaded to count
+        them), and per run of every batch 10 float64 kept and its two comparisons
+        (:data:`~gradflow.systems.fate.COMPARISON_BYTES` each)."""
+        from gradflow import basin_memory
+        from gradflow.systems.fate import COMPARISON_BYTES
+
+        runs = self.grid**2 * len(self.runs())
+        weights = full_weights(self.model, self.hyper)
+        return basin_memory(self.grid, weights) + runs * (80.0 + 2 * COMPARISON_BYTES)
+
+    def estimate(self) -> Estimate:
+        """The map's size, rough duration (:data:`PLANE_RUN_S` a run, :data:`PLANE_FIXED_S` to
+        start) and memory."""
+        batches = len(self.runs())
+        runs = self.grid**2 * batches
+        draws = f" × {batches} batches (σ, seed)" if batches > 1 else ""
+        return Estimate(
+            size=f"{runs:,} runs of the full model ({self.grid} × {self.grid} starts{draws}) of "
+            f"{full_weights(self.model, self.hyper):,} weights",
+            seconds=PLANE_FIXED_S + runs * PLANE_RUN_S,
+            basis=f"{PLANE_RUN_S:g} s a run, measured for canonical-bias, and {PLANE_FIXED_S:g} "
+            "s to start and find the reduced attractors",
+            memory=self.memory_bytes(),
+        )
+
+
+PLANE_RUN_S = 0.5
+"""Seconds a full run of a plane fate map takes, batched with its grid (the batch steps until its
+slowest run is done): the 8 × 8 map of ``canonical-bias`` at ``p = 0.5``, ``q = 0.8`` took 89 s
+after its 5 × 5 quick map, on 2 cores at load 13 (1.4 s a run with its critical sets and
+predictions; quiet cores are about three times faster)."""
+PLANE_FIXED_S = 60.0
+"""Seconds of start-up, compilation, the critical sets and the reduced predictions (the quick
+map took 270 s cold at load 13)."""
+
+
+@functools.cache
+def full_weights(spec: str, hyper: tuple[str, ...]) -> int:
+    """The number of weights of the full model of ``spec`` at the hyperparameters ``hyper``
+    (``NAME=VALUE`` items), read off its embedding's shape (the model is loaded)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.flatten_util import ravel_pytree
+
+    from gradflow.systems.model_specs import load_model
+
+    values = ModelFateConfig(model=spec, hyper=hyper).values()
+    model = load_model(spec)
+    bound = model.bind(**values)
+    flat = jax.eval_shape(
+        lambda theta: ravel_pytree(model.full.embed(theta, bound.h))[0], jnp.zeros(bound.dim)
+    )
+    return int(flat.size)
 
 
 def _hyperparameter_domains(spec: str) -> dict[str, tuple[str, Callable[[float], bool]]]:

@@ -78,15 +78,17 @@ def test_a_sweep_whose_results_cannot_fit_is_refused_before_a_cell_is_bound(
     monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 16 * 2**30)
     monkeypatch.setattr(gradflow, "sweep", _no_work)
     argv = ["sweep", "--p", "0.05:0.95:1000", "--q", "0.05:0.95:1000"]
-    cli.assert_rejected(argv, "1000000 cells at --grid 101 needs about")
+    cli.assert_rejected(argv, "1000000 cells × 101² = 1.02e+10 flows needs about")
 
 
-def test_a_sweep_estimated_past_a_day_needs_allow_long(cli, monkeypatch) -> None:
-    """250,000 cells at 0.4 s each (the canonical model's fixed cost per cell) are 28 h."""
+def test_a_sweep_estimated_past_the_limit_needs_allow_long(cli, monkeypatch) -> None:
+    """250,000 cells at 0.4 s each (the canonical model's fixed cost per cell) are 28 h, past
+    the 30 min limit."""
     monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 2**40)
     monkeypatch.setattr(gradflow, "sweep", _no_work)
     argv = ["sweep", "--p", "0.05:0.95:500", "--q", "0.05:0.95:500", "--grid", "5"]
-    cli.assert_rejected(argv, "past the 24 h a sweep runs without --allow-long")
+    cli.assert_rejected(argv, "would take about 28 h on 2 CPU cores")
+    cli.assert_rejected(argv, "past the 30 min a job runs without --allow-long")
     with pytest.raises(AssertionError, match="computed before checking"):
         cli(*argv, "--allow-long")
 

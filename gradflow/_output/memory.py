@@ -1,21 +1,27 @@
 """Memory estimates of the engine's batched computations (bytes), importable without JAX, and
-the one check that refuses a size that cannot fit before anything is allocated."""
+the one check that refuses a size that cannot fit before anything is allocated; a long job's
+size, rough duration and memory together (:class:`Estimate`), announced before it starts and
+refused past :data:`LONG_S` unless asked for."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .._errors import GradflowError
 
 __all__ = [
     "BYTES_PER_CELL",
+    "LONG_S",
+    "Estimate",
     "BYTES_PER_SWEEP_POINT",
     "BYTES_PER_TRAJECTORY",
     "MEMORY_SHARE",
     "available_memory",
     "basin_memory",
     "check_memory",
+    "duration",
     "sweep_memory",
 ]
 
@@ -30,6 +36,12 @@ BYTES_PER_CELL = 64 * 1024
 critical sets and attractors (bytes)."""
 MEMORY_SHARE = 0.5
 """The share of the memory available now that a computation may plan to use."""
+LONG_S = 30 * 60.0
+"""A job estimated to take longer than this (seconds) is refused unless asked for
+(``allow_long=True``; ``--allow-long`` on the command line): a typo in a count should not start
+hours of work."""
+MACHINE = "2 CPU cores"
+"""What the rates of every estimate were measured on."""
 
 
 def available_memory() -> int:
@@ -67,6 +79,17 @@ def _gib(n: float) -> str:
     return f"{n / 2**30:.3g} GiB"
 
 
+def _number(x: float) -> str:
+    """Two significant digits below 100 (``2.5``, ``45``), whole numbers above (``180``,
+    ``69,000``)."""
+    return f"{x:.2g}" if x < 100 else f"{x:,.0f}"
+
+
+def _size(n: float) -> str:
+    """``12 MiB``, ``3 GiB``, ``69,000 GiB``."""
+    return f"{_number(n / 2**20)} MiB" if n < 2**30 else f"{_number(n / 2**30)} GiB"
+
+
 def check_memory(what: str, needed: float) -> None:
     """Refuse a computation whose estimate ``needed`` (bytes) exceeds :data:`MEMORY_SHARE` of
     the memory available now.
@@ -84,3 +107,61 @@ def check_memory(what: str, needed: float) -> None:
             f"{what} needs about {_gib(needed)} of memory, more than half of the "
             f"{_gib(free)} available; choose smaller sizes"
         )
+
+
+def duration(seconds: float) -> str:
+    """``40 s``, ``3.2 min``, ``4.5 h``, ``2.1 days``."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= 2 * size:
+            return f"{_number(seconds / size)} {unit}"
+    return f"{_number(seconds)} s"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A long job's size, rough duration and peak memory, known before anything runs.
+
+    The duration is work counted from the job's sizes (runs, steps, flows) times rates measured
+    on :data:`MACHINE` (each system documents the command that measured its rates): an estimate,
+    which the machine's load and how fast each run settles can move by a factor of two or three
+    either way.
+
+    Attributes:
+        size: what will run, in words (``"1,008 runs of the full model (144 without noise, 864
+            with)"``).
+        seconds: the rough wall time, seconds.
+        basis: the rates it is computed from, in words.
+        memory: the estimated peak memory, bytes.
+    """
+
+    size: str
+    seconds: float
+    basis: str
+    memory: float = 0.0
+
+    def line(self) -> str:
+        """One line announcing the job: its size, duration, basis and memory."""
+        return (
+            f"{self.size}: about {duration(self.seconds)} on {MACHINE} ({self.basis}; "
+            f"an estimate), about {_size(self.memory)} of memory"
+        )
+
+    def check(self, allow_long: bool = False, allow: str = "allow_long=True") -> None:
+        """Refuse a job whose memory cannot fit (:func:`check_memory`), or, unless
+        ``allow_long``, whose duration passes :data:`LONG_S`.
+
+        Args:
+            allow_long: run a job estimated past :data:`LONG_S`.
+            allow: the words that allow it, named in the refusal (``"--allow-long"`` on the
+                command line).
+
+        Raises:
+            GradflowError: one line with the size and the estimate.
+        """
+        check_memory(self.size, self.memory)
+        if self.seconds > LONG_S and not allow_long:
+            raise GradflowError(
+                f"{self.size} would take about {duration(self.seconds)} on {MACHINE} "
+                f"({self.basis}), past the {duration(LONG_S)} a job runs without {allow}; "
+                f"choose smaller sizes, or add {allow}"
+            )

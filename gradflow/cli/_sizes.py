@@ -1,14 +1,53 @@
-"""Refusing sizes that cannot fit in memory, before anything is allocated.
+"""Refusing sizes that cannot fit in memory, before anything is allocated, and long jobs that
+were not asked for.
 
 Every size option (a basin grid, a sequence length, a width, a batch) has an estimate of the
 memory it needs; a command refuses a size whose estimate exceeds half of the memory available
 now (:func:`gradflow._output.memory.check_memory`), in one line naming the option, the size and the
-estimate.
+estimate.  A long job (a sweep, a fate map, a training run) also has a
+:class:`gradflow.Estimate` of its duration: :func:`announce` refuses it past
+:data:`gradflow._output.memory.LONG_S` without ``--allow-long`` and otherwise prints its size and
+estimate on stderr before it starts.
 """
 
 from __future__ import annotations
 
-__all__ = ["check_config", "check_grid", "refuse_beyond_memory"]
+import argparse
+import sys
+from typing import Any
+
+__all__ = [
+    "add_allow_long_argument",
+    "announce",
+    "check_config",
+    "check_grid",
+    "refuse_beyond_memory",
+]
+
+
+def add_allow_long_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--allow-long``: run ``what`` (``"a sweep"``) even where its estimate passes the limit."""
+    from gradflow._output.memory import LONG_S, MACHINE, duration
+
+    parser.add_argument(
+        "--allow-long",
+        action="store_true",
+        help=f"run {what} estimated to take longer than {duration(LONG_S)} on {MACHINE} "
+        "(refused otherwise); the size and the estimate are printed before it starts",
+    )
+
+
+def announce(command: str, estimate: Any, allow_long: bool, *, resumable: bool = True) -> None:
+    """Refuse ``estimate`` (a :class:`gradflow.Estimate`) that cannot fit or runs past the limit
+    without ``--allow-long``; else print ``gradflow COMMAND: <size and estimate>`` on stderr
+    (and, for a ``resumable`` job, that Ctrl-C keeps its finished cells).
+
+    Raises:
+        GradflowError: one line with the size and the estimate.
+    """
+    estimate.check(allow_long, "--allow-long")
+    resume = "; Ctrl-C keeps the finished cells, the same command resumes" if resumable else ""
+    print(f"gradflow {command}: {estimate.line()}{resume}", file=sys.stderr, flush=True)
 
 
 def refuse_beyond_memory(option: str, value: object, needed: float) -> None:

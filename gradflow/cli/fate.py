@@ -24,6 +24,7 @@ from gradflow.systems.fate import config_type, fate_system, fate_systems, quick_
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
+from ._sizes import add_allow_long_argument, announce
 
 DEFAULT = "canonical"
 
@@ -56,6 +57,7 @@ def add_arguments_from(parser: argparse.ArgumentParser, words: Sequence[str]) ->
         "agreement, reasons, mismatches as one JSON object on stdout",
         picture=True,
     )
+    add_allow_long_argument(parser, "a map")
     add_cluster_arguments(parser)
     parser.set_defaults(_interrupted=interrupted)
 
@@ -87,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     kind = config_type(args.model)
     fixed = fate_system(args.model).fixed
     config = config_from_args(kind, args, quick_config if args.quick else None, **fixed)
+    announce("fate", config.estimate(), args.allow_long)
     if args.quick:
         _note_quick_kept(config)
     from gradflow.systems.fate import run_fate
@@ -94,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     runs = args.out.with_suffix(".runs")
     with cluster_client(args, "fate") as client:
         cells = {} if client is None else {"client": client}
-        result = run_fate(args.model, config, checkpoint=runs, **cells)
+        result = run_fate(args.model, config, checkpoint=runs, allow_long=True, **cells)
     save_and_report(args, result)
     shutil.rmtree(runs, ignore_errors=True)
     return 0

@@ -12,8 +12,8 @@ of ``N`` processes, ``--scheduler ADDRESS`` on a running one; the files are the 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._options import (
@@ -24,6 +24,7 @@ from ._options import (
     region_of,
     save_and_report,
 )
+from ._sizes import add_allow_long_argument, announce
 
 SECONDS_PER_CELL = 0.4
 """The fixed work of one cell (critical sets, attractor index), seconds: 0.3–0.6 s measured for
@@ -38,55 +39,18 @@ SECONDS_PER_FLOW = 1e-5
 1000 × 1000 map on a 2-core machine (docs/performance.md)."""
 
 
-LONG_S = 24 * 3600.0
-"""A sweep estimated to take longer than this (seconds) is refused unless ``--allow-long``
-asks for it: a typo in a count (``0.05:0.95:1000``) should not start days of work."""
+def estimate(cells: int, grid: int, dim: int) -> Any:
+    """A sweep's size, rough duration on 2 CPU cores at the canonical model's rates, and memory
+    (:func:`gradflow.sweep_memory`), as a :class:`gradflow.Estimate`."""
+    from gradflow import Estimate, sweep_memory
 
-
-def seconds(cells: int, grid: int) -> float:
-    """A sweep's rough duration on 2 CPU cores at the canonical model's rates."""
-    return cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW)
-
-
-def check_size(cells: int, grid: int, dim: int, allow_long: bool) -> None:
-    """Refuse, before any cell is bound, a sweep whose results cannot fit in memory, or whose
-    estimate passes :data:`LONG_S` without ``allow_long``.
-
-    Raises:
-        GradflowError: one line with the sizes and the estimate.
-    """
-    from gradflow import GradflowError, sweep_memory
-
-    from ._sizes import refuse_beyond_memory
-
-    refuse_beyond_memory(f"{cells} cells at --grid", grid, sweep_memory(cells, grid, dim))
-    needed = seconds(cells, grid)
-    if needed > LONG_S and not allow_long:
-        raise GradflowError(
-            f"{cells} cells at --grid {grid} would take about {duration(needed)} on 2 CPU cores, "
-            f"past the {duration(LONG_S)} a sweep runs without --allow-long; choose fewer "
-            "cells or a smaller --grid, or add --allow-long"
-        )
-
-
-def estimate(cells: int, grid: int) -> str:
-    """One line announcing a sweep's size and its rough duration, before it starts."""
-    flows = cells * grid * grid
-    seconds_ = seconds(cells, grid)
-    return (
-        f"{cells} cells × {grid}² = {flows:.3g} flows: about {duration(seconds_)} on 2 CPU cores "
-        f"after start-up and compilation (about {duration(COMPILE_S)} on a quiet machine), at the canonical model's rates of "
-        f"{SECONDS_PER_CELL:g} s + {SECONDS_PER_FLOW * 1e6:g} µs per flow per cell; Ctrl-C keeps "
-        "the finished cells, the same command resumes"
+    return Estimate(
+        size=f"{cells} cells × {grid}² = {cells * grid * grid:.3g} flows",
+        seconds=COMPILE_S + cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW),
+        basis=f"the canonical model's rates: {SECONDS_PER_CELL:g} s a cell + "
+        f"{SECONDS_PER_FLOW * 1e6:g} µs a flow, and {COMPILE_S:g} s of start-up and compilation",
+        memory=sweep_memory(cells, grid, dim),
     )
-
-
-def duration(seconds: float) -> str:
-    """``40 s``, ``3.2 min``, ``4.5 h``, ``2.1 days``."""
-    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.2g} {unit}"
-    return f"{seconds:.2g} s"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -104,11 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("sweep.npz"),
         help="data path (default sweep.npz); the .json and the picture (.png) go beside it, finished cells in sweep.cells/",
     )
-    parser.add_argument(
-        "--allow-long",
-        action="store_true",
-        help=f"run a sweep estimated to take longer than {duration(LONG_S)} (refused otherwise)",
-    )
+    add_allow_long_argument(parser, "a sweep")
     add_json_argument(parser, "model, grid, box and every cell as one JSON object on stdout")
     add_cluster_arguments(parser)
     parser.set_defaults(_interrupted=interrupted)
@@ -195,12 +155,11 @@ def run(args: argparse.Namespace) -> int:
     for values in axes.values():
         cells *= len(values)
     check_grid(args.grid, model.dim, "--grid")
-    check_size(cells, args.grid, model.dim, args.allow_long)
+    announce("sweep", estimate(cells, args.grid, model.dim), args.allow_long)
     note_loss_parameters(args, model)
     from gradflow import remove_checkpoint, sweep
 
     checkpoint = args.out.with_suffix(".cells")
-    print(f"gradflow sweep: {estimate(cells, args.grid)}", file=sys.stderr, flush=True)
     with cluster_client(args, "sweep") as client:
         result = sweep(
             model,

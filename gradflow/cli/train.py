@@ -20,6 +20,7 @@ from gradflow.systems.markov.config import TrainConfig
 
 from ._config import add_config_arguments, config_from_args
 from ._options import add_output_arguments, check_out, save_and_report
+from ._sizes import add_allow_long_argument, announce
 
 EXIT_STOPPED = 1
 """Exit status of a run that a non-finite loss stopped."""
@@ -33,11 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         json_help="the summary as one JSON object on stdout",
         picture=True,
     )
+    add_allow_long_argument(parser, "a training run")
 
 
 def run(args: argparse.Namespace) -> int:
     check_out(args, "the training record")
     config = config_from_args(TrainConfig, args)
+    announce("train", config.estimate(), args.allow_long, resumable=False)
     if config.states > 2:
         from gradflow.systems.markov.states_training import train_states
 

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gradflow import GradflowError
+from gradflow import Estimate, GradflowError
 
 from .task import (
     MIXINGS,
@@ -70,6 +70,19 @@ STARTS = ("zero", "unigram")
 EVALUATIONS = ("task", "training")
 """Where a run's stages are measured: on the task's sequences (Dirichlet prior) or on its
 training prior's."""
+RUN_BYTES = 1536
+"""Bytes a fate map keeps per run besides its arrays' values: its cell (285 B measured with
+``tracemalloc`` around the map's cell list) and six NumPy arrays in a dict."""
+TRANSFORMER_STEP_S = 4.8e-3
+"""Seconds of a transformer AdamW step at T = 50, batch 32, d = 16: ``gradflow bench
+induction-heads`` measures 22–32 steps/s at T = 100, batch 64, and a step's cost grows as
+batch × T² (the attention scores)."""
+MINIMAL_STEP_S = 2.3e-3
+"""Seconds of a minimal-model (or reduction) SGD step at T = 50, batch 64: the benchmark's
+104–122 steps/s at T = 100, scaled by T²."""
+ICL_FIXED_S = 45.0
+"""Seconds of start-up and compilation of a fate map (its three models; the default map took
+1 min 48 s cold, about 60 s of it training at the rates above)."""
 
 
 def check_evaluation(evaluate_on: str) -> None:
@@ -405,6 +418,10 @@ class ICLFateConfig:
     )
 
     SIZES: ClassVar[tuple[str, ...]] = (
+        "shares",
+        "scales",
+        "seeds",
+        "evaluations",
         "k",
         "T",
         "transformer_batch",
@@ -412,16 +429,46 @@ class ICLFateConfig:
         "reduced_n",
         "d",
     )
-    """The fields that set the memory a run needs."""
+    """The fields that set the memory the map needs."""
+
+    def points(self) -> int:
+        """Grid points ``(ρ, σ, seed)``: three runs each (transformer, minimal, reduction)."""
+        return len(self.shares) * len(self.scales) * self.seeds
 
     def memory_bytes(self) -> float:
-        """The largest of its runs' estimates (:meth:`ICLConfig.memory_bytes`): the map trains
-        one run at a time."""
+        """The largest of its runs' estimates (:meth:`ICLConfig.memory_bytes`: the map trains
+        one run at a time), plus what the map keeps: per run 10 float64 per evaluation (its
+        step, three distances, test loss, ``(a, b, v)``, off-family share, lag-1 mass) and
+        :data:`RUN_BYTES` of cell and arrays, per point its four comparisons
+        (:data:`~gradflow.systems.fate.COMPARISON_BYTES` each)."""
+        from gradflow.systems.fate import COMPARISON_BYTES
+
         sizes = dict(k=self.k, T=self.T, d=self.d)
-        return max(
+        run = max(
             ICLConfig(model="transformer", batch=self.transformer_batch, **sizes).memory_bytes(),
             ICLConfig(model="minimal", batch=self.minimal_batch, **sizes).memory_bytes(),
             ICLConfig(model="reduced", batch=self.reduced_n, **sizes).memory_bytes(),
+        )
+        kept = 3 * (8.0 * 10 * (self.evaluations + 1) + RUN_BYTES) + 4 * COMPARISON_BYTES
+        return run + self.points() * kept
+
+    def estimate(self) -> Estimate:
+        """The map's size, rough duration (:data:`TRANSFORMER_STEP_S` and
+        :data:`MINIMAL_STEP_S` per step, scaled by batch and ``T``; :data:`ICL_FIXED_S` to
+        start) and memory."""
+        scale = (self.T / 50) ** 2
+        transformer = TRANSFORMER_STEP_S * self.transformer_batch / 32 * scale
+        minimal = MINIMAL_STEP_S * self.minimal_batch / 64 * scale
+        per_point = self.transformer_steps * transformer + 2 * self.minimal_steps * minimal
+        points = self.points()
+        return Estimate(
+            size=f"{3 * points:,} runs ({points:,} points ρ × σ × seed, each the transformer's "
+            f"{self.transformer_steps:,} steps and the minimal model's and the reduction's "
+            f"{self.minimal_steps:,})",
+            seconds=ICL_FIXED_S + points * per_point,
+            basis=f"{transformer * 1e3:.2g} ms a transformer step, {minimal * 1e3:.2g} ms a "
+            f"minimal or reduced step at T = {self.T}, and {ICL_FIXED_S:g} s to start",
+            memory=self.memory_bytes(),
         )
 
     def __post_init__(self) -> None:

@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from gradflow import GradflowError, Region
+from gradflow import Estimate, GradflowError, Region
 
+from .costs import fate_estimate, fate_memory, train_estimate
 from .ranges import (
     FULL_LENGTH,
     check_attention,
@@ -135,6 +136,11 @@ class TrainConfig:
             + 200.0 * sequences * self.length * self.d
         )
 
+    def estimate(self) -> Estimate:
+        """The run's size, rough duration and memory, before anything runs
+        (:func:`~gradflow.systems.markov.costs.train_estimate`)."""
+        return train_estimate(self, self.memory_bytes())
+
     def __post_init__(self) -> None:
         check_switching(self.p, self.q)
         if self.init not in INITS:
@@ -249,11 +255,14 @@ class FateConfig:
     """The fields that set the memory the map needs."""
 
     def memory_bytes(self) -> float:
-        """A lower bound of the map's memory: the arrays it keeps per run of each grid point
-        (:meth:`runs`: fate, time, loss, steps, descent and sliding steps, the projected
-        endpoint, the departures: 10 float64) and per grid point (the start and the reduced
-        prediction in each metric)."""
-        return 8.0 * self.grid**2 * (10 * len(self.runs()) + 4)
+        """The map's peak memory, bytes: its arrays and records per run, its starts and
+        predictions per grid point (:func:`~gradflow.systems.markov.costs.fate_memory`)."""
+        return fate_memory(self)
+
+    def estimate(self) -> Estimate:
+        """The map's size, rough duration and memory, before anything runs
+        (:func:`~gradflow.systems.markov.costs.fate_estimate`)."""
+        return fate_estimate(self)
 
     p: float = switching_field("p", 0.5)
     q: float = switching_field("q", 0.8)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from gradflow import GradflowError
+from gradflow import Estimate, GradflowError
 
 from .scheme import INITS, SCALINGS, check_size
 
@@ -246,6 +246,23 @@ of 4 from this) at least their width, so that a map compiles three programs per 
 up to 256 instead of one per width: compiling, not running, dominates the cost of small widths."""
 
 
+SHAPE_S = 4.0
+"""Seconds to compile a fate map's programs for one ``(N, padded width)``: the quick map (4
+shapes) took 59 s cold on 2 busy cores (load 9), its cells 3 s of it."""
+CELL_S = 0.06
+"""Seconds of a cell's fixed work (kernels, spectra, limits): ``gradflow fate --model shallow-ntk
+--quick --seeds 4``, its programs compiled, took 3.1 s for 16 cells of 400 steps, and 4.8 s at
+800 steps (busy cores: 0.08 s a cell and 0.27 ms a step; the default map's 74 s on quiet cores
+fit 0.06 s and 0.2 ms)."""
+CELL_STEP_S = 2e-4
+"""Seconds of one gradient-descent step of a cell's networks at small widths (see
+:data:`CELL_S`)."""
+UNIT_STEP_S = 1e-9
+"""Seconds per step, sample and padded neuron of one network, beyond :data:`CELL_STEP_S`: a
+floor of about a GFLOP/s on the ``N × d_s × W`` activations, which matters only for widths of
+thousands."""
+
+
 def compiled_width(d_m: int) -> int:
     """The width a network of width ``d_m`` is run at in the fate map (:data:`SMALLEST_SHAPE`)."""
     width = SMALLEST_SHAPE
@@ -347,12 +364,45 @@ class NtkFateConfig:
     """The fields that set the memory a map needs."""
 
     def memory_bytes(self) -> float:
-        """Estimated peak memory of the largest cell (float64): its networks, run together at the
-        widest padded width ``W``, hold per-sample gradients of ``N`` outputs over
+        """Estimated peak memory (float64) of the largest cell: its networks, run together at
+        the widest padded width ``W``, hold per-sample gradients of ``N`` outputs over
         ``(3d + 1) W`` parameters with their kernels and gradient-descent copies, and the
-        ``N × d_s × W`` activations with their gradients."""
+        ``N × d_s × W`` activations with their gradients; plus what the map keeps of every
+        cell: per network its loss curve (``steps + 1``) and 25 measurements, and its
+        comparison (:data:`~gradflow.systems.fate.COMPARISON_BYTES`)."""
+        from gradflow.systems.fate import COMPARISON_BYTES
+
         width = float(compiled_width(max(self.widths)))
         n = float(max(self.n_samples))
         networks = len(self.inits) * len(self.scalings)
         params = (3 * self.d + 1) * width
-        return 8.0 * networks * (3 * n * params + 6 * n * self.d_s * width)
+        cell = 8.0 * networks * (3 * n * params + 6 * n * self.d_s * width)
+        kept = networks * (8.0 * (self.steps + 1 + 25) + COMPARISON_BYTES)
+        return cell + self.cells() * kept
+
+    def cells(self) -> int:
+        """Cells ``(N, d_m, draw)``, each running every init and scaling."""
+        return len(self.n_samples) * len(self.widths) * self.seeds
+
+    def estimate(self) -> Estimate:
+        """The map's size, rough duration (:data:`SHAPE_S` per compiled shape, :data:`CELL_S`
+        per cell, :data:`CELL_STEP_S` per step of a cell's networks together and
+        :data:`UNIT_STEP_S` per step, sample and padded neuron of each) and memory."""
+        networks = len(self.inits) * len(self.scalings)
+        shapes = len(self.n_samples) * len({compiled_width(w) for w in self.widths})
+        units = self.seeds * sum(
+            n * compiled_width(w) * networks for n in self.n_samples for w in self.widths
+        )
+        seconds = (
+            SHAPE_S * shapes
+            + self.cells() * (CELL_S + self.steps * CELL_STEP_S)
+            + self.steps * units * UNIT_STEP_S
+        )
+        return Estimate(
+            size=f"{self.cells():,} cells (N × d_m × draw) of {networks} networks, "
+            f"{self.steps:,} steps each",
+            seconds=seconds,
+            basis=f"{SHAPE_S:g} s to compile each of {shapes} shapes, {CELL_S:g} s a cell, "
+            f"{CELL_STEP_S * 1e3:g} ms a step of a cell's networks at small widths",
+            memory=self.memory_bytes(),
+        )

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gradflow import GradflowError
+from gradflow import Estimate, GradflowError
 
 from .data import BASES, FILLERS
 from .model_config import COMBINES, NEURONS, READOUTS, MixtureConfig
@@ -26,6 +26,16 @@ with the attention frozen at its initialization."""
 
 METHODS = ("gd", "flow")
 """Integrators: gradient descent with step ``lr``, or the gradient flow (adaptive Tsit5)."""
+
+STEP_S = 1.0e-7
+"""Seconds of a fate map's descent step per neuron and per sample (a full run is padded to the
+map's widest width, a limit run has ``particles`` neurons, ``K`` groups have ``4K(K - 1)``
+samples): ``gradflow fate --model two-mixture --quick --omegas 0.01,0.02,0.05,0.1`` run after
+the quick map, its programs compiled, took 1.9 s for 1.5·10⁷ step-neuron-samples on 2 busy
+cores (load 9): 1.3·10⁻⁷; the default map's 82 s on quiet cores give 0.6–0.9·10⁻⁷."""
+COMPILE_S = 20.0
+"""Seconds of start-up and compilation per ``K`` of a fate map (the quick map, one ``K``, took
+27 s cold on busy cores)."""
 
 
 @dataclass(frozen=True)
@@ -355,6 +365,57 @@ class MixtureFateConfig:
             raise GradflowError(f"fit_level = {self.fit_level!r}: need 0 < level < ln 2 nats")
         if not self.band > 1:
             raise GradflowError(f"band = {self.band!r} must be > 1")
+
+    SIZES: ClassVar[tuple[str, ...]] = ("ks", "widths", "particles", "records")
+    """The fields that set the memory the map needs."""
+
+    def runs(self) -> tuple[int, int]:
+        """``(full, limit)``: the map's full runs (every ``K``, ``ω``, width, draw and group)
+        and limit runs (every ``K``, ``ω`` and group)."""
+        cells = len(self.ks) * len(self.omegas) * 2
+        return cells * len(self.widths) * int(self.seeds), cells
+
+    def memory_bytes(self) -> float:
+        """The map's peak memory, bytes: the largest run's (every full run is padded to the
+        widest width ``W``: ``12 K W`` trained weights on ``d = 2K`` — ``W_Q``, ``W_K`` and the
+        neurons of two heads — recorded ``records + 1`` times, and about 8 float64 of
+        activations per neuron, token and sample of the ``4K(K - 1)`` samples of 3 tokens at
+        every record, where the margins are read), plus what every run keeps (its margins and
+        three traces per record) and the records of the comparisons."""
+        from gradflow.systems.fate import COMPARISON_BYTES
+
+        K, T = max(self.ks), self.records + 1
+        samples = 4 * K * (K - 1)
+        width = max(max(self.widths), self.particles)
+        run = 8.0 * width * T * (12 * K + 8 * 3 * samples)
+        full, limit = self.runs()
+        kept = 8.0 * (full + limit) * T * (samples + 3)
+        return run + kept + full * COMPARISON_BYTES
+
+    def estimate(self) -> Estimate:
+        """The map's size, rough duration and memory: :data:`STEP_S` per descent step, neuron
+        and sample of a run (full runs at the widest width, limit runs at ``particles``), and
+        :data:`COMPILE_S` per ``K``."""
+        full, limit = self.runs()
+        steps = self.steps_per_record() * self.records
+        work = sum(
+            steps
+            * 4
+            * K
+            * (K - 1)
+            * (self.particles + len(self.widths) * self.seeds * max(self.widths))
+            * len(self.omegas)
+            * 2
+            for K in self.ks
+        )
+        return Estimate(
+            size=f"{full:,} full runs of widths up to {max(self.widths):,} and {limit} limit "
+            f"runs, {steps:,} descent steps each",
+            seconds=COMPILE_S * len(self.ks) + STEP_S * work,
+            basis=f"{STEP_S * 1e6:g} µs a step, neuron and sample, and {COMPILE_S:g} s to "
+            "compile for each K",
+            memory=self.memory_bytes(),
+        )
 
     def draws(self) -> tuple[int, ...]:
         """The seeds of the finite-width draws: ``seed … seed + seeds − 1``."""

@@ -32,18 +32,20 @@ def test_quick_alone_says_nothing(capsys):
 
 
 def test_a_fate_map_beyond_memory_is_refused_in_one_line(cli):
-    # 10¹⁰ grid points × 7 runs × 10 float64 kept per run alone are 5.6 TB
+    # 10¹⁰ grid points × 7 runs × 27 float64 kept per run alone are 15 TB
     cli.assert_rejected(["fate", "--grid", "100000"], "--grid 100000 --sigma 0.0,0.01,0.1")
 
 
 def test_the_quick_map_is_sized_with_its_quick_settings(cli):
-    # one run per point with --quick: 10¹⁰ × 14 float64 still cannot fit, named as it runs
+    # one run per point with --quick: 10¹⁰ runs of 27 float64 still cannot fit, named as it runs
     cli.assert_rejected(["fate", "--grid", "100000", "--quick"], "--sigma 0.0 --seeds 1")
 
 
 def test_the_memory_bound_counts_the_runs():
+    # 100 points × 4 runs (σ = 0 once, σ = 0.1 three draws): 27 float64 in 3 copies and two
+    # comparisons of 6 KiB per run; the (e, w) start and two predictions per point
     config = FateConfig(p=0.5, q=0.8, grid=10, sigma=(0.0, 0.1), seeds=3)
-    assert config.memory_bytes() == 8.0 * 100 * (10 * 4 + 4)
+    assert config.memory_bytes() == 400 * (3 * 8 * 27 + 2 * 6 * 1024) + 100 * 8 * 4
 
 
 def test_a_figure_into_a_file_path_is_refused(cli):
