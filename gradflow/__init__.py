@@ -106,7 +106,8 @@ _EXPORTS = {
     "remove_checkpoint": "._sweep.sweep",
     "sweep": "._sweep.sweep",
     "FUNCTION_NAMES": "._symbolic.grammar",
-    "Overlay": "._portrait.portrait",
+    "Overlay": "._portrait.overlay",
+    "read_overlays": "._portrait.overlay",
     "Portrait": "._portrait.portrait",
     "portrait": "._portrait.portrait",
     "progress_bar": "._output.progress",
@@ -168,7 +169,8 @@ if TYPE_CHECKING:
     from ._output.memory import Estimate, basin_memory, sweep_memory
     from ._output.progress import progress_bar
     from ._output.text import format_table
-    from ._portrait.portrait import Overlay, Portrait, portrait
+    from ._portrait.overlay import Overlay, read_overlays
+    from ._portrait.portrait import Portrait, portrait
     from ._sweep.branches import Branch, stability
     from ._sweep.sweep import Sweep, follow, remove_checkpoint, sweep
     from ._symbolic.closed_forms import CriticalSetSpec
@@ -261,6 +263,7 @@ __all__ = [
     "open_checkpoint",
     "parse_loss",
     "portrait",
+    "read_overlays",
     "progress_bar",
     "save_result",
     "save_with_data",

@@ -1,2 +1,2 @@
-"""Phase portraits (``portrait``) and separatrices as the stable manifolds of saddles
-(``separatrix``)."""
+"""Phase portraits (``portrait``), separatrices as the stable manifolds of saddles
+(``separatrix``) and the saved runs drawn over a portrait (``overlay``)."""

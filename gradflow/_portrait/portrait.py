@@ -9,7 +9,7 @@ writes the figure with its data beside it.  matplotlib is imported on first draw
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,13 +36,15 @@ from .._output.draw import (
     legend_below,
 )
 from .._output.io import FORMATS, check_output, save_result
+from .._output.text import format_point
+from .overlay import Overlay, read_overlays
 from .separatrix import separatrices
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["FORMATS", "LAYERS", "Overlay", "Portrait", "portrait"]
+__all__ = ["FORMATS", "LAYERS", "Portrait", "portrait"]
 
 LAYERS = ("basins", "invariant", "streamlines", "separatrix", "critical")
 """What :meth:`Portrait.draw` can draw (overlays are always drawn)."""
@@ -50,17 +52,6 @@ STREAM_GRID = 80
 """Points per axis of the grid on which ``-∇L`` is sampled for streamlines."""
 CRITICAL_SAMPLES = 801
 """Samples per free dimension when drawing closed-form critical sets."""
-
-
-@dataclass(frozen=True)
-class Overlay:
-    """A path drawn over a portrait, in the portrait's plane coordinates, shape ``(n, 2)``, in
-    ``color`` and ``linestyle`` (matplotlib's)."""
-
-    label: str
-    path: np.ndarray
-    color: str = "black"
-    linestyle: str = "-"
 
 
 @dataclass(frozen=True)
@@ -77,7 +68,8 @@ class Portrait(OnRegion):
             plane.
         stream: ``(xs, ys, U, V)``: ``-∇L`` projected on the plane, ``U, V`` of shape ``(ny, nx)``.
         invariant: ``(name, values)`` of a conserved quantity on the stream grid, or ``None``.
-        overlays: extra paths (e.g. full-model training projected to the plane).
+        overlays: paths drawn on top (e.g. full-model training projected to the plane),
+            :class:`gradflow.Overlay`.
         euclidean_separatrix: for a portrait in another metric, the separatrices of the
             Euclidean flow (drawn dotted beside the metric flow's), else empty.
     """
@@ -96,6 +88,16 @@ class Portrait(OnRegion):
     def plane_order(self) -> tuple[int, int]:
         """Indices of the plane's two parameters in a point ``θ``."""
         return self.region.plane_order
+
+    def with_overlays(self, *overlays: Overlay | Path | str) -> Portrait:
+        """This portrait with ``overlays`` drawn on top as well: :class:`gradflow.Overlay` objects in
+        the plane's coordinates, or NPZ files of saved runs (:func:`gradflow.read_overlays`,
+        read against this portrait's plane).  Nothing is recomputed.
+
+        Raises:
+            GradflowError: a file :func:`gradflow.read_overlays` refuses.
+        """
+        return replace(self, overlays=[*self.overlays, *_resolve(overlays, self.plane)])
 
     def draw(
         self,
@@ -144,7 +146,9 @@ class Portrait(OnRegion):
             handles += draw_separatrices(ax, self.separatrix, self._metric_name)
             handles += draw_separatrices(ax, self.euclidean_separatrix, "euclidean", dotted=True)
         if "critical" in layers:
-            handles += draw_critical(ax, self.critical, self.plane_order, self.landscape.loss_unit)
+            handles += draw_critical(
+                ax, self.critical, self.plane_order, self.landscape.loss_unit, self.box
+            )
         handles += draw_overlays(ax, self.overlays)
         ax.set_xlim(self.box[0], self.box[1])
         ax.set_ylim(self.box[2], self.box[3])
@@ -207,13 +211,16 @@ class Portrait(OnRegion):
         if self.basin_map is not None:
             nx, ny = self.region.grid
             lines += [f"\nbasins on a {nx} × {ny} grid:", self.basin_map.table()]
+        lines += self._overlay_lines()
         return "\n".join(lines)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays behind the figure: the streamline field (``stream_x``, ``stream_y``,
         ``stream_u``, ``stream_v``), the basin map's arrays under the names
         :meth:`gradflow.BasinMap.arrays` gives them, the invariant (``invariant_<name>``), the
-        separatrices (polylines joined by NaN rows) and the critical sets
+        separatrices (polylines joined by NaN rows), the overlays' paths in plane coordinates
+        (``overlays``, joined by NaN rows, in the order of :meth:`metadata`'s ``"overlays"``)
+        and the critical sets
         (:meth:`gradflow.CriticalSets.arrays`)."""
         xs, ys, u, v = self.stream
         out: dict[str, np.ndarray] = {"stream_x": xs, "stream_y": ys, "stream_u": u, "stream_v": v}
@@ -224,6 +231,8 @@ class Portrait(OnRegion):
         out["separatrix"] = _join(self.separatrix)
         if self.euclidean_separatrix:
             out["euclidean_separatrix"] = _join(self.euclidean_separatrix)
+        if self.overlays:
+            out["overlays"] = _join([o.path for o in self.overlays])
         return out | self.critical.arrays()
 
     def metadata(self) -> dict[str, Any]:
@@ -243,7 +252,24 @@ class Portrait(OnRegion):
         }
         if self.basin_map is not None:
             record.update(self.basin_map.metadata())
+        if self.overlays:
+            record["overlays"] = [o.label for o in self.overlays]
         return record
+
+    def _overlay_lines(self) -> list[str]:
+        """One line per legend entry of the overlays: its runs, points, start and end."""
+        lines, plane = [], f"({self.plane[0]}, {self.plane[1]})"
+        for label in dict.fromkeys(o.label for o in self.overlays):
+            paths = [o.path for o in self.overlays if o.label == label]
+            if len(paths) == 1:
+                where = (
+                    f"{len(paths[0])} points from {plane} = {format_point(paths[0][0])} "
+                    f"to {format_point(paths[0][-1])}"
+                )
+            else:
+                where = f"{len(paths)} runs of {min(map(len, paths))}…{max(map(len, paths))} points"
+            lines.append(f"overlay {label}: {where}")
+        return ["", *lines] if lines else []
 
     def save(self, out: Path | str, notes: Sequence[str] = ()) -> list[Path]:
         """Write the figure (format from the suffix), and its ``.npz`` and ``.json`` beside it.
@@ -269,13 +295,28 @@ def _join(lines: list[np.ndarray]) -> np.ndarray:
     return np.vstack(parts[:-1])
 
 
+def _resolve(overlays: Sequence[Overlay | Path | str], plane: tuple[str, str]) -> list[Overlay]:
+    """Overlays as given, files read against ``plane`` (:func:`read_overlays`), each file's
+    styles continuing where the file before it ended."""
+    out: list[Overlay] = []
+    styles = 0
+    for item in overlays:
+        if isinstance(item, Overlay):
+            out.append(item)
+            continue
+        read = read_overlays(item, plane, style=styles)
+        styles += len({o.label for o in read})
+        out += read
+    return out
+
+
 def portrait(
     landscape: Landscape,
     *,
     region: Region | None = None,
     show_basins: bool = True,
     options: FlowOptions | Sequence[FlowOptions] | None = None,
-    overlays: Sequence[Overlay] = (),
+    overlays: Sequence[Overlay | Path | str] = (),
     progress: bool | None = None,
     metric: str | Metric | None = None,
 ) -> Portrait:
@@ -288,7 +329,9 @@ def portrait(
             ``Region.of(landscape, 201)``: 201 × 201 flows on the landscape's box).
         show_basins: integrate the basin map (the costly part).
         options: integration stages for the basin map.
-        overlays: paths to draw on top, in plane coordinates.
+        overlays: paths to draw on top: :class:`gradflow.Overlay` objects in plane coordinates,
+            or NPZ files of saved runs (a path; :func:`gradflow.read_overlays`, read against
+            the region's plane before anything is computed).
         progress: progress bar for the basin map.
         metric: the metric ``G`` of the flow ``dθ/dt = -G⁻¹∇L`` (see :func:`gradflow.flow`):
             streamlines, basins and separatrices follow it; in a metric other than the
@@ -302,9 +345,11 @@ def portrait(
         The computed :class:`Portrait`.
 
     Raises:
-        GradflowError: a region over other parameters than the landscape's.
+        GradflowError: a region over other parameters than the landscape's; an overlay file
+            :func:`gradflow.read_overlays` refuses.
     """
     region = region_of(landscape, region, default_grid=201)
+    drawn = _resolve(overlays, region.plane)
     box = region.search_box(landscape)
     critical = critical_sets(landscape, box=box)
     on_slice = critical_sets(
@@ -343,5 +388,5 @@ def portrait(
         region=region,
         stream=(stream.xs, stream.ys, moving[..., ix], moving[..., iy]),
         invariant=invariant,
-        overlays=list(overlays),
+        overlays=drawn,
     )

@@ -32,6 +32,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="figure path; .png, .pdf or .svg (default portrait.png); the .npz and .json go beside it",
     )
     parser.add_argument("--no-basins", action="store_true", help="skip the basin map (much faster)")
+    parser.add_argument(
+        "--overlay",
+        type=Path,
+        nargs="+",
+        default=[],
+        metavar="RUN.npz",
+        help="saved runs to draw on the portrait: NPZ files with 'coords' (T, k) or (n_runs, T, k) "
+        "and 'coordinate_names' (k names), as gradflow train writes them (see docs/cli.md)",
+    )
     add_json_argument(parser, "the portrait's metadata (its .json) as one JSON object on stdout")
 
 
@@ -52,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         region=region_of(args, model),
         show_basins=not args.no_basins,
         metric=args.metric,
+        overlays=args.overlay,
     )
     notes = {"notes": list(model.notes)} if model.notes else {}
     save_and_report(args, result, metadata=result.metadata() | notes, notes=model.notes, dpi=150)

@@ -119,7 +119,8 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """The portrait with the training paths; dots at the starts, crosses at the ends."""
+    """The portrait with the training paths; dots at the starts, crosses at the ends (drawn by
+    every overlay)."""
     ax = fig.add_subplot()
     data.picture.draw(
         ax,
@@ -128,5 +129,3 @@ def draw(data: Data, fig: Figure) -> None:
             f"AdamW, N = 64, d = 8, {data.config.steps} steps; dots: start, crosses: end"
         ),
     )
-    for overlay in data.picture.overlays:
-        ax.plot(*overlay.path[-1], "x", color=overlay.color, ms=9, mew=2.2, zorder=6)
