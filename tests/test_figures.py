@@ -536,3 +536,20 @@ def test_layout_check_finds_panel_letters_repeated_or_out_of_reading_order():
             ax.set_title(f"({letter}) panel")
         found = letter_problems(fig.get_axes())
         assert (found == []) if problem is None else (problem in " ".join(found)), found
+
+
+def test_a_portraits_legend_lists_only_the_critical_sets_in_its_view():
+    """``(x² - 1)² + y²`` has the saddle (0, 0) and the minima (±1, 0).  Drawn on the box
+    x ∈ [0.5, 2], y ∈ [-1, 1], the search (widened by half the box each side, x ∈ [-0.25,
+    2.75]) finds the saddle, but it lies outside the view: the legend names the minimum (1, 0)
+    and no saddle."""
+    import gradflow
+
+    bound = gradflow.loss_model("(x**2 - 1)**2 + y**2").bind()
+    region = gradflow.Region.of(bound, grid=3, box=(0.5, 2.0, -1.0, 1.0))
+    picture = gradflow.portrait(bound, region=region, show_basins=False)
+    assert {str(s.kind) for s in picture.critical} == {"global_min", "saddle"}
+    (legend,) = picture.figure().findobj(Legend)
+    texts = [t.get_text() for t in legend.texts]
+    assert any(t.startswith("global minima: x = 1, y = 0") for t in texts), texts
+    assert not any("saddle" in t for t in texts), texts

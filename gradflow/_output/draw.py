@@ -348,15 +348,25 @@ def critical_label(s: CriticalSet, unit: str) -> str:
 
 
 def draw_critical(
-    ax: Axes, sets: Sequence[CriticalSet], plane_order: Sequence[int], unit: str
+    ax: Axes,
+    sets: Sequence[CriticalSet],
+    plane_order: Sequence[int],
+    unit: str,
+    view: Sequence[float] | None = None,
 ) -> list[Any]:
-    """Critical sets on the plane: curves as lines, points as markers (saddles as crosses)."""
+    """Critical sets on the plane: curves as lines, points as markers (saddles as crosses).
+
+    With ``view`` (``(xmin, xmax, ymin, ymax)``, the axes' limits), a set with no point inside
+    it gets no legend handle: the legend lists only what can be seen."""
     ix, iy = plane_order
     handles, seen = [], set()
     for s in sets:
         color, width = KIND_COLORS[s.kind], KIND_WIDTH[s.kind]
         label = critical_label(s, unit)
         lines = s.polylines()
+        shown = [line[:, [ix, iy]] for line in lines] or [s.points[:, [ix, iy]]]
+        if view is not None and not any(_in_view(points, view) for points in shown):
+            label = ""
         if lines:
             for line in lines:
                 ax.plot(line[:, ix], line[:, iy], color=color, lw=width, zorder=4)
@@ -375,10 +385,17 @@ def draw_critical(
                 zorder=5,
             )
             handle = line_handle(color=color, marker=marker, ls="none", ms=8, label=label)
-        if label not in seen:
+        if label and label not in seen:
             seen.add(label)
             handles.append(handle)
     return handles
+
+
+def _in_view(points: np.ndarray, view: Sequence[float]) -> bool:
+    """Whether any of ``points`` (shape ``(n, 2)``) lies in ``view`` = ``(x0, x1, y0, y1)``."""
+    x0, x1, y0, y1 = view
+    x, y = points[:, 0], points[:, 1]
+    return bool(np.any((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)))
 
 
 def draw_overlays(ax: Axes, overlays: Sequence[Overlay]) -> list[Any]:
@@ -453,8 +470,8 @@ def critical_figure(sets: CriticalSets) -> Figure:
 
     fig = Figure(figsize=(6.5, 7.0), layout="constrained")
     ax = fig.add_subplot()
-    handles = draw_critical(ax, sets, (0, 1), sets.unit)
     (x0, x1), (y0, y1) = sets.box[0], sets.box[1]
+    handles = draw_critical(ax, sets, (0, 1), sets.unit, (x0, x1, y0, y1))
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_xlabel(f"${sets.param_names[0]}$")
