@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MARKERS", "draw_fates"]
+__all__ = ["MARKERS", "cell_edges", "draw_fates"]
 
 MARKERS = {
     "global": ("o", "tab:green"),
@@ -55,8 +55,8 @@ def draw_fates(
         from matplotlib.colors import ListedColormap
 
         ax.pcolormesh(
-            _edges(ws),
-            _edges(es),
+            cell_edges(ws),
+            cell_edges(es),
             image,
             cmap=ListedColormap(list(SHADES.values())),
             vmin=0,
@@ -64,8 +64,8 @@ def draw_fates(
             shading="flat",
         )
         handles += [Patch(color=c, label=f"reduced: {k}") for k, c in SHADES.items()]
-        ax.set_xlim(_edges(ws)[[0, -1]])
-        ax.set_ylim(_edges(es)[[0, -1]])
+        ax.set_xlim(cell_edges(ws)[[0, -1]])
+        ax.set_ylim(cell_edges(es)[[0, -1]])
     for name, (marker, color) in MARKERS.items():
         at = fates == name
         if at.any():
@@ -90,7 +90,7 @@ def draw_fates(
     return handles
 
 
-def _edges(centres: np.ndarray) -> np.ndarray:
+def cell_edges(centres: np.ndarray) -> np.ndarray:
     """Cell edges around equally spaced grid points: half a spacing beyond each end."""
     step = (centres[-1] - centres[0]) / max(len(centres) - 1, 1)
     return np.concatenate([centres - step / 2, centres[-1:] + step / 2])

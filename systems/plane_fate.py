@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from .fate import FateCell, FateResult, plane_cells
+from .fate_markers import cell_edges
 from .plane_fate_config import ModelFateConfig
 
 __all__ = [
@@ -365,18 +366,29 @@ class ModelFateMap(FateResult):
         sigmas = list(dict.fromkeys(s for s, _ in self.runs))
         names = sorted(set(self.full.ravel()) | set(self.reduced["induced"].ravel()))
         colours = {n: plt.get_cmap("tab10")(k % 10) for k, n in enumerate(names)}
-        fig, axes = plt.subplots(1, len(sigmas), figsize=(5.2 * len(sigmas), 5.4), squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(sigmas), figsize=(5.2 * len(sigmas), 5.8), squeeze=False, layout="constrained"
+        )
         share = self.agreement()
         gx, gy = np.meshgrid(self.xs, self.ys)
         for ax, sigma in zip(axes[0], sigmas):
             r = next(k for k, (s, _) in enumerate(self.runs) if s == sigma)
             predicted = self.reduced["induced"]
+            marks = {"zorder": 5, "clip_on": False}  # the box's edge rows are drawn whole
             ax.scatter(
-                gx, gy, s=260, marker="s", alpha=0.3, c=[colours[n] for n in predicted.ravel()]
+                gx,
+                gy,
+                s=260,
+                marker="s",
+                alpha=0.3,
+                c=[colours[n] for n in predicted.ravel()],
+                **marks,
             )
-            ax.scatter(gx, gy, s=40, c=[colours[n] for n in self.full[r].ravel()])
+            ax.scatter(gx, gy, s=40, c=[colours[n] for n in self.full[r].ravel()], **marks)
             wrong = self.full[r] != predicted
-            ax.scatter(gx[wrong], gy[wrong], s=120, facecolors="none", edgecolors="red")
+            ax.scatter(gx[wrong], gy[wrong], s=120, facecolors="none", edgecolors="red", **marks)
+            ax.set_xlim(*cell_edges(self.xs)[[0, -1]])
+            ax.set_ylim(*cell_edges(self.ys)[[0, -1]])
             ax.set_title(
                 f"σ = {sigma:g}: agreement {100 * share[f'induced σ={sigma:g}']:.0f} % induced, "
                 f"{100 * share[f'euclidean σ={sigma:g}']:.0f} % Euclidean",
@@ -385,13 +397,17 @@ class ModelFateMap(FateResult):
             ax.set_xlabel(self.plane[0])
             ax.set_ylabel(self.plane[1])
         handles = [plt.Line2D([], [], marker="o", ls="", color=colours[n], label=n) for n in names]
-        fig.legend(handles=handles, loc="lower center", ncol=min(len(names), 4), fontsize=8)
+        if any((self.full[r] != self.reduced["induced"]).any() for r in range(len(self.runs))):
+            ring = {"mfc": "none", "mec": "red", "label": "mismatch (induced metric)"}
+            handles.append(plt.Line2D([], [], marker="o", ls="", **ring))
+        fig.legend(
+            handles=handles, loc="outside lower center", ncol=min(len(handles), 4), fontsize=8
+        )
         fig.suptitle(
             f"fate map, {self.config.model}\nfull outcome (dot) on the induced prediction "
             "(square), mismatches ringed",
             fontsize=10,
         )
-        fig.tight_layout(rect=(0, 0.03 + 0.04 * -(-len(names) // 4), 1, 0.92))
         return fig
 
 

@@ -553,3 +553,40 @@ def test_a_portraits_legend_lists_only_the_critical_sets_in_its_view():
     texts = [t.get_text() for t in legend.texts]
     assert any(t.startswith("global minima: x = 1, y = 0") for t in texts), texts
     assert not any("saddle" in t for t in texts), texts
+
+
+def test_a_plane_fate_maps_edge_markers_are_drawn_whole_inside_padded_limits():
+    """A hand-made 2 × 2 plane fate map on w ∈ {-1, 1}, e ∈ {0.5, 1}: the limits lie half a
+    cell beyond the grid (w ∈ [-2, 2], e ∈ [0.25, 1.25]), no marker is clipped, the legend
+    names the two outcomes drawn and the ring (one start disagrees), and the layout holds."""
+    from gradflow.systems.plane_fate import EVIDENCE, ModelFateMap
+    from gradflow.systems.plane_fate_config import ModelFateConfig
+
+    zeros = np.zeros((1, 2, 2))
+    same = np.array([["#0", "#0"], ["#0", "#0"]])
+    fate = ModelFateMap(
+        config=ModelFateConfig(model="canonical-bias", hyper=("p=0.5", "q=0.8"), grid=2),
+        params=("e", "w", "b"),
+        plane=("w", "e"),
+        xs=np.array([-1.0, 1.0]),
+        ys=np.array([0.5, 1.0]),
+        runs=((0.0, 0),),
+        full=np.array([[["#0", "#1"], ["#0", "#0"]]]),
+        status=zeros.astype(int),
+        times=zeros,
+        losses=zeros,
+        projected=np.zeros((1, 2, 2, 3)),
+        off_start=zeros,
+        off_end=zeros,
+        reduced={"induced": same, "euclidean": same},
+        attractors=(),
+        evidence={k: np.full((1, 2, 2), np.nan) for k in EVIDENCE},
+    )
+    fig = fate.figure()
+    FigureCanvasAgg(fig).draw()
+    assert layout_problems(fig) == []
+    (ax,) = fig.axes
+    assert ax.get_xlim() == (-2.0, 2.0) and ax.get_ylim() == (0.25, 1.25)
+    assert ax.collections and not any(c.get_clip_on() for c in ax.collections)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.texts] == ["#0", "#1", "mismatch (induced metric)"]
