@@ -590,3 +590,27 @@ def test_a_plane_fate_maps_edge_markers_are_drawn_whole_inside_padded_limits():
     assert ax.collections and not any(c.get_clip_on() for c in ax.collections)
     (legend,) = fig.legends
     assert [t.get_text() for t in legend.texts] == ["#0", "#1", "mismatch (induced metric)"]
+
+
+def test_fig1_tells_level_sets_from_streamlines_and_labels_the_energy_scale(drawn):
+    """In each flow panel of Fig. 1 the level sets of E are coloured by their level (a colour
+    map, with a colour bar naming E and its unit) and the streamlines are dark grey: every
+    level-set colour differs from the streamlines' by more than 0.3 in some RGB channel."""
+    from matplotlib.collections import LineCollection
+    from matplotlib.colors import to_rgb
+    from matplotlib.contour import ContourSet
+
+    _, fig, _ = drawn("local-to-global-fig1")
+    flows = [ax for ax in fig.get_axes() if "flow and energy levels" in ax.get_title()]
+    bars = [_bar_label(ax) for ax in _colour_bars(fig)]
+    assert len(flows) == 2 and bars == ["conserved E (dimensionless)"] * 2
+    for ax in flows:
+        (levels,) = [c for c in ax.collections if isinstance(c, ContourSet)]
+        (streams,) = [
+            c for c in ax.collections if type(c) is LineCollection and len(c.get_segments())
+        ]
+        dark = np.array(to_rgb(streams.get_color()[0]))
+        assert dark.max() < 0.3
+        colours = levels.to_rgba(levels.levels)[:, :3]
+        assert len({tuple(c) for c in colours}) > 2
+        assert np.abs(colours - dark).max(axis=1).min() > 0.3

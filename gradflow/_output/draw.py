@@ -80,8 +80,11 @@ LABEL_EQUATION = 64
 model's ``e²(1 + a e²/4)(1 + 2w|w|) = c*`` is 32 and must be read whole."""
 INVARIANT_LEVELS = 16
 """Level sets drawn of a conserved quantity (spaced by quantiles of its values)."""
-STREAM_COLOR = "#555555"
-"""Colour of the streamlines and their arrows."""
+STREAM_COLOR = "#333333"
+"""Colour of the streamlines and their arrows: dark grey, apart from the coloured level sets."""
+INVARIANT_CMAP = "cool"
+"""Colour map of the level sets of a conserved quantity (cyan to magenta): apart from the dark
+grey streamlines, the critical sets' green, blue, red and orange, and the basins' light tints."""
 
 
 def line_handle(**kwargs: Any) -> Any:
@@ -242,7 +245,8 @@ def draw_invariant(
     ax: Axes, xs: np.ndarray, ys: np.ndarray, values: np.ndarray, name: str
 ) -> list[Any]:
     """Level sets of a conserved quantity, :data:`INVARIANT_LEVELS` of them at evenly spaced
-    quantiles of its finite values on the grid.
+    quantiles of its finite values on the grid, coloured by their level
+    (:data:`INVARIANT_CMAP`), with a colour bar beside ``ax`` that names the quantity.
 
     Where the quantity jumps between neighbouring grid points by more than a quarter of its
     range (a singular line, such as ``w = 0`` for the canonical energy with its ``ln|w|``), both
@@ -261,17 +265,20 @@ def draw_invariant(
     masked[:, 1:] |= across
     masked[:-1] |= along
     masked[1:] |= along
-    ax.contour(
+    lines = ax.contour(
         xs,
         ys,
         np.ma.masked_array(values, masked),
         levels=levels,
-        colors="#8c8c8c",
-        linewidths=0.6,
+        cmap=INVARIANT_CMAP,
+        linewidths=0.8,
         linestyles="solid",
-        alpha=0.8,
     )
-    return [line_handle(color="#8c8c8c", lw=0.8, label=f"level sets of the conserved {name}")]
+    bar = ax.get_figure().colorbar(lines, ax=ax, shrink=0.85, pad=0.02)
+    bar.set_label(f"conserved {name} (dimensionless)", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    middle = lines.cmap(0.5)
+    return [line_handle(color=middle, lw=1.0, label=f"level sets of the conserved {name}")]
 
 
 def draw_streamlines(

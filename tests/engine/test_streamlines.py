@@ -43,13 +43,13 @@ def test_portrait_streamlines_drawn_as_streamplot_draws_them():
     """Lines and arrows together: the same pixels as ``streamplot`` with the portrait's style."""
     import matplotlib.pyplot as plt
 
-    from gradflow._output.draw import draw_streamlines
+    from gradflow._output.draw import STREAM_COLOR, draw_streamlines
 
     u, v, _ = FIELDS["double well with a hole"]
     pictures = []
     for draw in (
         lambda ax: ax.streamplot(
-            XS, YS, u, v, color="#555555", linewidth=0.6, density=1.2, arrowsize=0.8
+            XS, YS, u, v, color=STREAM_COLOR, linewidth=0.6, density=1.2, arrowsize=0.8
         ),
         lambda ax: draw_streamlines(ax, XS, YS, u, v),
     ):
