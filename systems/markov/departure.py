@@ -264,11 +264,13 @@ def run_evidence(
     level: float,
     fate: str,
     labels: dict[str, Callable[[np.ndarray], np.ndarray]],
+    refine: bool = True,
 ) -> dict[str, float]:
     """Where a recorded full run leaves the reduced prediction (:data:`EVIDENCE`).
 
     - ``stop``: for a global run, the crossing of ``level`` (:func:`refined_crossing`), else
-      the last recorded time;
+      the last recorded time; ``nan`` without ``refine`` (a replayed path, whose run keeps its
+      own stop);
     - ``turn_*``: the point of the path where the reduced loss of its projection is least: its
       time, projected ``(e, w)`` and relative distance from the reduced family; ``rise``: how much
       that reduced loss rose after it (nats; a reduced flow never raises it);
@@ -287,6 +289,7 @@ def run_evidence(
         level: the decision level, nats.
         fate: the run's fate (a name of :data:`~gradflow.systems.markov.fate.FATES`).
         labels: per metric, the reduced basin labels of a batch of full states.
+        refine: locate a global run's crossing of ``level`` (its stop time).
     """
     full, h = land.full, land.h
     hj = jnp.asarray(h)
@@ -304,7 +307,9 @@ def run_evidence(
         "rise": float(heights[-1] - heights[k]),
         "off_max": float(off.max()),
     }
-    if fate == "global":
+    if not refine:
+        out["stop"] = float("nan")
+    elif fate == "global":
         crossing = refined_crossing(land, path, level)
         out["stop"] = crossing if np.isfinite(crossing) else out["stop"]
     rates, space = unstable_space(full, out["turn_w"], h)

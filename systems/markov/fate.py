@@ -48,11 +48,12 @@ The evidence is read off the recorded path of each run without noise
 projection is least, how far it rose after, the distance from the family along the way, the
 full saddle's unstable space, and where the projection crosses the reduced basin boundary (the
 Euclidean one in closed form, the induced one by the reduced flow's fate along the path).  A
-global run's stopping time is the interpolated crossing of the decision level.  The runs with
-noise are not recorded; their mismatches get ``slow-corner``, ``metric``, ``assumption`` or
-``unexplained``.  The relative distance from the family, ``‖W − embed(project W)‖ / ‖W‖``, is
-reported for every run, agreeing or not: the ``(e, w)`` family is not invariant (most of the
-full gradient on it points off its tangent), so every run that moves leaves it.
+global run's stopping time is the interpolated crossing of the decision level.  A run with
+noise whose fate differs from a prediction is replayed, recorded, by the same descent
+(:func:`~gradflow.systems.markov.fate_runs.recorded_paths`; its stop time stays its own).  The
+relative distance from the family, ``‖W − embed(project W)‖ / ‖W‖``, is reported for every
+run, agreeing or not: the ``(e, w)`` family is not invariant (most of the full gradient on it
+points off its tangent), so every run that moves leaves it.
 
 The runs go through :func:`gradflow.run_cells`: without noise one cell per row of the grid
 (``e0``; a dozen runs, seconds each), with noise one cell per ``(σ, seed)`` (the whole grid,
@@ -88,8 +89,7 @@ from .departure import (
     evidence_text,
     run_evidence,
 )
-from .departure import Path as RunPath
-from .fate_runs import DESCENT_SHARE, descended, descent_options, full_options
+from .fate_runs import DESCENT_SHARE, descended, descent_options, full_options, recorded_paths
 from .full_landscape import FullLandscape, embed_batch, off_family, project_batch
 from .full_spectrum import critical_set_indices, index_lines
 
@@ -219,12 +219,11 @@ def full_runs(cell: FullRuns) -> dict[str, np.ndarray]:
     for run, loss in zip(runs, losses):
         fates.append(_fate(run.status, loss, refs, level))
     evidence = {k: np.full(len(runs), np.nan) for k in EVIDENCE}
-    if cell.sigma == 0:
-        labels = _path_labels(config)
-        for i, (run, code) in enumerate(zip(runs, fates)):
-            path = RunPath(run.ts, run.thetas, -land.grad(run.thetas))
-            for k, v in run_evidence(land, path, level, FATES[code], labels).items():
-                evidence[k][i] = v
+    labels, names = _path_labels(config), [FATES[c] for c in fates]
+    clean = base.reshape(n, n, -1)[list(cell.rows)].reshape(starts.shape)
+    for i, path in recorded_paths(land, runs, starts, clean, names, labels, config):
+        for k, v in run_evidence(land, path, level, names[i], labels, cell.sigma == 0).items():
+            evidence[k][i] = v
     off = off_family(full)
     return {
         "fates": np.asarray(fates),
@@ -322,7 +321,7 @@ class FateMap(FateResult):
         evidence: where each run leaves the reduced prediction
             (:func:`~gradflow.systems.markov.departure.run_evidence`), per key of
             :data:`~gradflow.systems.markov.departure.EVIDENCE` shape ``(R, n, n)``; ``nan`` for
-            the runs with noise, which are not recorded.
+            a run with noise that agrees with both predictions (not recorded).
     """
 
     config: FateConfig

@@ -10,12 +10,21 @@ gradient (:data:`HANDOVERS`) the run is handed to :func:`gradflow.slide`, whose 
 the flow is slow and not stiff (beside a minimum) while descent keeps its step, within a step
 budget; a handover that does not decide the run is undone, and descent goes on
 (:func:`descended`).
+
+:func:`recorded_paths` gives the paths a fate map reads its evidence off: a run without noise
+its own recorded steps; a run with noise whose fate differs from the reduced prediction at its
+``θ0`` (in either metric) its gradient descent replayed from the same start with the same step
+and recorded (:data:`RECORDED` points), to the run's stop: the descent it ran, and after a
+handover the Euler scheme of the flow the sliding integrator followed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable, Iterator
 
+import jax
 import numpy as np
 
 from gradflow import (
@@ -31,7 +40,9 @@ from gradflow import (
 )
 
 from .config import FateConfig
-from .full_landscape import FullLandscape
+from .departure import Path
+from .full_landscape import FullLandscape, full_field
+from .full_model import MarkovFullModel
 
 __all__ = [
     "DESCENT_CHUNK",
@@ -40,9 +51,11 @@ __all__ = [
     "FULL_ATOL",
     "FULL_RTOL",
     "HANDOVERS",
+    "RECORDED",
     "descended",
     "descent_options",
     "full_options",
+    "recorded_paths",
 ]
 
 FULL_RTOL = 1e-6
@@ -176,3 +189,69 @@ def descended(
         if not active.size:
             break
     return runs, descent
+
+
+RECORDED = 400
+"""Most recorded points of a replayed descent (:func:`recorded_paths`): one every
+``⌈steps/400⌉`` steps, so the path's cubic interpolation spans a few dozen steps of ``η``."""
+
+
+@functools.cache
+def _descent_chunk(full: MarkovFullModel, lr: float, stride: int) -> Callable[..., jax.Array]:
+    """``stride`` gradient-descent steps of step ``lr`` for a batch of weight vectors."""
+    grad = jax.grad(full_field(full).loss)
+
+    def chunk(w: jax.Array, h: jax.Array) -> jax.Array:
+        return jax.lax.scan(lambda v, _: (v - lr * grad(v, h), None), w, None, length=stride)[0]
+
+    return jax.jit(jax.vmap(chunk, in_axes=(0, None)))
+
+
+def recorded_paths(
+    land: FullLandscape,
+    runs: list[SlideResult],
+    starts: np.ndarray,
+    clean: np.ndarray,
+    fates: list[str],
+    labels: dict[str, Callable[[np.ndarray], np.ndarray]],
+    config: FateConfig,
+) -> Iterator[tuple[int, Path]]:
+    """``(index, path)`` of the runs whose evidence a fate map reads (module docstring).
+
+    Args:
+        land: the full landscape.
+        runs: the runs, from ``starts`` (shape ``(runs, P)``); without noise recorded by
+            :func:`gradflow.slide` (``starts`` equal to ``clean``).
+        clean: the embedded ``θ0`` of each run, shape ``(runs, P)``.
+        fates: each run's fate name.
+        labels: per metric, the reduced prediction of a batch of full states read at their
+            projection (at most :data:`~gradflow.systems.markov.departure.LABELLED` at once).
+        config: the map's settings (its descent step ``lr``).
+    """
+    if np.array_equal(starts, clean):
+        for i, run in enumerate(runs):
+            yield i, Path(run.ts, run.thetas, -land.grad(run.thetas))
+        return
+    chunks = range(0, len(clean), 32)
+    predicted = [np.concatenate([f(clean[k : k + 32]) for k in chunks]) for f in labels.values()]
+    wanted = np.flatnonzero(np.any([np.asarray(fates) != p for p in predicted], axis=0))
+    for group in np.array_split(wanted, -(-len(wanted) // DESCENT_CHUNK_RECORDED) or 1):
+        if not group.size:
+            continue
+        steps = int(np.ceil(max(runs[i].time for i in group) / config.lr))
+        stride = -(-steps // RECORDED)
+        step = _descent_chunk(land.full, config.lr, stride)
+        ys, w = [starts[group]], jax.numpy.asarray(starts[group])
+        for _ in range(-(-steps // stride)):
+            w = step(w, land.h)
+            ys.append(np.asarray(w))
+        ts = stride * config.lr * np.arange(len(ys))
+        for n, i in enumerate(group):
+            keep = int(np.searchsorted(ts, runs[i].time, side="left")) + 1
+            path = np.stack([y[n] for y in ys[:keep]])
+            yield int(i), Path(ts[:keep], path, -land.grad(path))
+
+
+DESCENT_CHUNK_RECORDED = 8
+"""Runs replayed together by :func:`recorded_paths` (a full gradient costs the same per run in
+a batch of 1 as of 8; the batch steps to its slowest member's stop)."""
