@@ -31,6 +31,8 @@ import abc
 import dataclasses
 import importlib
 import itertools
+import math
+import numbers
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ __all__ = [
     "fate_system",
     "fate_systems",
     "plane_cells",
+    "run_columns",
     "plane_system",
     "quick_config",
     "run_fate",
@@ -377,6 +380,40 @@ class FateResult(abc.ABC):
         """Lines of the text report after the common summary (default none)."""
         return []
 
+    def csv_columns(self) -> dict[str, Sequence[Any]]:
+        """What the system measured of each comparison's run, by column name, each aligned with
+        :meth:`cells` (default none; the canonical map: time, loss, solver steps, distances
+        from the family and its evidence)."""
+        return {}
+
+    def csv_table(self) -> tuple[list[str], list[list[Any]]]:
+        """The map flat, one row per comparison in :meth:`cells`' order, for pandas or R: the
+        cell's coordinates (one column per key of :attr:`FateCell.coords`: the system's axes,
+        ``sigma`` and ``seed`` where it has them), ``group`` (a run compared in two metrics, or
+        a point compared between two pairs of models, has a row for each), ``reduced`` and
+        ``full`` outcomes, ``agree`` (``True``/``False``), ``reason`` (empty where they agree),
+        the system's measured values (:meth:`csv_columns`) and the ``detail`` line.  Written
+        beside the NPZ (``fate.csv``)."""
+        cells = self.cells()
+        keys = list(dict.fromkeys(k for c in cells for k in c.coords))
+        extra = self.csv_columns()
+        header = [*keys, "group", "reduced", "full", "agree", "reason", *extra, "detail"]
+        rows = []
+        for n, c in enumerate(cells):
+            rows.append(
+                [
+                    *(_csv_value(c.coords.get(k, "")) for k in keys),
+                    c.group,
+                    c.reduced,
+                    c.full,
+                    str(bool(c.agree)),
+                    c.reason or "",
+                    *(_csv_value(values[n]) for values in extra.values()),
+                    c.detail,
+                ]
+            )
+        return header, rows
+
     def groups(self) -> list[str]:
         """The comparison groups, in first-seen order."""
         return list(dict.fromkeys(c.group for c in self.cells()))
@@ -428,3 +465,29 @@ class FateResult(abc.ABC):
         if len(found) > 20:
             lines.append(f"  … and {len(found) - 20} more (all in the JSON)")
         return "\n".join(lines + self.detail_lines())
+
+
+def _csv_value(value: Any) -> Any:
+    """A CSV field: text as it is, an integer as one, a float in full (``repr``), ``nan`` empty."""
+    if isinstance(value, bool | str):
+        return str(value)
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    number = float(value)
+    return "" if math.isnan(number) else repr(number)
+
+
+def run_columns(
+    arrays: Mapping[str, Any], runs: tuple[int, ...], metrics: int, skip: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The CSV columns of a map over a plane of starts compared in several metrics
+    (:func:`plane_cells`' order: per metric, per run batch, per start): every array of
+    ``arrays`` of shape ``runs`` (run batch, row, column) but ``skip``, flattened and repeated
+    once per metric."""
+    import numpy as np
+
+    return {
+        k: np.tile(np.asarray(v).reshape(-1), metrics)
+        for k, v in arrays.items()
+        if k not in skip and np.shape(v) == runs
+    }

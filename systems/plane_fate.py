@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .fate import FateCell, FateResult, plane_cells
+from .fate import FateCell, FateResult, plane_cells, run_columns
 from .fate_markers import cell_edges
 from .plane_fate_config import ModelFateConfig
 
@@ -294,6 +294,10 @@ class ModelFateMap(FateResult):
     def cells(self) -> Sequence[FateCell]:
         """Every comparison: per metric, per batch ``(σ, seed)``, per start (row = y)."""
         return self._cells
+
+    def csv_columns(self) -> dict[str, Sequence[Any]]:
+        """Per comparison its run's status, time, loss, distances and evidence."""
+        return run_columns(self.arrays(), self.full.shape, len(self.reduced), skip=("full",))
 
     def _reason(self, r: int, i: int, j: int, other: str) -> str:
         """Why the run ``(r, i, j)`` differs from the prediction (the module docstring's order)."""

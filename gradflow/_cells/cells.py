@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +28,7 @@ import numpy as np
 
 from .._errors import GradflowError
 from .._output.io import atomic_outputs, open_checkpoint, write_npz
-from .._output.progress import progress_bar
+from .._output.progress import progress_bar, weighted_bar
 
 __all__ = ["Cells", "run_cells"]
 
@@ -48,6 +49,7 @@ def run_cells(
     progress: bool | None = None,
     desc: str | None = None,
     client: Any = None,
+    work: Sequence[float] | None = None,
 ) -> Cells:
     """Compute every cell of a grid, resuming from a checkpoint folder.
 
@@ -69,19 +71,28 @@ def run_cells(
             finished cell is written by this process as it arrives; a
             worker that dies loses only its unfinished cells, which run again elsewhere.
             ``None`` (the default) computes them here, one after the other, without Dask.
+        work: each cell's estimated work (> 0, any unit: seconds at measured rates, runs of
+            equal cost), for cells of very different cost: the progress bar then advances by
+            work, and its time left is the work still to do at the rate measured so far
+            (:func:`gradflow._output.progress.weighted_bar`); ``None`` counts cells alike.
 
     Returns:
         One ``dict`` of arrays per cell, in the order of ``cells``.
 
     Raises:
-        GradflowError: no cells, names not one per cell or not distinct or not plain, a
-            checkpoint without a manifest, or a folder of another computation.
+        GradflowError: no cells, names not one per cell or not distinct or not plain, work
+            not one positive number per cell, a checkpoint without a manifest, or a folder of
+            another computation.
         Exception: the first error a cell's ``compute`` raised.
     """
     if not cells:
         raise GradflowError("no cells to compute: the grid is empty")
     names = [f"cell{i:05d}" for i in range(len(cells))] if names is None else list(names)
     _check_names(names, len(cells))
+    if work is not None and (
+        len(work) != len(cells) or not all(math.isfinite(w) and w > 0 for w in work)
+    ):
+        raise GradflowError(f"work: one number > 0 per cell ({len(cells)}), got {len(work)}")
     folder = None
     if checkpoint is not None:
         if manifest is None:
@@ -96,8 +107,18 @@ def run_cells(
     if folder is not None and pending and len(pending) < len(cells) and progress is not False:
         done = len(cells) - len(pending)
         print(f"resuming: {done} of {len(cells)} cells done (kept in {folder}/)", file=sys.stderr)
-    with progress_bar(len(cells), "cell", progress, desc) as bar:
-        bar.update(len(cells) - len(pending))
+    bar: Any = (
+        progress_bar(len(cells), "cell", progress, desc)
+        if work is None
+        else weighted_bar(work, "cell", progress, desc)
+    )
+
+    def advance(*done: int) -> None:
+        """Count the cells of these indices as done."""
+        bar.update(len(done)) if work is None else bar.update(*done)
+
+    with bar:
+        advance(*(i for i, done in enumerate(out) if done is not None))
         if pending:
             todo = [cells[i] for i in pending]
             if client is None:
@@ -111,7 +132,7 @@ def run_cells(
                     if folder is not None:
                         store_cell(folder, names[pending[k]], arrays)
                     out[pending[k]] = arrays
-                    bar.update()
+                    advance(pending[k])
     return [done for done in out if done is not None]
 
 

@@ -452,14 +452,29 @@ class ICLFateConfig:
         kept = 3 * (8.0 * 10 * (self.evaluations + 1) + RUN_BYTES) + 4 * COMPARISON_BYTES
         return run + self.points() * kept
 
+    def step_seconds(self) -> tuple[float, float]:
+        """Estimated seconds of a transformer step and of a minimal-model (or reduced) step:
+        :data:`TRANSFORMER_STEP_S` and :data:`MINIMAL_STEP_S` scaled by batch and ``T²``."""
+        scale = (self.T / 50) ** 2
+        return (
+            TRANSFORMER_STEP_S * self.transformer_batch / 32 * scale,
+            MINIMAL_STEP_S * self.minimal_batch / 64 * scale,
+        )
+
+    def run_seconds(self, model: str) -> float:
+        """Estimated seconds of one run of ``model`` (``transformer``, ``minimal``,
+        ``reduced``): its steps at :meth:`step_seconds`' rates."""
+        transformer, minimal = self.step_seconds()
+        if model == "transformer":
+            return self.transformer_steps * transformer
+        return self.minimal_steps * minimal
+
     def estimate(self) -> Estimate:
         """The map's size, rough duration (:data:`TRANSFORMER_STEP_S` and
         :data:`MINIMAL_STEP_S` per step, scaled by batch and ``T``; :data:`ICL_FIXED_S` to
         start) and memory."""
-        scale = (self.T / 50) ** 2
-        transformer = TRANSFORMER_STEP_S * self.transformer_batch / 32 * scale
-        minimal = MINIMAL_STEP_S * self.minimal_batch / 64 * scale
-        per_point = self.transformer_steps * transformer + 2 * self.minimal_steps * minimal
+        transformer, minimal = self.step_seconds()
+        per_point = sum(self.run_seconds(model) for model in ("transformer", "minimal", "reduced"))
         points = self.points()
         return Estimate(
             size=f"{3 * points:,} runs ({points:,} points ρ × σ × seed, each the transformer's "

@@ -452,6 +452,7 @@ def fate_map(
         checkpoint=checkpoint,
         manifest={"system": "induction-heads", **dataclasses.asdict(config)},
         desc="induction-heads fate",
+        work=[config.run_seconds(c["model"]) for c in cells],
         **cell_options,
     )
     runs = {(c["model"], c["rho"], c["sigma"], c["seed"]): r for c, r in zip(cells, results)}

@@ -25,8 +25,10 @@ __all__ = [
     "NOISE_RUN_S",
     "RECORD_BYTES",
     "SLIDE_RUN_S",
+    "cost_line",
     "fate_estimate",
     "fate_memory",
+    "run_work",
     "train_estimate",
 ]
 
@@ -99,4 +101,21 @@ def train_estimate(config: TrainConfig, memory: float) -> Estimate:
         seconds=TRAIN_FIXED_S + config.steps * config.seeds * step,
         basis=f"{step * 1e3:.2g} ms a step and seed, and {TRAIN_FIXED_S:g} s to start",
         memory=memory,
+    )
+
+
+def run_work(config: FateConfig, sigma: float, runs: int) -> float:
+    """The estimated seconds of a fate map's cell of ``runs`` runs at noise ``sigma``: what its
+    progress bar advances by, so that the time left weighs a row of a dozen runs without noise
+    against a noise draw of the whole grid (:data:`SLIDE_RUN_S`, :data:`NOISE_RUN_S`)."""
+    scale = 2.0 ** (config.length - FULL_LENGTH)
+    return scale * runs * (NOISE_RUN_S if sigma > 0 else SLIDE_RUN_S)
+
+
+def cost_line(cost: dict[str, dict[str, float]]) -> str:
+    """One line of a fate map's measured cost (``FateMap.cost()``): the full gradients of each
+    fate, their share, the most of one run."""
+    return "full gradients: " + ", ".join(
+        f"{k} {c['gradients']:,} ({100 * c['share']:.0f} %, at most {c['most']:,} a run)"
+        for k, c in cost.items()
     )

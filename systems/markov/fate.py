@@ -75,10 +75,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from gradflow import FlowOptions, Outcome, flow_endpoints, in_metric, run_cells, slide
-from gradflow.systems.fate import FateCell, FateResult, plane_cells
+from gradflow.systems.fate import FateCell, FateResult, plane_cells, run_columns
 from gradflow.systems.fate_markers import draw_fates
 
 from .config import FateConfig
+from .costs import cost_line, run_work
 from .departure import (
     EVIDENCE,
     LABELLED,
@@ -401,6 +402,10 @@ class FateMap(FateResult):
         )
         return text + evidence_text({k: self._evidence(k, r, i, j) for k in EVIDENCE})
 
+    def csv_columns(self) -> dict[str, Sequence[Any]]:
+        """Per comparison its run's time, loss, solver steps, distances and evidence."""
+        return run_columns(self.arrays(), self.fates.shape, len(METRICS), skip=("fates",))
+
     def counts(self) -> dict[str, int]:
         """How many runs ended in each fate."""
         return {name: int(np.sum(self.fates == k)) for k, name in enumerate(FATES)}
@@ -524,15 +529,6 @@ class FateMap(FateResult):
         return fig
 
 
-def cost_line(cost: dict[str, dict[str, float]]) -> str:
-    """One line of :meth:`FateMap.cost`: the full gradients of each fate, their share, the most
-    of one run."""
-    return "full gradients: " + ", ".join(
-        f"{k} {c['gradients']:,} ({100 * c['share']:.0f} %, at most {c['most']:,} a run)"
-        for k, c in cost.items()
-    )
-
-
 def fate_map(
     config: FateConfig, checkpoint: Path | str | None = None, **cell_options: Any
 ) -> FateMap:
@@ -550,7 +546,9 @@ def fate_map(
     manifest = asdict(dataclasses.replace(config, spectra=False))
     folder = None if checkpoint is None else Path(checkpoint)
 
-    def cells(compute: Callable[[Any], Any], grid: Sequence[Any], names: list[str], part: str):
+    def cells(
+        compute: Callable[[Any], Any], grid: Sequence[Any], names: list[str], part: str, **more: Any
+    ) -> list[Any]:
         return run_cells(
             compute,
             grid,
@@ -559,6 +557,7 @@ def fate_map(
             manifest={"fate map": manifest, "part": part},
             desc=f"{config.model} fate: {part}",
             **cell_options,
+            **more,
         )
 
     predicted = cells(
@@ -570,7 +569,8 @@ def fate_map(
         for s, k in config.runs()
         for rows in ([every] if s > 0 else [(i,) for i in every])
     ]
-    done = cells(full_runs, runs, [c.name for c in runs], "runs")
+    work = [run_work(config, c.sigma, len(c.rows)) for c in runs]
+    done = cells(full_runs, runs, [c.name for c in runs], "runs", work=work)
     spectra: tuple[dict[str, Any], ...] = ()
     if config.spectra:
         (record,) = cells(spectra_cell, [SpectraCell(config)], ["spectra"], "spectra")

@@ -392,26 +392,29 @@ class MixtureFateConfig:
         kept = 8.0 * (full + limit) * T * (samples + 3)
         return run + kept + full * COMPARISON_BYTES
 
+    def run_seconds(self, kind: str, K: int) -> float:
+        """Estimated seconds of one run of ``kind`` (``full``, ``limit``) at ``K`` groups: its
+        descent steps × its neurons (a full run padded to the widest width, a limit run
+        ``particles``) × the ``4K(K - 1)`` samples × :data:`STEP_S`."""
+        neurons = max(self.widths) if kind == "full" else self.particles
+        return STEP_S * self.steps_per_record() * self.records * neurons * 4 * K * (K - 1)
+
     def estimate(self) -> Estimate:
         """The map's size, rough duration and memory: :data:`STEP_S` per descent step, neuron
         and sample of a run (full runs at the widest width, limit runs at ``particles``), and
         :data:`COMPILE_S` per ``K``."""
         full, limit = self.runs()
         steps = self.steps_per_record() * self.records
-        work = sum(
-            steps
-            * 4
-            * K
-            * (K - 1)
-            * (self.particles + len(self.widths) * self.seeds * max(self.widths))
-            * len(self.omegas)
-            * 2
+        per_k = len(self.omegas) * 2
+        width = len(self.widths) * int(self.seeds)
+        runs = sum(
+            per_k * (self.run_seconds("limit", K) + width * self.run_seconds("full", K))
             for K in self.ks
         )
         return Estimate(
             size=f"{full:,} full runs of widths up to {max(self.widths):,} and {limit} limit "
             f"runs, {steps:,} descent steps each",
-            seconds=COMPILE_S * len(self.ks) + STEP_S * work,
+            seconds=COMPILE_S * len(self.ks) + runs,
             basis=f"{STEP_S * 1e6:g} µs a step, neuron and sample, and {COMPILE_S:g} s to "
             "compile for each K",
             memory=self.memory_bytes(),

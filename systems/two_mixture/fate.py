@@ -457,6 +457,7 @@ def fate_map(
         checkpoint=checkpoint,
         manifest=manifest,
         desc="two-mixture fate",
+        work=[config.run_seconds(r["kind"], r["K"]) for r in runs],
         **cell_options,
     )
     return MixtureFate(config=config, runs=tuple(runs), records=tuple(records))
