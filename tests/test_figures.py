@@ -614,3 +614,31 @@ def test_fig1_tells_level_sets_from_streamlines_and_labels_the_energy_scale(draw
         colours = levels.to_rgba(levels.levels)[:, :3]
         assert len({tuple(c) for c in colours}) > 2
         assert np.abs(colours - dark).max(axis=1).min() > 0.3
+
+
+def test_a_phase_panels_curves_stay_inside_its_limits_and_clear_of_its_legend():
+    """Distances like the transformer's in the induction-heads figure's panel (a1): the one to
+    uniform rises to its largest value, 0.22 nats, at the last step, in the top right corner
+    where a legend would go.  Every curve lies inside the y limits and no point of any curve
+    under the legend."""
+    from matplotlib.figure import Figure
+
+    from gradflow.systems.induction_heads.experiment import draw_phases
+    from gradflow.systems.induction_heads.train import History
+
+    steps = np.linspace(0, 1200, 41)
+    rise = steps / 1200
+    distances = np.stack([0.22 * rise, 0.13 - 0.1 * rise, 0.21 * (1 - rise) + 0.02], axis=1)
+    history = History(steps, steps * 0, steps * 0, distances, distances, {})
+    fig = Figure(figsize=(5, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    draw_phases(ax, history, legend=True)
+    FigureCanvasAgg(fig).draw()
+    box = ax.get_legend().get_window_extent()
+    bottom, top = ax.get_ylim()
+    for line in ax.get_lines():
+        y = line.get_ydata()
+        assert bottom <= y.min() and y.max() < top
+        x0, y0 = ax.transData.transform(np.column_stack([line.get_xdata(), y])).T
+        inside = (box.x0 <= x0) & (x0 <= box.x1) & (box.y0 <= y0) & (y0 <= box.y1)
+        assert not inside.any(), line.get_label()

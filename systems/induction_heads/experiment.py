@@ -156,10 +156,15 @@ STRATEGY_COLORS = {"uniform": "tab:gray", "unigram": "tab:orange", "bigram": "ta
 """The colour of each strategy in every picture of training phases."""
 
 
-def draw_phases(ax: Axes, history: History) -> None:
+HEADROOM = 0.2
+"""The share of a phase panel's height above its highest curve."""
+
+
+def draw_phases(ax: Axes, history: History, *, legend: bool = False) -> None:
     """A run's distances ``E KL(strategy ‖ model)`` to uniform, unigram and bigram (averaged over
     positions, nats) against the step, each phase — the stretch where one strategy is nearest —
-    shaded in its colour."""
+    shaded in its colour.  The top :data:`HEADROOM` of the height is left free of curves: with
+    ``legend``, the legend lies there in one row."""
     ph = phases(history.steps, history.distance_mean)
     for i, (name, start, end) in enumerate(ph.intervals):
         right = ph.intervals[i + 1][1] if i + 1 < len(ph.intervals) else end
@@ -173,7 +178,10 @@ def draw_phases(ax: Axes, history: History) -> None:
         )
     ax.set_xlabel("training step")
     ax.set_ylabel("E KL(strategy ‖ model), nats")
-    ax.set_ylim(bottom=0)
+    top = np.nanmax(history.distance_mean) if np.isfinite(history.distance_mean).any() else 1.0
+    ax.set_ylim(0, top / (1 - HEADROOM) if top > 0 else 1.0)
+    if legend:
+        ax.legend(loc="upper center", ncols=3, fontsize=8)
 
 
 def _seed_record(seed: int, ph: Phases, history: History) -> dict[str, Any]:

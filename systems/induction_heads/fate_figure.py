@@ -51,9 +51,13 @@ def draw(result: ICLFateMap, fig: Figure) -> None:
     _stage_panel(axes[1, 2], result)
     c = result.config
     share = result.agreement()
+    seeds = f"{c.seeds} seed{'s' if c.seeds > 1 else ''} a cell"
     fig.suptitle(
-        f"Induction-head fate map, k = {c.k}, T = {c.T}, {c.seeds} seed(s) a cell: agreement "
+        f"Induction-head fate map, k = {c.k}, T = {c.T}, {seeds}: agreement "
         + ", ".join(f"{g} {100 * v:.0f} %" for g, v in share.items())
+        + "\n(a)–(c): each cell's stage order (U uniform, 1 unigram, 2 bigram) and median "
+        "transition step; a red × in (b), (c): its stage order differs from the transformer's",
+        fontsize=11,
     )
 
 
@@ -73,15 +77,16 @@ def _cross(ax: Any, marks: np.ndarray) -> None:
         ax.plot(cols + 0.35, rows - 0.3, "x", color="red", ms=11, mew=2.5, ls="none")
 
 
-def _heat(ax: Any, values: np.ndarray, result: ICLFateMap) -> None:
-    """``values`` (σ rows, ρ columns) as colours (each cell also carries its number, so no
-    colour bar), a cell without a value light grey."""
+def _heat(ax: Any, values: np.ndarray, result: ICLFateMap, label: str) -> None:
+    """``values`` (σ rows, ρ columns) as colours, with a colour bar labelled ``label`` (each cell
+    also carries its number), a cell without a value light grey."""
     import matplotlib
 
     c = result.config
     shown = np.ma.masked_invalid(values)
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
-    ax.imshow(shown, cmap=cmap, origin="lower", aspect="auto")
+    image = ax.imshow(shown, cmap=cmap, origin="lower", aspect="auto")
+    ax.get_figure().colorbar(image, ax=ax, label=label, shrink=0.9, pad=0.02)
     ax.set_xticks(range(len(c.shares)), [f"{r:g}" for r in c.shares])
     ax.set_yticks(range(len(c.scales)), [f"{s:g}" for s in c.scales])
     ax.set_xlabel("doubly-stochastic share ρ")
@@ -92,7 +97,7 @@ def _grid_panel(ax: Any, result: ICLFateMap, model: str) -> None:
     c = result.config
     t = result.transitions(model)
     median = np.array([[_median(t[i, j]) for j in range(t.shape[1])] for i in range(t.shape[0])])
-    _heat(ax, median, result)
+    _heat(ax, median, result, "median transition step (training steps)")
     for i, sigma in enumerate(c.scales):
         for j, rho in enumerate(c.shares):
             order = result.stages(model, rho, sigma, 0).order
@@ -142,7 +147,7 @@ def _ratio_panel(ax: Any, result: ICLFateMap) -> None:
     median = np.array(
         [[_median(ratio[i, j]) for j in range(len(c.shares))] for i in range(len(c.scales))]
     )
-    _heat(ax, median, result)
+    _heat(ax, median, result, "transition ratio reduction / transformer (no unit)")
     for i in range(len(c.scales)):
         for j in range(len(c.shares)):
             if np.isfinite(median[i, j]):

@@ -198,17 +198,16 @@ def compute(config: Config) -> Data:
 
 
 def draw(data: Data, fig: Figure) -> None:
-    """Phases (a), positional vector and lag profile (b), share sweep (c), reduced flow (d)."""
+    """Lettered row by row: phases (a1, a2), share sweep (b); positional vector and lag profile
+    (c1, c2), reduced flow (d)."""
     from .experiment import draw_phases
 
     c = data.config
     (a_tr, a_min, c_ax), (b_min, b_tr, d_ax) = fig.subplots(2, 3)
-    draw_phases(a_tr, data.transformer)
+    draw_phases(a_tr, data.transformer, legend=True)
     a_tr.set_title(f"(a1) transformer (d = 16, AdamW, prior share ρ = {data.main_share:g})")
-    a_tr.legend(loc="upper right", fontsize=8)
-    draw_phases(a_min, data.minimal)
+    draw_phases(a_min, data.minimal, legend=True)
     a_min.set_title(f"(a2) minimal model (softmax mixing, SGD lr {MINIMAL_LR:g})")
-    a_min.legend(loc="upper right", fontsize=8)
     _positional_panel(b_min, data.minimal, c.T)
     _lag_panel(b_tr, data.transformer)
     _share_panel(c_ax, data)
@@ -224,7 +223,7 @@ def _positional_panel(ax: Any, minimal: History, T: int) -> None:
     for m in range(6):
         ax.plot(minimal.steps, v[:, m], label=f"v_{m + 1}", lw=2 if m == 0 else 1.2)
     ax.axhline(np.log(T), color="k", ls=":", lw=1, label="ln T")
-    ax.set_title("(b1) minimal model: positional vector v over training")
+    ax.set_title("(c1) minimal model: positional vector v over training")
     ax.set_xlabel("training step")
     ax.set_ylabel("v_m")
     ax.legend(fontsize=8, ncol=2)
@@ -234,7 +233,7 @@ def _lag_panel(ax: Any, transformer: History) -> None:
     lags = transformer.traces["lag_profile"]
     for m in range(5):
         ax.plot(transformer.steps, lags[:, m], label=f"lag {m}", lw=2 if m == 1 else 1.2)
-    ax.set_title("(b2) transformer: layer-1 attention mass per lag")
+    ax.set_title("(c2) transformer: layer-1 attention mass per lag")
     ax.set_xlabel("training step")
     ax.set_ylabel("mean attention weight")
     ax.legend(fontsize=8)
@@ -259,7 +258,7 @@ def _share_panel(ax: Any, data: Data) -> None:
         for j in range(values.shape[1]):
             ax.scatter(shares, values[:, j], marker=marker, color="k", s=10, alpha=0.5)
     ax.set_title(
-        f"(c) transformer: share of doubly-stochastic training data\n({_seeds(c.seeds)} each, {c.transformer_steps} steps, same seeds)"
+        f"(b) transformer: share of doubly-stochastic training data\n({_seeds(c.seeds)} each, {c.transformer_steps} steps, same seeds)"
     )
     ax.set_xlabel("share ρ of doubly-stochastic sequences")
     ax.set_ylabel("training steps")
