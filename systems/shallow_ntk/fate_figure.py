@@ -50,11 +50,12 @@ def draw(result: NtkFateMap, fig: Figure) -> None:
     pairs = c.pairs()
     inits = list(dict.fromkeys(i for i, _ in pairs))
     scalings = list(dict.fromkeys(s for _, s in pairs))
+    places = sorted((scalings.index(s), inits.index(i), p) for p, (i, s) in enumerate(pairs))
     used = set()
-    for p, (init, scaling) in enumerate(pairs):
-        ax = grid[scalings.index(scaling), inits.index(init)]
-        used.add(ax)
-        _fate_panel(ax, result, p, f"({'abcdef'[len(used) - 1]}) {init}, {SCALING_TEXT[scaling]}")
+    for letter, (row, col, p) in zip("abcdef", places):  # lettered row by row
+        init, scaling = pairs[p]
+        used.add(grid[row, col])
+        _fate_panel(grid[row, col], result, p, f"({letter}) {init}, {SCALING_TEXT[scaling]}")
     for ax in grid[:2].ravel():
         if ax not in used:
             ax.set_visible(False)
