@@ -283,17 +283,39 @@ def _probe(
     loss across the null space; every iterate is a point within ``2r`` of ``θ*``, so a change
     seen at any of them is a change of the loss near the point."""
     idx = np.flatnonzero(needed)
+    out = np.zeros((idx.size, 2))
+    patterns, which = np.unique(null[idx], axis=0, return_inverse=True)
+    for k, pattern in enumerate(patterns):
+        mine = idx[which.reshape(-1) == k]
+        out[which.reshape(-1) == k] = _probe_pattern(
+            landscape, thetas[mine], losses[mine], vec[mine], pattern
+        )
+    return out
+
+
+def _probe_pattern(
+    landscape: Landscape,
+    thetas: np.ndarray,
+    losses: np.ndarray,
+    basis: np.ndarray,
+    null: np.ndarray,
+) -> np.ndarray:
+    """:func:`_probe` for points that share one null-space pattern ``null`` (shape ``(dim,)``,
+    the eigenvector columns of ``basis`` that span the null space), shape ``(m, 2)``.
+
+    The directions are :func:`_probe_coefficients` restricted to the null space, each distinct
+    one once: a plane's circle through a direction outside the null space collapses onto an
+    axis already probed, so a two-dimensional null space in three parameters probes 36
+    directions instead of 70, with the same least and greatest change."""
     dim = thetas.shape[1]
-    if not idx.size:
-        return np.zeros((0, 2))
-    coef = _probe_coefficients(dim)[None] * null[idx, None, :]
-    norms = np.linalg.norm(coef, axis=2, keepdims=True)
-    coef = np.divide(coef, norms, out=np.zeros_like(coef), where=norms > 0)
-    basis = vec[idx]
-    probes = thetas[idx, None, :] + PROBE_RADIUS * np.einsum("pkj,pij->pki", coef, basis)
-    rng = ~null[idx]
+    coef = _probe_coefficients(dim) * null
+    norms = np.linalg.norm(coef, axis=1, keepdims=True)
+    coef = np.unique(np.divide(coef, norms, out=np.zeros_like(coef), where=norms > 0), axis=0)
+    coef = np.broadcast_to(coef, (len(thetas), *coef.shape))
+    probes = thetas[:, None, :] + PROBE_RADIUS * np.einsum("pkj,pij->pki", coef, basis)
+    rng = np.broadcast_to(~null, (len(thetas), dim))
     with np.errstate(all="ignore"):
-        delta = landscape.loss(probes) - losses[idx, None]
+        delta = landscape.loss(probes) - losses[:, None]
         low, high = np.nanmin(_finite(delta, np.inf), 1), np.nanmax(_finite(delta, -np.inf), 1)
         if rng.any():
             shape = probes.shape
@@ -321,7 +343,7 @@ def _probe(
                 total = np.linalg.norm(moved, axis=2, keepdims=True)
                 across = moved * np.minimum(1.0, PROBE_RADIUS / np.maximum(total, 1e-300))
                 point = probes + np.einsum("pkj,pij->pki", across, basis)
-                delta = landscape.loss(point) - losses[idx, None]
+                delta = landscape.loss(point) - losses[:, None]
                 low = np.fmin(low, np.nanmin(_finite(delta, np.inf), 1))
                 high = np.fmax(high, np.nanmax(_finite(delta, -np.inf), 1))
     out = np.stack([low, high], axis=1)

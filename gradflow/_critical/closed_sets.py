@@ -15,7 +15,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 from .._landscape.base import ClosedForm, Landscape
-from .._outcome import KINDS
+from .._outcome import KINDS, Kind
 from .classify import Classification, classify_points
 from .merging import nearest_first
 from .pieces import (
@@ -181,18 +181,18 @@ def _nearest_on_piece(
     owner = None if component is None else _owner(made)
     within = made.points if component is None else made.component_points(component)
     fallback = within[int(np.argmin(np.linalg.norm(within - center, axis=1)))]
-    coarse = _lattice(landscape, piece, box)
-    if len(coarse):
-        classes = classify_points(landscape, coarse, landscape.global_min_loss)
-        keep = (classes.kinds == kind) & (classes.nullity <= nullity)
-        if owner is not None:
-            keep &= owner(coarse) == component
-        coarse = coarse[keep]
-    if not len(coarse):
+    start = _nearest_of_kind(
+        landscape,
+        _lattice(landscape, piece, box),
+        center,
+        kind,
+        nullity,
+        None if owner is None else lambda pts: owner(pts) == component,
+    )
+    if start is None:
         if any(box[i, 0] == box[i, 1] for i in piece.dependent):
             return _nearest_on_slice(landscape, piece, made, box, nullity, fallback)
         return fallback
-    start = coarse[int(np.argmin(np.linalg.norm(coarse - center, axis=1)))]
     free = list(piece.free)
     varying = [j for j, i in enumerate(free) if box[i, 0] < box[i, 1]]
     if not varying or any(box[i, 0] == box[i, 1] for i in piece.dependent):
@@ -225,6 +225,41 @@ def _nearest_on_piece(
     classes = classify_points(landscape, best[None], landscape.global_min_loss)
     same = classes.kinds[0] == kind and classes.nullity[0] <= nullity
     return best if same else start
+
+
+def _nearest_of_kind(
+    landscape: Landscape,
+    points: np.ndarray,
+    center: np.ndarray,
+    kind: Kind,
+    nullity: int,
+    owned: Callable[[np.ndarray], np.ndarray] | None,
+) -> np.ndarray | None:
+    """The point of ``points`` (shape ``(n, dim)``) nearest ``center`` that is of ``kind``, of
+    Hessian nullity at most ``nullity`` and (with ``owned``) owned; ``None`` where none is.
+
+    The points are classified nearest first, in batches that grow fourfold from
+    :data:`FIRST_BATCH`, until a batch holds one that qualifies: a kind is decided point by
+    point, so this is the nearest qualifying point of the whole lattice (ties to the first in
+    ``points``' order), at the cost of the batches up to it instead of a classification of
+    every lattice point (thousands on a surface of critical points, each probed along its null
+    space)."""
+    order = np.argsort(np.linalg.norm(points - center, axis=1), kind="stable")
+    start, size = 0, FIRST_BATCH
+    while start < len(order):
+        batch = points[order[start : start + size]]
+        classes = classify_points(landscape, batch, landscape.global_min_loss)
+        keep = (classes.kinds == kind) & (classes.nullity <= nullity)
+        if owned is not None:
+            keep &= owned(batch)
+        if keep.any():
+            return batch[int(np.argmax(keep))]
+        start, size = start + size, 4 * size
+    return None
+
+
+FIRST_BATCH = 16
+"""How many of the lattice points nearest the centre :func:`_nearest_of_kind` classifies first."""
 
 
 def _nearest_on_slice(

@@ -16,6 +16,9 @@ Six panels over the grid of doubly-stochastic shares ``ρ`` (columns) × init sc
     ``ρ`` in opposite ways (the ``ρ-response`` comparison);
 (f) at the middle scale, the time each model spends in the uniform and in the unigram stage,
     relative to its own transition at the smallest share.
+
+A panel with nothing to draw (no run reached bigram, so no transition to compare) says so in
+words.
 """
 
 from __future__ import annotations
@@ -118,9 +121,20 @@ def _grid_panel(ax: Any, result: ICLFateMap, model: str) -> None:
     ax.set_title(TITLES[model])
 
 
+def _empty(ax: Any, words: str) -> None:
+    """Say in the middle of ``ax`` why it has nothing to draw."""
+    ax.text(0.5, 0.5, words, ha="center", va="center", transform=ax.transAxes, fontsize=11)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
 def _response_panel(ax: Any, result: ICLFateMap) -> None:
     c = result.config
     styles = ("-", "--", ":", "-.")
+    ax.set_title("(d) response of the transition to ρ")
+    if not any(np.isfinite(result.transitions(model)).any() for model in COLORS):
+        _empty(ax, "no run reached bigram:\nno transition to compare")
+        return
     for model in ("transformer", "minimal", "reduced"):
         t = np.array([[_median(row) for row in per] for per in result.transitions(model)])
         for i, sigma in enumerate(c.scales):
@@ -137,12 +151,15 @@ def _response_panel(ax: Any, result: ICLFateMap) -> None:
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xlabel("doubly-stochastic share ρ")
     ax.set_ylabel(f"transition / transition at ρ = {c.shares[0]:g}")
-    ax.set_title("(d) response of the transition to ρ")
     ax.legend(fontsize=7, ncol=2)
 
 
 def _ratio_panel(ax: Any, result: ICLFateMap) -> None:
     c = result.config
+    if not result.ratios("reduced")["runs"]:
+        ax.set_title("(e) transition ratio reduction / transformer")
+        _empty(ax, "no cell where both the reduction\nand the transformer reached bigram")
+        return
     ratio = result.transitions("reduced") / result.transitions("transformer")
     median = np.array(
         [[_median(ratio[i, j]) for j in range(len(c.shares))] for i in range(len(c.scales))]
@@ -177,6 +194,10 @@ def _stage_panel(ax: Any, result: ICLFateMap) -> None:
             uniform.append(u / scale)
             unigram.append(g / scale)
             colors.append(COLORS[model])
+    ax.set_title(f"(f) time in the uniform and unigram stages, σ = {sigma:g}")
+    if not (np.isfinite(uniform).any() or np.isfinite(unigram).any()):
+        _empty(ax, f"no model reached bigram at ρ = {c.shares[0]:g}:\nno transition to scale by")
+        return
     y = np.arange(len(labels))
     ax.barh(y, np.nan_to_num(uniform), color="tab:gray", label="uniform stage")
     ax.barh(
@@ -194,7 +215,6 @@ def _stage_panel(ax: Any, result: ICLFateMap) -> None:
         tick.set_color(color)
     ax.invert_yaxis()
     ax.set_xlabel(f"steps / the model's own transition at ρ = {c.shares[0]:g}")
-    ax.set_title(f"(f) time in the uniform and unigram stages, σ = {sigma:g}")
     ax.legend(fontsize=8, loc="upper right")
 
 

@@ -380,3 +380,36 @@ def test_quick_map_runs_from_the_command_line_and_resumes(cli, tmp_path):
             data["reduced_rho1_sigma0_seed0_distance_mean"],
             first.runs[("reduced", 1.0, 0.02, 0)]["distance_mean"],
         )
+
+
+def test_a_map_where_no_run_reaches_bigram_says_so_in_its_empty_panels():
+    """No transition anywhere: the response (d), the ratio (e) and the stage times scaled by a
+    transition (f) have nothing to draw, and each says why in words."""
+    config = ICLFateConfig(shares=(0.0, 1.0), scales=(0.02,))
+    stuck = [0, 0, 1, 1, 1, 1, 1, 1]
+    runs = {
+        (model, rho, 0.02, 0): _run(stuck, 4)
+        for model in ("transformer", "minimal", "reduced")
+        for rho in (0.0, 1.0)
+    }
+    fig = ICLFateMap(config, runs).figure()
+    said = {ax.get_title().split(")")[0] + ")": [t.get_text() for t in ax.texts] for ax in fig.axes}
+    assert said["(d)"] == ["no run reached bigram:\nno transition to compare"]
+    assert said["(e)"] == ["no cell where both the reduction\nand the transformer reached bigram"]
+    assert said["(f)"] == ["no model reached bigram at ρ = 0:\nno transition to scale by"]
+    assert all(text.endswith("no bigram") for text in said["(a)"])  # each cell in words
+
+
+def test_the_maps_heat_maps_have_labelled_colour_bars_and_its_title_reads_the_cell_texts():
+    """The toy map's picture: the three transition grids (a)–(c) and the ratio grid (e) each
+    have a colour bar naming what it shows and its unit (training steps; the ratio has none),
+    and the title says what U, 1 and 2 in the cells stand for."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = _toy_map().figure()
+    FigureCanvasAgg(fig).draw()
+    bars = [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert bars == ["median transition step (training steps)"] * 3 + [
+        "transition ratio reduction / transformer (no unit)"
+    ]
+    assert "U uniform, 1 unigram, 2 bigram" in fig._suptitle.get_text()
