@@ -44,6 +44,7 @@ from .._symbolic.model import BoundModel
 from .branch_bound import Search
 from .certificate import Certificate, CertifiedPoint, Explanation
 from .classify import classify_points
+from .coercive import global_min_loss
 from .interval_system import interval_system
 
 __all__ = [
@@ -107,7 +108,7 @@ def certify(
     search = Search(system, hyper, np.asarray(box, dtype=float), max_boxes, min_width)
     search.run()
     points = np.array([c.point for c in search.isolated]).reshape(-1, landscape.dim)
-    classes = classify_points(landscape, points, landscape.global_min_loss)
+    classes = classify_points(landscape, points, global_min_loss(landscape))
     losses = landscape.loss(points) if len(points) else np.zeros(0)
     isolated = tuple(
         CertifiedPoint(

@@ -17,6 +17,7 @@ from scipy.spatial import cKDTree
 from .._landscape.base import ClosedForm, Landscape
 from .._outcome import KINDS, Kind
 from .classify import Classification, classify_points
+from .coercive import global_min_loss
 from .merging import nearest_first
 from .pieces import (
     SampledPiece,
@@ -222,7 +223,7 @@ def _nearest_on_piece(
         return start
     if owner is not None and owner(best[None])[0] != component:
         return start
-    classes = classify_points(landscape, best[None], landscape.global_min_loss)
+    classes = classify_points(landscape, best[None], global_min_loss(landscape))
     same = classes.kinds[0] == kind and classes.nullity[0] <= nullity
     return best if same else start
 
@@ -248,7 +249,7 @@ def _nearest_of_kind(
     start, size = 0, FIRST_BATCH
     while start < len(order):
         batch = points[order[start : start + size]]
-        classes = classify_points(landscape, batch, landscape.global_min_loss)
+        classes = classify_points(landscape, batch, global_min_loss(landscape))
         keep = (classes.kinds == kind) & (classes.nullity <= nullity)
         if owned is not None:
             keep &= owned(batch)
@@ -317,7 +318,7 @@ def _nearest_on_slice(
     ):
         return start
     best[pinned] = box[pinned, 0]
-    classes = classify_points(landscape, best[None], landscape.global_min_loss)
+    classes = classify_points(landscape, best[None], global_min_loss(landscape))
     same = classes.kinds[0] == made.kind and classes.nullity[0] <= nullity
     return best if same else start
 

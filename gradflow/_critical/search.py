@@ -38,6 +38,7 @@ from .certify import certify as certify_box
 from .classify import classify_points
 from .closed_sets import group
 from .clusters import numerical_sets
+from .coercive import global_bound, global_min_loss
 from .kink_points import kink_sets
 from .merging import joined, merge, restricted, without_repeats, without_subsets
 from .pieces import (
@@ -130,7 +131,7 @@ def _critical_sets(
     landscape: Landscape, box: np.ndarray, samples: int, starts: int, seed: int, certify: bool
 ) -> CriticalSets:
     """:func:`critical_sets` in the checked box ``box`` (shape ``(dim, 2)``)."""
-    global_loss = landscape.global_min_loss
+    global_loss = global_min_loss(landscape)
     sampled = [
         (piece, sample_piece(landscape, piece, box, samples)) for piece in landscape.closed_forms
     ]
@@ -166,6 +167,7 @@ def _critical_sets(
         certificate=certificate,
         caveats=caveats,
         completeness=_completeness(landscape, certificate),
+        bound_reason=global_bound(landscape).reason,
     )
 
 
@@ -231,7 +233,7 @@ def _with_certificate(
     added = []
     held = np.concatenate([s.points for s in kept] or [np.zeros((0, landscape.dim))])
     for point in certificate.missing(held):
-        classes = classify_points(landscape, point.point[None], landscape.global_min_loss)
+        classes = classify_points(landscape, point.point[None], global_min_loss(landscape))
         made = make_set(
             landscape,
             "certified",

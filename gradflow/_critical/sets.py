@@ -22,6 +22,7 @@ from .._outcome import Kind
 from .._output.text import TABLE_WIDTH, format_point, format_table
 from .certificate import Certificate
 from .classify import Classification
+from .coercive import global_bound
 from .pieces import (
     ON_SET_TOL,
 )
@@ -149,6 +150,8 @@ class CriticalSets(Sequence[CriticalSet]):
         sets: the sets, global minima first, then by kind and loss.
         box: the searched bounds, shape ``(dim, 2)`` (``lo == hi`` on a pinned parameter).
         global_min_loss: the proven lower bound used for ``global_min`` (``None`` if none).
+        bound_reason: how that bound is proven, or why none is (one line; ``""`` if not
+            asked).
         bounded_below: ``True`` where a lower bound is proven, ``False`` where ``L`` visibly runs
             to ``-∞`` along a ray, ``None`` where neither is known.
         non_smooth: the loss's terms across whose kink ``∇L`` jumps.
@@ -176,6 +179,7 @@ class CriticalSets(Sequence[CriticalSet]):
     certificate: Certificate | None = None
     caveats: tuple[str, ...] = ()
     completeness: Evidence | None = None
+    bound_reason: str = ""
 
     @overload
     def __getitem__(self, i: int) -> CriticalSet: ...
@@ -240,7 +244,14 @@ class CriticalSets(Sequence[CriticalSet]):
         if self.bounded_below is False:
             lines.append("L is unbounded below (it runs to -∞ along a ray): no minimum is global")
         elif self.global_min_loss is None and any(s.kind == Kind.LOCAL_MIN for s in self.sets):
-            lines.append("no lower bound of L is known: minima are reported as local")
+            why = f" ({self.bound_reason})" if self.bound_reason else ""
+            lines.append(
+                textwrap.fill(
+                    f"no lower bound of L is proven{why}: minima are reported as local",
+                    TABLE_WIDTH,
+                    subsequent_indent="  ",
+                )
+            )
         if self.non_smooth:
             lines.append(f"non-smooth: ∇L jumps across the kinks of {', '.join(self.non_smooth)}")
         lines += [
@@ -306,6 +317,7 @@ class CriticalSets(Sequence[CriticalSet]):
             "critical_sets": [s.metadata() for s in self.sets],
             "bounded_below": self.bounded_below,
             "global_min_loss": self.global_min_loss,
+            "bound_reason": self.bound_reason,
             "non_smooth": list(self.non_smooth),
             "caveats": list(self.caveats),
             **({} if self.completeness is None else {"completeness": self.completeness.metadata()}),
@@ -373,10 +385,11 @@ def _evidence(landscape: Landscape, classes: Classification, rep: int, dimension
     """What backs the kind of point ``rep``: a global minimum reaches the proven lower bound
     of ``L`` (its loss equals it to within the classifier's rounding margin), whatever its
     Hessian; any other kind, its classification's numerical evidence."""
-    bound = landscape.global_min_loss
-    if classes.kinds[rep] == Kind.GLOBAL_MIN and bound is not None:
+    bound = global_bound(landscape)
+    if classes.kinds[rep] == Kind.GLOBAL_MIN and bound.value is not None:
         return Evidence.of_proof(
-            f"L ≥ {bound:.6g} is proven and reached here (to within rounding): a global minimum"
+            f"L ≥ {bound.value:.6g} is proven ({bound.reason}) and reached here (to within "
+            "rounding): a global minimum"
         )
     return classes.evidence(rep, dimension)
 

@@ -23,11 +23,14 @@ from jax.flatten_util import ravel_pytree
 from .._critical.attraction import attraction, refined
 from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
+from .._critical.coercive import global_min_loss
+from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
 from .._evidence import Evidence
 from .._landscape.base import DEFAULT_BOUND, GradientField, Landscape
 from .._landscape.metric import Metric, in_metric
+from .._landscape.region import REACH
 from .._landscape.scales import loss_scales, unit_field
 from .._outcome import Kind, Outcome
 from .batched import FlowEndpoints, integrate_batch
@@ -113,8 +116,12 @@ def flow(
             ``0, kη, 2kη, …``); by default every accepted step.  Where a landscape's run
             continues by sliding along a kink, every step of the sliding motion is recorded.
         critical: critical sets to name the attractor reached (its id in their
-            :class:`~gradflow.AttractorIndex`); without them only the kind is given.
-            Landscapes only.
+            :class:`~gradflow.AttractorIndex`); without them only the kind is given, except on
+            a landscape that proves a decision level
+            (:attr:`~gradflow.Landscape.sublevel_shortcut`: closed forms proven complete, no
+            numerical search), which finds its own, in its search box widened as
+            ``gradflow flow`` widens it, so that an end below the level is proven as on the
+            command line.  Landscapes only.
         metric: the metric ``G`` of the flow: ``"euclidean"`` (``G = I``), ``"induced"`` (the
             metric of the embedding into the full model) or a callable ``G(θ, args)``; default
             the landscape's own (Euclidean unless it comes from :func:`gradflow.in_metric`).
@@ -154,6 +161,8 @@ def flow(
             f"the loss is not finite at the initial point ({where}): L = {start}; "
             "start where it is real and finite"
         )
+    if critical is None and landscape.sublevel_shortcut and landscape.critical_sets_complete:
+        critical = critical_sets(landscape, box=landscape.search_box(widen=REACH))
     flows = in_metric(landscape, metric, at=y0[0])
     options = options.within(landscape.search_box(), y0)
     if options.descent:
@@ -328,7 +337,7 @@ def reached(
             why = "‖∇L‖ fell below gtol, but no critical point lies beside the endpoint"
             return _unfinished(landscape, path, box, Outcome.NOT_CONVERGED, why)
         found = -1 if index is None else int(index.match(endpoint[None])[0])
-    kind = classify_points(landscape, endpoint[None], landscape.global_min_loss).kinds[0]
+    kind = classify_points(landscape, endpoint[None], global_min_loss(landscape)).kinds[0]
     if found < 0:
         region = (
             attraction(landscape, endpoint) if kind in (Kind.GLOBAL_MIN, Kind.LOCAL_MIN) else None

@@ -250,7 +250,10 @@ def test_roots_written_with_i_are_certified_on_the_command_line(cli):
     """``x⁴/4 − 3x²/2 + x + y²/2``: ``∂L/∂x = x³ − 3x + 1`` has three real roots
     ``2cos(2πk/9 + 2π/9)`` (:func:`cardano`, ``a = 1``: −1.879385, 0.347296, 1.532089), which
     ``sympy.solve`` writes with complex cube roots (casus irreducibilis); ``∂L/∂y = y``.
-    ``L'' = 3x² − 3`` is positive at ``±1.53…, −1.88`` (minima) and negative at 0.347 (a saddle)."""
+    ``L'' = 3x² − 3`` is positive at ``±1.53…, −1.88`` (minima) and negative at 0.347 (a saddle).
+    The loss is a coercive polynomial (leading form ``x⁴/4 + y²/2``), so its certified infimum
+    is proven: ``L(−1.879385, 0) = −4.0586`` below ``L(1.532089, 0) = −0.6114``, the one global
+    minimum."""
     run = cli(
         "critical", "--loss", "x**4/4 - 3*x**2/2 + x + y**2/2", "--params", "x,y",
         "--box", "-3", "3", "-1", "3", "--certify", "--json",
@@ -260,7 +263,7 @@ def test_roots_written_with_i_are_certified_on_the_command_line(cli):
     assert report["certificate"]["complete"]
     sets = sorted(report["critical_sets"], key=lambda s: s["sample"][0])
     roots = cardano(1.0)
-    assert [s["kind"] for s in sets] == ["local_min", "saddle", "local_min"]
+    assert [s["kind"] for s in sets] == ["global_min", "saddle", "local_min"]
     assert all(s["name"].startswith("sympy.solve") for s in sets)
     np.testing.assert_allclose([s["sample"] for s in sets], [[r, 0] for r in roots], atol=1e-12)
     np.testing.assert_allclose([s["loss"] for s in sets], [quartic(r, 1) for r in roots])
@@ -275,14 +278,15 @@ def test_roots_written_with_i_in_three_parameters_with_a_hyperparameter():
     ``2cos 20°, 2cos 100°, 2cos 140°`` (1.879385, −0.347296, −1.532089), at ``y = 0, z = 1``;
     minima at the outer two (``3x² − 3 > 0``), a saddle between.  ``sympy.solve`` solves with
     ``a`` a symbol, so at ``a = −1`` even the root without an explicit ``I`` takes the square
-    root of ``729a² − 2916 < 0``."""
+    root of ``729a² − 2916 < 0``.  ``L(1.879385, 0, 1) = −4.0586`` is the proven infimum of the
+    coercive polynomial (``L(−1.532089, 0, 1) = −0.6114``): a global and a local minimum."""
     model = loss_model(
         "x**4/4 - 3*x**2/2 + a*x + y**2/2 + (z - 1)**2", params=["x", "y", "z"], hyperparams=["a"]
     ).bind(a=-1.0)
     sets = critical_sets(model, box=model.search_box({"x": (-3, 3), "y": (-1, 1)}), certify=True)
     assert sets.certificate.complete
     ordered = sorted(sets, key=lambda s: s.sample[0])
-    assert [s.kind for s in ordered] == ["local_min", "saddle", "local_min"]
+    assert [s.kind for s in ordered] == ["local_min", "saddle", "global_min"]
     assert all(s.name.startswith("sympy.solve") for s in ordered)
     np.testing.assert_allclose(
         [s.sample for s in ordered], [[r, 0, 1] for r in cardano(-1.0)], atol=1e-12

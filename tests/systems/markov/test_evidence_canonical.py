@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
 
 import gradflow
 from gradflow import Outcome, Region
@@ -47,3 +48,32 @@ def test_the_canonical_global_labels_are_proven_by_its_level() -> None:
 def test_the_canonical_201_map_keeps_its_proven_global_share() -> None:
     """The same on the 201 × 201 map of `gradflow basins --p 0.9 --q 0.9 --grid 201`."""
     check(shares(201))
+
+
+@pytest.fixture(scope="module")
+def canonical_09():
+    return markov.canonical(0.9, 0.9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("e", "w", "kind"), [(1.0, -1.0, Outcome.GLOBAL_MIN), (1.0, 0.5, Outcome.LOCAL_MIN)]
+)
+def test_one_flow_without_critical_sets_gets_the_model_s_proof(canonical_09, e, w, kind) -> None:
+    """``gradflow.flow(model, θ0)`` with no critical sets given.  At p + q > 1 a start with
+    ``w < −1/√2`` reaches Γ* (its level curve of E never meets e = 0 on that side) and ends below
+    H(π) = log 2: proven by the model's level, as on the command line.  A start with ``w > 0``
+    runs along its level curve ``E = e² − w² − ln w`` (conserved) into the line e = 0 at the
+    ``w∞`` with ``w∞² + ln w∞ = −E`` (``E = 0.75 + ln 2`` from (1, 0.5), so ``w∞ ≈ 0.2246``), a
+    set of dimension 1: numerical.  Slow: the flow's compilation and the model's critical sets
+    take about 20 s on a loaded machine."""
+    path = gradflow.flow(canonical_09, [e, w])
+    assert path.reached is kind
+    assert path.evidence.proven == (kind is Outcome.GLOBAL_MIN)
+    if kind is Outcome.GLOBAL_MIN:
+        assert path.evidence.reason.startswith("below L = 0.69314718")
+        assert path.losses[-1] < math.log(2)
+    else:
+        energy = e**2 - w**2 - math.log(w)
+        w_end = brentq(lambda v: v**2 + math.log(v) + energy, 1e-3, w)
+        assert path.endpoint == pytest.approx([0.0, w_end], abs=1e-6)
