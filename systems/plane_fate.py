@@ -28,9 +28,10 @@ point the reduced flow cannot end at).  A disagreement gets the first reason tha
 (:data:`~gradflow.systems.fate.REASONS`): ``slow-corner`` (the full run did not finish),
 ``metric`` (the other metric's prediction is the full outcome), ``off-reduction`` (its rise
 exceeds :data:`RISE_SHARE` of the reduced loss scale, or its end gradient exceeds
-:data:`END_GRADIENT`: the reduced dynamics do not describe the run), ``unexplained``.  Where the
-family is invariant (the full gradient on it is tangent to it) and ``σ = 0``, the full flow is
-the reduced flow in the induced metric, so the induced prediction agrees in every cell.
+:data:`END_GRADIENT`: the reduced dynamics do not describe the run), ``unexplained``.  A run
+that did not finish is not flown again.  Where the family is invariant (the full gradient on
+it is tangent to it) and ``σ = 0``, the full flow is the reduced flow in the induced metric, so
+the induced prediction agrees in every cell.
 
 The cells (one per metric, one per ``(σ, seed)``) go through :func:`gradflow.run_cells`:
 resumable from a checkpoint, runnable on Dask.
@@ -71,7 +72,10 @@ END_GRADIENT = 1e-3
 exceeds this share of the reduced gradient scale (the full runs stop at ``gtol``, 10⁻⁶ of the
 full loss's)."""
 EVIDENCE = ("rise", "end_gradient")
-"""The evidence of a disagreeing run (module docstring); ``nan`` for the runs that agree."""
+"""The evidence of a disagreeing run (module docstring); ``nan`` for the runs that agree and
+those that did not finish."""
+SLOW = ("not_converged", "non_smooth")
+"""Outcomes of a run that did not finish (reason ``slow-corner``, not replayed)."""
 
 
 @functools.cache
@@ -302,7 +306,7 @@ class ModelFateMap(FateResult):
     def _reason(self, r: int, i: int, j: int, other: str) -> str:
         """Why the run ``(r, i, j)`` differs from the prediction (the module docstring's order)."""
         full = str(self.full[r, i, j])
-        if full in ("not_converged", "non_smooth"):
+        if full in SLOW:
             return "slow-corner"
         if full == other:
             return "metric"
@@ -458,7 +462,8 @@ def fate_map(
     labels = [p["labels"].ravel() for p in predicted]
     evidence = {k: np.full((len(batches), config.grid**2), np.nan) for k in EVIDENCE}
     for r, (batch, outcomes) in enumerate(zip(batches, stack["full"])):
-        differ = np.flatnonzero(np.any([outcomes != lab for lab in labels], axis=0))
+        unlike = np.any([outcomes != lab for lab in labels], axis=0)
+        differ = np.flatnonzero(unlike & ~np.isin(outcomes, SLOW))
         if differ.size:
             found = run_evidence(batch, differ)
             for k in EVIDENCE:
