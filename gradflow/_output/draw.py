@@ -407,12 +407,16 @@ def _in_view(points: np.ndarray, view: Sequence[float]) -> bool:
 
 def draw_overlays(ax: Axes, overlays: Sequence[Overlay]) -> list[Any]:
     """Paths (:class:`gradflow.Overlay`: ``label``, ``path`` of shape ``(n, 2)``, ``color``,
-    ``linestyle``) over everything else, a dot at each start and a cross at each end; one
-    legend handle per label."""
+    ``linestyle``) over everything else, cased in white so that no thin line of the same hue
+    (a level set) reads as one, a dot at each start and a cross at each end; one legend handle
+    per label."""
+    from matplotlib.patheffects import Normal, Stroke
+
+    casing = [Stroke(linewidth=3.6, foreground="white"), Normal()]
     handles, seen = [], set()
     for overlay in overlays:
         style = {"color": overlay.color, "lw": 1.6, "ls": overlay.linestyle}
-        ax.plot(overlay.path[:, 0], overlay.path[:, 1], zorder=6, **style)
+        ax.plot(overlay.path[:, 0], overlay.path[:, 1], zorder=6, path_effects=casing, **style)
         ax.plot(*overlay.path[0], "o", color=overlay.color, ms=5, zorder=7)
         ax.plot(*overlay.path[-1], "X", color=overlay.color, ms=8, mec="white", mew=0.8, zorder=7)
         if overlay.label not in seen:

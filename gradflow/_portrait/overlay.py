@@ -31,12 +31,13 @@ COORDS_KEY = "coords"
 NAMES_KEY = "coordinate_names"
 """The key of an overlay file's column names."""
 OVERLAY_STYLES = tuple(
-    (color, style) for style in ("-", "--", ":") for color in ("#e6007e", "#6b3e26", "#007b7b")
+    (color, style) for style in ("-", "--", ":") for color in ("#6b3e26", "#e6007e", "#7f6d00")
 )
-"""``(color, linestyle)`` of a file's runs in turn: magenta, brown and dark cyan, solid, dashed,
-dotted.  None is a colour of a kind of critical set, a basin's tint or the separatrices' black,
-so a run never reads as a set or a separatrix.  A file of more runs draws them all in the first
-style, under one legend entry."""
+"""``(color, linestyle)`` of a file's runs in turn: brown, magenta and dark olive, solid, dashed,
+dotted.  None is a colour of a kind of critical set, a basin's tint or the separatrices' black;
+the lines are drawn cased in white, which sets a magenta run apart from the magenta end of the
+level sets' colour map, so a run never reads as a set, a level set or a separatrix.  A file of
+more runs draws them all in the first style, under one legend entry."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ def test_a_hand_made_run_is_drawn_at_its_points(picture, tmp_path):
     np.testing.assert_array_equal(lines[0][1], path)  # the line
     np.testing.assert_array_equal(lines[1][1], [[2.0, 1.0]])  # the start's dot
     np.testing.assert_array_equal(lines[2][1], [[0.0, 0.0]])  # the end's cross
+    (cased,) = [line for line in fig.axes[0].lines if line.get_path_effects()]
+    np.testing.assert_array_equal(cased.get_xydata(), path)  # the line, cased in white
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "run.npz (• start, × end)" in labels
     assert picture.overlays == []  # the portrait given is unchanged
