@@ -43,7 +43,7 @@ cells), so a map resumes from its checkpoint and runs wherever ``run_cells`` run
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,6 +276,22 @@ class ICLFateMap(FateResult):
                     )
                 )
         return out
+
+    def csv_columns(self) -> dict[str, Sequence[Any]]:
+        """Per comparison the transition step of its two runs (``reduced_transition``: the
+        reduction or the minimal model, ``full_transition``: the transformer or the minimal
+        model; the ρ-response compares the reduction's with the transformer's), ``nan`` where a
+        run never settled on bigram."""
+        columns: dict[str, list[float]] = {"reduced_transition": [], "full_transition": []}
+        for cell in self.cells():
+            left, _, right = cell.group.partition(" vs ")
+            point = (cell.coords["rho"], cell.coords["sigma"], int(cell.coords["seed"]))
+            for column, model in zip(
+                columns, (left, right) if right else ("reduced", "transformer")
+            ):
+                step = self.stages(model, *point).transition_step
+                columns[column].append(float("nan") if step is None else float(step))
+        return columns
 
     def transitions(self, model: str) -> np.ndarray:
         """Transition steps, shape ``(scales, shares, seeds)``, NaN where a run never settled

@@ -440,6 +440,10 @@ class NtkFateMap(FateResult):
     def cells(self) -> list[FateCell]:
         return self._cells
 
+    def csv_columns(self) -> dict[str, Sequence[Any]]:
+        """Per comparison (a network) its measured :data:`SCALARS` (its outcome is ``full``)."""
+        return {k: self.values[k].reshape(-1) for k in SCALARS if k != "outcome"}
+
     def agree_array(self) -> np.ndarray:
         """Whether each network's outcome agrees with the prediction, shape ``(P, n, W, S)``."""
         return np.array([c.agree for c in self._cells]).reshape(self.failed.shape)

@@ -203,6 +203,22 @@ class MixtureFate(FateResult):
             out.append(self._compare(run, stages, limit, float(rec["deviation"])))
         return out
 
+    def csv_columns(self) -> dict[str, Sequence[Any]]:
+        """Per comparison its full run's and its limit run's stage times (``nan`` where not
+        reached) and final hard loss, and the full run's init deviation from the limit's."""
+        limits = self._limit_index()
+        keys = ("t_neurons", "t_escape", "t_fit", "hard_loss")
+        columns: dict[str, list[float]] = {f"{s}_{k}": [] for s in ("full", "limit") for k in keys}
+        columns["deviation"] = []
+        for run, rec, full in zip(self.runs, self.records, self.stages):
+            if run["kind"] == "full":
+                limit = self.stages[limits[run["K"], run["omega"], run["group"]]]
+                for side, stages in (("full", full), ("limit", limit)):
+                    for key in keys:
+                        columns[f"{side}_{key}"].append(float(getattr(stages, key)))
+                columns["deviation"].append(float(rec["deviation"]))
+        return columns
+
     def agreement_spread(self) -> dict[str, dict[str, Any]] | None:
         """Per group, the agreement of each draw with its mean and spread
         (:func:`~gradflow.systems.fate_spread.agreement_over_draws`); ``None`` for one draw."""

@@ -407,8 +407,32 @@ def test_the_maps_heat_maps_have_labelled_colour_bars_and_its_title_reads_the_ce
     have a colour bar naming what it shows and its unit (training steps; the ratio has none),
     and the title says what U, 1 and 2 in the cells stand for."""
     fig = _toy_map().figure()
-    bars = [ax.get_ylabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    bars = [ax.get_xlabel() for ax in fig.axes if ax.get_label() == "<colorbar>"]
     assert bars == ["median transition step (training steps)"] * 3 + [
         "transition ratio reduction / transformer (no unit)"
     ]
     assert "U uniform, 1 unigram, 2 bigram" in fig._suptitle.get_text()
+
+
+def test_the_csv_gives_each_comparison_its_two_transitions():
+    """The toy map's transitions (its docstring): transformer 120 at ρ = 0 and 60 at ρ = 1,
+    minimal model and reduction 16 and 24; per point the three pairs, then at ρ = 1 the
+    ρ-response (reduction against transformer)."""
+    header, rows = _toy_map().csv_table()
+    table = [dict(zip(header, row)) for row in rows]
+    assert [r["group"] for r in table[:3]] == [
+        "reduced vs transformer",
+        "minimal vs transformer",
+        "reduced vs minimal",
+    ]
+    assert [r["reduced_transition"] for r in table] == ["16.0"] * 3 + ["24.0"] * 4
+    assert [r["full_transition"] for r in table] == [
+        "120.0",
+        "120.0",
+        "16.0",
+        "60.0",
+        "60.0",
+        "24.0",
+        "60.0",
+    ]
+    assert table[-1]["group"] == "ρ-response" and table[-1]["agree"] == "False"
