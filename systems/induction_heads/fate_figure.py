@@ -89,7 +89,7 @@ def _heat(ax: Any, values: np.ndarray, result: ICLFateMap, label: str) -> None:
     shown = np.ma.masked_invalid(values)
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="lightgrey")
     image = ax.imshow(shown, cmap=cmap, origin="lower", aspect="auto")
-    ax.get_figure().colorbar(image, ax=ax, label=label, shrink=0.9, pad=0.02)
+    ax.get_figure().colorbar(image, ax=ax, label=label, location="bottom", shrink=0.8)
     ax.set_xticks(range(len(c.shares)), [f"{r:g}" for r in c.shares])
     ax.set_yticks(range(len(c.scales)), [f"{s:g}" for s in c.scales])
     ax.set_xlabel("doubly-stochastic share ρ")
