@@ -512,6 +512,7 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
         path_ax.plot(*path[-1], "X", color=color, mfc=color if sure else "none", ms=8)
         path_ax.set_xlabel(f"${plane[0]}$")
         path_ax.set_ylabel(f"${plane[1]}$", rotation=0, ha="right")
+        path_ax.locator_params(axis="x", nbins=4)  # a short path far from 0: labels like 0.04988
     else:
         path_ax.plot(trajectory.ts, trajectory.thetas[:, 0], color="#1f5fbf")
         path_ax.set_xlabel("flow time")
