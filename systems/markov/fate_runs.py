@@ -12,10 +12,10 @@ budget; a handover that does not decide the run is undone, and descent goes on
 (:func:`descended`).
 
 :func:`recorded_paths` gives the paths a fate map reads its evidence off: a run without noise
-its own recorded steps; a run with noise whose fate differs from the reduced prediction at its
-``θ0`` (in either metric) its gradient descent replayed from the same start with the same step
-and recorded (:data:`RECORDED` points), to the run's stop: the descent it ran, and after a
-handover the Euler scheme of the flow the sliding integrator followed.
+its own recorded steps; a run with noise whose fate is decided and differs from the reduced
+prediction at its ``θ0`` (in either metric) its gradient descent replayed from the same start
+with the same step and recorded (:data:`RECORDED` points), to the run's stop: the descent it
+ran, and after a handover the Euler scheme of the flow the sliding integrator followed.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ __all__ = [
     "FULL_RTOL",
     "HANDOVERS",
     "RECORDED",
+    "UNFINISHED",
     "descended",
     "descent_options",
     "full_options",
@@ -191,6 +192,8 @@ def descended(
     return runs, descent
 
 
+UNFINISHED = ("undecided", "kink")
+"""Fates of a run whose outcome is not known (reason ``slow-corner``): not replayed."""
 RECORDED = 400
 """Most recorded points of a replayed descent (:func:`recorded_paths`): one every
 ``⌈steps/400⌉`` steps, so the path's cubic interpolation spans a few dozen steps of ``η``."""
@@ -234,7 +237,8 @@ def recorded_paths(
         return
     chunks = range(0, len(clean), 32)
     predicted = [np.concatenate([f(clean[k : k + 32]) for k in chunks]) for f in labels.values()]
-    wanted = np.flatnonzero(np.any([np.asarray(fates) != p for p in predicted], axis=0))
+    unlike = np.any([np.asarray(fates) != p for p in predicted], axis=0)
+    wanted = np.flatnonzero(unlike & ~np.isin(fates, UNFINISHED))
     for group in np.array_split(wanted, -(-len(wanted) // DESCENT_CHUNK_RECORDED) or 1):
         if not group.size:
             continue
