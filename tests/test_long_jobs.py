@@ -133,3 +133,16 @@ def test_a_plane_map_of_a_large_grid_is_refused(cli, monkeypatch) -> None:
     monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 2**40)
     argv = ["fate", "--model", "canonical-bias", "--hyper", "p=0.5", "q=0.8", "--grid", "400"]
     _refused(cli, argv, LIMIT, "160,000 runs of the full model (400 × 400 starts)")
+
+
+def test_python_refuses_a_long_sweep_before_a_cell_is_bound(memory, monkeypatch) -> None:
+    """250,000 cells of 5² flows: 64 KiB kept a cell are 15.3 GiB, beyond half of 16 GiB; with
+    the memory, 0.4 s a cell are 28 h."""
+    model = gradflow.loss_model("(x**2 - 1)**2 + k*y**2", ["x", "y"], ["k"])
+    ks = [1.0 + i / 250000 for i in range(250000)]
+    region = gradflow.Region.of(model, grid=5)
+    with pytest.raises(GradflowError, match="^250000 cells × 5 × 5 = 6.25e.06 flows needs abo"):
+        gradflow.sweep(model, {"k": ks}, region=region)
+    monkeypatch.setattr("gradflow._output.memory.available_memory", lambda: 2**40)
+    with pytest.raises(GradflowError, match="flows would take about 28 h .* allow_long=True"):
+        gradflow.sweep(model, {"k": ks}, region=region)

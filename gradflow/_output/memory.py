@@ -22,6 +22,7 @@ __all__ = [
     "basin_memory",
     "check_memory",
     "duration",
+    "sweep_estimate",
     "sweep_memory",
 ]
 
@@ -42,6 +43,17 @@ LONG_S = 30 * 60.0
 hours of work."""
 MACHINE = "2 CPU cores"
 """What the rates of every estimate were measured on."""
+SWEEP_CELL_S = 0.4
+"""The fixed work of one cell of a sweep (critical sets, attractor index), seconds: 0.3–0.6 s
+measured for the canonical model on a 2-core machine (docs/performance.md)."""
+SWEEP_FLOW_S = 1e-5
+"""One trajectory of a sweep's basin map, seconds: 7–12 µs measured for the canonical model's
+1000 × 1000 map on a 2-core machine (docs/performance.md)."""
+SWEEP_START_S = 15.0
+"""Start-up and compilation of a sweep, seconds, paid once per process: the canonical model's
+7 × 7 sweep spends about 11 s compiling and tracing and 3 s importing on a quiet 2-core machine
+(docs/performance.md), several times that under load; the hyperparameters are arguments of the
+compiled programs, so later cells reuse them."""
 
 
 def available_memory() -> int:
@@ -165,3 +177,17 @@ class Estimate:
                 f"({self.basis}), past the {duration(LONG_S)} a job runs without {allow}; "
                 f"choose smaller sizes, or add {allow}"
             )
+
+
+def sweep_estimate(cells: int, grid: int | Sequence[int], dim: int) -> Estimate:
+    """A sweep's size, rough duration at the canonical model's rates (:data:`SWEEP_CELL_S` a
+    cell, :data:`SWEEP_FLOW_S` a flow, :data:`SWEEP_START_S` to start) and its memory
+    (:func:`sweep_memory`)."""
+    shown = f"{grid}²" if isinstance(grid, int) else f"{grid[0]} × {grid[1]}"
+    return Estimate(
+        size=f"{cells} cells × {shown} = {cells * _points(grid):.3g} flows",
+        seconds=SWEEP_START_S + cells * (SWEEP_CELL_S + _points(grid) * SWEEP_FLOW_S),
+        basis=f"the canonical model's rates: {SWEEP_CELL_S:g} s a cell + "
+        f"{SWEEP_FLOW_S * 1e6:g} µs a flow, and {SWEEP_START_S:g} s of start-up and compilation",
+        memory=sweep_memory(cells, grid, dim),
+    )

@@ -35,7 +35,7 @@ from .._landscape.base import Landscape
 from .._landscape.region import OnRegion, Region
 from .._outcome import LABELS, Kind
 from .._output.io import package_versions, to_jsonable
-from .._output.memory import check_memory, sweep_memory
+from .._output.memory import sweep_estimate
 from .._symbolic.closed_forms import CriticalSetSpec, closed_form_specs
 from .._symbolic.facts import degenerate_set_values, singular_critical_points
 from .._symbolic.model import BoundModel, ReducedModel
@@ -277,6 +277,7 @@ def sweep(
     progress: bool | None = None,
     bifurcations: bool = True,
     client: Any = None,
+    allow_long: bool = False,
 ) -> Sweep:
     """Critical sets and basin fractions in every cell of a grid of hyperparameter values.
 
@@ -294,6 +295,8 @@ def sweep(
         client: a ``dask.distributed.Client`` whose workers compute the cells
             (:func:`gradflow.run_cells`); the result and the checkpoint are those of a run in
             this process.  Following the cells runs here, after them.
+        allow_long: run a sweep estimated past 30 min on 2 CPU cores
+            (:func:`gradflow._output.memory.sweep_estimate`, the canonical model's rates).
 
     Returns:
         The cells, in the order of ``itertools.product`` over ``axes``.
@@ -302,7 +305,8 @@ def sweep(
         GradflowError: an empty axis, a value outside its domain, an axis that is not a
             hyperparameter, a region over other parameters than the model's, a checkpoint folder of another sweep, or cells
             and a grid whose results need more than half of the memory available now
-            (:func:`gradflow.sweep_memory`), refused before any cell is bound.
+            (:func:`gradflow.sweep_memory`), or (without ``allow_long``) estimated past 30 min,
+            refused before any cell is bound.
     """
     axes = {name: tuple(float(v) for v in vals) for name, vals in axes.items()}
     for name, vals in axes.items():
@@ -314,10 +318,7 @@ def sweep(
     region.check_params(model)
     cells = int(np.prod([len(v) for v in axes.values()]))
     nx, ny = region.grid
-    shown = " × ".join(f"{len(v)} {name}" for name, v in axes.items())
-    check_memory(
-        f"a sweep of {shown} cells at grid {nx} × {ny}", sweep_memory(cells, (nx, ny), model.dim)
-    )
+    sweep_estimate(cells, (nx, ny), model.dim).check(allow_long)
     points = [
         model.validate({**held, **dict(zip(axes, combo))})
         for combo in itertools.product(*axes.values())

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from ._cluster import add_cluster_arguments, check_cluster, cluster_client
 from ._options import (
@@ -25,32 +24,6 @@ from ._options import (
     save_and_report,
 )
 from ._sizes import add_allow_long_argument, announce
-
-SECONDS_PER_CELL = 0.4
-"""The fixed work of one cell (critical sets, attractor index), seconds: 0.3–0.6 s measured for
-the canonical model on a 2-core machine (docs/performance.md)."""
-COMPILE_S = 15.0
-"""Start-up and compilation, seconds, paid once per process: the canonical model's 7 × 7 sweep
-spends about 11 s compiling and tracing and 3 s importing on a quiet 2-core machine
-(docs/performance.md), several times that under load; the hyperparameters are arguments of the
-compiled programs, so later cells reuse them."""
-SECONDS_PER_FLOW = 1e-5
-"""One trajectory of a basin map, seconds: 7–12 µs measured for the canonical model's
-1000 × 1000 map on a 2-core machine (docs/performance.md)."""
-
-
-def estimate(cells: int, grid: int, dim: int) -> Any:
-    """A sweep's size, rough duration on 2 CPU cores at the canonical model's rates, and memory
-    (:func:`gradflow.sweep_memory`), as a :class:`gradflow.Estimate`."""
-    from gradflow import Estimate, sweep_memory
-
-    return Estimate(
-        size=f"{cells} cells × {grid}² = {cells * grid * grid:.3g} flows",
-        seconds=COMPILE_S + cells * (SECONDS_PER_CELL + grid * grid * SECONDS_PER_FLOW),
-        basis=f"the canonical model's rates: {SECONDS_PER_CELL:g} s a cell + "
-        f"{SECONDS_PER_FLOW * 1e6:g} µs a flow, and {COMPILE_S:g} s of start-up and compilation",
-        memory=sweep_memory(cells, grid, dim),
-    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -129,6 +102,7 @@ def precheck_axes(args: argparse.Namespace, axes: dict[str, tuple[float, ...]]) 
 
 def run(args: argparse.Namespace) -> int:
     from gradflow import GradflowError, check_output
+    from gradflow._output.memory import sweep_estimate
 
     from ._models import MODEL_HYPERPARAMETERS, _pairs_text, load_model, note_loss_parameters
     from ._sizes import check_grid
@@ -155,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     for values in axes.values():
         cells *= len(values)
     check_grid(args.grid, model.dim, "--grid")
-    announce("sweep", estimate(cells, args.grid, model.dim), args.allow_long)
+    announce("sweep", sweep_estimate(cells, args.grid, model.dim), args.allow_long)
     note_loss_parameters(args, model)
     from gradflow import remove_checkpoint, sweep
 
