@@ -41,7 +41,8 @@ def draw_fates(
     axes' limits are padded by half a cell so that none sits on the frame or under a title.
 
     Returns:
-        Legend handles: the fates drawn, then the ring.
+        Legend handles of what was drawn: the shades present, the fates, and the ring where a
+        fate differs from its prediction.
     """
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -63,7 +64,11 @@ def draw_fates(
             vmax=len(SHADES) - 1,
             shading="flat",
         )
-        handles += [Patch(color=c, label=f"reduced: {k}") for k, c in SHADES.items()]
+        handles += [
+            Patch(color=c, label=f"reduced: {k}")
+            for k, c in SHADES.items()
+            if (predicted == k).any()
+        ]
         ax.set_xlim(cell_edges(ws)[[0, -1]])
         ax.set_ylim(cell_edges(es)[[0, -1]])
     for name, (marker, color) in MARKERS.items():
@@ -84,9 +89,9 @@ def draw_fates(
         zorder=6,
         clip_on=False,
     )
-    handles.append(
-        Line2D([], [], ls="", marker="o", mfc="none", mec="red", label="disagrees (induced metric)")
-    )
+    if wrong.any():
+        ring = {"mfc": "none", "mec": "red", "label": "disagrees (induced metric)"}
+        handles.append(Line2D([], [], ls="", marker="o", **ring))
     return handles
 
 

@@ -642,3 +642,12 @@ def test_a_phase_panels_curves_stay_inside_its_limits_and_clear_of_its_legend():
         x0, y0 = ax.transData.transform(np.column_stack([line.get_xdata(), y])).T
         inside = (box.x0 <= x0) & (x0 <= box.x1) & (box.y0 <= y0) & (y0 <= box.y1)
         assert not inside.any(), line.get_label()
+
+
+def test_a_fate_maps_legend_lists_only_what_its_panels_draw(hand_made_fate):
+    """Four starts all reaching the global minimum, as predicted: the legend names the global
+    shade and the global marker, and neither the local shade nor the ring of a disagreement,
+    which are not drawn."""
+    fate = hand_made_fate(["global"] * 4, {"induced": ["global"] * 4, "euclidean": ["global"] * 4})
+    (legend,) = fate.figure().legends
+    assert [t.get_text() for t in legend.texts] == ["reduced: global", "full model: global"]

@@ -503,11 +503,13 @@ class FateMap(FateResult):
             1, len(sigmas), figsize=(5.2 * len(sigmas), 5.0), squeeze=False, layout="constrained"
         )
         share = self.agreement()
+        handles: dict[str, Any] = {}  # what any panel drew, once
         for ax, sigma in zip(axes[0], sigmas):
             r = next(k for k, (s, _) in enumerate(self.runs) if s == sigma)
-            handles = draw_fates(
+            drawn = draw_fates(
                 ax, self.ws, self.es, self.fate_names()[r], self.reduced["induced"], shade=True
             )
+            handles |= {h.get_label(): h for h in drawn if h.get_label() not in handles}
             seeds = sum(s == sigma for s, _ in self.runs)
             drawn = f", seed {self.runs[r][1]} drawn" if seeds > 1 else ""
             over = f" over {seeds} seeds" if seeds > 1 else ""
@@ -520,10 +522,8 @@ class FateMap(FateResult):
             )
             ax.set_xlabel("w0")
             ax.set_ylabel("e0")
-        columns = min(2 * len(sigmas), 4)
-        fig.legend(
-            handles=handles, loc="outside lower center", ncol=columns, fontsize=8, frameon=False
-        )
+        legend = {"loc": "outside lower center", "ncol": min(2 * len(sigmas), 4), "fontsize": 8}
+        fig.legend(handles=list(handles.values()), frameon=False, **legend)
         c = self.config
         fig.suptitle(f"fate map, {c.model}, p = {c.p:g}, q = {c.q:g}", fontsize=10)
         return fig
