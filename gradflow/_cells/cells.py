@@ -107,10 +107,11 @@ def run_cells(
     if folder is not None and pending and len(pending) < len(cells) and progress is not False:
         done = len(cells) - len(pending)
         print(f"resuming: {done} of {len(cells)} cells done (kept in {folder}/)", file=sys.stderr)
+    finished = [i for i, result in enumerate(out) if result is not None]
     bar: Any = (
-        progress_bar(len(cells), "cell", progress, desc)
+        progress_bar(len(cells), "cell", progress, desc, done=len(finished))
         if work is None
-        else weighted_bar(work, "cell", progress, desc)
+        else weighted_bar(work, "cell", progress, desc, done=finished)
     )
 
     def advance(*done: int) -> None:
@@ -118,7 +119,6 @@ def run_cells(
         bar.update(len(done)) if work is None else bar.update(*done)
 
     with bar:
-        advance(*(i for i, done in enumerate(out) if done is not None))
         if pending:
             todo = [cells[i] for i in pending]
             if client is None:

@@ -67,6 +67,7 @@ def progress_bar(
     desc: str | None = None,
     *,
     even: bool = True,
+    done: int = 0,
 ) -> tqdm:
     """A tqdm bar on stderr: always shown if ``enabled``, never if ``False``, after
     :data:`DELAY_S` if ``None``.
@@ -78,9 +79,12 @@ def progress_bar(
         desc: what the bar counts, shown before it (``"σ = 0.01, seed 2"``).
         even: units of about equal cost: a rate and a time left from the second unit on;
             ``False`` for units that finish unevenly (no rate, no time left).
+        done: units already done (a resumed run's): counted, but the rate starts from the end
+            of the first unit computed now, which carries the compilation.
     """
     return _Bar(
         total=total,
+        initial=done,
         unit=unit,
         desc=desc,
         disable=enabled is False,
@@ -95,8 +99,8 @@ class _Weighted:
     """A bar over units of different cost: :meth:`update` takes a unit's index and advances the
     bar by its work, naming the units done."""
 
-    def __init__(self, bar: tqdm, work: Sequence[float], unit: str) -> None:
-        self.bar, self.work, self.unit, self.done = bar, work, unit, 0
+    def __init__(self, bar: tqdm, work: Sequence[float], unit: str, done: int) -> None:
+        self.bar, self.work, self.unit, self.done = bar, work, unit, done
 
     def __enter__(self) -> _Weighted:
         self.bar.__enter__()
@@ -117,7 +121,12 @@ class _Weighted:
 
 
 def weighted_bar(
-    work: Sequence[float], unit: str, enabled: bool | None = None, desc: str | None = None
+    work: Sequence[float],
+    unit: str,
+    enabled: bool | None = None,
+    desc: str | None = None,
+    *,
+    done: Sequence[int] = (),
 ) -> _Weighted:
     """A bar over units whose costs differ, advancing by ``work[k]`` when unit ``k`` is done:
     its rate, and so its time left, is work per second from the end of the first unit on.
@@ -127,9 +136,12 @@ def weighted_bar(
             runs of equal cost).
         unit: what a unit is (``"cell"``).
         enabled, desc: as in :func:`progress_bar`.
+        done: the indices of the units already done (a resumed run's), counted as in
+            :func:`progress_bar`.
     """
     bar = _Bar(
         total=float(sum(work)),
+        initial=float(sum(work[k] for k in done)),
         unit="",
         desc=desc,
         disable=enabled is False,
@@ -138,4 +150,4 @@ def weighted_bar(
         dynamic_ncols=True,
         bar_format=WEIGHTED_FORMAT,
     )
-    return _Weighted(bar, work, unit)
+    return _Weighted(bar, work, unit, len(done))

@@ -52,6 +52,22 @@ def test_a_fate_map_two_thirds_through_its_cells_has_most_of_its_work_left() -> 
     assert (shown["total"] - shown["n"]) / shown["rate"] == pytest.approx(6 * 3.72)
 
 
+def test_a_resumed_map_times_its_rest_from_the_cells_it_computes() -> None:
+    """The same map resumed with its 12 rows done: the first noise draw computed now takes 40 s
+    (compiling), the second its 24.48 s of work, so 4 × 24.48 = 97.92 s are left; the rows
+    loaded from the checkpoint take no time and do not count in the rate."""
+    work = [3.72] * 12 + [24.48] * 6
+    clock = Clock()
+    bar = weighted_bar(work, "cell", enabled=True, done=range(12))
+    inner = _clocked(bar, clock)
+    for k, spent in ((12, 40.0), (13, 24.48)):
+        clock.now += spent
+        bar.update(k)
+    shown = inner.format_dict
+    assert (shown["total"] - shown["n"]) / shown["rate"] == pytest.approx(97.92)
+    assert shown["units"] == "14/18 cells"
+
+
 def _square(cell: float) -> dict[str, float]:
     return {"y": cell * cell}
 
