@@ -384,20 +384,22 @@ class NtkFateConfig:
         """Cells ``(N, d_m, draw)``, each running every init and scaling."""
         return len(self.n_samples) * len(self.widths) * self.seeds
 
+    def cell_seconds(self, n_samples: int, d_m: int) -> float:
+        """Estimated seconds of a cell once its programs are compiled: :data:`CELL_S`, and per
+        step :data:`CELL_STEP_S` and :data:`UNIT_STEP_S` per sample and padded neuron of each
+        network."""
+        networks = len(self.inits) * len(self.scalings)
+        unit = n_samples * compiled_width(d_m) * networks * UNIT_STEP_S
+        return CELL_S + self.steps * (CELL_STEP_S + unit)
+
     def estimate(self) -> Estimate:
         """The map's size, rough duration (:data:`SHAPE_S` per compiled shape, :data:`CELL_S`
         per cell, :data:`CELL_STEP_S` per step of a cell's networks together and
         :data:`UNIT_STEP_S` per step, sample and padded neuron of each) and memory."""
         networks = len(self.inits) * len(self.scalings)
         shapes = len(self.n_samples) * len({compiled_width(w) for w in self.widths})
-        units = self.seeds * sum(
-            n * compiled_width(w) * networks for n in self.n_samples for w in self.widths
-        )
-        seconds = (
-            SHAPE_S * shapes
-            + self.cells() * (CELL_S + self.steps * CELL_STEP_S)
-            + self.steps * units * UNIT_STEP_S
-        )
+        cells = sum(self.cell_seconds(n, w) for n in self.n_samples for w in self.widths)
+        seconds = SHAPE_S * shapes + self.seeds * cells
         return Estimate(
             size=f"{self.cells():,} cells (N × d_m × draw) of {networks} networks, "
             f"{self.steps:,} steps each",

@@ -585,6 +585,7 @@ def fate_map(
         checkpoint=checkpoint,
         manifest={"system": "shallow-ntk", **dataclasses.asdict(config)},
         desc="shallow-ntk fate",
+        work=[config.cell_seconds(r.n_samples, r.d_m) for r in runs],
         **cell_options,
     )
     shape = (len(config.n_samples), len(config.widths), config.seeds)
