@@ -262,7 +262,8 @@ def _share_panel(ax: Any, data: Data) -> None:
     )
     ax.set_xlabel("share ρ of doubly-stochastic sequences")
     ax.set_ylabel("training steps")
-    ax.set_ylim(bottom=0)
+    top = ax.get_ylim()[1]
+    ax.set_ylim(-0.04 * top, top)  # a plateau of 0 steps drawn whole, above the frame
     if not np.isfinite(data.transitions).any():
         ax.text(
             0.5,
