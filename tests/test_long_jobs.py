@@ -12,7 +12,7 @@ import gradflow
 from gradflow import GradflowError
 from gradflow.systems.fate import quick_config, run_fate
 from gradflow.systems.markov.config import FateConfig, TrainConfig
-from gradflow.systems.markov.costs import NOISE_RUN_S, SLIDE_RUN_S
+from gradflow.systems.markov.costs import FATE_FIXED_S, NOISE_RUN_S, SLIDE_RUN_S
 
 LIMIT = "past the 30 min a job runs without --allow-long"
 
@@ -53,9 +53,10 @@ def test_the_default_map_is_estimated_from_its_runs() -> None:
     """144 starts without noise and 2 × 3 noise draws of each: 144 + 864 runs."""
     estimate = FateConfig().estimate()
     assert estimate.size.startswith("1,008 runs of the full model")
-    assert estimate.seconds == pytest.approx(15 + 144 * SLIDE_RUN_S + 864 * NOISE_RUN_S)
+    start = FATE_FIXED_S
+    assert estimate.seconds == pytest.approx(start + 144 * SLIDE_RUN_S + 864 * NOISE_RUN_S)
     longer = FateConfig(length=8).estimate()  # 2^8 sequences instead of 2^6
-    assert longer.seconds - 15 == pytest.approx(4 * (estimate.seconds - 15))
+    assert longer.seconds - start == pytest.approx(4 * (estimate.seconds - start))
 
 
 def test_python_refuses_a_long_map_before_making_its_folder(tmp_path, memory) -> None:
