@@ -372,3 +372,52 @@ def test_a_fate_system_added_by_the_recipe_runs_from_the_command_line(cli, tmp_p
     u = _arrays(cli.folder / "fate.npz")["u"]
     np.testing.assert_allclose(np.abs(u), 1.0, atol=1e-5)  # every run ends at a well, |x + y| = 1
     assert (cli.folder / "fate.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("rise", "end", "reason"),
+    [(0.5, 0.0, "off-reduction"), (0.0, 0.01, "off-reduction"), (0.005, 5e-4, "unexplained")],
+)
+def test_the_plane_map_names_off_reduction_only_from_evidence(rise, end, reason):
+    """A hand-made 2 × 2 plane map (nothing run): a run that did not finish is ``slow-corner``, one
+    the other metric predicts ``metric``; a run that disagrees with both is ``off-reduction`` only
+    where its projection climbed more than :data:`RISE_SHARE` (0.01 loss scales) or it ended where
+    the reduced gradient exceeds :data:`END_GRADIENT` (1e-3 gradient scales), else
+    ``unexplained``."""
+    from gradflow.systems.plane_fate import ModelFateMap
+    from gradflow.systems.plane_fate_config import ModelFateConfig
+
+    config = ModelFateConfig(model="canonical-bias", hyper=("p=0.5", "q=0.8"), grid=2)
+    glob, loc = "global_min #0", "local_min #1"
+    full = np.array([[["not_converged", glob], [glob, "no attractor"]]])
+    nan = np.nan
+    evidence = {
+        "rise": np.array([[[nan, nan], [rise, 0.0]]]),
+        "end_gradient": np.array([[[nan, nan], [end, 0.0]]]),
+    }
+    zeros = np.zeros((1, 2, 2))
+    fate = ModelFateMap(
+        config=config,
+        params=("e", "w", "b"),
+        plane=("w", "e"),
+        xs=np.array([0.0, 1.0]),
+        ys=np.array([0.0, 1.0]),
+        runs=((0.0, 0),),
+        full=full,
+        status=np.zeros((1, 2, 2), dtype=int),
+        times=zeros,
+        losses=zeros,
+        projected=np.zeros((1, 2, 2, 3)),
+        off_start=zeros,
+        off_end=zeros,
+        reduced={
+            "euclidean": np.array([[glob, glob], [loc, loc]]),
+            "induced": np.array([[glob, loc], [loc, loc]]),
+        },
+        attractors=(),
+        evidence=evidence,
+    )
+    reasons = [c.reason for c in fate.cells() if c.group == "induced σ=0"]
+    assert reasons == ["slow-corner", "metric", reason, "unexplained"]
+    detail = [c.detail for c in fate.cells() if c.group == "induced σ=0"][2]
+    assert f"climbed {rise:.3g} (loss scales)" in detail
