@@ -39,7 +39,14 @@ from scipy.optimize import nnls
 from .._landscape.base import Landscape
 from .._landscape.scales import LossScales, loss_scales
 from .._outcome import Kind
-from .classify import GLOBAL_LOSS, PROBE_LOSS, PROBE_RADIUS, Classification
+from .classify import (
+    GLOBAL_LOSS,
+    PROBE_LOSS,
+    PROBE_RADIUS,
+    ROUNDING,
+    Classification,
+    local_curvature,
+)
 from .clusters import numerical_sets
 from .sets import CriticalSet
 
@@ -285,6 +292,15 @@ def _unit_normals(landscape: Landscape, theta: np.ndarray) -> np.ndarray:
     return normals / np.linalg.norm(normals, axis=1, keepdims=True)
 
 
+def _at_bound(landscape: Landscape, theta: np.ndarray, loss: float, bound: float) -> bool:
+    """Whether a kink point's loss equals the proven lower bound: to rounding, plus
+    :data:`~gradflow._critical.classify.GLOBAL_LOSS` of the loss's variation within
+    :data:`PROBE_RADIUS` (``∇L`` is not defined on the kink, so there is no gradient slack)."""
+    curvature = local_curvature(landscape, theta[None], np.array([loss]))
+    varies = float(np.nan_to_num(curvature[0])) * PROBE_RADIUS**2 / 2
+    return abs(loss - bound) <= GLOBAL_LOSS * varies + ROUNDING * max(abs(loss), abs(bound))
+
+
 def classify_kink_points(
     landscape: Landscape, thetas: np.ndarray, global_min_loss: float | None
 ) -> Classification:
@@ -298,8 +314,8 @@ def classify_kink_points(
     kinds, eigenvalues, index, nullity = [], [], [], []
     for theta, loss in zip(thetas, losses):
         kind, lam, morse, null = _kind(landscape, theta, float(loss), scales)
-        if global_min_loss is not None and abs(loss - global_min_loss) <= GLOBAL_LOSS * max(
-            scales.loss, abs(loss)
+        if global_min_loss is not None and _at_bound(
+            landscape, theta, float(loss), global_min_loss
         ):
             kind = Kind.GLOBAL_MIN
         kinds.append(kind)

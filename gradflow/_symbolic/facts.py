@@ -27,6 +27,7 @@ closed-form solutions, no proven bound, every kink a jump) and says why.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -217,22 +218,43 @@ def nonnegative(loss: sp.Expr) -> tuple[bool, str | None]:
 
 
 def lower_bound(loss: sp.Expr) -> tuple[float | None, str | None]:
-    """A proven lower bound of ``L``: its constant term ``c > 0`` where SymPy proves the rest
-    ``L − c ≥ 0`` (:func:`nonnegative`), else ``0`` where it proves ``L ≥ 0``; ``None`` where
-    neither is proven, with why.  Taking the constant term first makes the bound follow the
-    loss when a positive constant (an entropy floor) is added or the loss scaled:
-    ``10⁻⁶((x² − 1)² + y²) + 10 ≥ 10``, as ``(x² − 1)² + y² ≥ 0`` (SymPy distributes a numeric
-    factor over a sum, so the rest is the scaled sum of squares).  A negative constant term is
-    not taken: ``exp(u) − 1`` with ``u ≥ 0`` has the bound ``0``, which SymPy does not prove, and
-    ``−1`` lies below every value, so a set would be called global only through the global
-    test's margin, a share of the loss scale, which steep walls can make larger than 1."""
-    constant, rest = loss.as_coeff_Add()
-    if constant > 0 and rest != 0:
-        proven, why = nonnegative(rest)
-        if proven:
-            return float(constant), None
+    """A proven lower bound of ``L``, built from the outside in; ``None`` where none is proven,
+    with why:
+
+    - a constant term ``c`` adds to the bound of the rest: ``10⁻⁶((x² − 1)² + y²) + 10 ≥ 10``
+      (SymPy distributes a numeric factor over a sum, so the rest is the scaled sum of squares
+      SymPy proves ``≥ 0``), and ``(x² − 1)² + y² − 3 ≥ −3``;
+    - a positive factor ``a`` scales it: ``10⁶ e^u ≥ 10⁶ e^{inf u}``;
+    - ``exp`` is increasing: ``exp(u) ≥ exp(b)`` where ``u ≥ b`` is proven, else ``> 0``, so
+      ``exp((x² + y² − 1)²) ≥ 1`` and ``exp(u) − 1 ≥ 0``;
+    - otherwise ``0`` where SymPy proves ``L ≥ 0`` (:func:`nonnegative`).
+
+    So the bound follows the loss when it is scaled or a constant (an entropy floor) is added.
+    A bound that is not attained (``e^x + y² + 2 ≥ 2``) labels nothing global: the global test
+    asks a critical point to reach it."""
+    bound = _outside_in(loss)
+    if bound is not None:
+        return bound, None
     proven, why = nonnegative(loss)
     return (0.0, None) if proven else (None, why)
+
+
+def _outside_in(expr: sp.Expr) -> float | None:
+    """:func:`lower_bound`'s rules, recursively; ``None`` where none applies."""
+    if expr.is_number:
+        return float(expr) if expr.is_real else None
+    constant, rest = expr.as_coeff_Add()
+    if constant != 0:
+        inner = _outside_in(rest)
+        return None if inner is None else float(constant) + inner
+    factor, rest = expr.as_coeff_Mul()
+    if factor > 0 and factor != 1:
+        inner = _outside_in(rest)
+        return None if inner is None else float(factor) * inner
+    if isinstance(expr, sp.exp):
+        inner = _outside_in(expr.args[0])
+        return 0.0 if inner is None else math.exp(inner)
+    return 0.0 if nonnegative(expr)[0] else None
 
 
 def nonsmooth_atoms(expr: sp.Expr) -> list[sp.Expr]:

@@ -81,8 +81,9 @@ def test_a_circle_of_minima_is_found_as_curves() -> None:
 
 
 def test_numerical_search_alone_groups_the_circle() -> None:
-    """Without sympy (a non-rational gradient), the numerical search reports one circle; no lower
-    bound of exp(·) - 1 is declared or proven, so it is a local minimum, not a global one."""
+    """Without sympy (a non-rational gradient), the numerical search reports one circle; exp is
+    increasing and k(r² − 1)² ≥ 0, so exp(·) − 1 ≥ e⁰ − 1 = 0 is proven and the circle, where
+    L = 0, is the global minimum."""
     model = ReducedModel(
         name="hat-exp",
         params=(x, y),
@@ -92,7 +93,7 @@ def test_numerical_search_alone_groups_the_circle() -> None:
         plane=("x", "y"),
     ).bind(k=1.0)
     sets = critical_sets(model, starts=300)
-    (circle,) = [s for s in sets if s.kind == "local_min"]
+    (circle,) = [s for s in sets if s.kind == "global_min"]
     assert circle.name == "numerical" and circle.dimension == 1
     np.testing.assert_allclose(np.hypot(*circle.points.T), 1.0, atol=1e-7)
 
