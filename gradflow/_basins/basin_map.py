@@ -144,6 +144,8 @@ class BasinMap(OnRegion):
         reason_codes: each label's reason, an index into ``reasons``, shape ``(ny, nx)``.
         reasons: the reasons, one line each (``"proven: in the certified region of attraction
             of #1"``, ``"numerical: #0 is a saddle: …"``).
+        evidence_seconds: wall time (s) the map spent judging its labels, part of its own time
+            (``0`` where not judged): what the evidence costs.
     """
 
     region: Region
@@ -160,6 +162,7 @@ class BasinMap(OnRegion):
     evidence: np.ndarray | None = None
     reason_codes: np.ndarray | None = None
     reasons: tuple[str, ...] = ()
+    evidence_seconds: float = 0.0
 
     @property
     def xs(self) -> np.ndarray:

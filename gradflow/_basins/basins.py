@@ -15,6 +15,7 @@ is found is integrated on to its end.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -163,6 +164,7 @@ def basins(
     ids = stable_manifolds(landscape, index, flat, ids, thetas.shape[:2], stages[0])
     codes = np.array([a.kind.code for a in index.attractors] + [0], dtype=int)
     labels = np.where(ids >= 0, codes[ids], status)
+    judging = time.perf_counter()
     if evidence:
         reason_codes, reasons = judged(model, index, critical, flat, endpoints, ids, labels, level)
     else:
@@ -197,6 +199,7 @@ def basins(
         evidence=codes_proven.reshape(shape) if evidence else None,
         reason_codes=reason_codes.reshape(shape) if evidence else None,
         reasons=tuple(reasons) if evidence else (),
+        evidence_seconds=time.perf_counter() - judging if evidence else 0.0,
     )
 
 

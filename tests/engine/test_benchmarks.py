@@ -50,6 +50,11 @@ def test_bench_basins_counts_a_capped_baseline_at_its_cap_as_a_lower_bound() -> 
         assert b["speedup"] == pytest.approx(b["extrapolated_seconds"] / report.seconds)
     assert "≥ 0.00" in report.text()
     assert report.seconds_without_compile <= report.seconds
+    # the evidence's own time is part of the warm map's
+    assert 0 < report.evidence_seconds <= report.seconds_without_compile
+    assert record["evidence_share"] == pytest.approx(
+        report.evidence_seconds / report.seconds_without_compile
+    )
 
 
 def test_bench_basins_baseline_stops_by_the_maps_rule() -> None:
