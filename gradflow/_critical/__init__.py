@@ -4,7 +4,8 @@
 result (``sets``), the search that runs them all (``search``), the proof that none is missed
 (``certify``: the interval form of ``∇L`` and the closed-form sets in ``interval_system``, the
 branch and bound in ``branch_bound``, what it proves in ``certificate``), the kinds proven by
-interval arithmetic at each non-degenerate point (``proven_kinds``), the attractors a flow
-can reach (``attractors``) and the proofs of where a flow ends: certified regions of attraction,
-escape and refined endpoints (``attraction``).
+interval arithmetic at each non-degenerate point (``proven_kinds``), the proven infimum of a
+coercive polynomial (``coercive``), the attractors a flow can reach (``attractors``) and the
+proofs of where a flow ends: certified regions of attraction, escape and refined endpoints
+(``attraction``).
 """

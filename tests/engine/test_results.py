@@ -155,8 +155,9 @@ def test_the_documented_record_of_critical_sets_is_their_metadata() -> None:
 
 def test_a_sweep_draws_the_share_of_each_kind_over_its_axes() -> None:
     """The pitchfork x⁴/4 − a x²/2 + y²/2 over a = −1, 1 on a 5 × 5 grid of [-3, 3]²: at a = −1
-    L ≥ 0 and the origin is the one minimum, global, share 1; at a = 1 no lower bound is proven,
-    the minima (±1, 0) are local and take 20 of the 25 points, the middle column x = 0 (5/25)
+    L ≥ 0 and the origin is the one minimum, global, share 1; at a = 1 the coercive polynomial's
+    infimum −1/4 is proven (its leading form x⁴/4 + y²/2 is positive definite), the minima
+    (±1, 0) reach it, global, and take 20 of the 25 points, the middle column x = 0 (5/25)
     ends at the saddle.  One axis: one line per kind present, and the bifurcation at a = 0."""
     model = gradflow.loss_model("x**4/4 - a*x**2/2 + y**2/2", ["x", "y"], ["a"])
     result = gradflow.sweep(
@@ -165,5 +166,5 @@ def test_a_sweep_draws_the_share_of_each_kind_over_its_axes() -> None:
     (ax,) = result.figure().axes
     lines = {line.get_label(): line for line in ax.lines if not line.get_label().startswith("_")}
     shares = {k: list(v.get_ydata()) for k, v in lines.items() if k != "bifurcation"}
-    assert shares == {"global_min": [1.0, 0.0], "local_min": [0.0, 0.8], "saddle": [0.0, 0.2]}
+    assert shares == {"global_min": [1.0, 0.8], "saddle": [0.0, 0.2]}
     assert abs(lines["bifurcation"].get_xdata()[0]) < 1e-6 and ax.get_xlabel() == "$a$"
