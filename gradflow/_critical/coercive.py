@@ -82,7 +82,11 @@ def global_min_loss(landscape: Landscape) -> float | None:
 def global_bound(landscape: Landscape) -> GlobalBound:
     """:class:`GlobalBound` of ``landscape``, worked out once per landscape (module docstring)."""
     if landscape.global_min_loss is not None:
-        return GlobalBound(landscape.global_min_loss, "a proven lower bound of L")
+        if not isinstance(landscape, BoundModel):
+            return GlobalBound(landscape.global_min_loss, "a lower bound the landscape proves")
+        if landscape.model.global_min_loss is not None:
+            return GlobalBound(landscape.global_min_loss, "the model's declared inf L")
+        return GlobalBound(landscape.global_min_loss, "SymPy proves it of the loss's terms")
     if landscape not in _BOUNDS:
         _BOUNDS[landscape] = _coercive_bound(landscape)
     return _BOUNDS[landscape]
