@@ -21,6 +21,7 @@ import numpy as np
 from .._critical.attraction import Attraction, attraction, escapes
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets, decision_level
+from .._critical.tube import Tube, tube
 from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._outcome import Kind, Outcome
@@ -57,6 +58,7 @@ class Proofs:
         self._landscape = landscape
         self._attractors = list(attractors)
         self._regions: dict[int, Attraction | None] = {}
+        self._tubes: dict[int, Tube | None] = {}
         self.level = level
 
     def region(self, id: int) -> Attraction | None:
@@ -66,6 +68,15 @@ class Proofs:
             proven = a.kind in MINIMA and a.dimension == 0
             self._regions[id] = attraction(self._landscape, a.point) if proven else None
         return self._regions[id]
+
+    def tube(self, id: int, ends: np.ndarray) -> Tube | None:
+        """The certified tube around attractor ``id`` (a line of minima) over the span of the
+        endpoints ``ends`` (shape ``(n, dim)``) that reached it first, or ``None``."""
+        if id not in self._tubes:
+            a = self._attractors[id]
+            line = a.kind in MINIMA and a.dimension == 1
+            self._tubes[id] = tube(self._landscape, a.point, ends) if line else None
+        return self._tubes[id]
 
     def why_not(self, id: int) -> str:
         """Why attractor ``id`` has no certified region, one line."""
@@ -104,14 +115,12 @@ class Proofs:
             codes[below] = code(self.level_grounds())
         for id in np.unique(ids[(ids >= 0) & (codes < 0)]):
             mine = np.flatnonzero((ids == id) & (codes < 0))
-            region = self.region(int(id))
+            region = self.region(int(id)) or self.tube(int(id), endpoints[mine])
             if region is None:
                 codes[mine] = code(Evidence.numerical(self.why_not(int(id))))
                 continue
             inside = region.holds(endpoints[mine], losses[mine])
-            codes[mine[inside]] = code(
-                Evidence.of_proof(f"in the certified region of attraction of #{id}")
-            )
+            codes[mine[inside]] = code(Evidence.of_proof(f"in the {_named(region)} #{id}"))
             codes[mine[~inside]] = code(
                 Evidence.numerical(
                     f"stopped beside #{id}, outside its certified region of attraction",
@@ -134,12 +143,12 @@ class Proofs:
             and loss < self.level - 1e-9 * abs(self.level) - 1e-12
         ):
             return self.level_grounds()
-        region = self.region(attractor.id)
+        region = self.region(attractor.id) or self.tube(attractor.id, endpoint[None])
         if region is None:
             return Evidence.numerical(self.why_not(attractor.id))
         if region.holds(endpoint[None], np.array([loss]))[0]:
             return Evidence.of_proof(
-                f"in the certified region of attraction of #{attractor.id}: {region.text()}",
+                f"in the {_named(region)} #{attractor.id}: {region.text()}",
             )
         return Evidence.numerical(
             f"stopped beside #{attractor.id}, outside its certified region ({region.text()})",
@@ -168,3 +177,10 @@ def escape_grounds(
             "the flow leaves that box and converges to nothing in it",
         )
     return Evidence.numerical(why or status.message)
+
+
+def _named(region: Attraction | Tube) -> str:
+    """What a proof's region is called before the attractor's number."""
+    return (
+        "certified tube around" if isinstance(region, Tube) else "certified region of attraction of"
+    )

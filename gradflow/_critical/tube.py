@@ -1,0 +1,177 @@
+"""A certified tube around a line of minima: where a Euclidean gradient flow from a point near
+the line is proven to converge onto it.
+
+A set of minima of dimension 1 gets no certified region of attraction (:mod:`.attraction`):
+every level above its loss has a sublevel component running along the set to the ends of any
+box.  For a line parallel to a coordinate axis, ``{θ_D = c}`` with ``θ_F`` free (the canonical
+model's ``e = 0``), a tube argument proves it instead, for the Euclidean flow ``θ' = −∇L``:
+
+1. on each segment ``S_k = {θ_D = c} × [f_k, f_{k+1}]`` the interval gradient is exactly 0, so
+   the segment is critical;
+2. on the tube ``T_k = {|θ_D − c| ≤ ρ} × [f_k, f_{k+1}]`` the interval Hessian bounds the
+   normal block's least eigenvalue below by ``κ_k > 0`` (Weyl: the midpoint's least eigenvalue
+   minus the Frobenius norm of the radius) and the mixed block ``∂²L/∂θ_F∂θ_D`` above by
+   ``M_k`` (its Frobenius norm);
+3. with ``d = θ_D − c``, ``∇_D L(θ) = Ĥ_DD d`` and ``∇_F L(θ) = Ĥ_FD d`` (mean values along the
+   normal, since ``∇L = 0`` on the segment), so ``|d|`` decays at least like ``e^{−κt}`` and
+   ``θ_F`` moves by at most ``M|d₀|/κ`` in all, over a run of segments with the least ``κ``
+   and the greatest ``M``.
+
+A point with ``|d₀| ≤ ρ`` whose ``θ_F ± M|d₀|/κ`` stays in the run never leaves the tube, and
+converges to a point of the line.  Near a degenerate point of the line (the canonical saddle
+``w = −1/√2``, where ``κ → 0``) the drift bound grows without limit: those points stay
+numerical, the separatrix's neighbourhood.  Each tube is proven once per attractor; each
+endpoint then costs float comparisons.  A metric other than the Euclidean one, a line not
+parallel to an axis, a set of higher dimension or a loss without an interval form get no tube.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import GradflowError
+from .._landscape.base import Landscape
+from .._landscape.scales import loss_scales
+from .._symbolic.budget import OutOfTime, within
+from .._symbolic.model import BoundModel
+from .branch_bound import Search
+from .interval_system import interval_system
+
+__all__ = ["SEGMENTS", "Tube", "tube"]
+
+SEGMENTS = 64
+"""Segments of the line along its free coordinate, each with its own bounds."""
+WINDOW = 2
+"""Segments on each side of a point's own that its drift may cross."""
+RADIUS = 1e-2
+"""Tube radius ``ρ``, relative to the loss's length scale."""
+TINY = float(np.nextafter(0.0, 1.0))
+"""An exact 0 of the interval gradient, as its bounds come rounded outward."""
+
+
+@dataclass(frozen=True)
+class Tube:
+    """A certified tube around the line ``{θ_D = c}`` (module docstring).
+
+    Attributes:
+        normal: the indices ``D``; free: the index of ``F``.
+        value: ``c``, shape ``(len(D),)``.
+        edges: the segments' ends along ``θ_F``, shape ``(k + 1,)``.
+        kappa: ``κ_k`` per segment, shape ``(k,)`` (``0`` where not proven).
+        mixed: ``M_k`` per segment, shape ``(k,)``.
+        radius: ``ρ``.
+    """
+
+    normal: tuple[int, ...]
+    free: int
+    value: np.ndarray
+    edges: np.ndarray
+    kappa: np.ndarray
+    mixed: np.ndarray
+    radius: float
+
+    def holds(self, points: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        """Whether a flow from each point (shape ``(n, dim)``) is proven to converge to the
+        line, shape ``(n,)`` (``losses`` is not needed and only keeps the interface of
+        :class:`~gradflow._critical.attraction.Attraction`)."""
+        d = np.linalg.norm(points[:, list(self.normal)] - self.value, axis=1)
+        f = points[:, self.free]
+        k = np.searchsorted(self.edges, f, side="right") - 1
+        ok = np.zeros(len(points), dtype=bool)
+        count = len(self.kappa)
+        for j in range(count):
+            if self.kappa[j] <= 0:
+                continue
+            lo, hi = j, j
+            while lo > max(0, j - WINDOW) and self.kappa[lo - 1] > 0:
+                lo -= 1
+            while hi < min(count - 1, j + WINDOW) and self.kappa[hi + 1] > 0:
+                hi += 1
+            mine = (k == j) & (d <= self.radius)
+            drift = self.mixed[lo : hi + 1].max() * d[mine] / self.kappa[lo : hi + 1].min()
+            ok[mine] = (f[mine] - drift >= self.edges[lo]) & (f[mine] + drift <= self.edges[hi + 1])
+        return ok
+
+    def text(self) -> str:
+        """``tube |θ_D − c| ≤ ρ over [a, b], κ ≥ …`` in one line."""
+        proven = self.kappa > 0
+        least = float(self.kappa[proven].min()) if proven.any() else 0.0
+        return (
+            f"tube of radius {self.radius:.3g} over [{self.edges[0]:.6g}, {self.edges[-1]:.6g}], "
+            f"normal curvature ≥ {least:.3g} on {int(proven.sum())} of {len(self.kappa)} segments"
+        )
+
+
+def tube(landscape: Landscape, point: np.ndarray, ends: np.ndarray) -> Tube | None:
+    """The certified tube around the line of minima through ``point`` (shape ``(dim,)``) over
+    the span of its free coordinate that the endpoints ``ends`` (shape ``(n, dim)``) cover, or
+    ``None`` where the line is not parallel to an axis, the landscape is not a Euclidean SymPy
+    loss, or no segment is proven."""
+    if not isinstance(landscape, BoundModel) or landscape.metric_name != "euclidean":
+        return None
+    point = np.asarray(point, dtype=float)
+    hessian = np.asarray(landscape.point_hessian(point), dtype=float)
+    lam, vec = np.linalg.eigh(hessian)
+    null = np.abs(lam) <= 1e-7 * max(float(np.abs(lam).max()), 1e-300)
+    if null.sum() != 1 or np.any(lam[~null] <= 0):
+        return None
+    axis = np.abs(vec[:, null][:, 0])
+    free = int(np.argmax(axis))
+    lo, hi = float(np.min(ends[:, free])), float(np.max(ends[:, free]))
+    pad = 1e-6 * max(hi - lo, loss_scales(landscape).length)
+    span = (lo - pad, hi + pad)
+    if axis[free] < 1 - 1e-9 or not np.all(np.isfinite(span)):
+        return None
+    key = (point.tobytes(), span)
+    known = _PROVEN.setdefault(landscape, {})
+    if key not in known:
+        known[key] = _proven(landscape, point, free, span)
+    return known[key]
+
+
+_PROVEN: weakref.WeakKeyDictionary[Landscape, dict[tuple, Tube | None]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The tubes proven, per landscape, line and span: a basin map's tubes are proven once, and the
+same map again checks its endpoints only."""
+
+
+def _proven(
+    landscape: BoundModel, point: np.ndarray, free: int, span: tuple[float, float]
+) -> Tube | None:
+    """Steps 1–2 of the module docstring on ``SEGMENTS`` segments of ``span``."""
+    normal = tuple(i for i in range(landscape.dim) if i != free)
+    try:
+        system = within("the interval form of ∇L", interval_system, landscape.model, "arb")
+    except (OutOfTime, GradflowError):
+        return None
+    hyper = [landscape.values[s.name] for s in landscape.model.hyperparams]
+    edges = np.linspace(span[0], span[1], SEGMENTS + 1)
+    radius = RADIUS * loss_scales(landscape).length
+    box = np.repeat(point[:, None], 2, axis=1)
+    search = Search(system, hyper, np.array([[0.0, 1.0]] * landscape.dim), 1, 1e-7)
+    kappa, mixed = np.zeros(SEGMENTS), np.zeros(SEGMENTS)
+    for j in range(SEGMENTS):
+        on = box.copy()
+        on[free] = edges[j : j + 2]
+        if np.any(np.abs(search.gradient(on)) > TINY):
+            continue  # the segment is not proven critical (exact 0, rounded outward by an ulp)
+        around = on.copy()
+        around[list(normal), 0] -= radius
+        around[list(normal), 1] += radius
+        jac = search.jacobian(around)
+        if not np.all(np.isfinite(jac)):
+            continue
+        block = jac[np.ix_(normal, normal)]
+        mid, rad = block.mean(axis=2), (block[..., 1] - block[..., 0]) / 2
+        mid = (mid + mid.T) / 2
+        least = float(np.linalg.eigvalsh(mid).min()) - float(np.linalg.norm(rad))
+        kappa[j] = least * (1 - 1e-9) if least > 0 else 0.0
+        cross = jac[free, list(normal)]
+        mixed[j] = float(np.linalg.norm(np.abs(cross).max(axis=-1))) * (1 + 1e-9)
+    if not np.any(kappa > 0):
+        return None
+    return Tube(normal, free, point[list(normal)].copy(), edges, kappa, mixed, radius)
