@@ -254,5 +254,11 @@ def _rays_panel(ax: Any, data: Data) -> None:
     ax.set_xlabel("initialization scale r (θ0 = r·u, u uniform on the sphere)")
     ax.set_ylabel("fraction of directions reaching the global minimum")
     ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
+    ax.legend(  # long handles: the dashed (p + q < 1) from the solid (p + q > 1)
+        fontsize=7.5,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.16),
+        frameon=False,
+        handlelength=4.5,
+    )
     ax.set_title(f"rays from the origin ({data.config.directions} directions)", fontsize=10)
