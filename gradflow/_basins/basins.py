@@ -166,7 +166,10 @@ def basins(
     labels = np.where(ids >= 0, codes[ids], status)
     judging = time.perf_counter()
     if evidence:
-        reason_codes, reasons = judged(model, index, critical, flat, endpoints, ids, labels, level)
+        euclidean = landscape.metric_name == "euclidean" and not stages[0].descent
+        reason_codes, reasons = judged(
+            model, index, critical, flat, endpoints, ids, labels, level, euclidean
+        )
     else:
         reason_codes, reasons = np.zeros(len(ids), dtype=int), ["numerical: not judged"]
     proven = np.array([r.startswith("proven") for r in reasons], dtype=bool)

@@ -34,14 +34,17 @@ def judged(
     ids: np.ndarray,
     labels: np.ndarray,
     level: float | None,
+    euclidean_flow: bool = True,
 ) -> tuple[np.ndarray, list[str]]:
     """A reason code per grid point (shape ``(n,)``) into the returned reasons (each
     ``"proven: …"`` or ``"numerical: …"``), for grid points ``starts`` (shape ``(n, dim)``) that
     reached attractors ``ids`` (``-1`` for none) with ``labels`` at ``endpoints``; ``level`` is
-    the decision level of the map where the landscape proves one."""
+    the decision level of the map where the landscape proves one; ``euclidean_flow`` whether
+    the map's flow is the Euclidean one (:class:`gradflow._flow.verdict.Proofs`)."""
     with np.errstate(all="ignore"):
         losses = np.asarray(model.loss(endpoints), dtype=np.float64)
-    proofs = Proofs(model, index.attractors, level if model.sublevel_shortcut else None)
+    level = level if model.sublevel_shortcut else None
+    proofs = Proofs(model, index.attractors, level, euclidean_flow)
     codes, reasons = proofs.judge(ids, endpoints, losses)
     rest = np.flatnonzero(ids < 0)
     if not rest.size:

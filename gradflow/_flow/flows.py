@@ -167,7 +167,7 @@ def flow(
     options = options.within(landscape.search_box(), y0)
     if options.descent:
         path = descend(flows.field, y0[0], flows.args, _descent_units(flows, options), ts)
-        return reached(landscape, path, critical)
+        return reached(landscape, path, critical, euclidean_flow=False)
     field, args, scaled = unit_flow(flows, options)
     unit_ts = None if ts is None else np.asarray(ts, dtype=np.float64) * args[1]
     raw = integrate(field, y0[0], args, scaled, ts=unit_ts)
@@ -177,9 +177,15 @@ def flow(
         raw = integrate(field, y0[0], args, scaled, ts=unit_ts)
     path = _slide_on(flows, raw, args, scaled)
     path = dataclasses.replace(path, ts=path.ts / args[1], losses=path.losses * args[1])
-    out = reached(landscape, path, critical)
+    euclidean = flows.metric_name == "euclidean"
+    out = reached(landscape, path, critical, euclidean_flow=euclidean)
     if path.status is Outcome.CONVERGED and out.reached is Outcome.NOT_CONVERGED and ts is None:
-        out = reached(landscape, _continued(field, args, scaled, path), critical)
+        out = reached(
+            landscape,
+            _continued(field, args, scaled, path),
+            critical,
+            euclidean_flow=euclidean,
+        )
     return out
 
 
@@ -291,7 +297,11 @@ def _slide_endpoints(
 
 
 def reached(
-    landscape: Landscape, path: Trajectory, critical: CriticalSets | None = None
+    landscape: Landscape,
+    path: Trajectory,
+    critical: CriticalSets | None = None,
+    *,
+    euclidean_flow: bool = True,
 ) -> Trajectory:
     """``path`` with what it reached and the evidence (:class:`gradflow.Evidence`).
 
@@ -304,6 +314,8 @@ def reached(
     where no critical point lies below ``L(θ₀)`` in the problem's box grown to hold the start and
     the endpoint.  A trajectory stuck on a kink reaches the attractor its sublevel set decides
     (:func:`gradflow._flow.kink_settle.settled`), given ``critical``, numerically.
+    ``euclidean_flow`` says whether ``path`` is the Euclidean gradient flow (a line of minima's
+    certified tube is proven for that flow only, :class:`gradflow._flow.verdict.Proofs`).
     """
     status, kink = kink_status(landscape, path.endpoint[None], np.array([int(path.status)]))
     path = dataclasses.replace(
@@ -353,7 +365,7 @@ def reached(
             grounds = Evidence.numerical(why)
         return dataclasses.replace(path, reached=kind.outcome, evidence=grounds)
     attractor = index.attractors[found]
-    proofs = Proofs(landscape, index.attractors, level_of(landscape, critical))
+    proofs = Proofs(landscape, index.attractors, level_of(landscape, critical), euclidean_flow)
     grounds = proofs.one(attractor, path.endpoint, float(path.losses[-1]))
     return dataclasses.replace(path, reached=kind.outcome, attractor=attractor, evidence=grounds)
 

@@ -50,15 +50,23 @@ class Proofs:
         landscape: the loss (a SymPy loss for any proof).
         attractors: the attractors, indexed by id.
         level: a decision level the landscape proves (:func:`level_of`), or ``None``.
+        euclidean_flow: whether the ends are those of the Euclidean gradient flow, the one flow
+            a line's certified tube (:mod:`gradflow._critical.tube`) is proven for (not a
+            metric's, not gradient descent's); the other proofs hold for every one.
     """
 
     def __init__(
-        self, landscape: Landscape, attractors: Sequence[Attractor], level: float | None
+        self,
+        landscape: Landscape,
+        attractors: Sequence[Attractor],
+        level: float | None,
+        euclidean_flow: bool = True,
     ) -> None:
         self._landscape = landscape
         self._attractors = list(attractors)
         self._regions: dict[int, Attraction | None] = {}
         self._tubes: dict[int, Tube | None] = {}
+        self._euclidean = euclidean_flow
         self.level = level
 
     def region(self, id: int) -> Attraction | None:
@@ -74,7 +82,7 @@ class Proofs:
         endpoints ``ends`` (shape ``(n, dim)``) that reached it first, or ``None``."""
         if id not in self._tubes:
             a = self._attractors[id]
-            line = a.kind in MINIMA and a.dimension == 1
+            line = self._euclidean and a.kind in MINIMA and a.dimension == 1
             self._tubes[id] = tube(self._landscape, a.point, ends) if line else None
         return self._tubes[id]
 
@@ -123,7 +131,7 @@ class Proofs:
             codes[mine[inside]] = code(Evidence.of_proof(f"in the {_named(region)} #{id}"))
             codes[mine[~inside]] = code(
                 Evidence.numerical(
-                    f"stopped beside #{id}, outside its certified region of attraction",
+                    f"stopped beside #{id}, outside its {_kind_of(region)}",
                 )
             )
         return codes, [str(g) for g in reasons]
@@ -151,7 +159,7 @@ class Proofs:
                 f"in the {_named(region)} #{attractor.id}: {region.text()}",
             )
         return Evidence.numerical(
-            f"stopped beside #{attractor.id}, outside its certified region ({region.text()})",
+            f"stopped beside #{attractor.id}, outside its {_kind_of(region)} ({region.text()})",
         )
 
 
@@ -177,6 +185,11 @@ def escape_grounds(
             "the flow leaves that box and converges to nothing in it",
         )
     return Evidence.numerical(why or status.message)
+
+
+def _kind_of(region: Attraction | Tube) -> str:
+    """What a proof's region is."""
+    return "certified tube" if isinstance(region, Tube) else "certified region of attraction"
 
 
 def _named(region: Attraction | Tube) -> str:
