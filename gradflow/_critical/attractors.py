@@ -56,8 +56,8 @@ class Attractor:
         dimension: the dimension of its set.
         fraction: the share of a basin map's grid that reaches it (0 until a map is made).
         measure_zero: whether the grid points reaching it form a set of lower dimension than the
-            grid (no 2 × 2 block of them: a line of starts on a stable manifold), whatever its
-            kind; ``False`` until a map is made.
+            grid (no 2 × 2 block of them: a line of starts on a stable manifold); never for a
+            minimum, whose basin is open; ``False`` until a map is made.
         proven: the share of a basin map's grid whose label it is with proven evidence
             (:class:`gradflow.Evidence`); 0 until a map is made.
     """
