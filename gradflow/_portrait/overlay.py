@@ -135,12 +135,15 @@ def _load(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
         what = "is a folder" if path.is_dir() else "does not exist"
         raise GradflowError(f"overlay file {path} {what}")
+    if not zipfile.is_zipfile(path):
+        with path.open("rb") as file:
+            single = file.read(6) == b"\x93NUMPY"
+        what = "a single NumPy array, " if single else ""
+        raise GradflowError(f"{path} is {what}not an NPZ archive (as np.savez writes)")
     try:
         data = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as error:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
         raise GradflowError(f"{path} is not a readable NPZ archive ({error})") from None
-    if not isinstance(data, np.lib.npyio.NpzFile):
-        raise GradflowError(f"{path} is a single NumPy array, not an NPZ archive")
     with data:
         absent = [k for k in (COORDS_KEY, NAMES_KEY) if k not in data.files]
         if absent:

@@ -97,7 +97,11 @@ def test_the_portrait_function_reads_a_file_before_any_work(tmp_path):
         (lambda d: d, "is a folder"),
         (
             lambda d: (d / "t.npz").write_text("not an archive") and d / "t.npz",
-            "not a readable NPZ",
+            "t.npz is not an NPZ archive (as np.savez writes)",
+        ),
+        (
+            lambda d: (d / "z.npz").write_bytes(b"PK\x03\x04 cut short") and d / "z.npz",
+            "z.npz is not an NPZ archive",
         ),
         (lambda d: np.save(d / "a.npy", RUN) or d / "a.npy", "a single NumPy array"),
         (
@@ -122,6 +126,7 @@ def test_the_portrait_function_reads_a_file_before_any_work(tmp_path):
         "missing",
         "folder",
         "text",
+        "cut zip",
         "npy",
         "key",
         "one-point",
