@@ -48,6 +48,10 @@ WINDOW = 2
 """Segments on each side of a point's own that its drift may cross."""
 RADIUS = 1e-2
 """Tube radius ``ρ``, relative to the loss's length scale."""
+GRAIN = 2.0**-10
+"""The span of a tube is the endpoints' span widened to whole multiples of this share of the
+loss's length scale (and one more on each side), so that the maps of one landscape share one
+proof although their endpoints differ in the last digits."""
 TINY = float(np.nextafter(0.0, 1.0))
 """An exact 0 of the interval gradient, as its bounds come rounded outward."""
 
@@ -77,23 +81,32 @@ class Tube:
         """Whether a flow from each point (shape ``(n, dim)``) is proven to converge to the
         line, shape ``(n,)`` (``losses`` is not needed and only keeps the interface of
         :class:`~gradflow._critical.attraction.Attraction`)."""
+        lo, hi = self._windows()
         d = np.linalg.norm(points[:, list(self.normal)] - self.value, axis=1)
         f = points[:, self.free]
-        k = np.searchsorted(self.edges, f, side="right") - 1
-        ok = np.zeros(len(points), dtype=bool)
+        k = np.clip(np.searchsorted(self.edges, f, side="right") - 1, 0, len(self.kappa) - 1)
+        least = np.array([self.kappa[i : j + 1].min() for i, j in zip(lo, hi)])
+        most = np.array([self.mixed[i : j + 1].max() for i, j in zip(lo, hi)])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            drift = most[k] * d / least[k]
+            return (
+                (least[k] > 0)
+                & (d <= self.radius)
+                & (f - drift >= self.edges[lo[k]])
+                & (f + drift <= self.edges[hi[k] + 1])
+            )
+
+    def _windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """For each segment, the first and last of the segments its points may drift across:
+        up to :data:`WINDOW` on each side, while their ``κ`` is proven."""
         count = len(self.kappa)
+        lo, hi = np.arange(count), np.arange(count)
         for j in range(count):
-            if self.kappa[j] <= 0:
-                continue
-            lo, hi = j, j
-            while lo > max(0, j - WINDOW) and self.kappa[lo - 1] > 0:
-                lo -= 1
-            while hi < min(count - 1, j + WINDOW) and self.kappa[hi + 1] > 0:
-                hi += 1
-            mine = (k == j) & (d <= self.radius)
-            drift = self.mixed[lo : hi + 1].max() * d[mine] / self.kappa[lo : hi + 1].min()
-            ok[mine] = (f[mine] - drift >= self.edges[lo]) & (f[mine] + drift <= self.edges[hi + 1])
-        return ok
+            while lo[j] > max(0, j - WINDOW) and self.kappa[lo[j] - 1] > 0:
+                lo[j] -= 1
+            while hi[j] < min(count - 1, j + WINDOW) and self.kappa[hi[j] + 1] > 0:
+                hi[j] += 1
+        return lo, hi
 
     def text(self) -> str:
         """``tube |θ_D − c| ≤ ρ over [a, b], κ ≥ …`` in one line."""
@@ -120,9 +133,10 @@ def tube(landscape: Landscape, point: np.ndarray, ends: np.ndarray) -> Tube | No
         return None
     axis = np.abs(vec[:, null][:, 0])
     free = int(np.argmax(axis))
-    lo, hi = float(np.min(ends[:, free])), float(np.max(ends[:, free]))
-    pad = 1e-6 * max(hi - lo, loss_scales(landscape).length)
-    span = (lo - pad, hi + pad)
+    step = GRAIN * loss_scales(landscape).length
+    lo = float(np.floor(np.min(ends[:, free]) / step) - 1) * step
+    hi = float(np.ceil(np.max(ends[:, free]) / step) + 1) * step
+    span = (lo, hi)
     if axis[free] < 1 - 1e-9 or not np.all(np.isfinite(span)):
         return None
     key = (point.tobytes(), span)
