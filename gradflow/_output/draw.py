@@ -518,9 +518,17 @@ def trajectory_figure(trajectory: Trajectory) -> Figure:
         path_ax.set_xlabel("flow time")
         path_ax.set_ylabel(f"${names[0]}$", rotation=0, ha="right")
     loss_ax.plot(trajectory.ts, trajectory.losses, color="black", lw=1.2)
-    loss_ax.set_xlabel("flow time")
     loss_ax.set_ylabel("L")
-    loss_ax.set_xscale("symlog", linthresh=1.0)
+    first = trajectory.ts[trajectory.ts > 0]
+    if first.size:
+        low = int(np.floor(np.log10(first[0])))  # a power of ten: ticks whole decades apart
+        high = int(np.ceil(np.log10(trajectory.ts[-1])))
+        loss_ax.set_xscale("symlog", linthresh=10.0**low)
+        every = max(1, -(-(high - low) // 5))
+        loss_ax.set_xticks([0.0] + [10.0**d for d in range(low, high + 1, every)])
+        loss_ax.set_xlabel(f"flow time (logarithmic above {10.0**low:g}, linear below)")
+    else:
+        loss_ax.set_xlabel("flow time")
     evidence = trajectory.evidence
     escaping = evidence is not None and evidence.reason.startswith("escaping")
     proven = "" if evidence is None else f" ({evidence.word}{', escaping' if escaping else ''})"

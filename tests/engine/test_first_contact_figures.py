@@ -21,6 +21,14 @@ def test_the_flow_picture_names_the_model_the_start_and_the_end():
     title = titled.figure()._suptitle.get_text()
     assert title.startswith("bowl, induced metric: flow of (x, y) from (1, 2)\n")
     assert f"reached {path.reached}" in title
+    (_, loss_ax) = titled.figure().axes[:2]
+    # the time axis is linear only up to the power of ten below the first step, whose ticks then
+    # run a decade apart: no bend of the curve at t = 1
+    first = path.ts[path.ts > 0][0]
+    assert first < 1
+    assert loss_ax.get_xscale() == "symlog"
+    linthresh = loss_ax.xaxis.get_transform().linthresh
+    assert linthresh <= first < 10 * linthresh and f"{linthresh:.0e}".startswith("1e")
 
 
 def test_a_basin_map_is_written_flat_beside_its_npz(cli):
