@@ -65,7 +65,7 @@ def draw_fates(
             shading="flat",
         )
         handles += [
-            Patch(color=c, label=f"reduced: {k}")
+            Patch(color=c, label=f"reduced model from the cell's start: {k}")
             for k, c in SHADES.items()
             if (predicted == k).any()
         ]

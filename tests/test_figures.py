@@ -584,4 +584,7 @@ def test_a_fate_maps_legend_lists_only_what_its_panels_draw(hand_made_fate):
     which are not drawn."""
     fate = hand_made_fate(["global"] * 4, {"induced": ["global"] * 4, "euclidean": ["global"] * 4})
     (legend,) = fate.figure().legends
-    assert [t.get_text() for t in legend.texts] == ["reduced: global", "full model: global"]
+    assert [t.get_text() for t in legend.texts] == [
+        "reduced model from the cell's start: global",
+        "full model: global",
+    ]
