@@ -84,6 +84,8 @@ def read(text: str, semantics: Semantics) -> Any:
         GradflowError: a syntax error or a construct outside the grammar, with its column.
     """
     source = text.strip()
+    if not source:
+        raise GradflowError("the loss is empty: give an expression in the parameters")
     if len(source) > MAX_LENGTH:
         raise GradflowError(
             f"the loss is {len(source)} characters long; at most {MAX_LENGTH} are read"
@@ -101,6 +103,8 @@ def read(text: str, semantics: Semantics) -> Any:
             what, column = "the loss ends unfinished", len(source) + 1
         else:
             column = error.offset
+        if "never closed" in str(error.msg):
+            what = "a bracket never closed"
         keywords = [w for w in re.findall(r"[A-Za-z_]\w*", source) if keyword.iskeyword(w)]
         if keywords and keywords[0] not in ("True", "False", "None"):
             raise GradflowError(

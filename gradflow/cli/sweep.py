@@ -76,7 +76,8 @@ def axis(option: str, text: str) -> tuple[float, ...]:
         return tuple(float(v) for v in text.split(","))
     except ValueError:
         raise GradflowError(
-            f"{option} {text!r}: expected a number, a comma list or START:STOP:COUNT"
+            f"{option} {text!r}: expected a number, a comma list or START:STOP:COUNT "
+            "with an integer COUNT ≥ 1"
         ) from None
 
 

@@ -27,7 +27,7 @@ def squares(n: int) -> str:
 
 BAD = [
     # the loss as text
-    (["critical", "--loss", "(x**2 - 1"], "--loss: invalid syntax"),
+    (["critical", "--loss", "(x**2 - 1"], "--loss: a bracket never closed at column 1"),
     (["portrait", "--loss", "x**2 +* y"], "--loss: invalid syntax"),
     (["basins", "--loss", "foo(x) + y**2"], "--loss: unknown function 'foo'"),
     (["flow", "--loss", "besselj(0, x)", "--init", "1"], "unknown function 'besselj'"),

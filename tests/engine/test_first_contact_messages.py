@@ -35,6 +35,9 @@ LOSS = ["--loss", "x**2 + y**2"]
         (["basins", *LOSS, "--out", "adir"], "'adir' is a folder, not a file"),
         (["critical", "--loss", "(x - nan)**2 + y**2"], "'nan' is not a parameter name"),
         (["critical", "--loss", "x**2 + Inf*y**2"], "'Inf' is not a parameter name"),
+        (["critical", "--loss", "(1 - x*y", "--params", "x,y"], "a bracket never closed"),
+        (["portrait", "--loss", ""], "the loss is empty"),
+        (["sweep", "--p", "0.05:0.95:0", "--q", "0.5"], "an integer COUNT ≥ 1"),
     ],
 )
 def test_odd_input_is_refused_in_one_line(cli, argv, named):
