@@ -12,6 +12,7 @@ from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.region import check_range
 from .._landscape.scales import loss_scales
+from .coercive import global_min_loss
 
 __all__ = ["RAY_DIRECTIONS", "UNBOUNDED_LOSS", "bounded_below", "checked_box"]
 UNBOUNDED_LOSS = -1e6
@@ -63,7 +64,7 @@ def bounded_below(landscape: Landscape, box: np.ndarray) -> bool | None:
     Returns:
         ``True``, ``False``, or ``None`` when neither is shown.
     """
-    if landscape.global_min_loss is not None:
+    if global_min_loss(landscape) is not None:
         return True
     free = box[:, 0] < box[:, 1]
     dim = landscape.dim

@@ -82,6 +82,7 @@ def test_the_pitchfork_minima_are_global_and_proven(pitchfork_sets) -> None:
         assert s.evidence.proven
     minimum = next(s for s in pitchfork_sets if s.kind == "global_min")
     assert "leading form" in minimum.evidence.reason
+    assert pitchfork_sets.bounded_below is True
 
 
 def test_the_double_minimum_of_a_quartic_with_a_cross_term() -> None:
