@@ -336,4 +336,9 @@ def test_the_command_writes_the_map_and_its_record(cli):
     record = json.loads(out)
     assert record["system"] == "shallow-ntk" and len(record["agreement"]) == 4
     assert all(m["reason"] in REASONS for m in record["mismatches"])
-    assert {p.name for p in cli.folder.iterdir()} == {"fate.npz", "fate.json", "fate.png"}
+    assert {p.name for p in cli.folder.iterdir()} == {
+        "fate.npz",
+        "fate.json",
+        "fate.png",
+        "fate.csv",
+    }
