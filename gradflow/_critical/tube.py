@@ -27,11 +27,18 @@ parallel to an axis, a set of higher dimension or a loss without an interval for
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import os
 import weakref
+import zipfile
 from dataclasses import dataclass
 
 import numpy as np
+import sympy as sp
 
+from .._compiled.cache import cache_dir
+from .._compiled.store import environment
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
@@ -142,8 +149,63 @@ def tube(landscape: Landscape, point: np.ndarray, ends: np.ndarray) -> Tube | No
     key = (point.tobytes(), span)
     known = _PROVEN.setdefault(landscape, {})
     if key not in known:
-        known[key] = _proven(landscape, point, free, span)
+        known[key] = _kept(landscape, point, free, span)
     return known[key]
+
+
+def _kept(
+    landscape: BoundModel, point: np.ndarray, free: int, span: tuple[float, float]
+) -> Tube | None:
+    """:func:`_proven`, read from the cache folder where an earlier process proved the same
+    tube, else proven and written there (``<cache folder>/tubes/<sha256>.npz``).
+
+    The file is named by the sha256 of everything the proof depends on: the loss's SymPy
+    expression, its hyperparameters' values and parameter ranges, the line's point and span,
+    :data:`SEGMENTS` and :data:`RADIUS`, and gradflow's source with the library versions
+    (:func:`gradflow._compiled.store.environment`); a change in any of them is another file.
+    Building the interval form of ``∇²L`` from SymPy costs about a second per process, which
+    every warm run of a map paid again.  ``GRADFLOW_CACHE_DIR=""`` (no cache folder) proves
+    every time; a file that cannot be read is proven again and rewritten."""
+    folder = cache_dir()
+    if folder is None:
+        return _proven(landscape, point, free, span)
+    parts = [
+        environment(),
+        sp.srepr(landscape.model.loss),
+        repr(sorted(landscape.values.items())),
+        repr([landscape.bound(n) for n in landscape.param_names]),
+        point.tobytes().hex(),
+        repr((free, span, SEGMENTS, RADIUS)),
+    ]
+    path = folder / "tubes" / f"{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()}.npz"
+    try:
+        with np.load(path) as data:
+            if not data["proven"]:
+                return None
+            return Tube(
+                tuple(int(i) for i in data["normal"]),
+                int(data["free"]),
+                data["value"],
+                data["edges"],
+                data["kappa"],
+                data["mixed"],
+                float(data["radius"]),
+            )
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        pass
+    made = _proven(landscape, point, free, span)
+    arrays = {"proven": made is not None}
+    if made is not None:
+        arrays |= {f.name: np.asarray(getattr(made, f.name)) for f in dataclasses.fields(made)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        with open(partial, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(partial, path)
+    except OSError:
+        pass
+    return made
 
 
 _PROVEN: weakref.WeakKeyDictionary[Landscape, dict[tuple, Tube | None]] = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import gradflow._critical.tube as tube_module
 from gradflow import loss_model
 from gradflow._critical.tube import SEGMENTS, tube
 
@@ -37,3 +38,25 @@ def test_the_segments_where_the_curvature_vanishes_are_not_proven() -> None:
     assert t.kappa[0] > 0.9 and t.kappa[-1] > 0.9  # w² near ±1
     ends = np.array([[1e-6, 0.0], [1e-6, -0.98], [1e-6, 0.98]])
     assert t.holds(ends, np.zeros(3)).tolist() == [False, True, True]
+
+
+def test_a_tube_is_proven_once_and_read_back_in_another_process(tmp_path, monkeypatch) -> None:
+    """The second landscape (as a new process would bind it) reads the first one's proof from
+    the cache folder, equal to it; another hyperparameter value is another proof, with its own
+    curvature: κ ≥ k on ``(k + w²) e²/2``."""
+    monkeypatch.setenv("GRADFLOW_CACHE_DIR", str(tmp_path))
+    model = loss_model("(k + w**2)*e**2/2", ["e", "w"], hyperparams=["k"])
+    first = tube(model.bind(k=1.0), np.array([0.0, 0.3]), SPAN)
+    (kept,) = (tmp_path / "tubes").iterdir()
+    with monkeypatch.context() as no_proof:
+        no_proof.setattr(tube_module, "_proven", None)  # read back, or this call fails
+        again = tube(model.bind(k=1.0), np.array([0.0, 0.3]), SPAN)
+    assert again is not first and again.normal == first.normal and again.free == first.free
+    for name in ("value", "edges", "kappa", "mixed", "radius"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(first, name))
+    other = tube(model.bind(k=3.0), np.array([0.0, 0.3]), SPAN)
+    assert len(list((tmp_path / "tubes").iterdir())) == 2
+    assert np.all(other.kappa > 2.99) and np.all(first.kappa < 2.01)
+    kept.write_bytes(b"not an archive")  # a file that cannot be read is proven again
+    rewritten = tube(model.bind(k=1.0), np.array([0.0, 0.3]), SPAN)
+    np.testing.assert_array_equal(rewritten.kappa, first.kappa)
