@@ -45,7 +45,7 @@ from .._landscape.scales import loss_scales
 from .._symbolic.budget import OutOfTime, within
 from .._symbolic.interval import interval_function
 from .._symbolic.model import BoundModel, ReducedModel
-from .branch_bound import Search, _strictly_inside
+from .branch_bound import Search, _strictly_inside, halves
 from .interval_system import System, interval_system
 from .pieces import gradient_tol
 from .roots import _batched_root, _near_a_zero
@@ -243,11 +243,7 @@ def _isolated(tools: _Tools, z: np.ndarray, box: np.ndarray) -> Attraction | Non
         sides = (piece[:, 1] - piece[:, 0]) / half
         if np.all(sides <= ISOLATION / 4):
             return None
-        axis = int(np.argmax(sides))
-        cut = 0.5 * (piece[axis, 0] + piece[axis, 1])
-        lower, upper = piece.copy(), piece.copy()
-        lower[axis, 1] = upper[axis, 0] = cut
-        queue += [lower, upper]
+        queue += halves(piece, half)
     floor, _ = _loss_bounds(tools, search, core)
     level = min(_loss_bounds(tools, search, face)[0] for face in _faces(box))
     if not (np.isfinite(floor) and level > floor):
@@ -349,11 +345,7 @@ def escapes(
         sides = (piece[:, 1] - piece[:, 0]) / width
         if np.all(sides < ESCAPE_MIN_WIDTH):
             return False
-        axis = int(np.argmax(sides))
-        cut = 0.5 * (piece[axis, 0] + piece[axis, 1])
-        lower, upper = piece.copy(), piece.copy()
-        lower[axis, 1] = upper[axis, 0] = cut
-        queue += [lower, upper]
+        queue += halves(piece, width)
     return True
 
 

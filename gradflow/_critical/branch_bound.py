@@ -104,7 +104,7 @@ class Search:
                 if np.all((box[:, 1] - box[:, 0]) < self.min_width * self.width):
                     self.unresolved.append(box)
                 else:
-                    queue.extend(_halves(box, self.width))
+                    queue.extend(halves(box, self.width))
 
     def settle(self, box: np.ndarray) -> str:
         """``cleared``, ``isolated``, ``explained`` or ``cut``."""
@@ -337,7 +337,7 @@ def midpoint_inverse(matrix: np.ndarray) -> np.ndarray | None:
     return None if np.linalg.cond(mid) > 1e12 else np.linalg.inv(mid)
 
 
-def _halves(box: np.ndarray, width: np.ndarray) -> list[np.ndarray]:
+def halves(box: np.ndarray, width: np.ndarray) -> list[np.ndarray]:
     """``box`` cut in two across its widest side relative to ``width``."""
     axis = int(np.argmax((box[:, 1] - box[:, 0]) / width))
     cut = 0.5 * (box[axis, 0] + box[axis, 1])
