@@ -287,14 +287,7 @@ def test_a_map_where_no_run_reaches_bigram_claims_no_response():
     """Every run stays in the unigram stage (a budget too short, as a quick map's): the stage
     orders agree (uniform → unigram on both sides), but there is no transition to compare, so
     the ρ-response is no agreement — a slow corner — and the ratios say that no pair settled."""
-    config = ICLFateConfig(shares=(0.0, 1.0), scales=(0.02,))
-    stuck = [0, 0, 1, 1, 1, 1, 1, 1]
-    runs = {
-        (model, rho, 0.02, 0): _run(stuck, 4)
-        for model in ("transformer", "minimal", "reduced")
-        for rho in (0.0, 1.0)
-    }
-    fate = ICLFateMap(config, runs)
+    fate = _stuck_map()
     assert fate.agreement()["ρ-response"] == 0.0
     assert fate.agreement()["reduced vs transformer"] == 1.0
     assert {m["reason"] for m in fate.mismatches()} == {"slow-corner"}
@@ -387,14 +380,7 @@ def test_quick_map_runs_from_the_command_line_and_resumes(cli, tmp_path):
 def test_a_map_where_no_run_reaches_bigram_says_so_in_its_empty_panels():
     """No transition anywhere: the response (d), the ratio (e) and the stage times scaled by a
     transition (f) have nothing to draw, and each says why in words."""
-    config = ICLFateConfig(shares=(0.0, 1.0), scales=(0.02,))
-    stuck = [0, 0, 1, 1, 1, 1, 1, 1]
-    runs = {
-        (model, rho, 0.02, 0): _run(stuck, 4)
-        for model in ("transformer", "minimal", "reduced")
-        for rho in (0.0, 1.0)
-    }
-    fig = ICLFateMap(config, runs).figure()
+    fig = _stuck_map().figure()
     said = {ax.get_title().split(")")[0] + ")": [t.get_text() for t in ax.texts] for ax in fig.axes}
     assert said["(d)"] == ["no run reached bigram:\nno transition to compare"]
     assert said["(e)"] == ["no cell where both the reduction\nand the transformer reached bigram"]
@@ -436,3 +422,16 @@ def test_the_csv_gives_each_comparison_its_two_transitions():
         "60.0",
     ]
     assert table[-1]["group"] == "ρ-response" and table[-1]["agree"] == "False"
+
+
+def _stuck_map() -> ICLFateMap:
+    """A map at ρ ∈ {0, 1}, σ = 0.02 where every run of every model stays in the unigram
+    stage (uniform, then unigram from the third of eight records)."""
+    config = ICLFateConfig(shares=(0.0, 1.0), scales=(0.02,))
+    stuck = [0, 0, 1, 1, 1, 1, 1, 1]
+    runs = {
+        (model, rho, 0.02, 0): _run(stuck, 4)
+        for model in ("transformer", "minimal", "reduced")
+        for rho in (0.0, 1.0)
+    }
+    return ICLFateMap(config, runs)
