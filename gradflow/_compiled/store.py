@@ -43,6 +43,7 @@ __all__ = [
     "label",
     "store_folder",
     "stored",
+    "write_atomically",
 ]
 
 LOAD_EVENT = "/gradflow/store/executable_loaded"
@@ -189,7 +190,7 @@ class StoredProgram:
             data = _serialized(compiled)
             if data is None or path is None:
                 return compiled, compiled(*args)
-            _write(path, data)
+            write_atomically(path, data)
         try:
             program = _deserialized(data)
             out = jax.block_until_ready(program(*args))
@@ -244,7 +245,7 @@ def _deserialized(data: bytes) -> Any:
     return deserialize_and_load(payload, in_tree, out_tree)
 
 
-def _write(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically; skipped where the folder cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

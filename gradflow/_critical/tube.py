@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
+import io
 import weakref
 import zipfile
 from dataclasses import dataclass
@@ -38,7 +38,7 @@ import numpy as np
 import sympy as sp
 
 from .._compiled.cache import cache_dir
-from .._compiled.store import environment
+from .._compiled.store import environment, write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
@@ -197,14 +197,9 @@ def _kept(
     arrays = {"proven": made is not None}
     if made is not None:
         arrays |= {f.name: np.asarray(getattr(made, f.name)) for f in dataclasses.fields(made)}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        with open(partial, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.replace(partial, path)
-    except OSError:
-        pass
+    written = io.BytesIO()
+    np.savez(written, **arrays)
+    write_atomically(path, written.getvalue())
     return made
 
 
