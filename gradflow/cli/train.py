@@ -4,7 +4,8 @@ Writes ``OUT.npz`` (loss curves, test losses with standard errors, projected ``(
 rank-one diagnostics), ``OUT.json`` (settings, references, final losses) and ``OUT.png`` (the loss
 curves and the projected trajectory, :meth:`TrainResult.figure`) atomically: all three or none.
 With ``--states K`` (``K ≥ 3``) the ``K``-state model trains instead
-(:func:`gradflow.systems.markov.states_training.train_states`): the NPZ holds the singular values of
+(:func:`gradflow.systems.markov.states_training.train_states`; ``--init canonical`` is then the
+rank-``(K − 1)`` init of :mod:`gradflow.systems.markov.states_embedding`): the NPZ holds the singular values of
 every weight matrix at the init and the end, the JSON the final gaps and numerical ranks.  A
 non-finite training loss stops the run: the steps before it are written, with the step named in
 the JSON and on stderr, and the exit status is 1 (a ``K``-state run is refused instead, status 2,
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gradflow import GradflowError
 from gradflow.systems.markov.config import TrainConfig
 
 from ._config import add_config_arguments, config_from_args
@@ -35,9 +37,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         picture=True,
     )
     add_allow_long_argument(parser, "a training run")
+    parser.set_defaults(theta0=None)  # given or not: --theta0 belongs to --init canonical
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.theta0 is None:
+        del args.theta0  # the configuration's default
+    elif args.init != "canonical":
+        raise GradflowError(
+            f"--theta0 sets the canonical init's (e, w); it needs --init canonical, not "
+            f"--init {args.init}"
+        )
     check_out(args, "the training record")
     config = config_from_args(TrainConfig, args)
     announce("train", config.estimate(), args.allow_long, resumable=False)

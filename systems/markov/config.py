@@ -57,8 +57,10 @@ class TrainConfig:
 
     Attributes:
         p, q: switching probabilities in ``(0, 1)``.
-        init: ``"standard"``, ``"canonical"`` (``embed(θ0)`` of the canonical model ``L(e, w)``)
-            or ``"paper"`` (the recommended init for ``p + q > 1``).
+        init: ``"standard"``, ``"canonical"`` (``embed(θ0)`` of the canonical model ``L(e, w)``;
+            with ``states ≥ 3`` its rank-``(k − 1)`` generalisation,
+            :func:`gradflow.systems.markov.states_embedding.states_canonical_init`) or
+            ``"paper"`` (the recommended init for ``p + q > 1``, binary only).
         theta0: ``(e, w)`` of the canonical init.
         steps: optimizer steps.
         length: positions ``N`` (sequences of ``N + 1`` symbols).
@@ -74,7 +76,8 @@ class TrainConfig:
         states: number of chain states ``k``; 2 is the binary model, ``k ≥ 3`` the ``k``-state
             model (:mod:`gradflow.systems.markov.states_transformer`) on the chain that leaves
             state 0 with ``p`` and every other state with ``q``, uniformly to the others
-            (:func:`gradflow.systems.markov.states.switching_kernel`), standard init only.
+            (:func:`gradflow.systems.markov.states.switching_kernel`), standard or canonical
+            init (the canonical one needs ``d ≥ k − 1``).
 
     Raises:
         GradflowError: any setting out of range.
@@ -86,7 +89,8 @@ class TrainConfig:
         default="standard",
         metadata={
             "choices": INITS,
-            "help": "standard N(0, 0.02²), canonical embed(θ0), or the paper's init for p + q > 1",
+            "help": "standard N(0, 0.02²), canonical embed(θ0) (with --states K: its rank-(K − 1) "
+            "version), or the paper's init for p + q > 1 (binary)",
         },
     )
     theta0: tuple[float, float] = field(
@@ -119,7 +123,7 @@ class TrainConfig:
         default=2,
         metadata={
             "help": "chain states k; k ≥ 3: the k-state model on the chain leaving state 0 with "
-            "p and every other state with q, uniformly to the others (standard init)"
+            "p and every other state with q, uniformly to the others (standard or canonical init)"
         },
     )
 
@@ -145,13 +149,18 @@ class TrainConfig:
         check_switching(self.p, self.q)
         if self.init not in INITS:
             raise GradflowError(f"init = {self.init!r} must be one of {', '.join(INITS)}")
-        if check_states(self.states) > 2 and self.init != "standard":
+        if check_states(self.states) > 2 and self.init == "paper":
             raise GradflowError(
-                f"init = {self.init!r} is binary (the canonical coordinates); with states = "
-                f"{self.states} only the standard init is valid"
+                f"init = 'paper' is the binary model's; with states = {self.states} use the "
+                "standard or the canonical (rank-(k − 1)) init"
             )
         check_length(self.length)
         check_width(self.d)
+        if self.init == "canonical" and self.d < self.states - 1:
+            raise GradflowError(
+                f"width d = {self.d} is below k − 1 = {self.states - 1}: the canonical init of "
+                f"a {self.states}-state chain needs d ≥ {self.states - 1}"
+            )
         check_attention(self.attention)
         for name, value, hi in (
             ("steps", self.steps, MAX_STEPS),

@@ -26,6 +26,7 @@ from gradflow import GradflowError, format_table, progress_bar
 
 from .config import TrainConfig
 from .states import entropy_rate, sample_states, stationary, switching_kernel, unigram_entropy
+from .states_embedding import states_canonical_init
 from .states_transformer import (
     StatesTransformer,
     states_conditional_loss,
@@ -41,6 +42,7 @@ __all__ = [
     "MATRICES",
     "RANK_RTOL",
     "StatesTrainResult",
+    "init_name",
     "numerical_rank",
     "top_energy",
     "train_states",
@@ -64,9 +66,13 @@ def numerical_rank(singular_values: np.ndarray, rtol: float = RANK_RTOL) -> np.n
 def top_energy(singular_values: np.ndarray, r: int) -> np.ndarray:
     """``Σ_{i≤r} σ_i² / Σ_i σ_i²`` along the last axis (descending ``σ``): the share of the squared
     Frobenius norm in the top ``r`` directions, 1 for a matrix of rank ``≤ r`` (the binary
-    model's rank-one energy at ``r = 1``)."""
+    model's rank-one energy at ``r = 1``); NaN for a zero matrix (the canonical init's
+    ``W_O``), whose share is undefined."""
     s2 = np.asarray(singular_values) ** 2
-    return s2[..., :r].sum(axis=-1) / s2.sum(axis=-1)
+    total = s2.sum(axis=-1)
+    return np.divide(
+        s2[..., :r].sum(axis=-1), total, out=np.full(total.shape, np.nan), where=total > 0
+    )
 
 
 @dataclass(frozen=True)
@@ -153,7 +159,7 @@ class StatesTrainResult:
         return "\n".join(
             [
                 f"trained {c.seeds} seed(s) on a {c.states}-state chain (p = {c.p:g}, q = {c.q:g}), "
-                f"standard init: {self.train_loss.shape[1]} steps, N = {c.length}, d = {c.d}, "
+                f"{init_name(c)}: {self.train_loss.shape[1]} steps, N = {c.length}, d = {c.d}, "
                 f"batch {c.batch}, {c.attention} attention",
                 format_table(
                     [
@@ -218,7 +224,7 @@ class StatesTrainResult:
         sv_ax.set_title("(b) singular values at the end (one colour per seed)", fontsize=9)
         fig.suptitle(
             f"single-layer transformer on a {c.states}-state chain, p = {c.p:g}, q = {c.q:g}, "
-            f"standard init: {self.train_loss.shape[1]} steps\nN = {c.length}, d = {c.d}, "
+            f"{init_name(c)}: {self.train_loss.shape[1]} steps\nN = {c.length}, d = {c.d}, "
             f"batch {c.batch}, {c.attention} attention, AdamW, lr {c.lr:g}",
             fontsize=9.5,
         )
@@ -265,8 +271,41 @@ def _evaluate(models: StatesTransformer, inputs: jax.Array, kernel: jax.Array) -
     return jax.vmap(one)(models)
 
 
+def _initial_models(
+    config: TrainConfig, kernel: np.ndarray, init_keys: jax.Array
+) -> StatesTransformer:
+    """The float32 initial weights, stacked over the seeds: the standard init drawn per seed, or
+    the rank-``(k − 1)`` canonical init at ``config.theta0``, the same for every seed (the
+    seeds then differ in their batches only, as the binary model's canonical init)."""
+    if config.init == "standard":
+        return eqx.filter_vmap(
+            lambda k: states_standard_init(
+                k, config.states, config.d, config.length, attention=config.attention
+            )
+        )(init_keys)
+    one = states_canonical_init(
+        config.states,
+        config.d,
+        config.length,
+        config.theta0,
+        kernel,
+        attention=config.attention,
+    )
+    return jax.tree.map(lambda x: jnp.broadcast_to(x, (config.seeds, *x.shape)), one)
+
+
+def init_name(config: TrainConfig) -> str:
+    """The init in words: ``standard init`` or ``rank-(k − 1) init θ0 = (e, w)``."""
+    if config.init == "standard":
+        return "standard init"
+    e, w = config.theta0
+    return f"rank-{config.states - 1} init θ0 = ({e:g}, {w:g})"
+
+
 def train_states(config: TrainConfig, *, progress: bool | None = None) -> StatesTrainResult:
-    """Train ``config.seeds`` ``k``-state models (``k = config.states``) from the standard init.
+    """Train ``config.seeds`` ``k``-state models (``k = config.states``) from the standard init
+    or (``config.init == "canonical"``) the rank-``(k − 1)`` init of
+    :func:`~gradflow.systems.markov.states_embedding.states_canonical_init`.
 
     Args:
         config: the run; ``states ≥ 2`` (at 2 the ``k``-state model with both embedding rows
@@ -285,11 +324,7 @@ def train_states(config: TrainConfig, *, progress: bool | None = None) -> States
     keys = jnp.stack([jax.random.key(config.seed0 + i) for i in range(config.seeds)])
     pairs = jax.vmap(lambda k: jax.random.split(k, 2))(keys)
     init_keys, data_keys = pairs[:, 0], pairs[:, 1]
-    models = eqx.filter_vmap(
-        lambda k: states_standard_init(
-            k, config.states, config.d, config.length, attention=config.attention
-        )
-    )(init_keys)
+    models = _initial_models(config, kernel, init_keys)
     states = jax.vmap(optimizer(config.steps, 1.0, config.weight_decay).init)(models)
     inputs = sample_states(
         jax.random.key(2**31 - 1 - config.seed0), *chain, config.eval_batch, config.length

@@ -195,6 +195,12 @@ def test_train_states_records_what_it_claims(cli) -> None:  # noqa: ANN001
 
 def test_train_states_refuses_bad_settings(cli) -> None:  # noqa: ANN001
     refused = cli("train", "--states", "3", "--p", "0.5", "--q", "0.5", "--init", "paper")
-    assert refused.code == 2 and "only the standard init" in refused.err
+    assert refused.code == 2 and "is the binary model's" in refused.err
+    refused = cli(
+        "train", "--states", "5", "--p", "0.5", "--q", "0.5", "--init", "canonical", "--d", "3"
+    )
+    assert refused.code == 2 and "needs d ≥ 4" in refused.err
+    refused = cli("train", "--states", "3", "--p", "0.5", "--q", "0.5", "--theta0", "0.5", "-1")
+    assert refused.code == 2 and "needs --init canonical, not --init standard" in refused.err
     refused = cli("train", "--states", "1", "--p", "0.5", "--q", "0.5")
     assert refused.code == 2 and "states k = 1" in refused.err
