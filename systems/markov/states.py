@@ -41,6 +41,7 @@ __all__ = [
     "check_kernel",
     "enumerate_states",
     "entropy_rate",
+    "one_state_entropy",
     "sample_states",
     "sequence_probabilities",
     "stationary",
@@ -114,6 +115,34 @@ def unigram_entropy(kernel: np.ndarray) -> float:
     """``H(π) = -Σ π_i ln π_i``, nats: the loss of predicting ``π`` everywhere (the unigram
     plateau)."""
     return float(_entropy(stationary(kernel)))
+
+
+def one_state_entropy(kernel: np.ndarray) -> tuple[float, int]:
+    """The loss of the best predictor that tells one state ``j`` from the rest and lumps the
+    others: after ``j`` it predicts ``P[j, :]``, after any other state the ``π``-weighted mixture
+    ``m_j`` of their rows, so its loss is ``π_j H(P[j, :]) + (1 − π_j) H(m_j)`` (the
+    cross-entropy of each lumped row against ``m_j``, averaged by ``π``, is ``H(m_j)``).
+    Minimised over ``j``; nats.  Its logits ``ln P[j, :]`` after ``j`` and ``ln m_j`` elsewhere
+    differ from a constant row by a rank-one matrix, so it bounds the best rank-one predictor
+    from above (``docs/systems/markov.md``: equal to it to 1e-15 at ``p = q = 0.9``,
+    ``k = 3, 5``, by a numerical search over rank-one logits; above it at ``p = q = 0.6``).  At
+    ``k = 2`` it is the entropy rate.
+
+    Returns:
+        ``(loss, j)``.
+
+    Raises:
+        GradflowError: as :func:`check_kernel`.
+    """
+    P = check_kernel(kernel)
+    pi = stationary(P)
+    losses = []
+    for j in range(P.shape[0]):
+        rest = np.delete(np.arange(P.shape[0]), j)
+        mixture = pi[rest] @ P[rest] / pi[rest].sum()
+        losses.append(pi[j] * _entropy(P[j]) + (1 - pi[j]) * _entropy(mixture))
+    j = int(np.argmin(losses))
+    return float(losses[j]), j
 
 
 @functools.partial(jax.jit, static_argnames=("batch", "length"))

@@ -25,7 +25,14 @@ import optax
 from gradflow import GradflowError, format_table, progress_bar
 
 from .config import TrainConfig
-from .states import entropy_rate, sample_states, stationary, switching_kernel, unigram_entropy
+from .states import (
+    entropy_rate,
+    one_state_entropy,
+    sample_states,
+    stationary,
+    switching_kernel,
+    unigram_entropy,
+)
 from .states_embedding import states_canonical_init
 from .states_transformer import (
     StatesTransformer,
@@ -86,7 +93,9 @@ class StatesTrainResult:
         test_loss, test_se: estimated population loss and its standard error, ``(seeds, m)``.
         singular_values: per matrix of :data:`MATRICES`, ``(seeds, 2, r)``: at the init and at
             the end, descending.
-        references: ``unigram_loss`` (``H(π)``) and ``entropy_rate`` (nats).
+        references: ``unigram_loss`` (``H(π)``), ``entropy_rate`` and ``one_state_loss``
+            (:func:`~gradflow.systems.markov.states.one_state_entropy`: one state told from
+            the lumped rest), nats.
     """
 
     config: TrainConfig
@@ -178,8 +187,10 @@ class StatesTrainResult:
                     f"{e[:, -1].min():.3f}–{e[:, -1].max():.3f}"
                     for n, e in energies.items()
                 ),
-                f"  unigram loss H(π)      = {ref['unigram_loss']:.6f} nats",
-                f"  bigram (entropy rate)  = {ref['entropy_rate']:.6f} nats",
+                f"  unigram loss H(π)       = {ref['unigram_loss']:.6f} nats",
+                f"  one state from the rest = {ref['one_state_loss']:.6f} nats "
+                "(one state told from the others, lumped)",
+                f"  bigram (entropy rate)   = {ref['entropy_rate']:.6f} nats",
             ]
         )
 
@@ -204,6 +215,13 @@ class StatesTrainResult:
                 label=f"seed {c.seed0 + i}: test loss ± s.e.",
             )
         draw_reference_losses(loss_ax, self.references)
+        loss_ax.axhline(
+            self.references["one_state_loss"],
+            color="#999999",
+            ls="-.",
+            lw=1.0,
+            label=f"one state from the rest = {self.references['one_state_loss']:.4f}",
+        )
         loss_ax.set_xlabel("step")
         loss_ax.set_ylabel("loss (nats)")
         loss_ax.legend(fontsize=7)
@@ -361,5 +379,9 @@ def train_states(config: TrainConfig, *, progress: bool | None = None) -> States
         test_loss=np.stack([np.asarray(r[0]) for r in records], axis=1),
         test_se=np.stack([np.asarray(r[1]) for r in records], axis=1),
         singular_values={n: np.stack([first_values[n], last_values[n]], axis=1) for n in MATRICES},
-        references={"unigram_loss": unigram_entropy(kernel), "entropy_rate": entropy_rate(kernel)},
+        references={
+            "unigram_loss": unigram_entropy(kernel),
+            "entropy_rate": entropy_rate(kernel),
+            "one_state_loss": one_state_entropy(kernel)[0],
+        },
     )

@@ -17,6 +17,7 @@ from gradflow.systems.markov.chain import unigram_loss as binary_unigram
 from gradflow.systems.markov.states import (
     entropy_rate,
     enumerate_states,
+    one_state_entropy,
     sample_states,
     stationary,
     switching_kernel,
@@ -67,6 +68,20 @@ def test_symmetric_switching_is_memoryless_only_at_k_minus_one_over_k() -> None:
     assert entropy_rate(switching_kernel(5, 0.6, 0.6)) == pytest.approx(
         -0.6 * math.log(0.6) - 0.4 * math.log(0.4) + 0.6 * math.log(4), rel=1e-13
     )
+
+
+def test_one_state_from_the_rest_by_hand() -> None:
+    # p = 1/2, q = 1/4, π = (1/5, 2/5, 2/5).  Telling state 1 from {0, 2}: rows (1/8, 3/4, 1/8)
+    # and the mixture ((1/5)(1/2, 1/4, 1/4) + (2/5)(1/8, 1/8, 3/4))/(3/5) = (1/4, 1/6, 7/12);
+    # loss (2/5)((9/4) ln 2 − (3/4) ln 3) + (3/5) H(1/4, 1/6, 7/12) = 0.87002, below state 0's
+    # (1/5)(3/2) ln 2 + (4/5)((31/8) ln 2 − (7/8) ln 7) = 0.99456 (state 2's equals state 1's)
+    mixture = np.array([1 / 4, 1 / 6, 7 / 12])
+    by_hand = 0.4 * (2.25 * LN2 - 0.75 * LN3) - 0.6 * float(mixture @ np.log(mixture))
+    loss, state = one_state_entropy(switching_kernel(3, 0.5, 0.25))
+    assert state == 1 and loss == pytest.approx(by_hand, rel=1e-14)
+    # k = 2: telling one state from the other is the bigram predictor
+    binary = switching_kernel(2, 0.2, 0.3)
+    assert one_state_entropy(binary)[0] == pytest.approx(entropy_rate(binary), rel=1e-14)
 
 
 def test_bad_chains_are_refused() -> None:
