@@ -39,6 +39,7 @@ from .classify import classify_points
 from .closed_sets import group
 from .clusters import numerical_sets
 from .coercive import global_bound, global_min_loss
+from .kept import kept
 from .kink_points import kink_sets
 from .merging import joined, merge, restricted, without_repeats, without_subsets
 from .pieces import (
@@ -94,7 +95,9 @@ def critical_sets(
         The sets ordered by kind (global minima first) and loss, with what is known of the
         lower bound (and the certificate).  Their kinds come from the Hessian in the whole
         parameter space, also on a slice.  Asked again for the same landscape object and
-        arguments, the same result (its arrays are read-only).
+        arguments, the same result (its arrays are read-only); asked again in another process
+        for a model declared in SymPy, the result that process wrote to the cache folder
+        (:mod:`gradflow._critical.kept`).
 
     Raises:
         GradflowError: a box of another shape, with ``lo > hi`` or a bound that is not finite,
@@ -108,7 +111,13 @@ def critical_sets(
     except TypeError:  # a landscape that is not hashable or not weakly referenceable
         known = {}
     if key not in known:
-        known[key] = _frozen(_critical_sets(landscape, box, samples, starts, seed, certify))
+        known[key] = _frozen(
+            kept(
+                landscape,
+                key,
+                lambda: _critical_sets(landscape, box, samples, starts, seed, certify),
+            )
+        )
     return known[key]
 
 
