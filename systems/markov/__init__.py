@@ -7,8 +7,10 @@ reduced models (``reduced``: ``L(e, w)``, ``L(e, w, b)``; ``attention``: ``L(e, 
 population loss over every sequence (``transformer``, ``causal_attention``, ``data``,
 ``ranges``), the embedding of the reduced coordinates (``ansatz``, ``embedding``,
 ``full_model``), the analyses (``training``, ``compare``, ``checks``, ``full_spectrum``,
-``full_landscape``, ``rays``, ``fate``, ``fate_runs``), the settings checked without JAX
-(``config``), the paper's figures (``figure_*``) and a PyTorch reference (``torch_reference``).
+``full_landscape``, ``rays``, ``fate``, ``fate_runs``), the ``k``-state chains and their
+transformer (``states``, ``states_transformer``, ``states_embedding``: the rank-``(k − 1)`` init,
+``states_training``), the settings checked without JAX (``config``), the paper's figures
+(``figure_*``) and a PyTorch reference (``torch_reference``).
 
 The reduced models are importable from here without naming their module::
 
