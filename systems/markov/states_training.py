@@ -37,6 +37,7 @@ from .states_embedding import states_canonical_init
 from .states_transformer import (
     StatesTransformer,
     states_conditional_loss,
+    states_logits,
     states_sample_loss,
     states_standard_init,
 )
@@ -93,6 +94,9 @@ class StatesTrainResult:
         test_loss, test_se: estimated population loss and its standard error, ``(seeds, m)``.
         singular_values: per matrix of :data:`MATRICES`, ``(seeds, 2, r)``: at the init and at
             the end, descending.
+        predictions: the trained model's mean predicted law of the next state after each
+            state, over the positions of the evaluation set, ``(seeds, k, k)`` (row ``i``: after
+            state ``i``; the kernel's row at the entropy rate, ``π`` on the unigram plateau).
         references: ``unigram_loss`` (``H(π)``), ``entropy_rate`` and ``one_state_loss``
             (:func:`~gradflow.systems.markov.states.one_state_entropy`: one state told from
             the lumped rest), nats.
@@ -104,6 +108,7 @@ class StatesTrainResult:
     test_loss: np.ndarray
     test_se: np.ndarray
     singular_values: dict[str, np.ndarray]
+    predictions: np.ndarray
     references: dict[str, float] = field(default_factory=dict)
 
     def ranks(self) -> dict[str, np.ndarray]:
@@ -134,6 +139,7 @@ class StatesTrainResult:
             "top_energy_init": {n: e[:, 0] for n, e in self.energies().items()},
             "top_energy": {n: e[:, -1] for n, e in self.energies().items()},
             "final_singular_values": {n: s[:, -1] for n, s in self.singular_values.items()},
+            "prediction_after_state": self.predictions,
             **self.references,
         }
 
@@ -142,12 +148,14 @@ class StatesTrainResult:
         return {"config": vars(self.config), **self.summary()}
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Loss curves, test losses, singular values at the init and the end (for NPZ)."""
+        """Loss curves, test losses, singular values at the init and the end, the final
+        predictions after each state (for NPZ)."""
         out = {
             "train_loss": self.train_loss,
             "eval_steps": self.eval_steps,
             "test_loss": self.test_loss,
             "test_se": self.test_se,
+            "prediction_after_state": self.predictions,
         }
         out.update({f"singular_values_{n}": s for n, s in self.singular_values.items()})
         return out
@@ -320,6 +328,19 @@ def init_name(config: TrainConfig) -> str:
     return f"rank-{config.states - 1} init θ0 = ({e:g}, {w:g})"
 
 
+@eqx.filter_jit
+def _predictions(models: StatesTransformer, inputs: jax.Array) -> jax.Array:
+    """Per seed, the mean softmax of the logits after each state over ``inputs``, ``(k, k)``."""
+
+    def one(model: StatesTransformer) -> jax.Array:
+        probabilities = jax.nn.softmax(states_logits(model, inputs), axis=-1)
+        current = jax.nn.one_hot(inputs, model.states, dtype=probabilities.dtype)
+        sums = jnp.einsum("bni,bnj->ij", current, probabilities)
+        return sums / jnp.maximum(current.sum(axis=(0, 1)), 1.0)[:, None]
+
+    return jax.vmap(one)(models)
+
+
 def train_states(config: TrainConfig, *, progress: bool | None = None) -> StatesTrainResult:
     """Train ``config.seeds`` ``k``-state models (``k = config.states``) from the standard init
     or (``config.init == "canonical"``) the rank-``(k − 1)`` init of
@@ -379,6 +400,7 @@ def train_states(config: TrainConfig, *, progress: bool | None = None) -> States
         test_loss=np.stack([np.asarray(r[0]) for r in records], axis=1),
         test_se=np.stack([np.asarray(r[1]) for r in records], axis=1),
         singular_values={n: np.stack([first_values[n], last_values[n]], axis=1) for n in MATRICES},
+        predictions=np.asarray(_predictions(models, inputs)),
         references={
             "unigram_loss": unigram_entropy(kernel),
             "entropy_rate": entropy_rate(kernel),

@@ -206,6 +206,9 @@ def test_train_states_records_what_it_claims(cli) -> None:  # noqa: ANN001
         assert stored["singular_values_W_1"].shape == (2, 2, 8)  # seeds, init/end, min(4d, d)
         assert stored["singular_values_E"].shape == (2, 2, 3)
         assert stored["test_loss"].shape == (2, 3)
+        predictions = stored["prediction_after_state"]  # after each of the 3 states, per seed
+        assert predictions.shape == (2, 3, 3)
+        np.testing.assert_allclose(predictions.sum(axis=-1), 1.0, rtol=1e-5)
 
 
 def test_train_states_refuses_bad_settings(cli) -> None:  # noqa: ANN001

@@ -10,9 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from gradflow.systems.markov.states import stationary, switching_kernel
+from gradflow.systems.markov.states import enumerate_states, stationary, switching_kernel
 from gradflow.systems.markov.states_embedding import helmert, state_map, states_canonical_init
-from gradflow.systems.markov.states_training import numerical_rank
+from gradflow.systems.markov.states_training import _predictions, numerical_rank
 from gradflow.systems.markov.states_transformer import states_exact_loss, states_logits
 
 LN2, LN3 = math.log(2), math.log(3)
@@ -87,6 +87,10 @@ def test_logits_and_loss_in_closed_form() -> None:
     np.testing.assert_allclose(after - np.log(kernel), [[LN2] * 3, [3 * LN2] * 3, [3 * LN2] * 3])
     loss = float(states_exact_loss(model, kernel, stationary(kernel)))
     assert loss == pytest.approx(2.1 * LN2 - 0.6 * LN3, abs=1e-13)
+    # the mean prediction after each state is then the kernel's row
+    seeds = jax.tree.map(lambda x: x[None], model)
+    predicted = _predictions(seeds, jnp.asarray(enumerate_states(3, 3)))[0]
+    np.testing.assert_allclose(predicted, kernel, atol=1e-14)
     # elsewhere (e = 1, w = 0.3, p = q = 0.6): logits b_j − ε²(1 − δ_j0) after 0 and
     # b_j + ε²(1 + 4w|w|) δ_ji after i, and the bias optimal: Σ_i π_i softmax_i = π
     model = _init(3, 8, (1.0, 0.3), 0.6, 0.6)
