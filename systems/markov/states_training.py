@@ -190,11 +190,7 @@ class StatesTrainResult:
                 f"  ranks: singular values above {RANK_RTOL:g} × the largest (all values in the JSON)",
                 f"  energy of the top k − 1 = {c.states - 1} singular values, init → end "
                 "(min–max over seeds):",
-                *(
-                    f"    {n:<4} {e[:, 0].min():.3f}–{e[:, 0].max():.3f} → "
-                    f"{e[:, -1].min():.3f}–{e[:, -1].max():.3f}"
-                    for n, e in energies.items()
-                ),
+                *(f"    {n:<4} {_span(e[:, 0])} → {_span(e[:, -1])}" for n, e in energies.items()),
                 f"  unigram loss H(π)       = {ref['unigram_loss']:.6f} nats",
                 f"  one state from the rest = {ref['one_state_loss']:.6f} nats "
                 "(one state told from the others, lumped)",
@@ -255,6 +251,13 @@ class StatesTrainResult:
             fontsize=9.5,
         )
         return fig
+
+
+def _span(energies: np.ndarray) -> str:
+    """``min–max`` of energies over the seeds; ``zero matrix`` where every one is undefined."""
+    if np.isnan(energies).all():
+        return "zero matrix"
+    return f"{np.nanmin(energies):.3f}–{np.nanmax(energies):.3f}"
 
 
 def _singular_values(models: StatesTransformer) -> dict[str, np.ndarray]:

@@ -141,3 +141,4 @@ def test_training_keeps_rank_k_minus_one() -> None:
         end = values[:, -1]
         assert (end[:, 3] < 1e-5 * end[:, 0]).all(), name
         assert (end[:, 2] > 1e-3 * end[:, 0]).all(), name
+    assert "W_O  zero matrix → " in result.text()  # its energy share at the init is undefined
