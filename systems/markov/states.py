@@ -41,6 +41,7 @@ __all__ = [
     "check_kernel",
     "enumerate_states",
     "entropy_rate",
+    "lumped_entropy",
     "one_state_entropy",
     "sample_states",
     "sequence_probabilities",
@@ -117,16 +118,37 @@ def unigram_entropy(kernel: np.ndarray) -> float:
     return float(_entropy(stationary(kernel)))
 
 
+def lumped_entropy(kernel: np.ndarray, groups: list[list[int]]) -> float:
+    """The loss of the predictor that lumps the states of each group: after a state of group
+    ``G`` it predicts the ``π``-weighted mixture ``m_G`` of the group's rows, so its loss is
+    ``Σ_G π_G H(m_G)`` (the cross-entropy of each row of ``G`` against ``m_G``, averaged by
+    ``π``, is ``H(m_G)``); nats.  All singletons: the entropy rate; one group: ``H(π)``.
+
+    Args:
+        kernel: ``(k, k)`` row-stochastic.
+        groups: a partition of ``0 … k − 1``.
+
+    Raises:
+        GradflowError: as :func:`check_kernel`, or ``groups`` not a partition of the states.
+    """
+    P = check_kernel(kernel)
+    if sorted(i for g in groups for i in g) != list(range(P.shape[0])) or not all(groups):
+        raise GradflowError(f"groups {groups!r} must partition the states 0 … {P.shape[0] - 1}")
+    pi = stationary(P)
+    total = 0.0
+    for group in groups:
+        weight = pi[group].sum()
+        total += float(weight * _entropy(pi[group] @ P[group] / weight))
+    return total
+
+
 def one_state_entropy(kernel: np.ndarray) -> tuple[float, int]:
-    """The loss of the best predictor that tells one state ``j`` from the rest and lumps the
-    others: after ``j`` it predicts ``P[j, :]``, after any other state the ``π``-weighted mixture
-    ``m_j`` of their rows, so its loss is ``π_j H(P[j, :]) + (1 − π_j) H(m_j)`` (the
-    cross-entropy of each lumped row against ``m_j``, averaged by ``π``, is ``H(m_j)``).
-    Minimised over ``j``; nats.  Its logits ``ln P[j, :]`` after ``j`` and ``ln m_j`` elsewhere
-    differ from a constant row by a rank-one matrix, so it bounds the best rank-one predictor
-    from above (``docs/systems/markov.md``: equal to it to 1e-15 at ``p = q = 0.9``,
-    ``k = 3, 5``, by a numerical search over rank-one logits; above it at ``p = q = 0.6``).  At
-    ``k = 2`` it is the entropy rate.
+    """The least :func:`lumped_entropy` of a predictor that tells one state ``j`` from the rest
+    and lumps the others, ``π_j H(P[j, :]) + (1 − π_j) H(m_j)``, over ``j``; nats.  Its logits
+    ``ln P[j, :]`` after ``j`` and ``ln m_j`` elsewhere differ from a constant row by a rank-one
+    matrix, so it bounds the best rank-one predictor from above (``docs/systems/markov.md``:
+    equal to it to 1e-15 at ``p = q = 0.9``, ``k = 3, 5``, by a numerical search over rank-one
+    logits; above it at ``p = q = 0.6``).  At ``k = 2`` it is the entropy rate.
 
     Returns:
         ``(loss, j)``.
@@ -134,13 +156,8 @@ def one_state_entropy(kernel: np.ndarray) -> tuple[float, int]:
     Raises:
         GradflowError: as :func:`check_kernel`.
     """
-    P = check_kernel(kernel)
-    pi = stationary(P)
-    losses = []
-    for j in range(P.shape[0]):
-        rest = np.delete(np.arange(P.shape[0]), j)
-        mixture = pi[rest] @ P[rest] / pi[rest].sum()
-        losses.append(pi[j] * _entropy(P[j]) + (1 - pi[j]) * _entropy(mixture))
+    k = check_kernel(kernel).shape[0]
+    losses = [lumped_entropy(kernel, [[j], [i for i in range(k) if i != j]]) for j in range(k)]
     j = int(np.argmin(losses))
     return float(losses[j]), j
 

@@ -17,6 +17,7 @@ from gradflow.systems.markov.chain import unigram_loss as binary_unigram
 from gradflow.systems.markov.states import (
     entropy_rate,
     enumerate_states,
+    lumped_entropy,
     one_state_entropy,
     sample_states,
     stationary,
@@ -82,6 +83,15 @@ def test_one_state_from_the_rest_by_hand() -> None:
     # k = 2: telling one state from the other is the bigram predictor
     binary = switching_kernel(2, 0.2, 0.3)
     assert one_state_entropy(binary)[0] == pytest.approx(entropy_rate(binary), rel=1e-14)
+    # all singletons: the bigram predictor; one group: the mixture of the rows is π, H(π)
+    kernel = switching_kernel(4, 0.3, 0.7)
+    singletons = lumped_entropy(kernel, [[0], [1], [2], [3]])
+    assert singletons == pytest.approx(entropy_rate(kernel), rel=1e-14)
+    assert lumped_entropy(kernel, [[2, 0, 3, 1]]) == pytest.approx(
+        unigram_entropy(kernel), rel=1e-14
+    )
+    with pytest.raises(GradflowError, match="must partition the states 0 … 3"):
+        lumped_entropy(kernel, [[0, 1], [1, 2, 3]])
 
 
 def test_bad_chains_are_refused() -> None:
