@@ -9,8 +9,9 @@ of ``--repeats`` runs (the cold portrait: one run per fresh cache).  The machine
 at the start and the end is reported with them, since a shared machine slows every figure.
 
 With the main job comes its floor, timed the same way: a fresh interpreter that only imports the
-libraries every run of the main job needs (JAX, SymPy, SciPy's spatial module, matplotlib's Agg
-backend) and starts JAX's CPU devices as the command line does, computing nothing.  No change
+libraries every run of the main job needs (JAX, SymPy, SciPy's spatial module, matplotlib's
+figure and its Agg backend: the portrait is a matplotlib figure) and starts JAX's CPU devices as
+the command line does, computing nothing.  No change
 to gradflow's own code can bring a run below it.
 """
 
@@ -39,7 +40,8 @@ LAUNCH = "from gradflow.cli import main; raise SystemExit(main())"
 """What ``gradflow ARGS`` runs, started as ``python -c LAUNCH ARGS``."""
 FLOOR = (
     "from gradflow.cli._setup import configure_jax; configure_jax(); "
-    "import jax, sympy, scipy.spatial, matplotlib.backends.backend_agg; jax.devices()"
+    "import jax, sympy, scipy.spatial, matplotlib.figure, matplotlib.backends.backend_agg; "
+    "jax.devices()"
 )
 """The main job's floor: the libraries it cannot run without, imported, and JAX's devices
 started (``python -c FLOOR``)."""

@@ -20,7 +20,7 @@ import sympy as sp
 
 from .._compiled.store import Key, label, stored
 from .._landscape.base import GradientField
-from .lowering import lambdify_jax, lambdify_numpy
+from .lowering import check_lowering, lambdify_jax, lambdify_numpy
 from .stabilize import stabilize
 
 __all__ = ["CompiledLoss", "compile_loss"]
@@ -53,7 +53,11 @@ class CompiledLoss:
     invariants: dict[str, Fn]
     field: GradientField
     symbols: tuple[sp.Symbol, ...]
-    symbolic_grad: tuple[sp.Expr, ...]
+    lowered: _Lowered
+
+    @property
+    def symbolic_grad(self) -> tuple[sp.Expr, ...]:
+        return self.lowered.symbolic_grad
 
     @functools.cached_property
     def numpy_grad(self) -> Callable[..., Any]:
@@ -61,6 +65,47 @@ class CompiledLoss:
         returning a list: for per-point calls from Python (root finders, scipy baselines), about
         16 µs a call against about 60 µs for a jitted JAX call."""
         return lambdify_numpy(self.symbols, list(self.symbolic_grad))
+
+
+class _Lowered:
+    """A loss's stable form (:func:`stabilize`), its symbolic gradient and their JAX lowerings.
+
+    The stable form is made and checked at once; the gradient and the lowerings on first use:
+    the jitted functions of :func:`compile_loss` call them only while JAX traces, so a run whose
+    programs all come from the store (:mod:`gradflow._compiled.store`) never differentiates or
+    lambdifies (a fifth of a warm portrait's time above its imports).
+
+    Raises:
+        GradflowError: the loss uses a function that has no JAX lowering.
+    """
+
+    def __init__(
+        self, params: tuple[sp.Symbol, ...], symbols: tuple[sp.Symbol, ...], loss: sp.Expr
+    ) -> None:
+        self.params, self.symbols, self.loss = params, symbols, loss
+        self.stable = stabilize(loss)
+        check_lowering([self.stable], "JAX")
+
+    @functools.cached_property
+    def symbolic_grad(self) -> tuple[sp.Expr, ...]:
+        return tuple(sp.diff(self.stable, s) for s in self.params)
+
+    @functools.cached_property
+    def loss_fn(self) -> Fn:
+        return _unpack(lambdify_jax(self.symbols, self.stable), len(self.params), vector=False)
+
+    @functools.cached_property
+    def grad_fn(self) -> Fn:
+        grad = lambdify_jax(self.symbols, list(self.symbolic_grad))
+        return _unpack(grad, len(self.params), vector=True)
+
+    @functools.cached_property
+    def kinks(self) -> Callable[..., Any] | None:
+        """The removable singularities' arguments ``s`` (of each ``|s|`` the rewrite brought
+        in), as one function of the symbols, or ``None``."""
+        removable = self.stable.atoms(sp.Abs) - self.loss.atoms(sp.Abs)
+        ordered = sorted((a.args[0] for a in removable), key=str)
+        return lambdify_jax(self.symbols, ordered) if ordered else None
 
 
 def _unpack(fn: Callable[..., jax.Array], dim: int, *, vector: bool) -> Fn:
@@ -76,6 +121,11 @@ def _unpack(fn: Callable[..., jax.Array], dim: int, *, vector: bool) -> Fn:
         return jnp.broadcast_to(out, theta.shape if vector else theta.shape[:-1])
 
     return wrapped
+
+
+def _jitted(lowered: _Lowered) -> Fn:
+    """The jitted scalar function of ``lowered``'s expression (a loss or an invariant)."""
+    return jax.jit(lambda theta, h: lowered.loss_fn(theta, h))
 
 
 @functools.cache
@@ -96,22 +146,23 @@ def compile_loss(
     there, and the classifier takes it by finite differences of ``∇L`` instead and says so
     (:func:`gradflow.classify_points`).
 
+    Nothing is differentiated or lambdified here: each function does it when it is first traced
+    (:class:`_Lowered`), so programs loaded from the store need none of it.
+
     Raises:
         GradflowError: the loss or an invariant uses a function that has no JAX lowering.
     """
     symbols = (*params, *hyperparams)
     dim = len(params)
-    stable = stabilize(loss)
-    removable = sorted((a.args[0] for a in stable.atoms(sp.Abs) - loss.atoms(sp.Abs)), key=str)
-    symbolic_grad = tuple(sp.diff(stable, s) for s in params)
-    loss_fn = jax.jit(_unpack(lambdify_jax(symbols, stable), dim, vector=False))
-    grad_fn = jax.jit(_unpack(lambdify_jax(symbols, list(symbolic_grad)), dim, vector=True))
-    kinks = lambdify_jax(symbols, removable) if removable else None
+    lowered = _Lowered(params, symbols, loss)
+    loss_fn = _jitted(lowered)
+    grad_fn = jax.jit(lambda theta, h: lowered.grad_fn(theta, h))
 
     def hessian(theta: jax.Array, h: jax.Array) -> jax.Array:
         point_hessian = jax.jacfwd(lambda t: grad_fn(t, h))
         flat = theta.reshape(-1, dim)
         out = jax.vmap(point_hessian)(flat)
+        kinks = lowered.kinks
         if kinks is not None:
             at = kinks(*(flat[:, i] for i in range(dim)), *(h[j] for j in range(h.shape[0])))
             out = jnp.where(jnp.any(at == 0, axis=-1)[:, None, None], jnp.nan, out)
@@ -128,13 +179,10 @@ def compile_loss(
         grad=stored(grad_fn, key("grad")),
         hessian=stored(jax.jit(hessian), key("hessian")),
         invariants={
-            name: stored(
-                jax.jit(_unpack(lambdify_jax(symbols, stabilize(expr)), dim, vector=False)),
-                key(f"invariant {name}", expr),
-            )
+            name: stored(_jitted(_Lowered(params, symbols, expr)), key(f"invariant {name}", expr))
             for name, expr in invariants
         },
         field=field,
         symbols=symbols,
-        symbolic_grad=symbolic_grad,
+        lowered=lowered,
     )

@@ -30,7 +30,7 @@ from sympy.printing.numpy import JaxPrinter, NumPyPrinter
 from .._errors import GradflowError
 from .functions import LogAddExp, LogSigmoid, Sigmoid, Softplus
 
-__all__ = ["LOWERED_FUNCTIONS", "lambdify_jax", "lambdify_numpy"]
+__all__ = ["LOWERED_FUNCTIONS", "check_lowering", "lambdify_jax", "lambdify_numpy"]
 
 _LOWERINGS: dict[type[sp.Basic], Callable[[ModuleType, ModuleType], Callable[..., object]]] = {
     sp.exp: lambda xp, special: xp.exp,
@@ -110,8 +110,9 @@ def _unsupported(expr: sp.Basic) -> str | None:
     return None
 
 
-def _check(exprs: Sequence[sp.Basic], target: str) -> None:
-    """Raise :class:`GradflowError` naming the first unsupported function in ``exprs``."""
+def check_lowering(exprs: Sequence[sp.Basic], target: str) -> None:
+    """Raise :class:`GradflowError` naming the first function in ``exprs`` that has no
+    lowering to ``target`` (``"JAX"`` or ``"NumPy"``)."""
     for expr in exprs:
         name = _unsupported(expr)
         if name is not None:
@@ -264,7 +265,7 @@ def lambdify_jax(
         GradflowError: ``expr`` uses a function that has no lowering (the message names it).
     """
     exprs = _leaves(expr)
-    _check(exprs, "JAX")
+    check_lowering(exprs, "JAX")
     printer = _JaxPrinter(_PRINTER_SETTINGS)
     gated = [_gate_branches(e) for e in exprs]
     modules = [_JAX_NAMESPACE, "jax"]
@@ -295,7 +296,7 @@ def lambdify_numpy(
     Raises:
         GradflowError: ``expr`` uses a function that has no lowering (the message names it).
     """
-    _check(_leaves(expr), "NumPy")
+    check_lowering(_leaves(expr), "NumPy")
     printer = _NumPyPrinter(_PRINTER_SETTINGS)
     fn = sp.lambdify(args, expr, modules=[_NUMPY_NAMESPACE, "numpy"], printer=printer, cse=True)
 
