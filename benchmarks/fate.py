@@ -1,7 +1,7 @@
 """``gradflow bench fate``: what a fate map costs, and the choice it rests on.
 
 Times :func:`gradflow.systems.markov.fate.fate_map` at ``p = 0.5, q = 0.8``, ``σ = 0``, on a
-``grid × grid`` grid (the full model: ``N`` positions, ``d = 8``, linear attention) from a cold
+``grid × grid`` grid (the full model: ``N`` positions, width ``d``, linear attention) from a cold
 process, compilation included, with how many runs ended in each fate, the longest flow time,
 and the steps of each fate (where the map's time goes: every step costs about the same).
 The baseline, measured in the same run, is the full model's gradient: one member at a time
@@ -35,12 +35,13 @@ class Config:
     """Sizes of the benchmark.
 
     Raises:
-        GradflowError: ``grid`` below 2, a bad ``length`` or a budget ``t_max`` the fate map
-            refuses (not above its descent step).
+        GradflowError: ``grid`` below 2, a bad ``length`` or width ``d``, or a budget ``t_max``
+            the fate map refuses (not above its descent step).
     """
 
     grid: int = field(default=12, metadata={"help": "fate grid points per axis"})
     length: int = field(default=6, metadata={"help": "positions N of the full model"})
+    d: int = field(default=8, metadata={"help": "embedding width d of the full model"})
     t_max: float = field(default=300.0, metadata={"help": "flow-time budget of each full run"})
 
     def __post_init__(self) -> None:
@@ -60,7 +61,7 @@ class Config:
         from gradflow.systems.markov.config import FateConfig
 
         return FateConfig(
-            p=P, q=Q, grid=self.grid, sigma=(0.0,), length=self.length, t_max=self.t_max
+            p=P, q=Q, grid=self.grid, sigma=(0.0,), length=self.length, d=self.d, t_max=self.t_max
         )
 
 
@@ -99,6 +100,7 @@ class Report:
             "q": Q,
             "grid": self.config.grid,
             "length": self.config.length,
+            "d": self.config.d,
             "weights": self.weights,
             "runs": runs,
             "seconds": self.seconds,
@@ -122,7 +124,8 @@ class Report:
         return "\n".join(
             [
                 f"fate map of the canonical model, p = {P}, q = {Q}, σ = 0: {g} × {g} full runs"
-                f" (N = {self.config.length}, {self.weights} weights), {self.cores} cores",
+                f" (N = {self.config.length}, d = {self.config.d}, {self.weights} weights),"
+                f" {self.cores} cores",
                 f"  {self.seconds:.0f} s with compilation ({r['seconds_per_run']:.2f} s per run;"
                 f" longest flow time {self.longest:.4g}); fates: "
                 + ", ".join(f"{k} {v}" for k, v in self.counts.items()),

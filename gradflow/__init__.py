@@ -89,6 +89,7 @@ _EXPORTS = {
     "stabilize": "._symbolic.stabilize",
     "in_metric": "._landscape.metric",
     "Kinks": "._landscape.base",
+    "padded_call": "._landscape.base",
     "SlideResult": "._flow.sliding",
     "slide": "._flow.sliding",
     "LossScales": "._landscape.scales",
@@ -149,7 +150,7 @@ if TYPE_CHECKING:
     from ._flow.integrate import Trajectory
     from ._flow.options import PID, ConstantStep, FlowOptions, GradientDescent, StopRule
     from ._flow.sliding import SlideResult, slide
-    from ._landscape.base import GradientField, Kinks, Landscape
+    from ._landscape.base import GradientField, Kinks, Landscape, padded_call
     from ._landscape.jax import JaxLandscape
     from ._landscape.metric import in_metric
     from ._landscape.region import Region, grid_axis
@@ -224,6 +225,7 @@ __all__ = [
     "GradientField",
     "JaxLandscape",
     "Kinks",
+    "padded_call",
     "Landscape",
     "LogSigmoid",
     "Overlay",

@@ -216,9 +216,21 @@ class Programs:
         reached the other side of, ``μ`` the projection's multipliers at ``y1``, ``wrong`` the
         kinks the mode holds without sliding that some point of the step left on the side
         whose slope it does not hold, ``info`` an :class:`Info`'s values."""
-        program = _step_program(self.kinks, self.rtol, self.atol)
         reps, mask = (mode.reps, mode.mask) if mode.sliding else (np.zeros(8, int), np.zeros(8))
-        return program(mode.fixed, mode.slopes, mode.slides, reps, mask, y, k1, h, g0, args)
+        tolerances = np.array([self.rtol, self.atol])
+        return _step_program(self.kinks)(
+            mode.fixed,
+            mode.slopes,
+            mode.slides,
+            reps,
+            mask,
+            y,
+            k1,
+            np.float64(h),
+            g0,
+            args,
+            tolerances,
+        )
 
     def crossing(
         self, near: np.ndarray, far: np.ndarray, y: Any, args: Any
@@ -277,10 +289,12 @@ def _normals_program(kinks: Kinks) -> Callable[..., jax.Array]:
 
 
 @functools.cache
-def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple[jax.Array, ...]]:
+def _step_program(kinks: Kinks) -> Callable[..., tuple[jax.Array, ...]]:
     """One Tsit5 step (:meth:`Programs.step`): the stages in a loop, so that the field is
     compiled once, and the projection on the sliding surfaces behind a ``cond`` (a step off
-    them does not pay for it)."""
+    them does not pay for it).  The step size and the tolerances ``(rtol, atol)`` are
+    arguments, each a float64 array, so that one program serves every step and every pair of
+    tolerances (a step of the full transformer takes about a second to compile)."""
     tab = TSIT5
     stages = len(tab.a) + 1
     a = np.zeros((stages, stages))
@@ -289,7 +303,8 @@ def _step_program(kinks: Kinks, rtol: float, atol: float) -> Callable[..., tuple
     coefficients = jnp.asarray(a)
     b_error = jnp.asarray(tab.b_error)
 
-    def step(fixed, held, slides, reps, mask, y, k1, h, g0, args):
+    def step(fixed, held, slides, reps, mask, y, k1, h, g0, args, tolerances):
+        rtol, atol = tolerances[0], tolerances[1]
         lo, hi = jnp.asarray(kinks.lo, y.dtype), jnp.asarray(kinks.hi, y.dtype)
         s = jnp.where(fixed, held, kinks.slopes(g0))
         sliding = jnp.any(mask > 0)

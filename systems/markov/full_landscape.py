@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from gradflow import GradflowError, GradientField, Kinks, Landscape
+from gradflow import GradflowError, GradientField, Kinks, Landscape, padded_call
 
 from .full_model import MarkovFullModel
 from .transformer import exact_loss_at, prefix_preactivations
@@ -61,14 +61,10 @@ class FullLandscape(Landscape):
         return f"full model of {self.full.reduced.name}"
 
     def loss(self, theta: Any) -> np.ndarray:
-        flat = jnp.atleast_2d(jnp.asarray(theta))
-        out = batched_loss(self.full)(flat, self.h)
-        return np.asarray(out).reshape(np.shape(theta)[:-1])
+        return batched_loss(self.full)(theta, self.h)
 
     def grad(self, theta: Any) -> np.ndarray:
-        flat = jnp.atleast_2d(jnp.asarray(theta))
-        out = jax.vmap(self.field.grad, in_axes=(0, None))(flat, self.h)
-        return np.asarray(out).reshape(np.shape(theta))
+        return batched_grad(self.full)(theta, self.h)
 
     def hessian(self, theta: Any) -> np.ndarray:
         raise GradflowError("the full landscape does not form Hessians of its weights")
@@ -105,30 +101,59 @@ def _full_kinks(full: MarkovFullModel) -> Kinks:
     )
 
 
-@functools.cache
-def batched_loss(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    return jax.jit(jax.vmap(full_field(full).loss, in_axes=(0, None)))
+FULL_CALL_SIZES = (16, 64, 256, 1024)
+"""The batch sizes the full model's batched programs pad to (:func:`gradflow.padded_call`).  A
+fate map evaluates recorded paths of every length, and each length would otherwise be a program
+of its own, a tenth of a second or more to compile for the full transformer; a member of a batch
+costs about 0.2 ms, so a factor of 4 between sizes wastes at most three quarters of a call."""
+
+
+def _padded(
+    batched: Callable[[jax.Array, Any], jax.Array], width: int, tail: tuple[int, ...]
+) -> Callable[..., np.ndarray]:
+    """``batched`` (rows of ``width`` values, and ``h``) applied to points of shape
+    ``(..., width)`` at the sizes of :data:`FULL_CALL_SIZES`; returns shape ``(...) + tail``."""
+    return lambda x, h=None: padded_call(batched, x, width, tail, h, sizes=FULL_CALL_SIZES)
 
 
 @functools.cache
-def embed_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    return jax.jit(jax.vmap(lambda t, h: ravel_pytree(full.embed(t, h))[0], in_axes=(0, None)))
+def batched_loss(full: MarkovFullModel) -> Callable[..., np.ndarray]:
+    """``L(W, h)`` of flat weights ``(..., P)``, shape ``(...)``."""
+    loss = jax.jit(jax.vmap(full_field(full).loss, in_axes=(0, None)))
+    return _padded(loss, _size(full), ())
 
 
 @functools.cache
-def project_batch(full: MarkovFullModel) -> Callable[..., jax.Array]:
+def batched_grad(full: MarkovFullModel) -> Callable[..., np.ndarray]:
+    """``∇L(W, h)`` of flat weights ``(..., P)``, shape ``(..., P)``."""
+    grad = jax.jit(jax.vmap(full_field(full).grad, in_axes=(0, None)))
+    return _padded(grad, _size(full), (_size(full),))
+
+
+@functools.cache
+def embed_batch(full: MarkovFullModel) -> Callable[..., np.ndarray]:
+    """``embed(θ, h)`` of reduced points ``(..., dim)`` as flat weights, shape ``(..., P)``."""
+    embed = jax.jit(jax.vmap(lambda t, h: ravel_pytree(full.embed(t, h))[0], in_axes=(0, None)))
+    return _padded(embed, full.reduced.dim, (_size(full),))
+
+
+@functools.cache
+def project_batch(full: MarkovFullModel) -> Callable[..., np.ndarray]:
+    """``project(W)`` of flat weights ``(..., P)``, shape ``(..., dim)``."""
     unravel = _unravel(full)
-    return jax.jit(jax.vmap(lambda f: full.project(unravel(f))))
+    project = jax.jit(jax.vmap(lambda f: full.project(unravel(f))))
+    return _padded(lambda x, _: project(x), _size(full), (full.reduced.dim,))
 
 
 @functools.cache
-def off_family(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    """Jitted, batched: ``‖W - embed(project(W))‖ / ‖W‖``, the relative distance of full
-    weights from the reduced family (0 on it: ``project`` is a left inverse of ``embed``)."""
+def off_family(full: MarkovFullModel) -> Callable[..., np.ndarray]:
+    """``‖W - embed(project(W))‖ / ‖W‖`` of flat weights ``(..., P)``, shape ``(...)``: the
+    relative distance of full weights from the reduced family (0 on it: ``project`` is a left
+    inverse of ``embed``)."""
     unravel = _unravel(full)
 
     def off(flat: jax.Array, h: jax.Array) -> jax.Array:
         back = ravel_pytree(full.embed(full.project(unravel(flat)), h))[0]
         return jnp.linalg.norm(flat - back) / jnp.linalg.norm(flat)
 
-    return jax.jit(jax.vmap(off, in_axes=(0, None)))
+    return _padded(jax.jit(jax.vmap(off, in_axes=(0, None))), _size(full), ())

@@ -96,7 +96,7 @@ def test_bench_bifurcations_at_three_cells() -> None:
 
 
 def test_bench_fate_at_a_two_by_two_grid() -> None:
-    report = fate.bench(fate.Config(grid=2, length=2, t_max=1.0))
+    report = fate.bench(fate.Config(grid=2, length=3, d=4, t_max=1.0))
     record = report.metadata()
     _is_json(record)
     assert record["runs"] == 4 and sum(record["counts"].values()) == 4

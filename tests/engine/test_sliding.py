@@ -21,7 +21,10 @@ both point across):
 
 from __future__ import annotations
 
+import logging
+
 import diffrax
+import jax
 import numpy as np
 import pytest
 import sympy as sp
@@ -199,3 +202,22 @@ def test_a_loss_scaled_by_c_slides_along_the_same_path_c_times_faster(one_kink) 
     np.testing.assert_allclose(ends[0].endpoint, [0.0, 1 + 2 * np.exp(-2.0)], atol=1e-7)
     np.testing.assert_allclose(ends[1].endpoint, ends[0].endpoint, atol=1e-7)
     assert ends[1].sliding_time == pytest.approx(ends[0].sliding_time / 4, abs=1e-7)
+
+
+def test_one_step_program_serves_every_step_size_and_tolerance(caplog) -> None:
+    """The slide's Tsit5 step takes its step size and tolerances as float64 arguments: runs at
+    three pairs of tolerances, each with steps of many sizes, lower it once for the kinks (a
+    step of the full transformer takes about a second to compile), and each run still follows
+    the closed form ``x = max(0.5 − t, 0)``, ``y = 1 + 2e^{−t}`` to its tolerance."""
+    fresh = model(sp.Abs(x) + (y - 1) ** 2 / 2)
+    with jax.log_compiles(True), caplog.at_level(logging.WARNING):
+        for rtol in (1e-6, 1e-8, 1e-10):
+            options = FlowOptions(
+                controller=PID(rtol=rtol, atol=rtol / 100), stop=StopRule(gtol=1e-9, t_max=3.0)
+            )
+            run = gradflow.slide(fresh.kinks, [0.5, 3.0], fresh.args, options, record=True)
+            exact = np.stack([np.maximum(0.5 - run.ts, 0.0), 1 + 2 * np.exp(-run.ts)], axis=1)
+            np.testing.assert_allclose(run.thetas, exact, atol=1e3 * rtol)
+            assert run.steps > 10
+    lowered = [r for r in caplog.records if r.getMessage().startswith("Compiling jit(step)")]
+    assert len(lowered) == 1

@@ -401,3 +401,30 @@ def test_quick_is_a_small_map_without_noise_and_keeps_the_options_given():
     assert len(quick.runs()) == 1 and (quick.p, quick.q) == (0.5, 0.8)
     given = quick_config(FateConfig(p=0.2, q=0.3, grid=3))
     assert (given.grid, given.p, given.q, given.sigma) == (3, 0.2, 0.3, (0.0,))
+
+
+def test_batched_programs_of_the_full_model_serve_every_batch_with_few_programs(caplog):
+    """``project`` is a left inverse of ``embed`` (for ``e > 0``), so ``project(embed(θ)) = θ``
+    and the distance from the family is 0 on it; the batched programs give that at batches of
+    1 to 40 points, padded to :data:`FULL_CALL_SIZES` (16 and 64 here): no program is lowered
+    for the batch sizes themselves."""
+    from gradflow.systems.markov.full_landscape import (
+        FULL_CALL_SIZES,
+        off_family,
+        project_batch,
+    )
+
+    full = full_model("canonical", length=3, d=4)
+    h = jnp.asarray([P, Q])
+    thetas = np.random.default_rng(3).uniform([0.2, -2.0], [1.5, 2.0], size=(40, 2))
+    with jax.log_compiles(True), caplog.at_level("WARNING"):
+        for n in (1, 3, 16, 17, 40):
+            weights = embed_batch(full)(thetas[:n], h)
+            np.testing.assert_allclose(project_batch(full)(weights), thetas[:n], atol=1e-12)
+            np.testing.assert_allclose(off_family(full)(weights, h), 0.0, atol=1e-12)
+    lowered = " ".join(r.getMessage() for r in caplog.records)
+    assert FULL_CALL_SIZES[:2] == (16, 64)
+    width = weights.shape[1]
+    assert f"float64[16,{width}]" in lowered and f"float64[64,{width}]" in lowered
+    for n in (1, 3, 17, 40):
+        assert f"float64[{n},2]" not in lowered and f"float64[{n},{width}]" not in lowered
