@@ -22,12 +22,14 @@ be read or loaded is compiled again and rewritten; one that cannot be written is
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import pickle
+import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,17 +209,43 @@ class StoredProgram:
     def _compile(self, args: tuple[Any, ...]) -> Any:
         """A fresh compile, past JAX's persistent cache: an executable JAX loaded from its
         cache serializes without its compiled functions on the CPU (it fails when run).  JAX
-        decides once per process whether its cache is used, so the cache is bypassed for this
-        compile alone by answering that question "no" meanwhile."""
-        from jax._src import compilation_cache
-
+        asks whether its cache is used at each compile, and the question is answered "no" for
+        the compiles of this thread meanwhile (:func:`_past_jax_cache`), so that a program
+        another thread compiles at the same time still uses the cache."""
         self.compiles += 1
-        used = compilation_cache.is_cache_used
-        compilation_cache.is_cache_used = lambda backend: False
-        try:
+        with _past_jax_cache():
             return self.jitted.lower(*args).compile()
-        finally:
-            compilation_cache.is_cache_used = used
+
+
+_BYPASS = threading.local()
+"""Per thread: whether its compiles go past JAX's persistent cache now."""
+_INSTALLING = threading.Lock()
+
+
+@contextlib.contextmanager
+def _past_jax_cache() -> Iterator[None]:
+    """JAX's persistent cache unused by this thread's compiles inside the block.
+
+    JAX's ``compilation_cache.is_cache_used`` is replaced, once per process, by a function that
+    answers "no" in a thread inside this block and asks the original otherwise; swapping the
+    function for the block's time instead would leave the cache off for good where two
+    threads compiled at once (each restoring what the other had set)."""
+    from jax._src import compilation_cache
+
+    with _INSTALLING:
+        original = compilation_cache.is_cache_used
+        if not getattr(original, "thread_aware", False):
+
+            def is_cache_used(backend: Any) -> bool:
+                return False if getattr(_BYPASS, "on", False) else original(backend)
+
+            is_cache_used.thread_aware = True  # type: ignore[attr-defined]
+            compilation_cache.is_cache_used = is_cache_used
+    _BYPASS.on = True
+    try:
+        yield
+    finally:
+        _BYPASS.on = False
 
 
 def _read(path: Path | None) -> bytes | None:

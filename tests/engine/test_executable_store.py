@@ -101,3 +101,26 @@ def test_the_store_is_off_with_the_cache(monkeypatch) -> None:
     monkeypatch.setenv("GRADFLOW_CACHE_DIR", "")
     assert store_folder() is None
     assert not isinstance(_fresh(X**2 + A * Y**4).grad, StoredProgram)
+
+
+def test_compiles_in_two_threads_at_once_leave_jax_s_cache_on(store) -> None:
+    """Each stored program is compiled past JAX's persistent cache; two threads compiling at
+    the same time (a portrait traces its separatrices beside its basin map) must still leave
+    the cache in use for every other compile, and each program gives its own loss's gradient
+    (``∂(x² + a·y^k)/∂y = k·a·y^(k−1)``)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import jax.extend
+    from jax._src import compilation_cache
+
+    backend = jax.extend.backend.get_backend()
+    assert compilation_cache.is_cache_used(backend)
+
+    def grad_y(power: int) -> np.ndarray:
+        return np.asarray(_fresh(X**2 + A * Y**power).grad(POINTS, H))[:, 1]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(grad_y, (2, 3, 4, 5, 6, 7, 8, 9)))
+    for power, got in zip(range(2, 10), results):
+        np.testing.assert_allclose(got, power * 3.0 * POINTS[:, 1] ** (power - 1), rtol=1e-14)
+    assert compilation_cache.is_cache_used(backend)
