@@ -34,17 +34,16 @@ __all__ = [
 
 FATE_FIXED_S = 30.0
 """Seconds of start-up, compilation and the two reduced predictions of a fate map: the quick
-4 × 4 map (``gradflow fate --quick``) took 76 s of CPU on 2 cores at load 12, 5 s of it the
-reduced predictions, far more than its 16 runs at :data:`SLIDE_RUN_S`; 30 s puts the default
-map at 222 s against its measured 203 s."""
-SLIDE_RUN_S = 0.31
-"""Mean seconds of a run without noise (:func:`gradflow.slide`) at ``N = 6``, ``d = 8``:
-``gradflow bench fate``'s 12 × 12 map at σ = 0 took 60 s, less 15 s to start, over its 144
-runs."""
-NOISE_RUN_S = 0.17
+4 × 4 map (``gradflow fate --quick``) takes 47–63 s on 2 quiet cores, about 30 s of it before
+its 16 runs at :data:`SLIDE_RUN_S`."""
+SLIDE_RUN_S = 1.65
+"""Mean seconds of a run without noise (:func:`gradflow.slide`, then its recorded replay and
+evidence) at ``N = 6``, ``d = 8``: ``gradflow bench fate``'s 12 × 12 map at σ = 0 took 268 s on
+2 quiet cores, less 30 s to start, over its 144 runs."""
+NOISE_RUN_S = 0.28
 """Mean seconds of a run with noise (gradient descent, then :func:`gradflow.slide`) at ``N = 6``,
-``d = 8``: ``time gradflow fate --p 0.5 --q 0.8 --grid 12`` took 203 s, less the 60 s of its 144
-runs without noise, over its 864 runs with noise."""
+``d = 8``: ``time gradflow fate --p 0.5 --q 0.8 --grid 12`` took 508 s on 2 quiet cores, less
+the 268 s of its start and its 144 runs without noise, over its 864 runs with noise."""
 KEPT_PER_RUN = 25
 """float64 a fate map keeps per run besides its projected endpoint (``dim`` more): fate, time,
 loss, sliding-integrator steps, descent steps, time sliding, the distance from the family at the
