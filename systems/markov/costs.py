@@ -37,8 +37,8 @@ FATE_FIXED_S = 30.0
 4 × 4 map (``gradflow fate --quick``) takes 47–63 s on 2 quiet cores, about 30 s of it before
 its 16 runs at :data:`SLIDE_RUN_S`."""
 SLIDE_RUN_S = 1.65
-"""Mean seconds of a run without noise (:func:`gradflow.slide`, then its recorded replay and
-evidence) at ``N = 6``, ``d = 8``: ``gradflow bench fate``'s 12 × 12 map at σ = 0 took 268 s on
+"""Mean seconds of a run without noise (:func:`gradflow.slide`, recorded, and its evidence read
+along its path) at ``N = 6``, ``d = 8``: ``gradflow bench fate``'s 12 × 12 map at σ = 0 took 268 s on
 2 quiet cores, less 30 s to start, over its 144 runs."""
 NOISE_RUN_S = 0.28
 """Mean seconds of a run with noise (gradient descent, then :func:`gradflow.slide`) at ``N = 6``,
