@@ -34,6 +34,7 @@ from gradflow.systems.markov.checks import family_residual
 from gradflow.systems.markov.departure import (
     Path,
     euclidean_basin,
+    full_hessian,
     label_change,
     level_crossing,
     refined_crossing,
@@ -141,6 +142,21 @@ def test_the_unstable_space_on_e_zero_is_at_most_the_reduced_curvature_over_the_
     rates, space = unstable_space(small, w, h)
     assert kappa < 0 and rates[0] <= kappa / metric[0, 0] + 1e-9
     np.testing.assert_allclose(space.T @ space, np.eye(space.shape[1]), atol=1e-8)
+
+
+def test_the_full_hessian_is_jax_s_hessian_of_the_exact_loss(small):
+    """Formed from Hessian-vector products in blocks (the last one padded): the same matrix as
+    ``jax.hessian`` of the exact loss, at a point off the family (random weights)."""
+    from gradflow.systems.markov.full_landscape import full_field
+
+    h = np.array([0.3, 0.6])
+    unravel = ravel_pytree(small.embed(jnp.asarray([0.7, -0.4]), jnp.asarray(h)))
+    x = np.random.default_rng(5).normal(0.0, 0.5, unravel[0].size)
+    loss = full_field(small).loss
+    reference = np.asarray(jax.hessian(lambda y: loss(y, jnp.asarray(h)))(jnp.asarray(x)))
+    np.testing.assert_allclose(
+        full_hessian(small, x, h), reference, atol=1e-10 * np.abs(reference).max()
+    )
 
 
 class _Decay:
