@@ -32,18 +32,19 @@ __all__ = [
     "train_estimate",
 ]
 
-FATE_FIXED_S = 30.0
+FATE_FIXED_S = 15.0
 """Seconds of start-up, compilation and the two reduced predictions of a fate map: the quick
-4 × 4 map (``gradflow fate --quick``) takes 47–63 s on 2 quiet cores, about 30 s of it before
-its 16 runs at :data:`SLIDE_RUN_S`."""
-SLIDE_RUN_S = 1.65
+4 × 4 map (``gradflow fate --quick``) took 18.9 s on 2 quiet cores with an empty compilation
+cache and 9.9 s with a filled one, about 2.5 s of it its 16 runs at :data:`SLIDE_RUN_S`."""
+SLIDE_RUN_S = 0.31
 """Mean seconds of a run without noise (:func:`gradflow.slide`, recorded, and its evidence read
-along its path) at ``N = 6``, ``d = 8``: ``gradflow bench fate``'s 12 × 12 map at σ = 0 took 268 s on
-2 quiet cores, less 30 s to start, over its 144 runs."""
-NOISE_RUN_S = 0.28
+along its path) at ``N = 6``, ``d = 8``: ``gradflow bench fate``'s 12 × 12 map at σ = 0 took
+52 s on 2 quiet cores, less about 8 s to start with a filled compilation cache, over its 144
+runs."""
+NOISE_RUN_S = 0.17
 """Mean seconds of a run with noise (gradient descent, then :func:`gradflow.slide`) at ``N = 6``,
-``d = 8``: ``time gradflow fate --p 0.5 --q 0.8 --grid 12`` took 508 s on 2 quiet cores, less
-the 268 s of its start and its 144 runs without noise, over its 864 runs with noise."""
+``d = 8``: ``time gradflow fate --p 0.5 --q 0.8 --grid 12`` took 204 s on 2 quiet cores, less
+the 52 s of its start and its 144 runs without noise, over its 864 runs with noise."""
 KEPT_PER_RUN = 25
 """float64 a fate map keeps per run besides its projected endpoint (``dim`` more): fate, time,
 loss, sliding-integrator steps, descent steps, time sliding, the distance from the family at the
