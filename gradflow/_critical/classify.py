@@ -47,10 +47,12 @@ from .._outcome import KINDS, Kind
 
 __all__ = [
     "Classification",
+    "Spectra",
     "classify_points",
     "hessians",
     "local_curvature",
     "reaches_bound",
+    "spectra",
 ]
 
 ZERO_EIGENVALUE = 1e-7
@@ -174,6 +176,52 @@ def _probe_coefficients(dim: int) -> np.ndarray:
     return np.concatenate(rows)
 
 
+@dataclass(frozen=True)
+class Spectra:
+    """The Hessian spectra of ``n`` points and which eigenvalues count as zero.
+
+    Attributes:
+        eigenvalues, eigenvectors: of each Hessian, shapes ``(n, dim)`` and ``(n, dim, dim)``
+            (NaN and the identity where the Hessian was probed from losses alone).
+        null: which eigenvalues are zero (within :data:`ZERO_EIGENVALUE` of the larger of the
+            point's local curvature and its largest eigenvalue), shape ``(n, dim)``.
+        neg, pos, nullity: negative, positive and zero eigenvalues per point, shape ``(n,)``.
+        method: the index in :data:`HESSIAN_METHODS` of each Hessian, shape ``(n,)``.
+        losses, curvature: ``L`` and its local curvature at each point, shape ``(n,)``.
+    """
+
+    eigenvalues: np.ndarray
+    eigenvectors: np.ndarray
+    null: np.ndarray
+    neg: np.ndarray
+    pos: np.ndarray
+    nullity: np.ndarray
+    method: np.ndarray
+    losses: np.ndarray
+    curvature: np.ndarray
+
+
+def spectra(landscape: Landscape, thetas: np.ndarray) -> Spectra:
+    """The Hessian spectra of points ``thetas`` (shape ``(n, dim)``): what
+    :func:`classify_points` reads before it probes the degenerate points, and all a caller
+    that needs only nullities (a path along a manifold of critical points) has to compute."""
+    dim = landscape.dim
+    thetas = np.asarray(thetas, dtype=np.float64).reshape(-1, dim)
+    h, method = hessians(landscape, thetas)
+    probed = method == 2
+    lam, vec = np.linalg.eigh(np.where(probed[:, None, None], 0.0, h))
+    lam[probed] = np.nan
+    vec[probed] = np.eye(dim)
+    losses = landscape.loss(thetas)
+    with np.errstate(invalid="ignore"):
+        largest = np.abs(lam).max(axis=1, initial=0.0)
+        curvature = local_curvature(landscape, thetas, losses)
+        zero = ZERO_EIGENVALUE * np.fmax(curvature, largest)[:, None]
+        null = (np.abs(lam) <= zero) | probed[:, None]
+        neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
+    return Spectra(lam, vec, null, neg, pos, null.sum(axis=1), method, losses, curvature)
+
+
 def classify_points(
     landscape: Landscape, thetas: np.ndarray, global_min_loss: float | None
 ) -> Classification:
@@ -188,22 +236,17 @@ def classify_points(
     Returns:
         The kinds, Hessian spectra, Morse indices, nullities and Hessian methods.
     """
-    dim = landscape.dim
-    thetas = np.asarray(thetas, dtype=np.float64).reshape(-1, dim)
-    h, method = hessians(landscape, thetas)
-    probed = method == 2
-    lam, vec = np.linalg.eigh(np.where(probed[:, None, None], 0.0, h))
-    lam[probed] = np.nan
-    vec[probed] = np.eye(dim)
-    losses = landscape.loss(thetas)
+    thetas = np.asarray(thetas, dtype=np.float64).reshape(-1, landscape.dim)
+    spectrum = spectra(landscape, thetas)
+    lam, vec, null, losses, curvature = (
+        spectrum.eigenvalues,
+        spectrum.eigenvectors,
+        spectrum.null,
+        spectrum.losses,
+        spectrum.curvature,
+    )
+    neg, pos, nullity, method = spectrum.neg, spectrum.pos, spectrum.nullity, spectrum.method
     scales = loss_scales(landscape)
-    with np.errstate(invalid="ignore"):
-        largest = np.abs(lam).max(axis=1, initial=0.0)
-        curvature = local_curvature(landscape, thetas, losses)
-        zero = ZERO_EIGENVALUE * np.fmax(curvature, largest)[:, None]
-        null = (np.abs(lam) <= zero) | probed[:, None]
-        neg, pos = (lam < -zero).sum(axis=1), (lam > zero).sum(axis=1)
-    nullity = null.sum(axis=1)
     margin = PROBE_LOSS * scales.loss + ROUNDING * np.abs(losses)
     probed_change = np.full((len(thetas), 2), np.nan)
     degenerate = (nullity > 0) & ~((neg > 0) & (pos > 0))

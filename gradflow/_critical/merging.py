@@ -13,7 +13,7 @@ from scipy.spatial import cKDTree
 from .._landscape.base import ClosedForm, Landscape
 from .._landscape.scales import loss_scales
 from .._outcome import KINDS
-from .classify import classify_points
+from .classify import spectra
 from .pieces import (
     ON_SET_TOL,
     gradient_tol,
@@ -247,8 +247,7 @@ def joined_on_set(
             path.append(found)
     if regular is None:
         return True
-    nullity = classify_points(landscape, np.array(path), None).nullity
-    return bool(np.all(nullity == regular))
+    return bool(np.all(spectra(landscape, np.array(path)).nullity == regular))
 
 
 def _nearest_root(landscape: Landscape, start: np.ndarray, pinned: np.ndarray | None) -> np.ndarray:
