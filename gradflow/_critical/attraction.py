@@ -46,7 +46,7 @@ from .._symbolic.budget import OutOfTime, within
 from .._symbolic.interval import interval_function
 from .._symbolic.model import BoundModel, ReducedModel
 from .branch_bound import Search, _strictly_inside, halves
-from .interval_system import System, interval_system
+from .interval_system import System, bound_system, interval_system
 from .pieces import gradient_tol
 from .roots import _batched_root, _near_a_zero
 
@@ -135,13 +135,11 @@ def _tools(landscape: Landscape, interval: str = "arb") -> _Tools | None:
     ``[8, 2000]``)."""
     if not isinstance(landscape, BoundModel):
         return None
-    model = landscape.model
     try:
-        system = within("the interval form of ∇L", interval_system, model, interval)
-        loss = within("the interval form of L", _interval_loss, model, interval)
+        system, hyper = bound_system(landscape, interval)
+        loss = within("the interval form of L", _interval_loss, landscape.model, interval)
     except (GradflowError, OutOfTime):
         return None
-    hyper = [float(landscape.values[s.name]) for s in model.hyperparams]
     return _Tools(system, hyper, loss)
 
 

@@ -43,7 +43,7 @@ from .._symbolic.budget import OutOfTime, within
 from .._symbolic.interval import Arithmetic, arithmetic, interval_function
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
-from .interval_system import interval_system
+from .interval_system import bound_system
 
 __all__ = ["FACE_BOXES", "MAX_BOXES", "GlobalBound", "global_bound", "global_min_loss"]
 
@@ -112,16 +112,9 @@ def _coercive_bound(landscape: Landscape) -> GlobalBound:
     if box is None:
         return GlobalBound(None, why)
     try:
-        system = within(
-            "the interval form of ∇L",
-            interval_system,
-            landscape.model,
-            "arb",
-            seconds=SETUP_SECONDS,
-        )
+        system, hyper = bound_system(landscape, seconds=SETUP_SECONDS)
     except (OutOfTime, GradflowError) as out:
         return GlobalBound(None, f"{why}, but {out}")
-    hyper = [landscape.values[s.name] for s in landscape.model.hyperparams]
     search = Search(system, hyper, box, MAX_BOXES, 1e-7)
     search.run()
     shown = " × ".join(f"[-{hi:.3g}, {hi:.3g}]" for hi in box[:, 1])

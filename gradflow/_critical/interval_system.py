@@ -20,9 +20,9 @@ from .._symbolic.closed_forms import solved_specs
 from .._symbolic.facts import real_point
 from .._symbolic.interval import Arithmetic, arithmetic, decide, interval_function
 from .._symbolic.lowering import lambdify_numpy
-from .._symbolic.model import ReducedModel
+from .._symbolic.model import BoundModel, ReducedModel
 
-__all__ = ["Graph", "System", "interval_system"]
+__all__ = ["Graph", "System", "bound_system", "interval_system"]
 
 
 @dataclass
@@ -85,6 +85,23 @@ def _clean(expr: sp.Expr, params: Sequence[sp.Symbol]) -> sp.Expr:
         return sp.Mul(*args)
 
     return expr.replace(lambda t: t.is_Mul and t.has(sp.sign, sp.DiracDelta), product)
+
+
+def bound_system(
+    landscape: BoundModel, interval: str = "arb", seconds: float | None = None
+) -> tuple[System, list[float]]:
+    """:func:`interval_system` of ``landscape``'s model, built within ``seconds`` of CPU time
+    (default the symbolic budget, :func:`gradflow._symbolic.budget.within`), and the
+    hyperparameters' values in the model's order: what every interval proof at the landscape's
+    hyperparameters starts from.
+
+    Raises:
+        OutOfTime: the interval form took longer.
+        GradflowError: a loss with no interval form.
+    """
+    model = landscape.model
+    system = within("the interval form of ∇L", interval_system, model, interval, seconds=seconds)
+    return system, [float(landscape.values[s.name]) for s in model.hyperparams]
 
 
 @functools.cache

@@ -20,11 +20,11 @@ from .._errors import GradflowError
 from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._outcome import Kind
-from .._symbolic.budget import OutOfTime, within
+from .._symbolic.budget import OutOfTime
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
 from .certify import proven_kind
-from .interval_system import interval_system
+from .interval_system import bound_system
 from .sets import CriticalSet
 
 __all__ = ["SETUP_SECONDS", "START_WIDTH", "with_proven_kinds"]
@@ -55,16 +55,9 @@ def with_proven_kinds(
     if not candidates or not isinstance(landscape, BoundModel) or np.any(box[:, 0] >= box[:, 1]):
         return sets
     try:
-        system = within(
-            "the interval form of ∇L",
-            interval_system,
-            landscape.model,
-            "arb",
-            seconds=SETUP_SECONDS,
-        )
+        system, hyper = bound_system(landscape, seconds=SETUP_SECONDS)
     except (OutOfTime, GradflowError):
         return sets
-    hyper = [landscape.values[s.name] for s in landscape.model.hyperparams]
     out = list(sets)
     for i in candidates:
         search = Search(system, hyper, np.asarray(box, dtype=float), 1, 1e-7)

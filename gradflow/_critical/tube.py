@@ -42,10 +42,10 @@ from .._compiled.store import environment, write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
-from .._symbolic.budget import OutOfTime, within
+from .._symbolic.budget import OutOfTime
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
-from .interval_system import interval_system
+from .interval_system import bound_system
 
 __all__ = ["SEGMENTS", "Tube", "tube"]
 
@@ -216,10 +216,9 @@ def _proven(
     """Steps 1–2 of the module docstring on ``SEGMENTS`` segments of ``span``."""
     normal = tuple(i for i in range(landscape.dim) if i != free)
     try:
-        system = within("the interval form of ∇L", interval_system, landscape.model, "arb")
+        system, hyper = bound_system(landscape)
     except (OutOfTime, GradflowError):
         return None
-    hyper = [landscape.values[s.name] for s in landscape.model.hyperparams]
     edges = np.linspace(span[0], span[1], SEGMENTS + 1)
     radius = RADIUS * loss_scales(landscape).length
     box = np.repeat(point[:, None], 2, axis=1)
