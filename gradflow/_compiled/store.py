@@ -29,7 +29,7 @@ import os
 import pickle
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "StoredProgram",
     "environment",
     "key_of",
+    "kept_file",
     "label",
     "store_folder",
     "stored",
@@ -50,6 +51,9 @@ __all__ = [
 
 LOAD_EVENT = "/gradflow/store/executable_loaded"
 """The ``jax.monitoring`` event recorded each time an executable is loaded from the store."""
+
+EXECUTABLES = "executables"
+"""The store's folder in the cache folder."""
 
 Key = Callable[[], str]
 """A program's key, computed on first use (a SymPy expression's ``srepr`` costs time)."""
@@ -76,7 +80,18 @@ def key_of(obj: Any) -> Key | None:
 def store_folder() -> Path | None:
     """``<cache folder>/executables``, or ``None`` where the cache is off."""
     folder = cache_dir()
-    return None if folder is None else folder / "executables"
+    return None if folder is None else folder / EXECUTABLES
+
+
+def kept_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
+    """``<cache folder>/<folder>/<sha256><suffix>``, the sha256 of :func:`environment` and
+    ``parts`` joined: the file of a result that depends on exactly these, kept between
+    processes (executables, proven tubes, critical sets); ``None`` where the cache is off."""
+    root = cache_dir()
+    if root is None:
+        return None
+    digest = hashlib.sha256(chr(0).join([environment(), *parts]).encode()).hexdigest()
+    return root / folder / f"{digest}{suffix}"
 
 
 @functools.cache
@@ -169,11 +184,7 @@ class StoredProgram:
         return getattr(self.jitted, name)
 
     def _file(self, signature: tuple[Any, ...]) -> Path | None:
-        folder = store_folder()
-        if folder is None:
-            return None
-        text = "\n".join([environment(), self._key(), repr(signature)])
-        return folder / f"{hashlib.sha256(text.encode()).hexdigest()}.bin"
+        return kept_file(EXECUTABLES, [self._key(), repr(signature)], ".bin")
 
     def _first_call(self, args: tuple[Any, ...], signature: tuple[Any, ...]) -> tuple[Any, Any]:
         """The executable of ``signature`` and its outputs on ``args``.

@@ -5,7 +5,7 @@ a numerical search, Hessians, interval proofs of kinds and of completeness) is t
 every time the same model is asked in the same box; a warm ``gradflow portrait`` spent about a
 third of its time above its import floor on it.  :func:`kept` reads the result an earlier
 process wrote, and otherwise computes it and writes it, as ``<cache folder>/critical/<sha256>
-.pickle`` (:func:`gradflow._compiled.cache.cache_dir`; ``GRADFLOW_CACHE_DIR=""`` turns it off).
+.pickle`` (:func:`gradflow._compiled.store.kept_file`; ``GRADFLOW_CACHE_DIR=""`` turns it off).
 
 The file is named by the sha256 of everything the result depends on:
 
@@ -26,7 +26,6 @@ cannot be read is computed again and rewritten; one that cannot be written is sk
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import pickle
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -34,8 +33,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .._compiled.cache import cache_dir
-from .._compiled.store import environment, write_atomically
+from .._compiled.store import kept_file, write_atomically
 from .._landscape.base import Landscape
 from .._symbolic.model import BoundModel, ReducedModel
 from .sets import CriticalSets
@@ -52,11 +50,10 @@ def kept(
     """``compute()``, read from the cache folder where an earlier process computed the critical
     sets of the same model, values, box and ``options`` (hashable plain values), else computed
     and written there."""
-    folder = cache_dir()
-    key = _key(landscape, options)
-    if folder is None or key is None:
+    parts = _parts(landscape, options)
+    path = None if parts is None else kept_file("critical", parts, ".pickle")
+    if path is None:
         return compute()
-    path = folder / "critical" / f"{key}.pickle"
     try:
         found = pickle.loads(path.read_bytes())
     except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
@@ -68,20 +65,19 @@ def kept(
     return made
 
 
-def _key(landscape: Landscape, options: tuple[Any, ...]) -> str | None:
-    """The file name's sha256, or ``None`` where the landscape cannot be described."""
+def _parts(landscape: Landscape, options: tuple[Any, ...]) -> list[str] | None:
+    """What the file is named by, besides the environment, or ``None`` where the landscape
+    cannot be described."""
     if type(landscape) is not BoundModel or type(landscape.model) is not ReducedModel:
         return None
     model = described(landscape.model)
     if model is None:
         return None
-    parts = [
-        environment(),
+    return [
         model,
         repr(sorted((name, float(value)) for name, value in landscape.values.items())),
         repr(tuple(o.tobytes().hex() if isinstance(o, np.ndarray) else o for o in options)),
     ]
-    return hashlib.sha256(chr(0).join(parts).encode()).hexdigest()
 
 
 def described(value: Any) -> str | None:

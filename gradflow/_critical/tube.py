@@ -28,7 +28,6 @@ parallel to an axis, a set of higher dimension or a loss without an interval for
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import weakref
 import zipfile
@@ -37,8 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .._compiled.cache import cache_dir
-from .._compiled.store import environment, write_atomically
+from .._compiled.store import kept_file, write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
@@ -166,18 +164,16 @@ def _kept(
     Building the interval form of ``∇²L`` from SymPy costs about a second per process, which
     every warm run of a map paid again.  ``GRADFLOW_CACHE_DIR=""`` (no cache folder) proves
     every time; a file that cannot be read is proven again and rewritten."""
-    folder = cache_dir()
-    if folder is None:
-        return _proven(landscape, point, free, span)
     parts = [
-        environment(),
         sp.srepr(landscape.model.loss),
         repr(sorted(landscape.values.items())),
         repr([landscape.bound(n) for n in landscape.param_names]),
         point.tobytes().hex(),
         repr((free, span, SEGMENTS, RADIUS)),
     ]
-    path = folder / "tubes" / f"{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()}.npz"
+    path = kept_file("tubes", parts, ".npz")
+    if path is None:
+        return _proven(landscape, point, free, span)
     try:
         with np.load(path) as data:
             if not data["proven"]:
