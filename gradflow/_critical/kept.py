@@ -14,10 +14,12 @@ The file is named by the sha256 of everything the result depends on:
   names, each SymPy object by its ``srepr``; only its ``full`` model is left out, which the
   search never reads (it serves fate maps and flows in the induced metric);
 - the hyperparameters' values, the box and the search's options;
-- gradflow's source, the library versions and JAX's settings
-  (:func:`gradflow._compiled.store.environment`).
+- the time budget of its symbolic steps, and gradflow's source, the library versions and
+  JAX's settings (:func:`gradflow._compiled.store.environment`).
 
-A change in any of them is another file: a miss, never a wrong answer.  Only a
+A change in any of them is another file: a miss, never a wrong answer.  Nothing is kept once a
+symbolic step of the process has run out of its budget (:func:`budgeted_file`): what was
+computed then may have taken a fallback that a faster machine would not.  Only a
 :class:`~gradflow.BoundModel` of a :class:`~gradflow.ReducedModel` itself is kept, since any
 other landscape (a loss written in JAX, a subclass) has code the key cannot see.  A file that
 cannot be read is computed again and rewritten; one that cannot be written is skipped.
@@ -27,7 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +38,7 @@ import sympy as sp
 
 from .._compiled.store import kept_file, write_atomically
 from .._landscape.base import Landscape
+from .._symbolic.budget import any_ran_out, symbolic_seconds
 from .._symbolic.model import BoundModel, ReducedModel
 from .sets import CriticalSets
 
@@ -51,7 +55,7 @@ def kept(
     sets of the same model, values, box and ``options`` (hashable plain values), else computed
     and written there."""
     parts = _parts(landscape, options)
-    path = None if parts is None else kept_file("critical", parts, ".pickle")
+    path = None if parts is None else budgeted_file("critical", parts, ".pickle")
     if path is None:
         return compute()
     try:
@@ -61,8 +65,21 @@ def kept(
     if isinstance(found, CriticalSets):
         return found
     made = compute()
-    write_atomically(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
+    if not any_ran_out():
+        write_atomically(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
     return made
+
+
+def budgeted_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
+    """:func:`~gradflow._compiled.store.kept_file` for a result that symbolic steps under a
+    time budget feed (SymPy's solves, interval forms, proofs): named by the budget too
+    (:func:`~gradflow._symbolic.budget.symbolic_seconds`), and ``None`` once a step of this
+    process has run out of its budget (:func:`~gradflow._symbolic.budget.any_ran_out`), since a
+    result that took a fallback depends on the machine's speed.  Check ``any_ran_out()`` again
+    before writing what was computed meanwhile."""
+    if any_ran_out():
+        return None
+    return kept_file(folder, [f"symbolic budget {symbolic_seconds()!r} s", *parts], suffix)
 
 
 def _parts(landscape: Landscape, options: tuple[Any, ...]) -> list[str] | None:

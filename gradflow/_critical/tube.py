@@ -36,14 +36,15 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .._compiled.store import kept_file, write_atomically
+from .._compiled.store import write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
-from .._symbolic.budget import OutOfTime
+from .._symbolic.budget import OutOfTime, any_ran_out
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
 from .interval_system import bound_system
+from .kept import budgeted_file
 
 __all__ = ["SEGMENTS", "Tube", "tube"]
 
@@ -160,7 +161,9 @@ def _kept(
     The file is named by the sha256 of everything the proof depends on: the loss's SymPy
     expression, its hyperparameters' values and parameter ranges, the line's point and span,
     :data:`SEGMENTS` and :data:`RADIUS`, and gradflow's source with the library versions
-    (:func:`gradflow._compiled.store.environment`); a change in any of them is another file.
+    (:func:`gradflow._compiled.store.environment`), and the symbolic steps' time budget; a change
+    in any of them is another file, and nothing is kept once a symbolic step of the process has
+    run out of its budget (:func:`gradflow._critical.kept.budgeted_file`).
     Building the interval form of ``∇²L`` from SymPy costs about a second per process, which
     every warm run of a map paid again.  ``GRADFLOW_CACHE_DIR=""`` (no cache folder) proves
     every time; a file that cannot be read is proven again and rewritten."""
@@ -171,7 +174,7 @@ def _kept(
         point.tobytes().hex(),
         repr((free, span, SEGMENTS, RADIUS)),
     ]
-    path = kept_file("tubes", parts, ".npz")
+    path = budgeted_file("tubes", parts, ".npz")
     if path is None:
         return _proven(landscape, point, free, span)
     try:
@@ -190,6 +193,8 @@ def _kept(
     except (OSError, KeyError, ValueError, zipfile.BadZipFile):
         pass
     made = _proven(landscape, point, free, span)
+    if any_ran_out():
+        return made
     arrays = {"proven": made is not None}
     if made is not None:
         arrays |= {f.name: np.asarray(getattr(made, f.name)) for f in dataclasses.fields(made)}

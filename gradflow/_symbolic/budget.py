@@ -30,7 +30,15 @@ from typing import Any, TypeVar
 
 from .._errors import GradflowError
 
-__all__ = ["DEFAULT_SECONDS", "ENV", "GRACE", "OutOfTime", "symbolic_seconds", "within"]
+__all__ = [
+    "DEFAULT_SECONDS",
+    "ENV",
+    "GRACE",
+    "OutOfTime",
+    "any_ran_out",
+    "symbolic_seconds",
+    "within",
+]
 
 DEFAULT_SECONDS = 20.0
 """CPU seconds each symbolic step may use (``GRADFLOW_SYMBOLIC_SECONDS`` overrides it)."""
@@ -66,6 +74,17 @@ class OutOfTime(Exception):
 class _Stop(BaseException):
     """Raised inside a worker thread to stop it (a ``BaseException``, so that the ``except
     Exception`` clauses of the code it interrupts do not swallow it)."""
+
+
+_RAN_OUT = threading.Event()
+"""Set once a step of this process has run out of its budget."""
+
+
+def any_ran_out() -> bool:
+    """Whether a step of this process has run out of its budget.  A result computed after that
+    may have taken a fallback (directly, or through a fact cached from that step), so it
+    depends on the machine's speed, and is not kept between processes."""
+    return _RAN_OUT.is_set()
 
 
 def symbolic_seconds() -> float:
@@ -115,6 +134,7 @@ def within(what: str, fn: Callable[..., T], *args: Any, seconds: float | None = 
             wall = time.monotonic() - start
             used = _read(clock, wall)
             if worker.is_alive() and (used > budget or wall > WALL_FACTOR * budget):
+                _RAN_OUT.set()
                 raise OutOfTime(what, budget, _stop(worker))
     except BaseException:
         if worker.is_alive():

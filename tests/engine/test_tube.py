@@ -10,11 +10,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 import gradflow._critical.tube as tube_module
 from gradflow import loss_model
 from gradflow._critical.tube import SEGMENTS, tube
+from gradflow._symbolic import budget
 
 SPAN = np.array([[0.0, -1.0], [0.0, 1.0]])
 
@@ -45,6 +48,7 @@ def test_a_tube_is_proven_once_and_read_back_in_another_process(tmp_path, monkey
     the cache folder, equal to it; another hyperparameter value is another proof, with its own
     curvature: κ ≥ k on ``(k + w²) e²/2``."""
     monkeypatch.setenv("GRADFLOW_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(budget, "_RAN_OUT", threading.Event())  # no step has run out here
     model = loss_model("(k + w**2)*e**2/2", ["e", "w"], hyperparams=["k"])
     first = tube(model.bind(k=1.0), np.array([0.0, 0.3]), SPAN)
     (kept,) = (tmp_path / "tubes").iterdir()
