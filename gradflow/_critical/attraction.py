@@ -29,7 +29,6 @@ every function in it; a landscape without them gets no proof, and its verdicts s
 
 from __future__ import annotations
 
-import functools
 import itertools
 import weakref
 from collections.abc import Callable
@@ -42,7 +41,7 @@ import numpy as np
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
-from .._symbolic.budget import OutOfTime, within
+from .._symbolic.budget import OutOfTime, budgeted_cache, within
 from .._symbolic.interval import interval_function
 from .._symbolic.model import BoundModel, ReducedModel
 from .branch_bound import Search, _strictly_inside, halves
@@ -143,7 +142,7 @@ def _tools(landscape: Landscape, interval: str = "arb") -> _Tools | None:
     return _Tools(system, hyper, loss)
 
 
-@functools.cache
+@budgeted_cache
 def _interval_loss(model: ReducedModel, interval: str) -> Callable[..., list[Any]]:
     system = interval_system(model, interval)
     symbols = [*model.params, *model.hyperparams]

@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from .._errors import GradflowError
-from .._symbolic.budget import OutOfTime, within
+from .._symbolic.budget import OutOfTime, budgeted_cache, within
 from .._symbolic.closed_forms import solved_specs
 from .._symbolic.facts import real_point
 from .._symbolic.interval import Arithmetic, arithmetic, decide, interval_function
@@ -104,7 +104,7 @@ def bound_system(
     return system, [float(landscape.values[s.name]) for s in model.hyperparams]
 
 
-@functools.cache
+@budgeted_cache
 def interval_system(model: ReducedModel, interval: str) -> System:
     """Interval functions of ``∇L``, ``∇²L`` and the closed-form sets, once per model."""
     arith = arithmetic(interval)

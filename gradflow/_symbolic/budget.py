@@ -21,8 +21,10 @@ The budget is :data:`DEFAULT_SECONDS` of CPU time per step; the environment vari
 from __future__ import annotations
 
 import ctypes
+import functools
 import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -36,6 +38,7 @@ __all__ = [
     "GRACE",
     "OutOfTime",
     "any_ran_out",
+    "budgeted_cache",
     "symbolic_seconds",
     "within",
 ]
@@ -106,23 +109,42 @@ def symbolic_seconds() -> float:
     return value
 
 
+def budgeted_cache(fn: Callable[..., T]) -> Callable[..., T]:
+    """``functools.cache`` for a function whose result depends on the symbolic time budget (it
+    runs a step :func:`within` the default budget, or reads one that does): cached per budget,
+    so that an answer found under one budget (or the fallback taken when it ran out) is never
+    served under another.  ``cache_clear`` empties it."""
+    by_budget = functools.cache(lambda seconds, *args: fn(*args))
+
+    @functools.wraps(fn)
+    def cached(*args: Any) -> T:
+        return by_budget(symbolic_seconds(), *args)
+
+    cached.cache_clear = by_budget.cache_clear  # type: ignore[attr-defined]
+    return cached
+
+
 def within(what: str, fn: Callable[..., T], *args: Any, seconds: float | None = None) -> T:
     """``fn(*args)``, or :class:`OutOfTime` once it has used ``seconds`` of CPU time (default
     :func:`symbolic_seconds`) or ``WALL_FACTOR`` times that in wall-clock time.
 
-    An exception raised by ``fn`` is raised here.  An interrupt of the waiting thread stops
-    the step too.
+    A step that ends after using more than its budget is out of time too, though it was not
+    seen running over (the waiting thread looks every :data:`POLL` seconds): so a step's
+    outcome does not depend on when it was looked at.  An exception raised by ``fn`` is raised
+    here.  An interrupt of the waiting thread stops the step too.
     """
     budget = symbolic_seconds() if seconds is None else float(seconds)
     outcome: dict[str, Any] = {}
 
     def work() -> None:
+        began = time.thread_time()
         try:
             outcome["value"] = fn(*args)
         except _Stop:
             outcome["stopped"] = True
         except BaseException as error:  # handed to the caller's thread
             outcome["error"] = error
+        outcome["used"] = time.thread_time() - began
 
     worker = threading.Thread(target=work, name=f"gradflow budget: {what}", daemon=True)
     start = time.monotonic()
@@ -142,6 +164,9 @@ def within(what: str, fn: Callable[..., T], *args: Any, seconds: float | None = 
         raise
     if "error" in outcome:
         raise outcome["error"]
+    if outcome["used"] > budget or time.monotonic() - start > WALL_FACTOR * budget:
+        _RAN_OUT.set()
+        raise OutOfTime(what, budget, True)
     return outcome["value"]
 
 
@@ -173,18 +198,31 @@ def _stop(worker: threading.Thread) -> bool:
     Automatic garbage collection is off meanwhile, and the first stop waits :data:`POLL` for a
     collection under way to end: a collection the worker's allocations trigger runs the ``gc``
     callbacks (JAX registers one) in the worker, and an exception landing inside a callback is
-    reported as unraisable instead of stopping the step."""
+    reported as unraisable instead of stopping the step.  Nor is the exception raised while the
+    worker is importing a module (SymPy imports some of its modules the first time a solver
+    needs them): stopped there, the import leaves its file open, reported as unraisable too."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         time.sleep(POLL)
         deadline = time.monotonic() + GRACE
         while worker.is_alive() and time.monotonic() < deadline:
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop)
-            )
+            if not _importing(worker):
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop)
+                )
             worker.join(POLL)
     finally:
         if collecting:
             gc.enable()
     return not worker.is_alive()
+
+
+def _importing(worker: threading.Thread) -> bool:
+    """Whether ``worker`` is inside Python's import machinery now."""
+    frame = sys._current_frames().get(worker.ident)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False

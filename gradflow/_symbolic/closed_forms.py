@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import sympy as sp
 
-from .budget import OutOfTime, within
+from .budget import OutOfTime, budgeted_cache, within
 from .facts import solve_gradient
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ def piece_functions(model: ReducedModel, spec: CriticalSetSpec) -> tuple[Any, An
     return values, condition
 
 
-@functools.cache
+@budgeted_cache
 def solved(model: ReducedModel) -> tuple[tuple[CriticalSetSpec, ...], str | None]:
     """``sympy.solve(∇L = 0)`` solutions beyond the declared sets, as specs, and why there are
     none where its time budget ran out."""
@@ -180,7 +180,7 @@ def closed_form_specs(model: ReducedModel) -> tuple[tuple[str, CriticalSetSpec],
     return tuple(zip(family_names(model), (*model.critical_sets, *solved_specs(model))))
 
 
-@functools.cache
+@budgeted_cache
 def family_names(model: ReducedModel) -> tuple[str, ...]:
     """The name of each closed-form spec (declared, then solved) with the hyperparameters left
     as symbols."""

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .budget import OutOfTime, within
+from .budget import OutOfTime, budgeted_cache, within
 from .functions import LogAddExp, LogSigmoid, Sigmoid, Softplus
 from .interval import complex_enclosure
 
@@ -199,7 +199,7 @@ def _same_solution(a: Mapping[sp.Symbol, sp.Expr], b: Mapping[sp.Symbol, sp.Expr
     return a.keys() == b.keys() and all(sp.simplify(a[k] - b[k]) == 0 for k in a)
 
 
-@functools.cache
+@budgeted_cache
 def nonnegative(loss: sp.Expr) -> tuple[bool, str | None]:
     """Whether SymPy's assumption system proves ``L ≥ 0`` for all real parameters, within the
     symbolic time budget: of ``L`` as written, or with ``max``/``min`` written through ``|·|``
@@ -343,7 +343,7 @@ def gradient_jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[str, .
     return jumps(params, loss)[0]
 
 
-@functools.cache
+@budgeted_cache
 def jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[tuple[str, ...], str | None]:
     """The non-smooth terms of ``L`` across whose kink ``∇L`` jumps, and why every term is
     listed where the symbolic time budget ran out (``None`` otherwise).
@@ -421,7 +421,7 @@ def readable(expr: sp.Expr, subs: Mapping[sp.Symbol, float] | None = None) -> st
     return f"{float(re):.7g}"
 
 
-@functools.cache
+@budgeted_cache
 def singular_critical_points(
     params: tuple[sp.Symbol, ...],
     loss: sp.Expr,
@@ -467,7 +467,7 @@ def _rational_gradient(
     return all(sp.diff(loss, s).is_rational_function(*params, *hyper) for s in params)
 
 
-@functools.cache
+@budgeted_cache
 def degenerate_set_values(
     params: tuple[sp.Symbol, ...],
     loss: sp.Expr,

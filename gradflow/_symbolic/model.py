@@ -29,6 +29,7 @@ from .._landscape.base import (
     host_cast,
     padded_call,
 )
+from .budget import budgeted_cache
 from .closed_forms import (
     ClosedFormPiece,
     CriticalSetSpec,
@@ -531,7 +532,7 @@ def _model_kinks(model: ReducedModel) -> Kinks | None:
     )
 
 
-@functools.cache
+@budgeted_cache
 def _kink_functions(model: ReducedModel) -> tuple[tuple[str, Callable[..., Any]], ...]:
     """``(term, kink function)`` in NumPy for each term of the loss whose kink makes ``∇L`` jump."""
     jumping = set(gradient_jumps(model.params, model.loss))
@@ -543,7 +544,7 @@ def _kink_functions(model: ReducedModel) -> tuple[tuple[str, Callable[..., Any]]
     )
 
 
-@functools.cache
+@budgeted_cache
 def _kink_gradients(
     model: ReducedModel,
 ) -> tuple[tuple[Callable[..., Any], tuple[Callable[..., Any], ...]], ...]:

@@ -56,6 +56,14 @@ def test_a_step_that_runs_out_is_stopped_and_its_thread_ends() -> None:
     assert threading.active_count() == before
 
 
+def test_a_step_that_ends_over_its_budget_before_it_is_looked_at_is_out_of_time() -> None:
+    """10 ms of CPU against a 1 ms budget ends before the waiting thread's first look (every
+    20 ms): it is out of time all the same, as it would be on a slower machine."""
+    with pytest.raises(OutOfTime, match="spin ran out of its 0.001 s budget"):
+        within("spin", spin, 0.01, seconds=0.001)
+    assert within("spin", spin, 0.001, seconds=5) > 0
+
+
 def churn(seconds: float) -> int:
     """Cyclic garbage for about ``seconds`` of CPU time: the automatic collections it triggers
     run in this thread, with their callbacks."""
@@ -134,3 +142,24 @@ def test_the_fallback_on_the_command_line(cli, monkeypatch: pytest.MonkeyPatch) 
     sp.core.cache.clear_cache()
     run = cli("critical", "--loss", "4*(r**-12 - r**-6)", "--params", "r")
     assert "ran out of its 0.001 s budget" in run.out
+
+
+def test_an_answer_is_never_served_under_another_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two atoms, ``r⁶ = 2``: ``sympy.solve`` finds both minima within the default budget and
+    none within a millisecond.  The same model asked again in the same process, under the other
+    budget, gets that budget's answer, in either order: the symbolic steps are cached per
+    budget, not per model alone."""
+    two_atoms = "4*(r**-12 - r**-6)"
+
+    def caveats(seconds: str | None) -> tuple[str, ...]:
+        if seconds is None:
+            monkeypatch.delenv(ENV, raising=False)
+        else:
+            monkeypatch.setenv(ENV, seconds)
+        sp.core.cache.clear_cache()
+        return gradflow.loss_model(two_atoms, ["r"]).bind().symbolic_caveats
+
+    assert caveats(None) == ()
+    hurried = caveats("0.001")
+    assert any("sympy.solve(∇L = 0) ran out of its 0.001 s" in caveat for caveat in hurried)
+    assert caveats(None) == ()
