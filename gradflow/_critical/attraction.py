@@ -35,7 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jax.numpy as jnp
 import numpy as np
 
 from .._errors import GradflowError
@@ -47,7 +46,7 @@ from .._symbolic.model import BoundModel, ReducedModel
 from .branch_bound import Search, _strictly_inside, halves
 from .interval_system import System, bound_system, interval_system
 from .pieces import gradient_tol
-from .roots import _batched_root, _near_a_zero
+from .roots import _near_a_zero, root_search
 
 __all__ = ["ESCAPE_BOXES", "Attraction", "attraction", "escapes", "refined"]
 
@@ -359,13 +358,8 @@ def refined(landscape: Landscape, points: np.ndarray, box: np.ndarray) -> np.nda
     with np.errstate(all="ignore"):
         grads = np.linalg.norm(landscape.grad(points), axis=1)
     scales = np.where(np.isfinite(grads) & (grads > 0), grads, scale.gradient)
-    root = _batched_root(landscape.field)
-    free = jnp.ones(landscape.dim, dtype=bool)
-    ys = np.array(
-        root(
-            jnp.asarray(points), landscape.args, jnp.asarray(scales), free, jnp.zeros(landscape.dim)
-        )
-    )
+    free = np.ones(landscape.dim, dtype=bool)
+    ys = root_search(landscape, points, scales, free, np.zeros(landscape.dim))
     reach = REFINE_DISTANCE * float(np.linalg.norm(box[:, 1] - box[:, 0]))
     with np.errstate(all="ignore"):
         ok = np.all(np.isfinite(ys), axis=1)

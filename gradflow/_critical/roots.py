@@ -19,12 +19,23 @@ from .pieces import (
     gradient_tol,
 )
 
-__all__ = ["NEWTON_RESIDUAL", "NEWTON_STEP", "ROOT_STEPS", "ROOT_TOL", "numerical_solutions"]
+__all__ = [
+    "NEWTON_RESIDUAL",
+    "NEWTON_STEP",
+    "ROOT_STARTS",
+    "ROOT_STEPS",
+    "ROOT_TOL",
+    "numerical_solutions",
+    "root_search",
+]
 
 ROOT_TOL = 1e-13
 """Relative and absolute tolerance of the Levenberg–Marquardt search for ``∇L = 0``."""
 ROOT_STEPS = 256
 """Step budget of each Levenberg–Marquardt start."""
+ROOT_STARTS = 256
+"""The default number of starts of the search per two parameters
+(:func:`gradflow.critical_sets`' ``starts``)."""
 NEWTON_STEP = 1e-4
 """A root of the numerical search is kept only where its Newton step ``‖H⁺∇L‖`` is at most this
 times the landscape's length scale (see :func:`_near_a_zero`)."""
@@ -74,9 +85,7 @@ def numerical_solutions(
         scale = np.linalg.norm(landscape.grad(y0), axis=1)
     usable = np.isfinite(scale) & (scale > 0)
     scale = np.where(usable, scale, loss_scales(landscape).gradient)
-    free = jnp.asarray(box[:, 0] < box[:, 1])
-    root = _batched_root(landscape.field)
-    ys = np.asarray(root(jnp.asarray(y0), landscape.args, scale, free, jnp.asarray(box[:, 0])))
+    ys = root_search(landscape, y0, scale, box[:, 0] < box[:, 1], box[:, 0])
     ys = np.concatenate([ys, *(ys * np.asarray(s, dtype=float) for s in symmetries)])
     with np.errstate(all="ignore"):
         ok = np.all(np.isfinite(ys), axis=1) & np.all((ys >= box[:, 0]) & (ys <= box[:, 1]), axis=1)
@@ -124,6 +133,33 @@ def _near_a_zero(landscape: Landscape, ys: np.ndarray) -> np.ndarray:
             residuals[finite] = np.linalg.norm(grads - explained, axis=1)
     short = steps <= NEWTON_STEP * scales.length
     return ~finite | (short & (residuals <= NEWTON_RESIDUAL * scales.gradient))
+
+
+def root_search(
+    landscape: Landscape, y0: np.ndarray, scale: np.ndarray, free: np.ndarray, pinned: np.ndarray
+) -> np.ndarray:
+    """:func:`_batched_root` of ``landscape``'s field from the starts ``y0`` (shape
+    ``(n, dim)``, ``n ≥ 1``) with one gradient ``scale`` each (shape ``(n,)``), the coordinates
+    where ``free`` (shape ``(dim,)``) is false held at ``pinned``; returns the limits, shape
+    ``(n, dim)``.
+
+    The starts are padded, by repeating them, to the batch of the default search
+    (:data:`ROOT_STARTS` per two parameters, and the centre), or that batch times the power of
+    two that holds them: the search, the refinement of a map's endpoints and of a flow's end
+    then share one compiled program per loss instead of compiling one per number of points.
+    Each start's iteration is its own (the batch is a ``vmap``), and a repeated start stops
+    when its original does, so the padding changes no limit and adds no iteration.  The
+    inputs are passed as NumPy arrays: a ``jnp.asarray`` outside ``jit`` is a program of its
+    own per shape.
+    """
+    n, dim = y0.shape
+    size = ROOT_STARTS * -(-dim // 2) + 1
+    while size < n:
+        size *= 2
+    rows = np.arange(size) % n
+    root = _batched_root(landscape.field)
+    ys = root(y0[rows], landscape.args, np.asarray(scale, np.float64)[rows], free, pinned)
+    return np.array(ys)[:n]
 
 
 LM_DAMPING = 1e-3

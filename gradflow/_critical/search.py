@@ -47,7 +47,7 @@ from .pieces import (
     sample_piece,
 )
 from .proven_kinds import with_proven_kinds
-from .roots import numerical_solutions
+from .roots import ROOT_STARTS, numerical_solutions
 from .sets import CriticalSet, CriticalSets, make_set
 
 __all__ = ["critical_sets"]
@@ -58,7 +58,7 @@ def critical_sets(
     *,
     box: Any = None,
     samples: int = 41,
-    starts: int = 256,
+    starts: int = ROOT_STARTS,
     seed: int = 0,
     certify: bool = False,
 ) -> CriticalSets:

@@ -26,11 +26,12 @@ def bind(name: str, loss: sp.Expr, **declared) -> gradflow.BoundModel:
 def test_the_two_wells_of_a_double_well_are_two_attractors() -> None:
     """L = (x² - 1)² + y²: dx/dt = -4x(x² - 1) keeps the sign of x and dy/dt = -2y, so x < 0
     ends at (-1, 0), x > 0 at (1, 0), and the line x = 0 (invariant) at the saddle (0, 0).  On a
-    41-point grid of [-2, 2]² that is 20 columns of 41 points each per well (820/1681) and the
-    middle column (41/1681) for the saddle.  L ≥ 0 with L = 0 at both wells: both global."""
+    9-point grid of [-2, 2]² (odd, so the line x = 0 is a column) that is 4 columns of 9 points
+    each per well (36/81) and the middle column (9/81) for the saddle.  L ≥ 0 with L = 0 at both
+    wells: both global."""
     model = bind("double well", (x**2 - 1) ** 2 + y**2)
     bm = gradflow.basins(
-        model, region=gradflow.Region.of(model, grid=41, box=(-2, 2, -2, 2)), progress=False
+        model, region=gradflow.Region.of(model, grid=9, box=(-2, 2, -2, 2)), progress=False
     )
     by_point = {tuple(np.round(a.point, 9)): a for a in bm.attractors}
     left, right, saddle = by_point[(-1.0, 0.0)], by_point[(1.0, 0.0)], by_point[(0.0, 0.0)]
@@ -40,9 +41,9 @@ def test_the_two_wells_of_a_double_well_are_two_attractors() -> None:
     assert np.all(bm.attractor_ids[xs < 0] == left.id)
     assert np.all(bm.attractor_ids[xs > 0] == right.id)
     assert np.all(bm.attractor_ids[xs == 0] == saddle.id)
-    assert left.fraction == right.fraction == pytest.approx(820 / 1681)
-    assert saddle.fraction == pytest.approx(41 / 1681)
-    assert bm.fractions()["global_min"] == pytest.approx(1640 / 1681)
+    assert left.fraction == right.fraction == pytest.approx(36 / 81)
+    assert saddle.fraction == pytest.approx(9 / 81)
+    assert bm.fractions()["global_min"] == pytest.approx(72 / 81)
     assert sum(a.fraction for a in bm.attractors) == pytest.approx(1.0)
 
 
