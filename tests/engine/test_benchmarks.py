@@ -31,6 +31,15 @@ def _is_json(record: dict) -> None:
     assert json.loads(json.dumps(record)) == json.loads(json.dumps(record, sort_keys=True))
 
 
+@pytest.fixture
+def small_grid_of_three(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The map whose cost per trajectory is compared with the timed grid's at the timed grid's
+    own size, 3 × 3 (its default, 100 × 100, adds 20,000 trajectories and their batch sizes'
+    programs, and no arithmetic the tests check)."""
+    monkeypatch.setattr(basins, "SMALL_GRID", 3)
+
+
+@pytest.mark.usefixtures("small_grid_of_three")
 def test_bench_basins_counts_a_capped_baseline_at_its_cap_as_a_lower_bound() -> None:
     """With a cap of 1 µs no scipy trajectory can finish: each is counted at the cap, so the
     mean is exactly 1e-3 ms, flagged a lower bound, and the text says "≥"."""
@@ -50,6 +59,7 @@ def test_bench_basins_counts_a_capped_baseline_at_its_cap_as_a_lower_bound() -> 
         assert b["speedup"] == pytest.approx(b["extrapolated_seconds"] / report.seconds)
     assert "≥ 0.00" in report.text()
     assert report.seconds_without_compile <= report.seconds
+    assert record["us_per_trajectory_small_grid"]["grid"] == 3
     # the evidence's own time is part of the warm map's
     assert 0 < report.evidence_seconds <= report.seconds_without_compile
     assert record["evidence_share"] == pytest.approx(
@@ -57,6 +67,7 @@ def test_bench_basins_counts_a_capped_baseline_at_its_cap_as_a_lower_bound() -> 
     )
 
 
+@pytest.mark.usefixtures("small_grid_of_three")
 def test_bench_basins_baseline_stops_by_the_maps_rule() -> None:
     """Uncapped, the baselines finish every sampled trajectory by the map's stop rule (a
     relative gradient, its time budget, its decision level) well within a minute's cap."""
