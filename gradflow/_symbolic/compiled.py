@@ -20,7 +20,7 @@ import sympy as sp
 
 from .._compiled.store import Key, label, stored
 from .._landscape.base import GradientField
-from .lowering import check_lowering, lambdify_jax, lambdify_numpy
+from .lowering import check_lowering, lambdify_jax
 from .stabilize import stabilize
 
 __all__ = ["CompiledLoss", "compile_loss"]
@@ -58,13 +58,6 @@ class CompiledLoss:
     @property
     def symbolic_grad(self) -> tuple[sp.Expr, ...]:
         return self.lowered.symbolic_grad
-
-    @functools.cached_property
-    def numpy_grad(self) -> Callable[..., Any]:
-        """The symbolic ``∇L`` lambdified to NumPy, a function of the scalars :attr:`symbols`
-        returning a list: for per-point calls from Python (root finders, scipy baselines), about
-        16 µs a call against about 60 µs for a jitted JAX call."""
-        return lambdify_numpy(self.symbols, list(self.symbolic_grad))
 
 
 class _Lowered:

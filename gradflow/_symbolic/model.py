@@ -410,7 +410,7 @@ class BoundModel(Landscape):
         )
 
     def point_grad(self, theta: np.ndarray) -> np.ndarray:
-        return np.asarray(self.compiled.numpy_grad(*theta, *self._subs.values()), dtype=float)
+        return np.asarray(self.compiled.grad(np.asarray(theta, np.float64), self.h))
 
     def point_hessian(self, theta: np.ndarray) -> np.ndarray:
         return np.asarray(self.compiled.hessian(np.asarray(theta, np.float64), self.h))
