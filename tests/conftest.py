@@ -81,6 +81,9 @@ def pytest_configure(config: pytest.Config) -> None:
     elif "PYTEST_XDIST_WORKER" not in os.environ:
         _empty_if_full(os.environ[SHARED_CACHE])
     os.makedirs(os.environ[SHARED_CACHE], exist_ok=True)
+    # gradflow's own store and kept results too, from the start: a module- or session-scoped
+    # fixture runs before the autouse fixture below sets it for each test
+    os.environ["GRADFLOW_CACHE_DIR"] = os.environ[SHARED_CACHE]
     settings = {
         "jax_compilation_cache_dir": os.environ[SHARED_CACHE],
         "jax_persistent_cache_min_compile_time_secs": CACHE_MIN_COMPILE_SECONDS,
@@ -196,6 +199,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if owned is not None:
         shutil.rmtree(owned, ignore_errors=True)
         os.environ.pop(SHARED_CACHE, None)
+        os.environ.pop("GRADFLOW_CACHE_DIR", None)
 
 
 _OWNED = pytest.StashKey[str]()
@@ -249,7 +253,8 @@ def rng() -> np.random.Generator:
 def _run_compilation_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     """CLI runs in tests, in-process or in a child process, use the run's shared compilation
     cache, never the user's cache folder: a child process running the canonical model reuses
-    the programs the workers compiled."""
+    the programs the workers compiled.  (:func:`pytest_configure` sets it for the whole run;
+    this puts it back after a test that changed it.)"""
     monkeypatch.setenv("GRADFLOW_CACHE_DIR", os.environ[SHARED_CACHE])
 
 
