@@ -91,10 +91,12 @@ def test_bayes_matches_quadrature_along_a_sequence(long_programs):
     """Importance-sampled posterior means against quadrature, k = 2.
 
     At t = 1 the posterior is ∝ π_{x_1}(P) alone, so the Bayes predictor is not the add-one
-    bigram's 1/2 there; later the first token's weight fades.
+    bigram's 1/2 there; later the first token's weight fades.  With 5,000 samples the bound
+    below is 0.021, under the distance of the add-one bigram's predictions (the proposal,
+    unweighted) from the exact posterior means: 0.09, 0.06, 0.04 and 0.05 at t = 1, 2, 5, 8.
     """
     x = [1, 1, 0, 1, 1, 1, 0, 0]
-    samples = 50_000
+    samples = 5_000
     with long_programs():
         estimate = st.bayes(jax.random.key(5), jnp.asarray([x]), 2, samples=samples)
     estimate = np.asarray(estimate)[0, :, 0]
