@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .._flow.batched import FlowEndpoints
 from .._flow.flows import flow_endpoints
 from .._flow.kink_settle import settled
 from .._flow.options import PID, FlowOptions, StopRule
+from .._flow.prepare import prepare_endpoints
 from .._landscape.base import Landscape
 from .._landscape.metric import Metric, in_metric
 from .._landscape.region import Region
@@ -46,6 +48,7 @@ __all__ = [
     "basins",
     "default_basin_options",
     "fast_basin_options",
+    "prepare_basins",
     "region_of",
 ]
 
@@ -113,13 +116,12 @@ def basins(
     nx, ny = region.grid
     check_memory(f"grid {nx} × {ny}", basin_memory((nx, ny), landscape.dim))
     thetas = region.points()
-    stages = (
-        default_basin_options()
-        if options is None
-        else ((options,) if isinstance(options, FlowOptions) else tuple(options))
-    )
+    stages = _stages(options)
     if critical is None:
-        critical = critical_sets(landscape, box=region.search_box(landscape))
+        with ThreadPoolExecutor(max_workers=1) as ahead:
+            ready = ahead.submit(prepare_basins, landscape, region, options, float32_first, metric)
+            critical = critical_sets(landscape, box=region.search_box(landscape))
+        ready.result()
     model = landscape
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     scale = loss_scales(landscape).loss
@@ -203,6 +205,41 @@ def basins(
         reason_codes=reason_codes.reshape(shape) if evidence else None,
         reasons=tuple(reasons) if evidence else (),
         evidence_seconds=time.perf_counter() - judging if evidence else 0.0,
+    )
+
+
+def _stages(options: FlowOptions | Sequence[FlowOptions] | None) -> tuple[FlowOptions, ...]:
+    """The float64 stages of a basin map: ``options`` as a tuple, or the default ones."""
+    if options is None:
+        return default_basin_options()
+    return (options,) if isinstance(options, FlowOptions) else tuple(options)
+
+
+def prepare_basins(
+    landscape: Landscape,
+    region: Region,
+    options: FlowOptions | Sequence[FlowOptions] | None = None,
+    float32_first: bool = True,
+    metric: str | Metric | None = None,
+) -> None:
+    """Load or compile, ahead, the program of the first rounds of :func:`basins` with the same
+    arguments (:func:`gradflow._flow.prepare.prepare_endpoints`): those of the float32 pass, or
+    without it of the float64 stages over every grid point.  Meant for a second thread while
+    the critical sets are found, which overlaps the longest compile of a map on a new machine
+    with them; no result depends on whether it ran.  (The float64 pass of a map's uncertain
+    points compiles a batch size that only the float32 pass decides.)"""
+    flat = region.points().reshape(-1, landscape.dim)
+    flows = in_metric(landscape, metric, at=flat[0])
+    if not float32_first:
+        prepare_endpoints(flows, flat, _stages(options))
+        return
+    prepare_endpoints(
+        flows,
+        flat,
+        fast_basin_options(),
+        chunk_size=FAST_CHUNK,
+        steps_per_round=FAST_ROUND,
+        dtype=np.float32,
     )
 
 

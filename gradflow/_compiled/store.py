@@ -152,7 +152,10 @@ class StoredProgram:
 
     Called with concrete arguments, it runs the executable of their signature: loaded from the
     process's memory, else from the store, else compiled (and written to the store).  Called
-    inside another trace (tracers among its arguments), it is the jitted function.
+    inside another trace (tracers among its arguments), it is the jitted function.  Threads
+    that call it at once with a new signature load or compile it once: the others wait (a
+    program compiled ahead in a second thread, :func:`gradflow._flow.batched.prepare_rounds`,
+    is waited for, not compiled again).
 
     Attributes:
         jitted: the ``jax.jit`` function.
@@ -163,6 +166,7 @@ class StoredProgram:
         self.jitted = jitted
         self._key = key
         self._programs: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self._first = threading.Lock()
         self.loads = self.compiles = 0
         functools.update_wrapper(self, jitted)
 
@@ -173,8 +177,12 @@ class StoredProgram:
         program = self._programs.get(signature)
         if program is not None:
             return program(*args)
-        program, out = self._first_call(args, signature)
-        self._programs[signature] = program
+        with self._first:
+            program = self._programs.get(signature)
+            if program is not None:
+                return program(*args)
+            program, out = self._first_call(args, signature)
+            self._programs[signature] = program
         return out
 
     def __getattr__(self, name: str) -> Any:

@@ -4,6 +4,6 @@
 (``descent``), the flow that slides along kinks (``sliding``; its device programs and the
 geometry of the surfaces in ``sliding_steps``), where a run stalled on a kink ends
 (``kink_settle``), runs integrated again where they overshot a surface on which the Hessian
-jumps (``overshoot``), the evidence of where a flow ended (``verdict``) and the two entry points,
-one trajectory and a batch (``flows``).
+jumps (``overshoot``), the evidence of where a flow ended (``verdict``), the two entry points,
+one trajectory and a batch (``flows``), and a batch's programs made ahead (``prepare``).
 """

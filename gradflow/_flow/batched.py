@@ -37,7 +37,7 @@ from .newton_finish import newton_finish
 from .options import FlowOptions
 from .rk import BatchedRK, StepControl, tableau_of
 
-__all__ = ["FlowEndpoints", "integrate_batch", "small_tails"]
+__all__ = ["FlowEndpoints", "integrate_batch", "prepare_rounds", "small_tails"]
 
 
 @dataclass(frozen=True)
@@ -138,10 +138,7 @@ def integrate_batch(
         status=np.full(n, int(Outcome.NOT_CONVERGED)),
     )
     level = host_cast(-np.inf if decide_below is None else decide_below, dtype)
-    args = jax.tree.map(
-        lambda a: host_cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
-        args,
-    )
+    args = _cast(args, dtype)
     run = functools.partial(
         _run_stages, field, args, level, state, stages, chunk_size, steps_per_round
     )
@@ -160,6 +157,38 @@ def integrate_batch(
         steps=state.steps,
         status=state.status,
     )
+
+
+def _cast(args: Any, dtype: Any) -> Any:
+    """The floating leaves of ``args`` cast to ``dtype`` (on the host), the others as they are."""
+    return jax.tree.map(
+        lambda a: host_cast(a, dtype) if jnp.issubdtype(jnp.result_type(a), jnp.floating) else a,
+        args,
+    )
+
+
+def prepare_rounds(
+    field: GradientField,
+    args: Any,
+    shape: tuple[int, int],
+    stage: FlowOptions,
+    *,
+    chunk_size: int = 4096,
+    steps_per_round: int = 32,
+    dtype: Any = np.float64,
+) -> None:
+    """Load or compile the program of the first rounds that :func:`integrate_batch` runs for
+    starts of ``shape`` ``(B, dim)`` in its first stage ``stage`` with these settings, by
+    running one round from the origin: called in a second thread while the caller computes what
+    the integration needs first (a basin map's critical sets), the program is ready, or being
+    made, when the integration starts (the round function waits for it rather than compiling
+    it again, :class:`~gradflow._compiled.store.StoredProgram`).  Nothing is returned; no
+    result depends on whether it ran."""
+    size = _padded(shape[0], chunk_size)
+    advance = _round_function(field, stage, steps_per_round, False)
+    zeros = np.zeros(size, dtype=dtype)
+    start = _spread(np.zeros((size, shape[1]), dtype=dtype)), _spread(zeros), _spread(zeros)
+    jax.block_until_ready(advance(*start, _cast(args, dtype), host_cast(-np.inf, dtype)))
 
 
 def _run_stages(

@@ -52,6 +52,7 @@ __all__ = [
     "check_initial",
     "flow",
     "flow_endpoints",
+    "batch_flow",
     "kink_status",
     "unit_flow",
 ]
@@ -465,15 +466,9 @@ def flow_endpoints(
         GradflowError: empty batch, wrong shape, non-finite initial points or start times, or
             a bad metric.
     """
-    stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
-    y0 = check_initial(landscape, thetas0)
-    box = landscape.search_box()
-    stages = [stage.within(box, y0) for stage in stages]
+    y0, flows, field, args, stages, scaled = batch_flow(landscape, thetas0, options, metric)
     starts = _start_times(t0, len(y0))
-    flows = in_metric(landscape, metric, at=y0[0])
-    field, args, _ = unit_flow(flows, stages[0])
     scale = args[1]
-    scaled = [unit_flow(landscape, stage)[2] for stage in stages]
     level = None if decide_below is None else decide_below / scale
     audit = (
         _escape_audit(landscape, max(s.t_max for s in stages) * loss_scales(landscape).time)
@@ -512,6 +507,24 @@ def flow_endpoints(
         result = _slide_endpoints(flows, result, args, scaled[-1], level)
     status, _ = kink_status(landscape, result.endpoints, result.status)
     return dataclasses.replace(result, status=status, times=result.times / scale)
+
+
+def batch_flow(
+    landscape: Landscape,
+    thetas0: Any,
+    options: FlowOptions | Sequence[FlowOptions] | None,
+    metric: str | Metric | None,
+) -> tuple[np.ndarray, Landscape, GradientField, Any, list[FlowOptions], list[FlowOptions]]:
+    """What :func:`flow_endpoints` integrates: the checked starts, the landscape in its metric,
+    the field and arguments of its flow in units of its scales, and the stages with their
+    divergence radii made absolute for these starts, as given and in those units."""
+    stages = [options or FlowOptions()] if not isinstance(options, Sequence) else list(options)
+    y0 = check_initial(landscape, thetas0)
+    box = landscape.search_box()
+    stages = [stage.within(box, y0) for stage in stages]
+    flows = in_metric(landscape, metric, at=y0[0])
+    field, args, _ = unit_flow(flows, stages[0])
+    return y0, flows, field, args, stages, [unit_flow(landscape, s)[2] for s in stages]
 
 
 def _start_times(t0: Any, n: int) -> np.ndarray:

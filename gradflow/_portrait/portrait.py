@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._basins.basin_map import BasinMap
-from .._basins.basins import basins, region_of
+from .._basins.basins import basins, prepare_basins, region_of
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
@@ -340,10 +340,11 @@ def portrait(
 
     The basin map labels with the critical sets :func:`gradflow.basins` finds by default (the
     same search box and sampling), so that a portrait and ``basins`` on the same grid give the
-    same labels; the drawn sets are sampled more finely (:data:`CRITICAL_SAMPLES`).  The
-    separatrices, which need the critical sets but not the basin map, are traced in a second
-    thread while the basin map is integrated (a cold run compiles the programs of both at
-    once, on two cores about 0.7 s sooner); their points do not depend on it.
+    same labels; the drawn sets are sampled more finely (:data:`CRITICAL_SAMPLES`).  Two
+    things run in a second thread, so that a cold run compiles on both cores: the basin map's
+    first programs are compiled (:func:`gradflow._basins.basins.prepare_basins`) while the
+    critical sets are found, and the separatrices, which need the critical sets but not the
+    basin map, are traced while the basin map is integrated.  No result depends on either.
 
     Returns:
         The computed :class:`Portrait`.
@@ -355,10 +356,18 @@ def portrait(
     region = region_of(landscape, region, default_grid=201)
     drawn = _resolve(overlays, region.plane)
     box = region.search_box(landscape)
-    critical = critical_sets(landscape, box=box)
-    on_slice = critical_sets(
-        landscape, box=region.search_box(landscape, on_slice=True), samples=CRITICAL_SAMPLES
-    )
+    with ThreadPoolExecutor(max_workers=1) as ahead:
+        ready = (
+            ahead.submit(prepare_basins, landscape, region, options, True, metric)
+            if show_basins
+            else None
+        )
+        critical = critical_sets(landscape, box=box)
+        on_slice = critical_sets(
+            landscape, box=region.search_box(landscape, on_slice=True), samples=CRITICAL_SAMPLES
+        )
+    if ready is not None:
+        ready.result()
     stream = region.with_grid(STREAM_GRID)
     stream_points = stream.points()
     flows = in_metric(landscape, metric, at=stream_points.reshape(-1, landscape.dim)[0])

@@ -124,3 +124,27 @@ def test_compiles_in_two_threads_at_once_leave_jax_s_cache_on(store) -> None:
     for power, got in zip(range(2, 10), results):
         np.testing.assert_allclose(got, power * 3.0 * POINTS[:, 1] ** (power - 1), rtol=1e-14)
     assert compilation_cache.is_cache_used(backend)
+
+
+def test_threads_asking_for_a_new_program_at_once_make_it_once(store) -> None:
+    """Four threads call a fresh build's gradient of ``x² + a·y⁴`` with one new signature at
+    once: one compiles it, the others wait for it (none compiles it again), and all get
+    ``(2x, 4a·y³)``."""
+    import threading
+
+    grad = _fresh(X**2 + A * Y**4).grad
+    start, outs = threading.Barrier(4), []
+
+    def ask() -> None:
+        start.wait()
+        outs.append(np.asarray(grad(POINTS, H)))
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert (grad.compiles, grad.loads) == (1, 0)
+    x, y = POINTS[:, 0], POINTS[:, 1]
+    for out in outs:
+        np.testing.assert_array_equal(out, np.stack([2 * x, 12 * y**3], axis=1))
