@@ -20,17 +20,21 @@ lies in the unstable space of the full model at a point of the reduced local set
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
 from gradflow import PID, FlowOptions, StopRule, slide
 
-from .full_landscape import FullLandscape, embed_batch, full_field, off_family, project_batch
+from .full_landscape import (
+    FullLandscape,
+    embed_batch,
+    full_hessian,
+    off_family,
+    project_batch,
+)
 from .full_model import MarkovFullModel
 from .full_spectrum import KINK_OFFSET
 
@@ -145,39 +149,6 @@ def label_change(
         path, path.ts[lo], path.ts[hi], lambda y: labels(y[None])[0] != start, LABEL_BISECTIONS
     )
     return t, path.at(t)
-
-
-HESSIAN_COLUMNS = 64
-"""Columns of the full Hessian formed together (Hessian-vector products of unit vectors, one
-compiled program)."""
-
-
-@functools.cache
-def _hessian_columns(full: MarkovFullModel) -> Callable[..., jax.Array]:
-    """Jitted: ``∇²L(x, h) v`` for a batch of vectors ``v`` (rows), forward over reverse."""
-    field = full_field(full)
-
-    def hvp(x: jax.Array, v: jax.Array, h: jax.Array) -> jax.Array:
-        return jax.jvp(lambda y: field.grad(y, h), (x,), (v,))[1]
-
-    return jax.jit(jax.vmap(hvp, in_axes=(None, 0, None)))
-
-
-def full_hessian(full: MarkovFullModel, x: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """The full Hessian ``∇²L`` at flat weights ``x`` (shape ``(P,)``), shape ``(P, P)``,
-    symmetrized, from Hessian-vector products of the unit vectors in blocks of
-    :data:`HESSIAN_COLUMNS` (the last block padded with zero vectors)."""
-    n = x.size
-    columns = _hessian_columns(full)
-    xj, hj = jnp.asarray(x), jnp.asarray(h)
-    blocks = []
-    for first in range(0, n, HESSIAN_COLUMNS):
-        units = np.zeros((HESSIAN_COLUMNS, n))
-        count = min(HESSIAN_COLUMNS, n - first)
-        units[np.arange(count), first + np.arange(count)] = 1.0
-        blocks.append(np.asarray(columns(xj, jnp.asarray(units), hj))[:count])
-    hessian = np.concatenate(blocks)
-    return 0.5 * (hessian + hessian.T)
 
 
 def unstable_space(full: MarkovFullModel, w: float, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,7 @@
 """The full Markov transformer as a :class:`gradflow.Landscape` over its flat weights
 (``ravel_pytree`` order), and the batched programs a fate map runs on it: the loss, the
-embedding of reduced points, the projection back and the relative distance from the reduced
-family."""
+embedding of reduced points, the projection back, the relative distance from the reduced
+family and the full Hessian."""
 
 from __future__ import annotations
 
@@ -157,3 +157,36 @@ def off_family(full: MarkovFullModel) -> Callable[..., np.ndarray]:
         return jnp.linalg.norm(flat - back) / jnp.linalg.norm(flat)
 
     return _padded(jax.jit(jax.vmap(off, in_axes=(0, None))), _size(full), ())
+
+
+HESSIAN_COLUMNS = 64
+"""Columns of the full Hessian formed together (Hessian-vector products of unit vectors, one
+compiled program)."""
+
+
+@functools.cache
+def _hessian_columns(full: MarkovFullModel) -> Callable[..., jax.Array]:
+    """Jitted: ``∇²L(x, h) v`` for a batch of vectors ``v`` (rows), forward over reverse."""
+    field = full_field(full)
+
+    def hvp(x: jax.Array, v: jax.Array, h: jax.Array) -> jax.Array:
+        return jax.jvp(lambda y: field.grad(y, h), (x,), (v,))[1]
+
+    return jax.jit(jax.vmap(hvp, in_axes=(None, 0, None)))
+
+
+def full_hessian(full: MarkovFullModel, x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """The full Hessian ``∇²L`` at flat weights ``x`` (shape ``(P,)``), shape ``(P, P)``,
+    symmetrized, from Hessian-vector products of the unit vectors in blocks of
+    :data:`HESSIAN_COLUMNS` (the last block padded with zero vectors)."""
+    n = x.size
+    columns = _hessian_columns(full)
+    xj, hj = jnp.asarray(x), jnp.asarray(h)
+    blocks = []
+    for first in range(0, n, HESSIAN_COLUMNS):
+        units = np.zeros((HESSIAN_COLUMNS, n))
+        count = min(HESSIAN_COLUMNS, n - first)
+        units[np.arange(count), first + np.arange(count)] = 1.0
+        blocks.append(np.asarray(columns(xj, jnp.asarray(units), hj))[:count])
+    hessian = np.concatenate(blocks)
+    return 0.5 * (hessian + hessian.T)

@@ -13,7 +13,6 @@ line (the limits from either side), as for kinks of reduced losses.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,11 +21,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from .chain import c_star
 from .chain import p as p_sym
 from .chain import q as q_sym
+from .full_landscape import embed_batch, full_hessian
 from .full_model import MarkovFullModel
 
 __all__ = [
@@ -74,15 +73,6 @@ class FullSpectrum:
         }
 
 
-@functools.cache
-def _hessian(full: MarkovFullModel) -> Any:
-    def at(theta: jax.Array, h: jax.Array) -> jax.Array:
-        flat, unravel = ravel_pytree(full.embed(theta, h))
-        return jax.hessian(lambda f: full.loss(unravel(f), h))(flat)
-
-    return jax.jit(at)
-
-
 def _groups(full: MarkovFullModel, h: jax.Array) -> dict[str, np.ndarray]:
     """Masks over the flat weights (``ravel_pytree`` order), one per parameter group."""
     params = full.embed(jnp.zeros(full.reduced.dim).at[0].set(1.0), h)
@@ -96,8 +86,8 @@ def _groups(full: MarkovFullModel, h: jax.Array) -> dict[str, np.ndarray]:
 def full_spectrum(full: MarkovFullModel, theta: Any, h: Any, name: str) -> FullSpectrum:
     """The spectrum of the full Hessian at ``embed(θ)`` (module docstring)."""
     h = jnp.asarray(h, jnp.float64)
-    hess = np.asarray(_hessian(full)(jnp.asarray(theta, jnp.float64), h))
-    lam, vec = np.linalg.eigh(0.5 * (hess + hess.T))
+    flat = embed_batch(full)(np.asarray(theta, float)[None], h)[0]
+    lam, vec = np.linalg.eigh(full_hessian(full, flat, h))
     negative = lam < -NEGATIVE_TOL * max(float(np.max(np.abs(lam))), 1e-300)
     escape = {}
     if negative.any():
