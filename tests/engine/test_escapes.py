@@ -121,9 +121,10 @@ def test_an_unstable_direction_counts_only_if_it_acts_within_the_budget() -> Non
     direction y, which grows as e^{εt}.  With ε = 1, y reaches the divergence radius 1e4 at
     t = ln(1e7) ≈ 16: diverged.  With ε = 1e-12 it grows by e^{εT} - 1 ≈ 1e-7 over the whole
     budget T = 1e5·ℓ/g (ℓ = 3 on the default ranges [-3, 3]², g = median ‖∇L‖ = O(1)): the
-    start is a steady state within the budget, converged at t = 0."""
-    fast = gradflow.loss_model("x**2/2 - y**2/2", params=("x", "y")).bind()
-    slow = gradflow.loss_model("x**2/2 - 1e-12*y**2/2", params=("x", "y")).bind()
+    start is a steady state within the budget, converged at t = 0.  (One loss with ε a
+    hyperparameter: one compiled flow for both.)"""
+    loss = gradflow.loss_model("x**2/2 - eps*y**2/2", params=("x", "y"), hyperparams=("eps",))
+    fast, slow = loss.bind(eps=1.0), loss.bind(eps=1e-12)
     out = gradflow.flow(fast, [0.0, 1e-3])
     assert out.status is Outcome.DIVERGED
     assert out.time == pytest.approx(np.log(1e7), rel=0.05)
