@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._critical.attractors import AttractorIndex
-from .._critical.classify import classify_points
+from .._critical.classify import spectra
 from .._flow.flows import flow_endpoints
 from .._flow.options import FlowOptions
 from .._landscape.base import Landscape
@@ -64,7 +64,7 @@ def stable_manifolds(
     if not edge.size:
         return ids
     points = np.array([a.point for a in index.attractors])
-    nullity = classify_points(landscape, points, None).nullity
+    nullity = spectra(landscape, points).nullity
     hyperbolic = np.array([n <= a.dimension for a, n in zip(index.attractors, nullity)] + [False])
     stops = [a.loss for a, h, m in zip(index.attractors, hyperbolic, minima) if h and not m]
     if not stops:
