@@ -123,7 +123,7 @@ def initial(k: int, T: int, lags: int, mixing: str) -> Minimal:
     annihilate each other's gradients.
     """
     v0 = 0.0 if mixing == "softmax" else 1.0 / T
-    return Minimal(W=jnp.zeros((k, k)), v=jnp.full((lags,), v0))
+    return Minimal(W=jnp.zeros((k, k)), v=jnp.full((lags,), v0, dtype=jnp.float64))
 
 
 def embed(theta: jax.Array, k: int) -> Minimal:

@@ -61,7 +61,7 @@ def one_hot(x: jax.Array, k: int) -> jax.Array:
 
 def uniform(x: jax.Array, k: int) -> jax.Array:
     """``q_t(j) = 1/k`` at every position; shape ``(n, T, k)``."""
-    return jnp.full(x.shape + (k,), 1.0 / k)
+    return jnp.full(x.shape + (k,), 1.0 / k, dtype=jnp.float64)
 
 
 def _unigram_rule(counts: jax.Array, t: jax.Array, k: int) -> jax.Array:
@@ -154,7 +154,7 @@ def last_position(x: jax.Array, k: int) -> dict[str, jax.Array]:
     N = jnp.einsum("nsi,nsj->nij", E[:, :-1], E[:, 1:])
     row = jnp.einsum("nij,ni->nj", N, E[:, -1])
     return {
-        "uniform": jnp.full((x.shape[0], k), 1.0 / k),
+        "uniform": jnp.full((x.shape[0], k), 1.0 / k, dtype=jnp.float64),
         "unigram": _unigram_rule(E.sum(1), x.shape[1], k),
         "bigram": _bigram_rule(row, k),
     }
