@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .._critical.sets import CriticalSet, CriticalSets
     from .._flow.integrate import Trajectory
     from .._portrait.overlay import Overlay
+    from .streamlines import Streamline
 
 __all__ = [
     "KIND_COLORS",
@@ -283,28 +284,24 @@ def draw_invariant(
 
 def draw_streamlines(
     ax: Axes,
+    lines: Sequence[Streamline],
     xs: np.ndarray,
     ys: np.ndarray,
-    u: np.ndarray,
-    v: np.ndarray,
     projected: bool = False,
 ) -> list[Any]:
-    """Streamlines of the plane components ``(u, v)`` of ``-∇L``, shapes ``(ny, nx)``, with an
-    arrow half-way along each: matplotlib's ``streamplot`` (density 1.2), its streamlines
-    computed in one batch (:func:`gradflow._output.streamlines.streamlines`).  The arrows are added
-    as artists, not patches: each lies on its streamline, inside the data limits the lines
-    already set, and ``add_patch`` would compute every arrow's path to update them (a tenth of
-    a second for a portrait's 125 arrows).  ``projected``: the
-    plane is a slice of more parameters, so they are the projection of ``-∇L`` on it (not
-    trajectories of the flow), and the legend says so."""
+    """Streamlines of ``-∇L`` (:func:`gradflow._output.streamlines.streamlines`, placed as
+    matplotlib's ``streamplot`` places them) on the grid ``xs``, ``ys`` that they were
+    computed on, with an arrow half-way along each.  The arrows are added as artists, not
+    patches: each lies on its streamline, inside the data limits the lines already set, and
+    ``add_patch`` would compute every arrow's path to update them (a tenth of a second for a
+    portrait's 125 arrows).  ``projected``: the plane is a slice of more parameters, so they
+    are the projection of ``-∇L`` on it (not trajectories of the flow), and the legend says
+    so."""
     from matplotlib.collections import LineCollection
     from matplotlib.lines import Line2D
     from matplotlib.patches import FancyArrowPatch
 
-    from .streamlines import streamlines
-
     style = {"color": STREAM_COLOR, "linewidth": 0.6, "zorder": Line2D.zorder}
-    lines = streamlines(xs, ys, u, v, density=1.2)
     collection = LineCollection([line.points for line in lines], **style)
     collection.sticky_edges.x[:] = [xs[0], xs[-1]]
     collection.sticky_edges.y[:] = [ys[0], ys[-1]]

@@ -37,6 +37,7 @@ from .._output.draw import (
     legend_below,
 )
 from .._output.io import FORMATS, check_output, save_result
+from .._output.streamlines import Streamline, streamlines
 from .._output.text import format_point
 from .overlay import Overlay, read_overlays
 from .separatrix import separatrices
@@ -51,6 +52,8 @@ LAYERS = ("basins", "invariant", "streamlines", "separatrix", "critical")
 """What :meth:`Portrait.draw` can draw (overlays are always drawn)."""
 STREAM_GRID = 80
 """Points per axis of the grid on which ``-∇L`` is sampled for streamlines."""
+STREAM_DENSITY = 1.2
+"""Density of the drawn streamlines, as ``streamplot``'s ``density``."""
 CRITICAL_SAMPLES = 801
 """Samples per free dimension when drawing closed-form critical sets."""
 
@@ -68,6 +71,9 @@ class Portrait(OnRegion):
         region: the plane, its box, the basin grid and the values of the parameters off the
             plane.
         stream: ``(xs, ys, U, V)``: ``-∇L`` projected on the plane, ``U, V`` of shape ``(ny, nx)``.
+        streamlines: the streamlines of ``stream`` that are drawn, placed as matplotlib's
+            ``streamplot`` places them at density :data:`STREAM_DENSITY`
+            (:func:`gradflow._output.streamlines.streamlines`).
         invariant: ``(name, values)`` of a conserved quantity on the stream grid, or ``None``.
         overlays: paths drawn on top (e.g. full-model training projected to the plane),
             :class:`gradflow.Overlay`.
@@ -81,6 +87,7 @@ class Portrait(OnRegion):
     separatrix: list[np.ndarray]
     region: Region
     stream: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    streamlines: tuple[Streamline, ...]
     invariant: tuple[str, np.ndarray] | None
     overlays: list[Overlay] = field(default_factory=list)
     euclidean_separatrix: list[np.ndarray] = field(default_factory=list)
@@ -142,7 +149,7 @@ class Portrait(OnRegion):
         if self.invariant is not None and "invariant" in layers:
             handles += draw_invariant(ax, xs, ys, self.invariant[1], self.invariant[0])
         if "streamlines" in layers:
-            handles += draw_streamlines(ax, xs, ys, u, v, projected=bool(self.fixed))
+            handles += draw_streamlines(ax, self.streamlines, xs, ys, projected=bool(self.fixed))
         if "separatrix" in layers:
             handles += draw_separatrices(ax, self.separatrix, self._metric_name)
             handles += draw_separatrices(ax, self.euclidean_separatrix, "euclidean", dotted=True)
@@ -344,7 +351,8 @@ def portrait(
     things run in a second thread, so that a cold run compiles on both cores: the basin map's
     first programs are compiled (:func:`gradflow._basins.basins.prepare_basins`) while the
     critical sets are found, and the separatrices, which need the critical sets but not the
-    basin map, are traced while the basin map is integrated.  No result depends on either.
+    basin map, and then the streamlines are traced while the basin map is integrated.  No
+    result depends on either.
 
     Returns:
         The computed :class:`Portrait`.
@@ -380,6 +388,9 @@ def portrait(
             for land in (flows, base)
             if land is not None
         ]
+        moving = velocity(flows, stream_points)
+        u, v = moving[..., ix], moving[..., iy]
+        placed = beside.submit(streamlines, stream.xs, stream.ys, u, v, STREAM_DENSITY)
         basin_map = None
         if show_basins:
             basin_map = basins(
@@ -391,7 +402,6 @@ def portrait(
                 metric=metric,
             )
         separatrix, *euclidean = [line.result() for line in lines]
-    moving = velocity(flows, stream_points)
     invariant = None
     if flows.invariant_names and landscape.dim == 2:
         name = flows.invariant_names[0]
@@ -404,7 +414,8 @@ def portrait(
         separatrix=separatrix,
         euclidean_separatrix=euclidean[0] if euclidean else [],
         region=region,
-        stream=(stream.xs, stream.ys, moving[..., ix], moving[..., iy]),
+        stream=(stream.xs, stream.ys, u, v),
+        streamlines=tuple(placed.result()),
         invariant=invariant,
         overlays=drawn,
     )

@@ -44,6 +44,7 @@ def test_portrait_streamlines_drawn_as_streamplot_draws_them():
     import matplotlib.pyplot as plt
 
     from gradflow._output.draw import STREAM_COLOR, draw_streamlines
+    from gradflow._portrait.portrait import STREAM_DENSITY
 
     u, v, _ = FIELDS["double well with a hole"]
     pictures = []
@@ -51,7 +52,7 @@ def test_portrait_streamlines_drawn_as_streamplot_draws_them():
         lambda ax: ax.streamplot(
             XS, YS, u, v, color=STREAM_COLOR, linewidth=0.6, density=1.2, arrowsize=0.8
         ),
-        lambda ax: draw_streamlines(ax, XS, YS, u, v),
+        lambda ax: draw_streamlines(ax, streamlines(XS, YS, u, v, STREAM_DENSITY), XS, YS),
     ):
         fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
         draw(ax)
