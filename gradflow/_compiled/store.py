@@ -26,7 +26,6 @@ import contextlib
 import functools
 import hashlib
 import os
-import pickle
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +35,16 @@ from typing import Any
 import numpy as np
 
 from .cache import cache_dir
+from .files import (
+    EXECUTABLES,
+    deserialized,
+    read_bytes,
+    serialized,
+    source_hash,
+    store_folder,
+    write_atomically,
+)
+from .read_ahead import taken, used
 
 __all__ = [
     "LOAD_EVENT",
@@ -44,16 +53,11 @@ __all__ = [
     "key_of",
     "kept_file",
     "label",
-    "store_folder",
     "stored",
-    "write_atomically",
 ]
 
 LOAD_EVENT = "/gradflow/store/executable_loaded"
 """The ``jax.monitoring`` event recorded each time an executable is loaded from the store."""
-
-EXECUTABLES = "executables"
-"""The store's folder in the cache folder."""
 
 Key = Callable[[], str]
 """A program's key, computed on first use (a SymPy expression's ``srepr`` costs time)."""
@@ -77,12 +81,6 @@ def key_of(obj: Any) -> Key | None:
         return None
 
 
-def store_folder() -> Path | None:
-    """``<cache folder>/executables``, or ``None`` where the cache is off."""
-    folder = cache_dir()
-    return None if folder is None else folder / EXECUTABLES
-
-
 def kept_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
     """``<cache folder>/<folder>/<sha256><suffix>``, the sha256 of :func:`environment` and
     ``parts`` joined: the file of a result that depends on exactly these, kept between
@@ -92,17 +90,6 @@ def kept_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
         return None
     digest = hashlib.sha256(chr(0).join([environment(), *parts]).encode()).hexdigest()
     return root / folder / f"{digest}{suffix}"
-
-
-@functools.cache
-def _source_hash() -> str:
-    """sha256 of gradflow's own source (every ``.py`` of the engine, by relative path)."""
-    root = Path(__file__).resolve().parent.parent
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def environment() -> str:
@@ -117,7 +104,7 @@ def environment() -> str:
     maker = getattr(compiler, "get_compile_options", None)
     devices = jax.devices()
     parts = [
-        _source_hash(),
+        source_hash(),
         *(f"{name} {version(name)}" for name in ("jax", "jaxlib", "numpy", "sympy")),
         os.environ.get("XLA_FLAGS", ""),
         f"x64 {jax.config.jax_enable_x64}",
@@ -198,23 +185,26 @@ class StoredProgram:
         """The executable of ``signature`` and its outputs on ``args``.
 
         The outputs always come from the executable as the store holds it (read back from
-        its bytes), so a later process that loads it computes the same bits; where reading,
-        loading or running it fails, the file is removed and a fresh compile runs instead.
+        its bytes, or read ahead from them, :mod:`gradflow._compiled.read_ahead`), so a later
+        process that loads it computes the same bits; where reading, loading or running it
+        fails, the file is removed and a fresh compile runs instead.
         """
         import jax
 
         path = self._file(signature)
-        data = _read(path)
-        loaded = data is not None
-        if data is None:
+        ahead = None if path is None else taken(path)
+        data = None if ahead is not None else read_bytes(path)
+        loaded = ahead is not None or data is not None
+        if not loaded:
             compiled = self._compile(args)
-            data = _serialized(compiled)
+            data = serialized(compiled)
             if data is None or path is None:
                 return compiled, compiled(*args)
             write_atomically(path, data)
         try:
-            program = _deserialized(data)
+            program = ahead if ahead is not None else deserialized(data)
             out = jax.block_until_ready(program(*args))
+            used(path)
         except Exception:  # noqa: BLE001 - a stale or broken file: compiled afresh
             if path is not None:
                 path.unlink(missing_ok=True)
@@ -265,42 +255,6 @@ def _past_jax_cache() -> Iterator[None]:
         yield
     finally:
         _BYPASS.on = False
-
-
-def _read(path: Path | None) -> bytes | None:
-    try:
-        return None if path is None else path.read_bytes()
-    except OSError:
-        return None
-
-
-def _serialized(program: Any) -> bytes | None:
-    """``program``'s executable as bytes, or ``None`` where it cannot be serialized (a
-    program holding constants)."""
-    from jax.experimental.serialize_executable import serialize
-
-    try:
-        return pickle.dumps(serialize(program))
-    except (ValueError, NotImplementedError, pickle.PicklingError, TypeError):
-        return None
-
-
-def _deserialized(data: bytes) -> Any:
-    from jax.experimental.serialize_executable import deserialize_and_load
-
-    payload, in_tree, out_tree = pickle.loads(data)
-    return deserialize_and_load(payload, in_tree, out_tree)
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically; skipped where the folder cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.part")
-        partial.write_bytes(data)
-        os.replace(partial, path)
-    except OSError:
-        pass
 
 
 def stored(jitted: Callable[..., Any], key: Key | None) -> Callable[..., Any]:

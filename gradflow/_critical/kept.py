@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .._compiled.store import kept_file, write_atomically
+from .._compiled.files import write_atomically
+from .._compiled.store import kept_file
 from .._landscape.base import Landscape
 from .._symbolic.budget import any_ran_out, symbolic_seconds
 from .._symbolic.model import BoundModel, ReducedModel

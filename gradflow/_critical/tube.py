@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .._compiled.store import write_atomically
+from .._compiled.files import write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales

@@ -25,11 +25,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
     The process's objects are frozen when it exits, so that its shutdown does not walk them
-    (:func:`~gradflow.cli._setup.freeze_at_exit`)."""
+    (:func:`~gradflow.cli._setup.freeze_at_exit`).  Run as the process's command (``argv``
+    ``None``), it reads ahead the executables the last run of the same words loaded
+    (:mod:`gradflow._compiled.read_ahead`); called from Python with ``argv``, it does not (the
+    process may run many commands)."""
     held: list[argparse.Namespace] = []
     freeze_at_exit()
     with interruptible(lambda: _interrupted(held)), fewer_collections():
-        return _main(list(sys.argv[1:] if argv is None else argv), held)
+        words = list(sys.argv[1:] if argv is None else argv)
+        return _main(words, held, ahead=argv is None)
 
 
 def parser(argv: Sequence[str]) -> argparse.ArgumentParser:
@@ -48,7 +52,7 @@ def parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return root
 
 
-def _main(argv: list[str], held: list[argparse.Namespace]) -> int:
+def _main(argv: list[str], held: list[argparse.Namespace], ahead: bool = False) -> int:
     from ._parser import fail
 
     root = parser(argv)
@@ -63,6 +67,10 @@ def _main(argv: list[str], held: list[argparse.Namespace]) -> int:
         from ._setup import configure_jax
 
         configure_jax()
+        if ahead:
+            from gradflow._compiled.read_ahead import read_ahead
+
+            read_ahead(chr(0).join(argv))
         return int(args._run(args) or 0)
     except GradflowError as error:
         return fail(f"gradflow {args.command}", str(error))

@@ -13,7 +13,8 @@ import pytest
 import sympy as sp
 
 from gradflow import PID, FlowOptions, StopRule, loss_model
-from gradflow._compiled.store import StoredProgram, store_folder
+from gradflow._compiled.files import store_folder
+from gradflow._compiled.store import StoredProgram
 from gradflow._flow.batched import _explicit_round
 from gradflow._landscape.scales import unit_field
 from gradflow._symbolic.compiled import compile_loss

@@ -1,0 +1,81 @@
+"""Files of the cache folder: where the store keeps executables, reading and writing files
+atomically, executables to and from bytes, and the hash of gradflow's own source, shared by the
+store (:mod:`gradflow._compiled.store`) and its read-ahead (:mod:`gradflow._compiled.read_ahead`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from .cache import cache_dir
+
+__all__ = [
+    "EXECUTABLES",
+    "deserialized",
+    "read_bytes",
+    "serialized",
+    "source_hash",
+    "store_folder",
+    "write_atomically",
+]
+
+EXECUTABLES = "executables"
+"""The store's folder in the cache folder."""
+
+
+def store_folder() -> Path | None:
+    """``<cache folder>/executables``, or ``None`` where the cache is off."""
+    folder = cache_dir()
+    return None if folder is None else folder / EXECUTABLES
+
+
+@functools.cache
+def source_hash() -> str:
+    """sha256 of gradflow's own source (every ``.py`` of the engine, by relative path)."""
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def read_bytes(path: Path | None) -> bytes | None:
+    try:
+        return None if path is None else path.read_bytes()
+    except OSError:
+        return None
+
+
+def serialized(program: Any) -> bytes | None:
+    """``program``'s executable as bytes, or ``None`` where it cannot be serialized (a
+    program holding constants)."""
+    from jax.experimental.serialize_executable import serialize
+
+    try:
+        return pickle.dumps(serialize(program))
+    except (ValueError, NotImplementedError, pickle.PicklingError, TypeError):
+        return None
+
+
+def deserialized(data: bytes) -> Any:
+    from jax.experimental.serialize_executable import deserialize_and_load
+
+    payload, in_tree, out_tree = pickle.loads(data)
+    return deserialize_and_load(payload, in_tree, out_tree)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically; skipped where the folder cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        partial.write_bytes(data)
+        os.replace(partial, path)
+    except OSError:
+        pass
