@@ -27,14 +27,19 @@ def test_full_model_contract(name):
     h = bound.h
     rng = np.random.default_rng(7)
     lo, hi = np.array([BOX[n] for n in full.reduced.param_names]).T
+    # each side compiled whole: op by op, the transformer is a hundred programs or more
+    loss = jax.jit(lambda t, h: full.loss(full.embed(t, h), h))
+    pulled = jax.jit(full.value.pulled_gradient)
+    jacobian = jax.jit(jax.jacfwd(lambda t, h: ravel_pytree(full.embed(t, h))[0]))
+    metric = jax.jit(full.metric)
+    projected = jax.jit(lambda t, h: full.project(full.embed(t, h)))
     for theta in rng.uniform(lo, hi, size=(3, full.reduced.dim)):
         t = jnp.asarray(theta)
-        params = full.embed(t, h)
-        assert float(full.loss(params, h)) == pytest.approx(float(bound.loss(theta)), abs=1e-12)
-        np.testing.assert_allclose(full.value.pulled_gradient(t, h), bound.grad(theta), atol=1e-11)
-        jac = jax.jacfwd(lambda x: ravel_pytree(full.embed(x, h))[0])(t)
-        np.testing.assert_allclose(full.metric(t, h), jac.T @ jac, atol=1e-12)
-        np.testing.assert_allclose(full.project(params), theta, atol=1e-12)
+        assert float(loss(t, h)) == pytest.approx(float(bound.loss(theta)), abs=1e-12)
+        np.testing.assert_allclose(pulled(t, h), bound.grad(theta), atol=1e-11)
+        jac = jacobian(t, h)
+        np.testing.assert_allclose(metric(t, h), jac.T @ jac, atol=1e-12)
+        np.testing.assert_allclose(projected(t, h), theta, atol=1e-12)
 
 
 def test_models_without_a_full_model_are_refused():
