@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import gradflow
-from gradflow import Outcome
+from gradflow import Outcome, ReducedModel
 
 
 def basin_map(text: str, box: float, grid: int) -> gradflow.BasinMap:
@@ -56,13 +57,23 @@ def test_no_saddle_is_invented_where_there_is_no_critical_point() -> None:
 @pytest.fixture(scope="module")
 def double_wells() -> list[gradflow.BasinMap]:
     """The double well (x² - 1)² + y², scaled by 10⁻⁶ and shifted by 10, and scaled by 10⁶, on
-    one 11 × 11 grid of [-2, 2]²."""
-    texts = [
-        "(x**2 - 1)**2 + y**2",
-        "1e-6*((x**2 - 1)**2 + y**2) + 10",
-        "1e6*((x**2 - 1)**2 + y**2)",
-    ]
-    return [basin_map(text, 2.0, 11) for text in texts]
+    one 11 × 11 grid of [-2, 2]²: ``c·((x² - 1)² + y²) + k`` with the scale ``c > 0`` and the
+    shift ``k`` hyperparameters, so the three maps share one compiled loss."""
+    x, y = sp.symbols("x y", real=True)
+    c, k = sp.Symbol("c", positive=True), sp.Symbol("k", real=True)
+    model = ReducedModel(
+        "shifted, scaled double well",
+        (x, y),
+        c * ((x**2 - 1) ** 2 + y**2) + k,
+        hyperparams=(c, k),
+        domains={c: sp.Interval.open(0, sp.oo)},
+    )
+    maps = []
+    for scale, shift in ((1.0, 0.0), (1e-6, 10.0), (1e6, 0.0)):
+        landscape = model.bind(c=scale, k=shift)
+        region = gradflow.Region.of(landscape, 11, box=(-2.0, 2.0, -2.0, 2.0))
+        maps.append(gradflow.basins(landscape, region=region, progress=False))
+    return maps
 
 
 def test_a_double_well_map_is_proven_off_the_saddles_manifold(double_wells) -> None:
