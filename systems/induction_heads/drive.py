@@ -99,7 +99,7 @@ def unigram_point(prior: Prior, k: int, T: int, n: int, seed: int = 0) -> float:
         return mm.reduced_loss(jnp.stack([0.0, b, 0.0]), data, "softmax")
 
     step = jax.jit(lambda b: jax.grad(loss)(b) / jax.grad(jax.grad(loss))(b))
-    b = jnp.asarray(0.0)
+    b = jnp.asarray(0.0, jnp.float64)  # not weakly typed, as every later iterate
     for _ in range(50):
         delta = step(b)
         b = b - delta
