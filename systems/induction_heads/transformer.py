@@ -20,11 +20,12 @@ counts are those of the context with its first token doubled (``x_1 x_1 x_2 … 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from gradflow import GradflowError
 
@@ -186,7 +187,7 @@ def induction_head(
             f"d = {d}: the hand-built induction head needs d ≥ 3k + 1 = {3 * k + 1}"
         )
     z = 3 * k
-    A, B, C = (jnp.arange(k) + offset for offset in (0, k, 2 * k))
+    A, B, C = (np.arange(k) + offset for offset in (0, k, 2 * k))
     norm = eqx.nn.LayerNorm(d)
     eps = norm.eps
 
@@ -194,34 +195,40 @@ def induction_head(
         """``√(var + eps)`` of a sum of ``ones`` one-hot vectors in ``d`` dimensions."""
         return math.sqrt(ones / d - (ones / d) ** 2 + eps)
 
-    def read(rows: jax.Array, cols: jax.Array, scale: float) -> jax.Array:
+    def placed(shape: tuple[int, int], rows: Any, cols: Any, value: float) -> np.ndarray:
+        """Zeros of ``shape`` with ``value`` at ``[rows, cols]`` (assembled in NumPy: placed
+        op by op in JAX, each scatter would be an XLA program of its own)."""
+        M = np.zeros(shape)
+        M[rows, cols] = value
+        return M
+
+    def read(rows: np.ndarray, cols: np.ndarray, scale: float) -> jax.Array:
         """``(d_h, d)`` map ``LN(h) ↦ scale · (LN(h)[cols] - LN(h)[z])`` into ``rows``."""
-        M = jnp.zeros((d, d)).at[rows, cols].set(scale)
-        return M.at[rows, z].set(-scale)
+        M = placed((d, d), rows, cols, scale)
+        M[rows, z] = -scale
+        return jnp.asarray(M)
 
     s1, s2 = sigma(1), sigma(2)
-    head = jnp.arange(k)
-    R1 = jnp.zeros((T, d)).at[1, 0].set(beta * math.sqrt(d))
-    W_Q1 = jnp.zeros((d, d)).at[0, z].set(-d * s1)  # LN(h)[z] = -1/(d s1)  →  q = e_0
+    head = np.arange(k)
     layer1 = Attention(
-        W_Q=W_Q1,
+        W_Q=jnp.asarray(placed((d, d), 0, z, -d * s1)),  # LN(h)[z] = -1/(d s1)  →  q = e_0
         W_K=jnp.zeros((d, d)),
         W_V=read(head, A, s1),
-        W_O=jnp.zeros((d, d)).at[B, head].set(1.0),
-        R=R1,
+        W_O=jnp.asarray(placed((d, d), B, head, 1.0)),
+        R=jnp.asarray(placed((T, d), 1, 0, beta * math.sqrt(d))),
     )
     layer2 = Attention(
         W_Q=read(head, A, beta * math.sqrt(d) * s2),
         W_K=read(head, B, s2),
         W_V=read(head, A, s2),
-        W_O=jnp.zeros((d, d)).at[C, head].set(1.0),
+        W_O=jnp.asarray(placed((d, d), C, head, 1.0)),
         R=jnp.zeros((T, d)),
     )
     return ICLTransformer(
-        embed=jnp.zeros((k, d)).at[jnp.arange(k), A].set(1.0),
+        embed=jnp.asarray(placed((k, d), np.arange(k), A, 1.0)),
         norms=(norm, norm, norm),
         layers=(layer1, layer2),
-        unembed=jnp.zeros((k, d)).at[jnp.arange(k), C].set(out_scale),
+        unembed=jnp.asarray(placed((k, d), np.arange(k), C, out_scale)),
         bias=jnp.zeros((k,)),
     )
 
