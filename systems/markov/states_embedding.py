@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -62,6 +63,10 @@ from gradflow import GradflowError
 from .ranges import check_attention, check_length, check_states, check_width
 from .states import check_kernel, stationary
 from .states_transformer import StatesTransformer, states_logits
+
+_logits = eqx.filter_jit(states_logits)
+""":func:`states_logits` compiled whole (op by op, each operation's shape is a program of its
+own)."""
 
 __all__ = ["helmert", "optimal_bias", "state_map", "states_canonical_init"]
 
@@ -201,7 +206,7 @@ def states_canonical_init(
         unembed=None,
         attention=attention,
     )
-    after = np.asarray(states_logits(model, jnp.arange(k)[:, None]))[:, 0]
+    after = np.asarray(_logits(model, jnp.arange(k)[:, None]))[:, 0]
     bias = jnp.asarray(optimal_bias(after, kernel), jnp.float64)
     model = StatesTransformer(**{**vars(model), "b": bias})
     return StatesTransformer(
