@@ -399,7 +399,7 @@ def integrate(
     if ts is not None and (times.size == 0 or times[-1] < float(sol.stats["t_stop"])):
         times = np.append(times, float(sol.stats["t_stop"]))
         ys = np.concatenate([ys, np.asarray(sol.stats["y_stop"])[None]])
-    status = Outcome(int(_final_status(field, options, jnp.asarray(ys[-1]), args)))
+    status = Outcome(int(sol.stats["final_status"]))
     losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
     return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
 
@@ -409,13 +409,6 @@ PATH_SIZES = tuple(64 << k for k in range(11))
 64 to 65,536 (longer paths go in chunks of 65,536).  Paths differ in length from one start to
 the next, and a program per length cost three compilations per trajectory; padding to a power
 of two at most doubles the evaluations, which matters where the loss is a full model's."""
-
-
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _final_status(field: GradientField, options: FlowOptions, y: jax.Array, args: Any) -> jax.Array:
-    """:func:`status_code` of the state where a path stopped, one compiled program per
-    ``(field, options)`` (evaluated eagerly it compiled a dozen one-operation programs)."""
-    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype), strict=True)
 
 
 @functools.cache
@@ -439,10 +432,19 @@ def _integrate_path(
         field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat, strict=True
     )
     if ts is None:
-        return sol
-    (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys
-    stats = dict(sol.stats, t_stop=stop_ts[-1], y_stop=stop_ys[-1])
-    path_ts = jnp.where(path_ts <= stop_ts[-1], path_ts, jnp.inf)
+        path_ts, path_ys, stats = sol.ts, sol.ys, dict(sol.stats)
+        # the recorded steps are a prefix of the rows (the rest +inf): the last one is the end
+        end = path_ys[jnp.sum(jnp.isfinite(path_ts)) - 1]
+    else:
+        (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys
+        stats = dict(sol.stats, t_stop=stop_ts[-1], y_stop=stop_ys[-1])
+        path_ts = jnp.where(path_ts <= stop_ts[-1], path_ts, jnp.inf)
+        # the end is the last recorded time's state, or the stop's where it came after it
+        last = jnp.sum(jnp.isfinite(path_ts)) - 1
+        end = jnp.where((last < 0) | (path_ts[last] < stop_ts[-1]), stop_ys[-1], path_ys[last])
+    # the status of the end in this program, not one of its own per (field, options)
+    minus_inf = jnp.asarray(-jnp.inf, end.dtype)
+    stats["final_status"] = status_code(field, options, end, args, minus_inf, strict=True)
     return eqx.tree_at(lambda s: (s.ts, s.ys, s.stats), sol, (path_ts, path_ys, stats))
 
 
