@@ -22,6 +22,7 @@ from .pieces import (
 __all__ = [
     "NEWTON_RESIDUAL",
     "NEWTON_STEP",
+    "PADDED_JACOBIAN_ENTRIES",
     "ROOT_STARTS",
     "ROOT_STEPS",
     "ROOT_TOL",
@@ -148,7 +149,10 @@ def root_search(
     two that holds them: the search, the refinement of a map's endpoints and of a flow's end
     then share one compiled program per loss instead of compiling one per number of points.
     Each start's iteration is its own (the batch is a ``vmap``), and a repeated start stops
-    when its original does, so the padding changes no limit and adds no iteration.  The
+    when its original does, so the padding changes no limit and adds no iteration.  Where that
+    batch's Jacobians would pass :data:`PADDED_JACOBIAN_ENTRIES` (a full model's thousands of
+    parameters: one start's Jacobian alone is millions of entries), the starts are padded to
+    the power of two that holds them instead.  The
     inputs are passed as NumPy arrays: a ``jnp.asarray`` outside ``jit`` is a program of its
     own per shape.
     """
@@ -156,10 +160,17 @@ def root_search(
     size = ROOT_STARTS * -(-dim // 2) + 1
     while size < n:
         size *= 2
+    if size * dim * dim > PADDED_JACOBIAN_ENTRIES:
+        size = 1 << (n - 1).bit_length()
     rows = np.arange(size) % n
     root = _batched_root(landscape.field)
     ys = root(y0[rows], landscape.args, np.asarray(scale, np.float64)[rows], free, pinned)
     return np.array(ys)[:n]
+
+
+PADDED_JACOBIAN_ENTRIES = 1 << 24
+"""The most Jacobian entries (``batch · dim²``; 128 MB in float64) a padded root search may
+hold: the default search's batch of a landscape of a few dozen parameters."""
 
 
 LM_DAMPING = 1e-3

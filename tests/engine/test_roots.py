@@ -145,3 +145,29 @@ def test_a_degenerate_root_is_kept(c: float) -> None:
     found = roots(flat_cubic, fn_args=jnp.array([c, 0.0, 1.0]))
     assert len(found) > 0
     np.testing.assert_allclose(found, np.broadcast_to([1.0, 0.0], found.shape), atol=1e-6)
+
+
+@pytest.mark.parametrize(("dim", "batch"), [(2, 257), (400, 1)])
+def test_a_root_search_pads_to_the_searchs_batch_unless_its_jacobians_would_be_huge(
+    dim: int, batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``L = ½‖θ − c‖²`` has its one root at ``c``.  One start of a two-parameter loss runs in
+    the default search's batch (256 + 1: one program for both); one start of a 400-parameter
+    loss runs alone, since that batch's Jacobians would hold 257·200·400² entries."""
+    from gradflow._critical import roots
+
+    c = np.linspace(-1.0, 1.0, dim)
+    names = [f"t{i}" for i in range(dim)]
+    landscape = gf.JaxLandscape(lambda th, _: 0.5 * jnp.sum((th - c) ** 2), names)
+    batches = []
+    search = roots._batched_root(landscape.field)
+
+    def recorded(y0, *args):
+        batches.append(y0.shape[0])
+        return search(y0, *args)
+
+    monkeypatch.setattr(roots, "_batched_root", lambda field: recorded)
+    start = np.zeros((1, dim))
+    ys = roots.root_search(landscape, start, np.ones(1), np.ones(dim, bool), np.zeros(dim))
+    assert batches == [batch]
+    np.testing.assert_allclose(ys, c[None], atol=1e-12)
