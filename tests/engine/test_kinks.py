@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import gradflow
 
@@ -80,7 +81,16 @@ def test_a_kink_crossed_by_the_flow_is_no_critical_point() -> None:
 
 
 def test_the_kinds_do_not_change_with_the_loss_scale() -> None:
-    a, b = sets_of("Abs(x) - Abs(y)"), sets_of("1000*(Abs(x) - Abs(y))")
+    """c·(|x| - |y|) at c = 1 and 1000 (c > 0 a hyperparameter: one compiled loss): the kinks
+    meet at the origin, a V along x and a Λ along y, a saddle of index 1 at either scale."""
+    x, y = sp.symbols("x y", real=True)
+    c = sp.Symbol("c", positive=True)
+    model = gradflow.ReducedModel("scaled kinks", (x, y), c * (sp.Abs(x) - sp.Abs(y)), (c,))
+    box = {"x": (-3, 3), "y": (-3, 3)}
+    a, b = (
+        gradflow.critical_sets(bound, box=bound.search_box(box))
+        for bound in (model.bind(c=1.0), model.bind(c=1000.0))
+    )
     assert [(s.kind, s.morse_index) for s in a] == [(s.kind, s.morse_index) for s in b]
     assert [(s.kind, s.morse_index) for s in a] == [("saddle", 1)]
 
