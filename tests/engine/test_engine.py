@@ -445,8 +445,14 @@ def test_a_stop_takes_the_first_condition_met_diverged_converged_decided() -> No
     options = gradflow.FlowOptions(stop=gradflow.StopRule(gtol=1e-3, divergence_radius=10.0))
 
     def codes(landscape, states, level):
-        batch = jax.vmap(lambda y: status_code(landscape.field, options, y, None, level))
-        return [Outcome(int(c)) for c in batch(jnp.asarray(states))]
+        """Compiled as the integrators compile it (one program, the level an argument; run op by
+        op it was some fifty one-operation programs)."""
+        batch = jax.jit(
+            jax.vmap(
+                lambda y, at: status_code(landscape.field, options, y, None, at), in_axes=(0, None)
+            )
+        )
+        return [Outcome(int(c)) for c in batch(np.asarray(states), np.float64(level))]
 
     states = [[1.0, 0.0], [0.5, 0.0], [np.nan, 0.0]]
     assert codes(well, states, 1.0) == [Outcome.CONVERGED, Outcome.GLOBAL_MIN, Outcome.DIVERGED]
