@@ -12,9 +12,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._errors import GradflowError
-from .._landscape.base import GradientField
+from .._landscape.base import GradientField, padded_call
 from .._outcome import Outcome
-from .integrate import Trajectory, diverged, status_code, status_of
+from .integrate import PATH_SIZES, Trajectory, _path_losses, diverged, status_code, status_of
 from .options import FlowOptions
 
 __all__ = ["descend", "descent_round"]
@@ -51,17 +51,32 @@ def descend(
     lr = options.solver.lr
     budget = min(options.max_steps, int(np.floor(options.t_max / lr * (1 + 1e-12))))
     every, steps = _recording(ts, lr, budget)
-    ys = np.asarray(_descend_path(field, jnp.asarray(theta0, jnp.float64), args, lr, steps, every))
-    ys = np.concatenate([np.asarray(theta0, np.float64)[None], ys])
+    y0 = np.asarray(theta0, np.float64)
+    ys = np.asarray(_descend_path(field, y0, args, lr, steps, every))
+    ys = np.concatenate([y0[None], ys])
     times = lr * every * np.arange(len(ys))
-    bad = np.asarray(diverged(jnp.asarray(ys), options))
+    bad = padded_call(_path_diverged(options), ys, ys.shape[-1], (), None, PATH_SIZES)
     if bad.any():
         first = int(np.argmax(bad))
         ys, times, status = ys[: first + 1], times[: first + 1], Outcome.DIVERGED
     else:
-        status = Outcome(int(status_code(field, options, jnp.asarray(ys[-1]), args, -jnp.inf)))
-    losses = np.asarray(jax.vmap(field.loss, in_axes=(0, None))(jnp.asarray(ys), args))
+        status = Outcome(int(_last_status(field, options, ys[-1], args)))
+    losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
     return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
+
+
+@functools.cache
+def _path_diverged(options: FlowOptions) -> Callable[[jax.Array, Any], jax.Array]:
+    """:func:`~gradflow._flow.integrate.diverged` at each row of a path, jitted once per
+    ``options`` (run op by op it was a program per operation and path length)."""
+    return jax.jit(lambda ys, _: diverged(ys, options))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _last_status(field: GradientField, options: FlowOptions, y: jax.Array, args: Any) -> jax.Array:
+    """:func:`~gradflow._flow.integrate.status_code` of the last iterate, one compiled program
+    per ``(field, options)``."""
+    return status_code(field, options, y, args, jnp.asarray(-jnp.inf, y.dtype))
 
 
 def _recording(ts: np.ndarray | None, lr: float, budget: int) -> tuple[int, int]:
