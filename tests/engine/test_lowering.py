@@ -220,8 +220,11 @@ def test_kinks_and_branches_give_no_nan(expr: sp.Expr) -> None:
     np.testing.assert_allclose(model.grad(theta), slopes[:, None], atol=1e-15)
     np.testing.assert_allclose(model.hessian(theta), curvatures[:, None, None], atol=1e-15)
     f = lambdify_jax([x], expr)
-    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(f)))(points), slopes, atol=1e-15)
-    np.testing.assert_allclose(jax.jit(jax.vmap(jax.hessian(f)))(points), curvatures, atol=1e-15)
+    grads, hessians = jax.jit(lambda p: (jax.vmap(jax.grad(f))(p), jax.vmap(jax.hessian(f))(p)))(
+        points
+    )
+    np.testing.assert_allclose(grads, slopes, atol=1e-15)
+    np.testing.assert_allclose(hessians, curvatures, atol=1e-15)
 
 
 def test_conditions_mixing_a_batched_parameter_and_a_hyperparameter() -> None:
