@@ -14,6 +14,7 @@ default here (a landscape that knows nothing more of its loss keeps them).
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -124,8 +125,13 @@ def padded_call(
     that calls with different numbers of points share a few compiled shapes instead of tracing
     and compiling one each (a trace costs tens of milliseconds, evaluating 16,384 points of a
     small loss less than one).  Returns shape ``(...) + tail``.
+
+    Sizes whose call would hold more than :data:`CALL_ENTRIES` numbers (``dim`` or the tail's
+    size per point, whichever is larger) are left out; where none is left, the points go in
+    chunks of the largest power of two that fits, four points at a time for the Hessian of a
+    full model of 825 weights (512 of them asked XLA for 160 GB).
     """
-    sizes = CALL_SIZES if sizes is None else sizes
+    sizes = _fitting(CALL_SIZES if sizes is None else sizes, max(dim, math.prod(tail)))
     arr = np.asarray(theta, dtype=np.float64)
     flat = arr.reshape(-1, dim)
     n = flat.shape[0]
@@ -139,6 +145,18 @@ def padded_call(
     return np.concatenate(out)[:n].reshape(arr.shape[:-1] + tail)
 
 
+def _fitting(sizes: tuple[int, ...], per_point: int) -> tuple[int, ...]:
+    """The ``sizes`` whose calls hold at most :data:`CALL_ENTRIES` numbers of ``per_point``
+    each, or the largest power of two that does."""
+    fit = max(1, CALL_ENTRIES // per_point)
+    kept = tuple(s for s in sizes if s <= fit)
+    return kept or (1 << (fit.bit_length() - 1),)
+
+
+CALL_ENTRIES = 1 << 22
+"""The most numbers one call of :func:`padded_call` may return (32 MB in float64); the memory
+XLA uses to compute them is several times that (a full model's Hessians, each a
+forward-mode derivative through the whole transformer)."""
 CALL_SIZES = (512, 1 << 14)
 """The batch sizes :func:`padded_call` pads to; the largest is also the size of its chunks.
 None smaller than 512: a portrait or a map makes a few dozen calls of under 16 points, and a

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -98,3 +99,19 @@ def test_the_command_line_says_escaping_not_converged(cli) -> None:
     assert code == 0 and result["reached"] == "not_converged" and not result["converged"]
     assert result["evidence"]["evidence"] == "proven"
     assert "escaping" in result["evidence"]["reason"]
+
+
+def test_a_flow_of_many_parameters_converges_without_refinement() -> None:
+    """``½‖θ − c‖²`` over 100 parameters from the origin: the flow converges to ``c`` and is
+    neither refined nor classified (a dense Hessian per Levenberg–Marquardt step), so it ends
+    ``CONVERGED`` with numerical evidence that says why."""
+    from gradflow._flow.reached import REFINED_DIM
+
+    dim = REFINED_DIM + 36
+    c = np.linspace(-1.0, 1.0, dim)
+    names = [f"t{i}" for i in range(dim)]
+    landscape = gradflow.JaxLandscape(lambda th, _: 0.5 * jnp.sum((th - c) ** 2), names)
+    path = gradflow.flow(landscape, np.zeros(dim), gradflow.FlowOptions(solver="Tsit5"))
+    assert path.reached is Outcome.CONVERGED and not path.evidence.proven
+    assert f"{dim} parameters is not refined" in str(path.evidence)
+    np.testing.assert_allclose(path.endpoint, c, atol=1e-6)
