@@ -142,9 +142,10 @@ class FullRuns:
 
 
 def _full_landscape(cell: FullRuns) -> tuple[Any, Any, np.ndarray, Any]:
-    """The full loss as a landscape over flat weights, the reduced starts ``(n, dim)``, the full
-    starts ``embed(θ0)`` plus the cell's noise ``(n, W)`` and the unflattening of a weight
-    vector (one per process and cell)."""
+    """The full loss as a landscape over flat weights, in the reduced loss's scales (so that a
+    full run's ``t_max`` and ``gtol`` are the reduced runs'), the reduced starts ``(n, dim)``,
+    the full starts ``embed(θ0)`` plus the cell's noise ``(n, W)`` and the unflattening of a
+    weight vector (one per process and cell)."""
     import jax
     import jax.numpy as jnp
     from jax.flatten_util import ravel_pytree
@@ -158,8 +159,13 @@ def _full_landscape(cell: FullRuns) -> tuple[Any, Any, np.ndarray, Any]:
     base = np.asarray(jax.vmap(lambda t: ravel_pytree(full.embed(t, h))[0])(thetas))
     noise = np.random.default_rng([cell.seed, cell.config.grid]).standard_normal(base.shape)
     names = tuple(f"W{i}" for i in range(flat0.size))
+    scales = gf.loss_scales(bound)
     land = gf.JaxLandscape(
-        lambda w, args: full.loss(unravel(w), args), names, h, f"full model of {bound.name}"
+        lambda w, args: full.loss(unravel(w), args),
+        names,
+        h,
+        f"full model of {bound.name}",
+        scales=(scales.length, scales.gradient),
     )
     return land, thetas, base + cell.sigma * noise, unravel
 

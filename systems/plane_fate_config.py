@@ -152,11 +152,14 @@ class ModelFateConfig:
         )
 
 
-PLANE_RUN_S = 0.5
+PLANE_RUN_S = 30.0
 """Seconds a full run of a plane fate map takes, batched with its grid (the batch steps until its
-slowest run is done): the 8 × 8 map of ``canonical-bias`` at ``p = 0.5``, ``q = 0.8`` took 89 s
-after its 5 × 5 quick map, on 2 cores at load 13 (1.4 s a run with its critical sets and
-predictions; quiet cores are about three times faster)."""
+slowest run is done): the 5 × 5 quick map of ``canonical-bias`` at ``p = 0.5``, ``q = 0.8`` took
+13 min 16 s (18 min 19 s of CPU) on 2 cores at load 2–3, about 29 s a run once started, most
+of its runs out of their 20,000 Tsit5 steps at flow times 2–11 of the 155 of their budget (the
+full model is stiff).  An earlier 0.5 s was measured while every run's budget was a
+thousandth of that: the full landscape's time unit was measured on its weights' default
+ranges instead of being the reduced loss's."""
 PLANE_FIXED_S = 60.0
 """Seconds of start-up, compilation, the critical sets and the reduced predictions (the quick
 map took 270 s cold at load 13)."""

@@ -36,6 +36,7 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
+import gradflow
 from gradflow.systems import MODELS, ModelEntry
 
 TOY_MODULE = '''\
@@ -175,6 +176,22 @@ def test_a_model_in_a_file_is_fate_mapped_without_a_registry_entry(cli, tmp_path
     np.testing.assert_allclose(runs["projected"][0][on_line], 0.0, atol=1e-5)
     missing = cli("fate", "--model", f"{tmp_path / 'none.py'}:toy_model", "--grid", "2")
     assert missing.code == 2 and "does not exist" in missing.err
+
+
+def test_a_plane_maps_full_runs_are_read_in_the_reduced_losss_scales(tmp_path):
+    """The full landscape of a plane fate map takes the reduced loss's scales, so that a full
+    run's flow-time budget and steady-state test are the reduced runs': measured on its
+    weights' default ranges its time unit would be another (a full transformer's a thousandth
+    of the reduced one, its runs cut off at once)."""
+    from gradflow.systems.plane_fate import FullRuns, _full_landscape, _setup
+    from gradflow.systems.plane_fate_config import ModelFateConfig
+
+    (tmp_path / "my_network.py").write_text(textwrap.dedent(TOY_MODULE))
+    config = ModelFateConfig(model=f"{tmp_path / 'my_network.py'}:toy_model", grid=2)
+    land = _full_landscape(FullRuns(config, 0.0, 0))[0]
+    reduced = gradflow.loss_scales(_setup(config)[0])
+    assert gradflow.loss_scales(land) == reduced
+    assert land.declared_scales == (reduced.length, reduced.gradient)
 
 
 def _arrays(path):

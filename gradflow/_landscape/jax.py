@@ -35,13 +35,19 @@ class JaxLandscape(Landscape):
         ranges: ``{name: (lo, hi)}`` default ranges (others ``(-3, 3)``).
         lower_bound: a proven lower bound of ``fn`` that is attained, if known: sets with this
             loss are reported as global minima (nothing else is).
+        scales: ``(ℓ, g)``, the length and gradient scales every tolerance and flow time is
+            read in (:func:`gradflow.loss_scales`), where they should not be measured on the
+            default ranges: a full model compared with the reduced loss it embeds takes that
+            loss's scales, so that their flows have one budget of time (measured on its
+            weights' default ranges, a full model's gradients are huge and its time unit tiny).
 
     Raises:
         GradflowError: no or repeated parameter names, an unknown name in ``ranges``, an
             ``fn`` that cannot be called as ``fn(θ, args)`` on ``len(names)`` parameters (it
             reads ``θ[k]`` past the last name, or takes one argument), or names past the last
             parameter ``fn`` reads (where it reads ``θ`` only by indexing: ``θ[0]``, ``θ[1:3]``; a
-            parameter before it that the loss does not read is allowed: ``½y²`` over ``(x, y)``).
+            parameter before it that the loss does not read is allowed: ``½y²`` over ``(x, y)``),
+            or ``scales`` that are not two positive finite numbers.
     """
 
     fn: Callable[[jax.Array, Any], jax.Array]
@@ -50,8 +56,15 @@ class JaxLandscape(Landscape):
     label: str = "JAX loss"
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     lower_bound: float | None = None
+    scales: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
+        if self.scales is not None and not (
+            len(self.scales) == 2 and all(0 < float(v) < float("inf") for v in self.scales)
+        ):
+            raise GradflowError(
+                f"scales = {self.scales!r} must be two positive finite numbers (ℓ, g)"
+            )
         names = tuple(self.names)
         if not names or len(set(names)) != len(names):
             raise GradflowError(f"parameter names must be distinct and not empty, got {names}")
@@ -81,6 +94,10 @@ class JaxLandscape(Landscape):
     @property
     def global_min_loss(self) -> float | None:
         return self.lower_bound
+
+    @property
+    def declared_scales(self) -> tuple[float, float] | None:
+        return None if self.scales is None else (float(self.scales[0]), float(self.scales[1]))
 
     def bound(self, name: str) -> tuple[float, float]:
         self.index(name)
