@@ -256,40 +256,28 @@ def _run_stage(
     ``finish`` accepts stop at their Newton limit.
 
     Returns the members whose budget ran out (to be continued by a later stage, if any).
-
-    Rounds overlap: the next round is dispatched (JAX runs it asynchronously) before the
-    results of the last one are read back and its members re-queued, so the bookkeeping in
-    Python runs while XLA integrates.  A member is in one round at a time, and its arithmetic
-    does not depend on the members beside it, so the endpoints are those of rounds run one
-    after another.
     """
     queue, exhausted = pending, []
-    running: tuple[np.ndarray, tuple[jax.Array, ...]] | None = None
-    while queue.size or running is not None:
-        dispatched = None
-        if queue.size:
-            size = _round_size(queue.size, chunk)
-            take, queue = queue[:size], queue[size:]
-            idx = np.resize(take, size)
-            y0, t0, dt0 = _spread(state.y[idx]), _spread(state.t[idx]), _spread(state.dt[idx])
-            dispatched = take, advance(y0, t0, dt0, args, level)
-        if running is not None:
-            take, (yy, tt, dd, nn, ss) = running
-            m = take.size
-            state.y[take], state.t[take] = np.asarray(yy)[:m], np.asarray(tt)[:m]
-            state.dt[take] = np.asarray(dd)[:m]
-            taken = np.asarray(nn)[:m]
-            state.steps[take] += taken
-            code = np.asarray(ss)[:m]
-            if finish is not None:
-                code = finish(state, take, code, taken, limit[take])
-            stopped = code >= 0
-            out_of_steps = ~stopped & (state.steps[take] >= limit[take])
-            state.status[take[stopped]] = code[stopped]
-            exhausted.append(take[out_of_steps])
-            queue = np.concatenate([queue, take[~(stopped | out_of_steps)]])
-            bar.update(int(stopped.sum()))
-        running = dispatched
+    while queue.size:
+        size = _round_size(queue.size, chunk)
+        take = queue[:size]
+        idx = np.resize(take, size)
+        y0, t0, dt0 = _spread(state.y[idx]), _spread(state.t[idx]), _spread(state.dt[idx])
+        yy, tt, dd, nn, ss = advance(y0, t0, dt0, args, level)
+        m = take.size
+        state.y[take], state.t[take] = np.asarray(yy)[:m], np.asarray(tt)[:m]
+        state.dt[take] = np.asarray(dd)[:m]
+        taken = np.asarray(nn)[:m]
+        state.steps[take] += taken
+        code = np.asarray(ss)[:m]
+        if finish is not None:
+            code = finish(state, take, code, taken, limit[take])
+        stopped = code >= 0
+        out_of_steps = ~stopped & (state.steps[take] >= limit[take])
+        state.status[take[stopped]] = code[stopped]
+        exhausted.append(take[out_of_steps])
+        queue = np.concatenate([queue[size:], take[~(stopped | out_of_steps)]])
+        bar.update(int(stopped.sum()))
     return np.concatenate(exhausted)
 
 
