@@ -279,9 +279,11 @@ def status_code(
     level: jax.Array,
     gtol: jax.Array | None = None,
     strict: bool = False,
+    horizon: jax.Array | None = None,
 ) -> jax.Array:
-    """Outcome code of a final state ``y`` of shape ``(dim,)``; ``gtol`` overrides the options'
-    (a traced value, so that programs differing only in it compile once).
+    """Outcome code of a final state ``y`` of shape ``(dim,)``; ``gtol`` and ``horizon`` (the
+    escape test's flow time) override the options' ``gtol`` and ``t_max`` (traced values, so
+    that programs differing only in them compile once).
 
     The first condition met, in the order diverged, converged, decided, gives the code; a state
     that meets none can only have stopped because its budget ran out.  ``strict`` adds the
@@ -294,9 +296,8 @@ def status_code(
     compiles to a reduction XLA does not vectorize on a CPU, which made a round of the batched
     integrator (16,384 members, 8 Tsit5 steps) 2.6 times slower.
     """
-    return status_of(
-        field, options, y, args, level, field.loss(y, args), field.grad(y, args), gtol, strict
-    )
+    loss, grad = field.loss(y, args), field.grad(y, args)
+    return status_of(field, options, y, args, level, loss, grad, gtol, strict, horizon)
 
 
 def status_of(
@@ -309,6 +310,7 @@ def status_of(
     grad: jax.Array,
     gtol: jax.Array | None = None,
     strict: bool = False,
+    horizon: jax.Array | None = None,
 ) -> jax.Array:
     """:func:`status_code` of ``y`` from its ``loss`` and ``grad`` already evaluated (a
     gradient-descent step needs both anyway)."""
@@ -316,7 +318,7 @@ def status_of(
     if strict:
         converged &= ~jax.lax.cond(
             converged,
-            lambda: escaping(field, y, args, options.t_max),
+            lambda: escaping(field, y, args, options.t_max if horizon is None else horizon),
             lambda: jnp.zeros((), bool),
         )
     code = jnp.where(loss < level, int(Outcome.GLOBAL_MIN), int(Outcome.NOT_CONVERGED))
@@ -334,16 +336,19 @@ def solve(
     max_steps: int,
     saveat: diffrax.SaveAt,
     strict: bool = False,
+    gtol: jax.Array | None = None,
+    t_max: jax.Array | None = None,
 ) -> diffrax.Solution:
     """diffrax solve of ``dθ/dt = -∇L`` from ``(t0, y0)`` with the stopping rule as an event
-    (``strict``: with the escape test, see :func:`status_code`)."""
+    (``strict``: with the escape test, see :func:`status_code`); ``gtol`` and ``t_max``, traced,
+    override the options'."""
     import diffrax
 
     def vector_field(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array]) -> jax.Array:
         return -field.grad(y, a[0])
 
     def stop(t: jax.Array, y: jax.Array, a: tuple[Any, jax.Array], **kwargs: Any) -> jax.Array:
-        code = status_code(field, options, y, a[0], a[1], strict=strict)
+        code = status_code(field, options, y, a[0], a[1], gtol, strict, t_max)
         return code != int(Outcome.NOT_CONVERGED)
 
     if options.adaptive:
@@ -354,7 +359,7 @@ def solve(
         diffrax.ODETerm(vector_field),
         options.diffrax_solver(),
         t0=t0,
-        t1=options.t_max,
+        t1=options.t_max if t_max is None else t_max,
         dt0=dt0,
         y0=y0,
         args=(args, level),
@@ -376,7 +381,9 @@ def integrate(
 ) -> Trajectory:
     """Integrate one trajectory of ``dθ/dt = -∇L(θ, args)`` from flat ``theta0`` until it stops.
 
-    Compiles once per ``(field, options)`` pair and array shapes: reuse the field object.
+    Compiles once per field, options and array shapes (``gtol`` and ``t_max`` are arguments of
+    the program, so a trajectory continued with another budget shares it): reuse the field
+    object.
 
     Args:
         field: the loss and its gradient.
@@ -392,7 +399,9 @@ def integrate(
     options = options or FlowOptions()
     y0 = jnp.asarray(theta0, dtype=jnp.float64)
     save_ts = None if ts is None else jnp.asarray(ts, dtype=jnp.float64)
-    sol = _integrate_path(field, options, y0, args, save_ts)
+    budget = np.float64(options.gtol), np.float64(options.t_max)
+    shared = options.with_stop(gtol=1.0, t_max=1.0)
+    sol = _integrate_path(field, shared, y0, args, save_ts, *budget)
     times, ys = np.asarray(sol.ts), np.asarray(sol.ys)
     kept = np.isfinite(times)
     times, ys = times[kept], ys[kept]
@@ -419,7 +428,13 @@ def _path_losses(field: GradientField) -> Callable[[jax.Array, Any], jax.Array]:
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _integrate_path(
-    field: GradientField, options: FlowOptions, y0: jax.Array, args: Any, ts: jax.Array | None
+    field: GradientField,
+    options: FlowOptions,
+    y0: jax.Array,
+    args: Any,
+    ts: jax.Array | None,
+    gtol: jax.Array,
+    t_max: jax.Array,
 ) -> diffrax.Solution:
     import diffrax
     import equinox as eqx
@@ -428,9 +443,8 @@ def _integrate_path(
         saveat = diffrax.SaveAt(t0=True, steps=True)
     else:
         saveat = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
-    sol = solve(
-        field, options, y0, jnp.zeros(()), args, -jnp.inf, options.max_steps, saveat, strict=True
-    )
+    start, steps = jnp.zeros(()), options.max_steps
+    sol = solve(field, options, y0, start, args, -jnp.inf, steps, saveat, True, gtol, t_max)
     if ts is None:
         path_ts, path_ys, stats = sol.ts, sol.ys, dict(sol.stats)
         # the recorded steps are a prefix of the rows (the rest +inf): the last one is the end
@@ -444,7 +458,7 @@ def _integrate_path(
         end = jnp.where((last < 0) | (path_ts[last] < stop_ts[-1]), stop_ys[-1], path_ys[last])
     # the status of the end in this program, not one of its own per (field, options)
     minus_inf = jnp.asarray(-jnp.inf, end.dtype)
-    stats["final_status"] = status_code(field, options, end, args, minus_inf, strict=True)
+    stats["final_status"] = status_code(field, options, end, args, minus_inf, gtol, True, t_max)
     return eqx.tree_at(lambda s: (s.ts, s.ys, s.stats), sol, (path_ts, path_ys, stats))
 
 
