@@ -14,9 +14,10 @@ is found is integrated on to its end.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -49,6 +50,7 @@ __all__ = [
     "default_basin_options",
     "fast_basin_options",
     "prepare_basins",
+    "prepared",
     "region_of",
 ]
 
@@ -118,10 +120,8 @@ def basins(
     thetas = region.points()
     stages = _stages(options)
     if critical is None:
-        with ThreadPoolExecutor(max_workers=1) as ahead:
-            ready = ahead.submit(prepare_basins, landscape, region, options, float32_first, metric)
+        with prepared(landscape, region, options, float32_first, metric):
             critical = critical_sets(landscape, box=region.search_box(landscape))
-        ready.result()
     model = landscape
     landscape = in_metric(landscape, metric, at=thetas.reshape(-1, landscape.dim)[0])
     scale = loss_scales(landscape).loss
@@ -241,6 +241,23 @@ def prepare_basins(
         steps_per_round=FAST_ROUND,
         dtype=np.float32,
     )
+
+
+@contextlib.contextmanager
+def prepared(
+    landscape: Landscape,
+    region: Region,
+    options: FlowOptions | Sequence[FlowOptions] | None = None,
+    float32_first: bool = True,
+    metric: str | Metric | None = None,
+) -> Iterator[None]:
+    """The block runs while a second thread prepares the basin map of these arguments
+    (:func:`prepare_basins`); on leaving it, the preparation is waited for (its error, if any,
+    raised)."""
+    with ThreadPoolExecutor(max_workers=1) as ahead:
+        ready = ahead.submit(prepare_basins, landscape, region, options, float32_first, metric)
+        yield
+    ready.result()
 
 
 def region_of(landscape: Landscape, region: Region | None, default_grid: int = 101) -> Region:

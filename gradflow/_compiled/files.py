@@ -9,6 +9,7 @@ import functools
 import hashlib
 import os
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from .cache import cache_dir
 __all__ = [
     "EXECUTABLES",
     "deserialized",
+    "hashed_file",
     "read_bytes",
     "serialized",
     "source_hash",
@@ -32,6 +34,16 @@ def store_folder() -> Path | None:
     """``<cache folder>/executables``, or ``None`` where the cache is off."""
     folder = cache_dir()
     return None if folder is None else folder / EXECUTABLES
+
+
+def hashed_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
+    """``<cache folder>/<folder>/<sha256><suffix>``, the sha256 of ``parts`` joined: the file
+    of what depends on exactly these; ``None`` where the cache is off."""
+    root = cache_dir()
+    if root is None:
+        return None
+    digest = hashlib.sha256(chr(0).join(parts).encode()).hexdigest()
+    return root / folder / f"{digest}{suffix}"
 
 
 @functools.cache

@@ -19,15 +19,20 @@ No result depends on any of this: a program runs the same executable either way.
 from __future__ import annotations
 
 import atexit
-import hashlib
 import os
 import threading
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from .cache import cache_dir
-from .files import deserialized, read_bytes, source_hash, store_folder, write_atomically
+from .files import (
+    deserialized,
+    hashed_file,
+    read_bytes,
+    source_hash,
+    store_folder,
+    write_atomically,
+)
 
 __all__ = ["JOBS", "job_list", "read_ahead", "remember", "taken", "used"]
 
@@ -60,11 +65,7 @@ def read_ahead(job: str) -> threading.Thread | None:
 
 def job_list(job: str) -> Path | None:
     """The file listing the executables of ``job``; ``None`` where the cache is off."""
-    root = cache_dir()
-    if root is None:
-        return None
-    parts = [job, source_hash(), os.environ.get("XLA_FLAGS", "")]
-    return root / JOBS / f"{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()}.txt"
+    return hashed_file(JOBS, [job, source_hash(), os.environ.get("XLA_FLAGS", "")], ".txt")
 
 
 def _load(names: list[str], folder: Path) -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import threading
 import weakref
@@ -38,6 +37,7 @@ from .cache import cache_dir
 from .files import (
     EXECUTABLES,
     deserialized,
+    hashed_file,
     read_bytes,
     serialized,
     source_hash,
@@ -85,11 +85,9 @@ def kept_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
     """``<cache folder>/<folder>/<sha256><suffix>``, the sha256 of :func:`environment` and
     ``parts`` joined: the file of a result that depends on exactly these, kept between
     processes (executables, proven tubes, critical sets); ``None`` where the cache is off."""
-    root = cache_dir()
-    if root is None:
+    if cache_dir() is None:
         return None
-    digest = hashlib.sha256(chr(0).join([environment(), *parts]).encode()).hexdigest()
-    return root / folder / f"{digest}{suffix}"
+    return hashed_file(folder, [environment(), *parts], suffix)
 
 
 def environment() -> str:

@@ -8,6 +8,7 @@ writes the figure with its data beside it.  matplotlib is imported on first draw
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._basins.basin_map import BasinMap
-from .._basins.basins import basins, prepare_basins, region_of
+from .._basins.basins import basins, prepared, region_of
 from .._critical.search import critical_sets
 from .._critical.sets import CriticalSets
 from .._errors import GradflowError
@@ -349,7 +350,7 @@ def portrait(
     same search box and sampling), so that a portrait and ``basins`` on the same grid give the
     same labels; the drawn sets are sampled more finely (:data:`CRITICAL_SAMPLES`).  Two
     things run in a second thread, so that a cold run compiles on both cores: the basin map's
-    first programs are compiled (:func:`gradflow._basins.basins.prepare_basins`) while the
+    first programs are compiled (:func:`gradflow._basins.basins.prepared`) while the
     critical sets are found, and the separatrices, which need the critical sets but not the
     basin map, and then the streamlines are traced while the basin map is integrated.  No
     result depends on either.
@@ -364,18 +365,12 @@ def portrait(
     region = region_of(landscape, region, default_grid=201)
     drawn = _resolve(overlays, region.plane)
     box = region.search_box(landscape)
-    with ThreadPoolExecutor(max_workers=1) as ahead:
-        ready = (
-            ahead.submit(prepare_basins, landscape, region, options, True, metric)
-            if show_basins
-            else None
-        )
+    ahead = prepared(landscape, region, options, metric=metric) if show_basins else None
+    with ahead or contextlib.nullcontext():
         critical = critical_sets(landscape, box=box)
         on_slice = critical_sets(
             landscape, box=region.search_box(landscape, on_slice=True), samples=CRITICAL_SAMPLES
         )
-    if ready is not None:
-        ready.result()
     stream = region.with_grid(STREAM_GRID)
     stream_points = stream.points()
     flows = in_metric(landscape, metric, at=stream_points.reshape(-1, landscape.dim)[0])
