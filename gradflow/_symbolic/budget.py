@@ -8,7 +8,9 @@ loaded the machine is, or :data:`WALL_FACTOR` times that in wall-clock time (a t
 CPU), whichever comes first.  Then the step is **stopped**, not abandoned: an exception is raised
 inside the worker thread (CPython's ``PyThreadState_SetAsyncExc``), which pure-Python code
 such as SymPy's sees at its next bytecode, so the thread unwinds (its ``finally`` blocks run,
-its caches keep only completed entries) and its CPU is free again within milliseconds.  A
+its caches keep only completed entries) and its CPU is free again within milliseconds.
+Automatic garbage collection is off while a step runs, so that the exception lands in the
+step's own code, never in a ``gc`` callback that a collection would run in its thread.  A
 step stuck inside one long call of a C extension stops when that call returns; if it has not
 stopped after :data:`GRACE` seconds it is left to finish as a daemon thread, and the caller
 is told so.  The caller gets :class:`OutOfTime` and falls back (to the numerical search, for
@@ -20,6 +22,7 @@ The budget is :data:`DEFAULT_SECONDS` of CPU time per step; the environment vari
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import gc
@@ -27,7 +30,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from .._errors import GradflowError
@@ -134,40 +137,88 @@ def within(what: str, fn: Callable[..., T], *args: Any, seconds: float | None = 
     here.  An interrupt of the waiting thread stops the step too.
     """
     budget = symbolic_seconds() if seconds is None else float(seconds)
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        began = time.thread_time()
-        try:
-            outcome["value"] = fn(*args)
-        except _Stop:
-            outcome["stopped"] = True
-        except BaseException as error:  # handed to the caller's thread
-            outcome["error"] = error
-        outcome["used"] = time.thread_time() - began
-
-    worker = threading.Thread(target=work, name=f"gradflow budget: {what}", daemon=True)
+    step = _Step(what, fn, args)
     start = time.monotonic()
-    worker.start()
-    clock = _thread_clock(worker)
-    try:
-        while worker.is_alive():
-            worker.join(POLL)
-            wall = time.monotonic() - start
-            used = _read(clock, wall)
-            if worker.is_alive() and (used > budget or wall > WALL_FACTOR * budget):
-                _RAN_OUT.set()
-                raise OutOfTime(what, budget, _stop(worker))
-    except BaseException:
-        if worker.is_alive():
-            _stop(worker)
-        raise
-    if "error" in outcome:
-        raise outcome["error"]
-    if outcome["used"] > budget or time.monotonic() - start > WALL_FACTOR * budget:
+    with _collection_paused():
+        step.start()
+        clock = _thread_clock(step)
+        try:
+            while not step.ended.wait(POLL):
+                wall = time.monotonic() - start
+                if _read(clock, wall) > budget or wall > WALL_FACTOR * budget:
+                    _RAN_OUT.set()
+                    raise OutOfTime(what, budget, step.stop())
+        except OutOfTime:
+            raise
+        except BaseException:
+            step.stop()
+            raise
+        finally:
+            step.released.set()
+            if step.ended.is_set():
+                step.join()
+    if step.error is not None:
+        raise step.error
+    if step.used > budget or time.monotonic() - start > WALL_FACTOR * budget:
         _RAN_OUT.set()
         raise OutOfTime(what, budget, True)
-    return outcome["value"]
+    return step.value
+
+
+class _Step(threading.Thread):
+    """The worker thread of one step: it runs ``fn(*args)``, records its value or error and the
+    CPU time it used, sets :attr:`ended`, and does not end before :attr:`released` is set.
+
+    A stop is sent only while the step has not ended, but one sent just before it ended can
+    arrive after; the thread takes such late stops until it is released, after which no more
+    are sent, so no stop ever escapes the thread (it would be reported as unhandled)."""
+
+    def __init__(self, what: str, fn: Callable[..., Any], args: tuple) -> None:
+        super().__init__(name=f"gradflow budget: {what}", daemon=True)
+        self.fn, self.args = fn, args
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.used = float("inf")
+        self.ended, self.released = threading.Event(), threading.Event()
+
+    def run(self) -> None:
+        try:
+            began = time.thread_time()
+            try:
+                self.value = self.fn(*self.args)
+            except _Stop:
+                pass
+            except BaseException as error:  # handed to the caller's thread
+                self.error = error
+            self.used = time.thread_time() - began
+        except _Stop:
+            pass
+        released = False
+        while not released:
+            try:
+                self.ended.set()
+                released = self.released.wait()
+            except _Stop:
+                pass
+
+    def stop(self) -> bool:
+        """Raise :class:`_Stop` inside the step until it ends or :data:`GRACE` passes; whether
+        it ended.
+
+        The exception is not raised while the step is importing a module (SymPy imports some
+        of its modules the first time a solver needs them): stopped there, the import leaves
+        its file open, reported as unraisable instead of stopping the step.  A step that has
+        not ended by then has its pending exception withdrawn: it finishes in the background."""
+        deadline = time.monotonic() + GRACE
+        while not self.ended.is_set() and time.monotonic() < deadline:
+            if not _importing(self):
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                    ctypes.c_ulong(self.ident), ctypes.py_object(_Stop)
+                )
+            self.ended.wait(POLL)
+        if not self.ended.is_set():
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.ident), None)
+        return self.ended.is_set()
 
 
 def _thread_clock(worker: threading.Thread) -> int | None:
@@ -191,31 +242,33 @@ def _read(clock: int | None, wall: float) -> float:
         return wall
 
 
-def _stop(worker: threading.Thread) -> bool:
-    """Raise :class:`_Stop` inside ``worker`` until it ends or :data:`GRACE` passes; whether it
-    ended.
+_PAUSES = [0, False]
+"""How many steps are running, and whether automatic garbage collection was on before the
+first of them."""
+_PAUSES_LOCK = threading.Lock()
 
-    Automatic garbage collection is off meanwhile, and the first stop waits :data:`POLL` for a
-    collection under way to end: a collection the worker's allocations trigger runs the ``gc``
-    callbacks (JAX registers one) in the worker, and an exception landing inside a callback is
-    reported as unraisable instead of stopping the step.  Nor is the exception raised while the
-    worker is importing a module (SymPy imports some of its modules the first time a solver
-    needs them): stopped there, the import leaves its file open, reported as unraisable too."""
-    collecting = gc.isenabled()
-    gc.disable()
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Automatic garbage collection off while any step runs (as it was before, after the last).
+
+    A collection that a step's allocations trigger runs in the step's thread, with the ``gc``
+    callbacks (JAX registers one); the stop raised there would land in a callback or in a
+    finaliser, be reported as unraisable, and the step would run on.  With collection off no
+    collection starts in the step's thread, so the stop lands in the step's own code.  Cyclic
+    garbage made meanwhile is collected afterwards."""
+    with _PAUSES_LOCK:
+        if _PAUSES[0] == 0:
+            _PAUSES[1] = gc.isenabled()
+            gc.disable()
+        _PAUSES[0] += 1
     try:
-        time.sleep(POLL)
-        deadline = time.monotonic() + GRACE
-        while worker.is_alive() and time.monotonic() < deadline:
-            if not _importing(worker):
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(worker.ident), ctypes.py_object(_Stop)
-                )
-            worker.join(POLL)
+        yield
     finally:
-        if collecting:
-            gc.enable()
-    return not worker.is_alive()
+        with _PAUSES_LOCK:
+            _PAUSES[0] -= 1
+            if _PAUSES[0] == 0 and _PAUSES[1]:
+                gc.enable()
 
 
 def _importing(worker: threading.Thread) -> bool:

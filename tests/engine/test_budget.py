@@ -16,6 +16,7 @@ The losses are Lennard-Jones pair potentials ``f(r) = 4(r⁻¹² − r⁻⁶)``:
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import threading
@@ -26,7 +27,7 @@ import pytest
 import sympy as sp
 
 import gradflow
-from gradflow._symbolic.budget import ENV, GRACE, WALL_FACTOR, OutOfTime, within
+from gradflow._symbolic.budget import ENV, GRACE, WALL_FACTOR, OutOfTime, _Step, _Stop, within
 
 CHAIN = "4*(x**-12 - x**-6) + 4*(y**-12 - y**-6) + 4*((y - x)**-12 - (y - x)**-6)"
 BUDGET = 1.0
@@ -80,16 +81,39 @@ def test_a_step_that_collects_garbage_is_stopped_in_its_own_code() -> None:
     not in the callback, where it would be reported as unraisable (an error in this suite) and
     the step would run on."""
 
+    threads: set[str] = set()
+
     def callback(phase: str, info: dict) -> None:
+        threads.add(threading.current_thread().name)
         spin(0.002)
 
     gc.callbacks.append(callback)
     try:
         with pytest.raises(OutOfTime) as stopped:
             within("churn", churn, 60.0, seconds=0.2)
+        gc.collect()
     finally:
         gc.callbacks.remove(callback)
     assert stopped.value.stopped and gc.isenabled()
+    assert threads == {threading.current_thread().name}
+
+
+def test_a_stop_that_arrives_after_the_step_ended_stays_in_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The waiting thread decides to stop a step, and the step returns before the stop is
+    sent: the stop arrives after the step's end.  It must not escape the step's thread (an
+    unhandled thread exception), and the step's value is kept."""
+    escaped: list[type] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_type))
+    step = _Step("sum", sum, ([1, 2, 3],))
+    step.start()
+    assert step.ended.wait(5)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(step.ident), ctypes.py_object(_Stop))
+    time.sleep(0.05)
+    step.released.set()
+    step.join(5)
+    assert not step.is_alive() and escaped == [] and step.value == 6
 
 
 def test_a_step_within_its_budget_gives_its_value_or_its_error() -> None:
