@@ -5,12 +5,19 @@ segment below that level to a global-minimum sample.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
 import numpy as np
 from scipy.spatial import cKDTree
 
+from .._compiled.store import key_of, stored
 from .._critical.attractors import AttractorIndex
 from .._critical.sets import CriticalSets, decision_level, global_min_level
-from .._landscape.base import Landscape
+from .._landscape.base import GradientField, Landscape
 from .._outcome import Kind
 
 __all__ = ["CANDIDATES", "SEGMENT_BLOCK", "SEGMENT_SAMPLES", "below_level", "shortcut_level"]
@@ -51,20 +58,44 @@ def below_level(
 
 
 SEGMENT_BLOCK = 1 << 14
-"""Segments checked together (their samples take a few MB, memory the allocator reuses)."""
+"""Segments checked together, in one call of one compiled program (the blocks are padded to
+this size, so that every map shares it)."""
 
 
 def _segments_below(
     landscape: Landscape, starts: np.ndarray, ends: np.ndarray, level: float
 ) -> np.ndarray:
     """Whether the loss stays below ``level`` at :data:`SEGMENT_SAMPLES` points of each segment
-    from ``starts`` to ``ends`` (shapes ``(n, dim)``); shape ``(n,)``."""
-    s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)[:, None, None]
+    from ``starts`` to ``ends`` (shapes ``(n, dim)``), in float64; shape ``(n,)``."""
+    check = _segment_program(landscape.field)
+    level64 = np.float64(level)
     below = np.empty(len(starts), dtype=bool)
     for i in range(0, len(starts), SEGMENT_BLOCK):
         a, b = starts[i : i + SEGMENT_BLOCK], ends[i : i + SEGMENT_BLOCK]
-        below[i : i + SEGMENT_BLOCK] = np.all(landscape.loss(a + s * (b - a)) < level, axis=0)
+        pad = ((0, SEGMENT_BLOCK - len(a)), (0, 0))
+        block = check(np.pad(a, pad), np.pad(b, pad), landscape.args, level64)
+        below[i : i + len(a)] = np.asarray(block)[: len(a)]
     return below
+
+
+@functools.cache
+def _segment_program(field: GradientField) -> Callable[..., jax.Array]:
+    """Jitted: ``(starts, ends, args, level)`` to whether ``field.loss`` stays below ``level``
+    at the :data:`SEGMENT_SAMPLES` points of each segment, one program for all the samples
+    (none of them written out in memory); kept between processes where the field's programs
+    are (:func:`gradflow._compiled.store.stored`)."""
+    s = np.linspace(0.0, 1.0, SEGMENT_SAMPLES)
+    on_segment = jax.vmap(field.loss, in_axes=(0, None))
+
+    def below(starts: jax.Array, ends: jax.Array, args: Any, level: jax.Array) -> jax.Array:
+        def one(a: jax.Array, b: jax.Array) -> jax.Array:
+            return jnp.all(on_segment(a + s[:, None] * (b - a), args) < level)
+
+        return jax.vmap(one)(starts, ends)
+
+    base = key_of(field)
+    key = None if base is None else lambda: f"segments below, {SEGMENT_SAMPLES} samples\n{base()}"
+    return stored(jax.jit(below), key)
 
 
 def shortcut_level(critical: CriticalSets, scale: float) -> float | None:
