@@ -111,7 +111,7 @@ def interval_system(model: ReducedModel, interval: str) -> System:
     params, hyper = list(model.params), list(model.hyperparams)
     symbols = [*params, *hyper]
     grad = [sp.factor_terms(_clean(sp.diff(model.loss, s), params)) for s in params]
-    jac = [sp.factor_terms(_clean(sp.diff(g, s), params)) for g in grad for s in params]
+    jac = _hessian(grad, params)
     graphs: dict[tuple, Graph] = {}
     for spec in (*model.critical_sets, *solved_specs(model)):
         solution = {s: sp.sympify(v) for s, v in spec.solution.items()}
@@ -156,6 +156,20 @@ def interval_system(model: ReducedModel, interval: str) -> System:
         float_jac=lambdify_numpy(symbols, jac),
         graphs=list(graphs.values()),
     )
+
+
+def _hessian(grad: Sequence[sp.Expr], params: Sequence[sp.Symbol]) -> list[sp.Expr]:
+    """``∇²L`` row by row (``dim²`` entries) from the cleaned ``∇L``: each entry above the
+    diagonal worked out once and used for its mirror below it too (``∂²L/∂θ_i∂θ_j`` is
+    symmetric; the forms differ, the functions do not), which halves the symbolic work off
+    the diagonal."""
+    n = len(params)
+    upper = {
+        (i, j): sp.factor_terms(_clean(sp.diff(grad[i], params[j]), params))
+        for i in range(n)
+        for j in range(i, n)
+    }
+    return [upper[min(i, j), max(i, j)] for i in range(n) for j in range(n)]
 
 
 def _exact_point(

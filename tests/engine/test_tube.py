@@ -16,6 +16,8 @@ import numpy as np
 
 import gradflow._critical.tube as tube_module
 from gradflow import loss_model
+from gradflow._critical.branch_bound import Search
+from gradflow._critical.interval_system import bound_system
 from gradflow._critical.tube import SEGMENTS, tube
 from gradflow._symbolic import budget
 
@@ -64,3 +66,29 @@ def test_a_tube_is_proven_once_and_read_back_in_another_process(tmp_path, monkey
     kept.write_bytes(b"not an archive")  # a file that cannot be read is proven again
     rewritten = tube(model.bind(k=1.0), np.array([0.0, 0.3]), SPAN)
     np.testing.assert_array_equal(rewritten.kappa, first.kappa)
+
+
+def test_the_interval_hessian_encloses_every_entry_of_the_exact_one() -> None:
+    """``L = x²y + sin(xz) + e^{y − 2z}``, whose Hessian is worked out by hand: ``∂²/∂x² = 2y −
+    z² sin(xz)``, ``∂²/∂x∂y = 2x``, ``∂²/∂x∂z = cos(xz) − xz sin(xz)``, ``∂²/∂y² = e^{y−2z}``,
+    ``∂²/∂y∂z = −2e^{y−2z}``, ``∂²/∂z² = −x² sin(xz) + 4e^{y−2z}``.  Its interval form over a box
+    of side 10⁻³ holds the exact Hessian at the box's corners and centre, above and below the
+    diagonal alike, and is tight (each entry within 0.05)."""
+    landscape = loss_model("x**2*y + sin(x*z) + exp(y - 2*z)", ["x", "y", "z"]).bind()
+    system, hyper = bound_system(landscape)
+    centre = np.array([0.3, -0.2, 0.5])
+    box = np.stack([centre - 5e-4, centre + 5e-4], axis=1)
+    bounds = Search(system, hyper, box, 1, 1e-7).jacobian(box)
+
+    def exact(x: float, y: float, z: float) -> np.ndarray:
+        s, c, g = np.sin(x * z), np.cos(x * z), np.exp(y - 2 * z)
+        xz = c - x * z * s
+        return np.array(
+            [[2 * y - z**2 * s, 2 * x, xz], [2 * x, g, -2 * g], [xz, -2 * g, -(x**2) * s + 4 * g]]
+        )
+
+    corners = [box[np.arange(3), list(k)] for k in np.ndindex(2, 2, 2)]
+    for point in [centre, *corners]:
+        h = exact(*point)
+        assert np.all(bounds[..., 0] <= h) and np.all(h <= bounds[..., 1])
+    assert np.all(bounds[..., 1] - bounds[..., 0] < 0.05)
