@@ -237,3 +237,15 @@ def test_advancing_in_short_rounds_takes_the_steps_of_one_solve() -> None:
     np.testing.assert_allclose(np.asarray(y), np.asarray(y1), atol=1e-12)
     for start, end in zip(STARTS, np.asarray(y)):
         np.testing.assert_allclose(end, _hyperbola_end(start), atol=ENDPOINT_TOL)
+
+
+def test_the_round_queue_is_first_in_first_out_across_what_was_put_in() -> None:
+    """A round takes members from the front, across the arrays put in, and those still
+    running join the back: the order of a single array re-concatenated every round."""
+    queue = batched._Queue(np.arange(10))
+    assert queue.take(4).tolist() == [0, 1, 2, 3] and queue.size == 6
+    queue.put(np.array([20, 21]))
+    queue.put(np.array([], dtype=int))
+    assert queue.take(7).tolist() == [4, 5, 6, 7, 8, 9, 20] and queue.size == 1
+    queue.put(np.array([30]))
+    assert queue.take(5).tolist() == [21, 30] and queue.size == 0
