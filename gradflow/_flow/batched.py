@@ -399,9 +399,13 @@ def _batch_sharding() -> NamedSharding:
     return NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), PartitionSpec("batch"))
 
 
-def _spread(values: np.ndarray) -> jax.Array:
+def _spread(values: np.ndarray) -> jax.Array | np.ndarray:
     """Members placed across the devices (each device integrates its share; the compiled
-    program is partitioned by XLA along the batch axis)."""
+    program is partitioned by XLA along the batch axis).  On one device they are passed as
+    they are, which the compiled program takes in a fifth of the time of placing them first
+    (0.06 against 0.3 ms a round's three arrays of 16,384 members)."""
+    if jax.device_count() == 1:
+        return values
     return jax.device_put(values, _batch_sharding())
 
 
