@@ -169,15 +169,16 @@ def basins(
     judging = time.perf_counter()
     if evidence:
         euclidean = landscape.metric_name == "euclidean" and not stages[0].descent
-        reason_codes, reasons = judged(
+        reason_codes, reasons, identifying = judged(
             model, index, critical, flat, endpoints, ids, labels, level, euclidean
         )
     else:
         reason_codes, reasons = np.zeros(len(ids), dtype=int), ["numerical: not judged"]
+        identifying = np.zeros(1, dtype=bool)
     proven = np.array([r.startswith("proven") for r in reasons], dtype=bool)
     codes_proven = proven[reason_codes].astype(np.int8)
     counts = np.bincount(ids[ids >= 0], minlength=len(index.attractors))
-    sure = np.bincount(ids[(ids >= 0) & (codes_proven == 1)], minlength=len(index.attractors))
+    sure = np.bincount(ids[(ids >= 0) & identifying[reason_codes]], minlength=len(index.attractors))
     shape = thetas.shape[:2]
     full = _with_area(ids.reshape(shape))
     attractors = tuple(

@@ -35,20 +35,25 @@ def judged(
     labels: np.ndarray,
     level: float | None,
     euclidean_flow: bool = True,
-) -> tuple[np.ndarray, list[str]]:
+) -> tuple[np.ndarray, list[str], np.ndarray]:
     """A reason code per grid point (shape ``(n,)``) into the returned reasons (each
     ``"proven: …"`` or ``"numerical: …"``), for grid points ``starts`` (shape ``(n, dim)``) that
     reached attractors ``ids`` (``-1`` for none) with ``labels`` at ``endpoints``; ``level`` is
     the decision level of the map where the landscape proves one; ``euclidean_flow`` whether
-    the map's flow is the Euclidean one (:class:`gradflow._flow.verdict.Proofs`)."""
+    the map's flow is the Euclidean one (:class:`gradflow._flow.verdict.Proofs`).
+
+    Also, per reason (shape ``(len(reasons),)``), whether it proves the attractor a grid point
+    is given, not only its label's kind: all proven reasons do, but the decision level's where
+    the global minima form several components (:attr:`Proofs.level_identifies`)."""
     with np.errstate(all="ignore"):
         losses = np.asarray(model.loss(endpoints), dtype=np.float64)
     level = level if model.sublevel_shortcut else None
     proofs = Proofs(model, index.attractors, level, euclidean_flow)
     codes, reasons = proofs.judge(ids, endpoints, losses)
+    ambiguous = "" if level is None or proofs.level_identifies else str(proofs.level_grounds())
     rest = np.flatnonzero(ids < 0)
     if not rest.size:
-        return codes, reasons
+        return codes, reasons, _identifying(reasons, ambiguous)
     escaping = _escaping(model, index, critical, starts[rest], labels[rest])
     for label in np.unique(labels[rest]):
         outcome = Outcome(int(label))
@@ -57,7 +62,12 @@ def judged(
         if text not in reasons:
             reasons.append(text)
         codes[rest[labels[rest] == label]] = reasons.index(text)
-    return codes, reasons
+    return codes, reasons, _identifying(reasons, ambiguous)
+
+
+def _identifying(reasons: list[str], ambiguous: str) -> np.ndarray:
+    """Per reason, whether it is proven and proves the attractor too (not ``ambiguous``)."""
+    return np.array([r.startswith("proven") and r != ambiguous for r in reasons], dtype=bool)
 
 
 def _escaping(

@@ -58,8 +58,11 @@ class Attractor:
         measure_zero: whether the grid points reaching it form a set of lower dimension than the
             grid (no 2 × 2 block of them: a line of starts on a stable manifold); never for a
             minimum, whose basin is open; ``False`` until a map is made.
-        proven: the share of a basin map's grid whose label it is with proven evidence
-            (:class:`gradflow.Evidence`); 0 until a map is made.
+        proven: the share of a basin map's grid proven to reach it (:class:`gradflow.Evidence`):
+            its label proven, and this attractor too.  Where the global minima form several
+            components under one decision level, the level proves that a grid point below it
+            ends on a global minimum, not on which component: such points count in
+            ``fraction`` but not here.  0 until a map is made.
     """
 
     id: int

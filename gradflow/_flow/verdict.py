@@ -68,6 +68,7 @@ class Proofs:
         self._tubes: dict[int, Tube | None] = {}
         self._euclidean = euclidean_flow
         self.level = level
+        self._global = [a.id for a in self._attractors if a.kind == Kind.GLOBAL_MIN]
 
     def region(self, id: int) -> Attraction | None:
         """The certified region of attractor ``id`` (a point minimum), or ``None``."""
@@ -116,10 +117,9 @@ class Proofs:
                 reasons.append(grounds)
             return reasons.index(grounds)
 
-        global_ids = [a.id for a in self._attractors if a.kind == Kind.GLOBAL_MIN]
-        if self.level is not None and global_ids:
+        if self.level is not None and self._global:
             margin = 1e-9 * abs(self.level) + 1e-12
-            below = np.isin(ids, global_ids) & (losses < self.level - margin)
+            below = np.isin(ids, self._global) & (losses < self.level - margin)
             codes[below] = code(self.level_grounds())
         for id in np.unique(ids[(ids >= 0) & (codes < 0)]):
             mine = np.flatnonzero((ids == id) & (codes < 0))
@@ -137,11 +137,28 @@ class Proofs:
         return codes, [str(g) for g in reasons]
 
     def level_grounds(self) -> Evidence:
-        """The grounds of a point decided below :attr:`level`."""
+        """The grounds of a point decided below :attr:`level`: it ends on a global minimum,
+        proven; where the global minima form several components, which of them it ends on is
+        not (:attr:`level_identifies`), and the grounds say so."""
+        which = (
+            ""
+            if self.level_identifies
+            else f"; which of its {len(self._global)} components is numerical (a segment below "
+            "the level to a sample of it, or the nearest sample)"
+        )
         return Evidence.of_proof(
             f"below L = {self.level:.10g}, under every non-global critical value (proven by the "
-            "landscape): ends on a global minimum",
+            f"landscape): ends on a global minimum{which}",
         )
+
+    @property
+    def level_identifies(self) -> bool:
+        """Whether a point decided below :attr:`level` is proven to end on the attractor it is
+        given, not only on some global minimum: where the global minima form one component.
+        With several, the level proves that the flow ends on one of them, and which one comes
+        from a numerical test (a straight segment below the level, checked at a few points;
+        :func:`gradflow._basins.sublevel.below_level`), or from the nearest sample."""
+        return len(self._global) <= 1
 
     def one(self, attractor: Attractor, endpoint: np.ndarray, loss: float) -> Evidence:
         """The grounds of one trajectory's end at ``endpoint`` on ``attractor``."""

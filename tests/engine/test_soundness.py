@@ -47,6 +47,30 @@ def test_the_two_wells_of_a_double_well_are_two_attractors() -> None:
     assert sum(a.fraction for a in bm.attractors) == pytest.approx(1.0)
 
 
+def test_the_level_proves_a_global_minimum_but_not_which_of_two_wells() -> None:
+    """The same double well with ``inf L = 0`` declared and the sublevel shortcut on: the
+    saddle's ``L = 1`` is the decision level, and every start that reaches a well passes below
+    it (``L`` falls along the flow to 0).  Below it the flow ends on a global minimum, proven;
+    on which of the two wells the level does not say (both lie under it), so each such grid
+    point's label is proven while neither well's proven share counts it: 36/81 each reached,
+    none of it proven to reach that well."""
+    model = bind("double well", (x**2 - 1) ** 2 + y**2, global_min_loss=0, sublevel_shortcut=True)
+    bm = gradflow.basins(
+        model, region=gradflow.Region.of(model, grid=9, box=(-2, 2, -2, 2)), progress=False
+    )
+    wells = [a for a in bm.attractors if a.kind == "global_min"]
+    assert len(wells) == 2 and bm.shortcut
+    assert all(a.fraction == pytest.approx(36 / 81) and a.proven == 0 for a in wells)
+    reached = np.isin(bm.attractor_ids, [a.id for a in wells])
+    assert np.all(bm.evidence[reached] == 1)
+    (said,) = {bm.reasons[c] for c in np.unique(bm.reason_codes[reached])}
+    assert said.startswith("proven: below L = 0.99999999")  # just under the saddle's 1
+    assert said.endswith(
+        "ends on a global minimum; which of its 2 components is numerical (a segment below the "
+        "level to a sample of it, or the nearest sample)"
+    )
+
+
 def test_a_circle_split_into_two_graphs_is_one_attractor() -> None:
     """L = (x² + y² - 1)²: sympy.solve returns the circle of minima as the graphs
     y = ±√(1 - x²); it is one connected set, so one attractor, reached from every grid point off
