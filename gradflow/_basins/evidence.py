@@ -17,10 +17,12 @@ import numpy as np
 from .._critical.attraction import refined
 from .._critical.attractors import AttractorIndex
 from .._critical.sets import CriticalSets
+from .._critical.sides import Sides, sides
 from .._evidence import Evidence
 from .._flow.verdict import Proofs, escape_box, escape_grounds
 from .._landscape.base import Landscape
-from .._outcome import Outcome
+from .._outcome import Kind, Outcome
+from .._symbolic.model import BoundModel
 
 __all__ = ["found_by_flow", "judged"]
 
@@ -48,7 +50,7 @@ def judged(
     with np.errstate(all="ignore"):
         losses = np.asarray(model.loss(endpoints), dtype=np.float64)
     level = level if model.sublevel_shortcut else None
-    proofs = Proofs(model, index.attractors, level, euclidean_flow)
+    proofs = Proofs(model, index.attractors, level, euclidean_flow, _sides(model, index, level))
     codes, reasons = proofs.judge(ids, endpoints, losses)
     ambiguous = "" if level is None or proofs.level_identifies else str(proofs.level_grounds())
     rest = np.flatnonzero(ids < 0)
@@ -63,6 +65,15 @@ def judged(
             reasons.append(text)
         codes[rest[labels[rest] == label]] = reasons.index(text)
     return codes, reasons, _identifying(reasons, ambiguous)
+
+
+def _sides(model: Landscape, index: AttractorIndex, level: float | None) -> Sides | None:
+    """The hyperplane that tells which global-minimum attractor a point below ``level`` reaches
+    (:func:`gradflow._critical.sides.sides`), where one does."""
+    if level is None or not isinstance(model, BoundModel):
+        return None
+    owners = [a.id for a in index.attractors if a.kind == Kind.GLOBAL_MIN]
+    return sides(model, level, *index.samples(owners))
 
 
 def _identifying(reasons: list[str], ambiguous: str) -> np.ndarray:

@@ -21,6 +21,7 @@ import numpy as np
 from .._critical.attraction import Attraction, attraction, escapes
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets, decision_level
+from .._critical.sides import Sides
 from .._critical.tube import Tube, tube
 from .._evidence import Evidence
 from .._landscape.base import Landscape
@@ -61,6 +62,7 @@ class Proofs:
         attractors: Sequence[Attractor],
         level: float | None,
         euclidean_flow: bool = True,
+        sides: Sides | None = None,
     ) -> None:
         self._landscape = landscape
         self._attractors = list(attractors)
@@ -69,6 +71,7 @@ class Proofs:
         self._euclidean = euclidean_flow
         self.level = level
         self._global = [a.id for a in self._attractors if a.kind == Kind.GLOBAL_MIN]
+        self._sides = sides
 
     def region(self, id: int) -> Attraction | None:
         """The certified region of attractor ``id`` (a point minimum), or ``None``."""
@@ -121,6 +124,10 @@ class Proofs:
             margin = 1e-9 * abs(self.level) + 1e-12
             below = np.isin(ids, self._global) & (losses < self.level - margin)
             codes[below] = code(self.level_grounds())
+            if self._sides is not None and not self.level_identifies:
+                sided = np.flatnonzero(below)
+                sided = sided[self._sides.of(endpoints[sided]) == ids[sided]]
+                codes[sided] = code(self.level_grounds(self._sides))
         for id in np.unique(ids[(ids >= 0) & (codes < 0)]):
             mine = np.flatnonzero((ids == id) & (codes < 0))
             region = self.region(int(id)) or self.tube(int(id), endpoints[mine])
@@ -136,16 +143,20 @@ class Proofs:
             )
         return codes, [str(g) for g in reasons]
 
-    def level_grounds(self) -> Evidence:
+    def level_grounds(self, sides: Sides | None = None) -> Evidence:
         """The grounds of a point decided below :attr:`level`: it ends on a global minimum,
         proven; where the global minima form several components, which of them it ends on is
-        not (:attr:`level_identifies`), and the grounds say so."""
-        which = (
-            ""
-            if self.level_identifies
-            else f"; which of its {len(self._global)} components is numerical (a segment below "
-            "the level to a sample of it, or the nearest sample)"
-        )
+        proven only by ``sides`` (:mod:`gradflow._critical.sides`), else numerical
+        (:attr:`level_identifies`), and the grounds say which."""
+        if self.level_identifies:
+            which = ""
+        elif sides is not None:
+            which = f", {sides.text()}"
+        else:
+            which = (
+                f"; which of its {len(self._global)} components is numerical (a segment below "
+                "the level to a sample of it, or the nearest sample)"
+            )
         return Evidence.of_proof(
             f"below L = {self.level:.10g}, under every non-global critical value (proven by the "
             f"landscape): ends on a global minimum{which}",

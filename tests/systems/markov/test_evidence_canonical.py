@@ -30,7 +30,10 @@ def check(bm: gradflow.BasinMap) -> None:
     0.4(1 + 2w|w|) > 0.112 for w ≥ −0.6, so every local_min point whose flow ends there is
     proven by the certified tube around the line; only ends nearer the degenerate saddle
     w = −1/√2 (where the curvature vanishes) may stay numerical.  The maxima (e = 0,
-    w < −1/√2) are never proven."""
+    w < −1/√2) are never proven.  Which of Γ*'s two curves (e > 0, e < 0) a global_min point
+    reaches is proven too: the whole line e = 0 is critical, so L = log 2 on it, above the
+    level, and the sublevel set below the level does not cross it; each curve's share is
+    proven whole."""
     entropy_rate = -0.9 * math.log(0.9) - 0.1 * math.log(0.1)
     assert entropy_rate == pytest.approx(0.325083, abs=1e-6)
     assert bm.critical.global_min_loss == pytest.approx(entropy_rate, rel=1e-9)
@@ -41,6 +44,13 @@ def check(bm: gradflow.BasinMap) -> None:
     assert not np.any(bm.evidence[bm.labels == Outcome.LOCAL_MAX])
     reasons = {bm.reasons[c] for c in np.unique(bm.reason_codes[glob])}
     assert all(r.startswith("proven: below L = 0.69314717") for r in reasons)
+    assert all(
+        r.endswith(
+            "ends on a global minimum, the one on its side of e = 0, where L = 0.6931471806 is "
+            "above the level (the sublevel set does not cross it)"
+        )
+        for r in reasons
+    )
     far = local & (bm.endpoints[..., 1] >= -0.6)
     assert far.any() and np.all(bm.evidence[far] == 1)
     assert {bm.reasons[c] for c in np.unique(bm.reason_codes[far])} == {
@@ -49,6 +59,8 @@ def check(bm: gradflow.BasinMap) -> None:
     for a in bm.reached():
         if a.kind == "local_max":
             assert a.proven == 0.0
+        if a.kind == "global_min":
+            assert a.proven == a.fraction > 0
     assert bm.proven_share() == pytest.approx(float(np.mean(bm.evidence == 1)), abs=1e-12)
 
 
