@@ -50,7 +50,8 @@ def judged(
     with np.errstate(all="ignore"):
         losses = np.asarray(model.loss(endpoints), dtype=np.float64)
     level = level if model.sublevel_shortcut else None
-    proofs = Proofs(model, index.attractors, level, euclidean_flow, _sides(model, index, level))
+    near = _sides(model, index, level) if euclidean_flow else None
+    proofs = Proofs(model, index.attractors, level, euclidean_flow, near)
     codes, reasons = proofs.judge(ids, endpoints, losses)
     ambiguous = "" if level is None or proofs.level_identifies else str(proofs.level_grounds())
     rest = np.flatnonzero(ids < 0)
@@ -69,7 +70,9 @@ def judged(
 
 def _sides(model: Landscape, index: AttractorIndex, level: float | None) -> Sides | None:
     """The hyperplane that tells which global-minimum attractor a point below ``level`` reaches
-    (:func:`gradflow._critical.sides.sides`), where one does."""
+    (:func:`gradflow._critical.sides.sides`), where one does.  Only for a continuous flow: the
+    argument is that the flow cannot leave its component of the sublevel set, which the
+    iterates of gradient descent can jump out of."""
     if level is None or not isinstance(model, BoundModel):
         return None
     owners = [a.id for a in index.attractors if a.kind == Kind.GLOBAL_MIN]

@@ -7,7 +7,11 @@ a point ``x`` of it stays in it (``L`` never increases) and ends on that compone
 loss is at least ``c`` on a whole hyperplane ``θ_i = 0``, ``{L < c}`` does not meet it, so the
 component of ``x`` lies on ``x``'s side of it, and so does the global minimum it holds.  If the
 critical sets are complete (declared by the model) and every global minimum on that side belongs
-to one attractor, the flow from ``x`` ends on that attractor: proven.
+to one attractor, the flow from ``x`` ends on that attractor: proven.  The attractors are the
+critical sets as sampled in the searched box, so a component of the global minima lying wholly
+outside it would not be seen; the declaration of complete critical sets is trusted for that, as
+the decision level is.  The flow must be continuous (not gradient descent, whose iterates can
+jump between components).
 
 Proven here: ``L`` with ``θ_i = 0`` and the hyperparameters' values substituted simplifies in
 SymPy to a constant, which exceeds ``c`` when evaluated to 30 digits (the canonical Markov
