@@ -17,12 +17,11 @@ import numpy as np
 from .._critical.attraction import refined
 from .._critical.attractors import AttractorIndex
 from .._critical.sets import CriticalSets
-from .._critical.sides import Sides, sides
+from .._critical.sides import of_index
 from .._evidence import Evidence
 from .._flow.verdict import Proofs, escape_box, escape_grounds
 from .._landscape.base import Landscape
-from .._outcome import Kind, Outcome
-from .._symbolic.model import BoundModel
+from .._outcome import Outcome
 
 __all__ = ["found_by_flow", "judged"]
 
@@ -46,11 +45,13 @@ def judged(
 
     Also, per reason (shape ``(len(reasons),)``), whether it proves the attractor a grid point
     is given, not only its label's kind: all proven reasons do, but the decision level's where
-    the global minima form several components (:attr:`Proofs.level_identifies`)."""
+    the global minima form several components (:attr:`Proofs.level_identifies`) and no
+    hyperplane tells them apart (:mod:`gradflow._critical.sides`, for a continuous flow only:
+    gradient descent's iterates can jump between components of the sublevel set)."""
     with np.errstate(all="ignore"):
         losses = np.asarray(model.loss(endpoints), dtype=np.float64)
     level = level if model.sublevel_shortcut else None
-    near = _sides(model, index, level) if euclidean_flow else None
+    near = of_index(model, index, level) if euclidean_flow else None
     proofs = Proofs(model, index.attractors, level, euclidean_flow, near)
     codes, reasons = proofs.judge(ids, endpoints, losses)
     ambiguous = "" if level is None or proofs.level_identifies else str(proofs.level_grounds())
@@ -66,17 +67,6 @@ def judged(
             reasons.append(text)
         codes[rest[labels[rest] == label]] = reasons.index(text)
     return codes, reasons, _identifying(reasons, ambiguous)
-
-
-def _sides(model: Landscape, index: AttractorIndex, level: float | None) -> Sides | None:
-    """The hyperplane that tells which global-minimum attractor a point below ``level`` reaches
-    (:func:`gradflow._critical.sides.sides`), where one does.  Only for a continuous flow: the
-    argument is that the flow cannot leave its component of the sublevel set, which the
-    iterates of gradient descent can jump out of."""
-    if level is None or not isinstance(model, BoundModel):
-        return None
-    owners = [a.id for a in index.attractors if a.kind == Kind.GLOBAL_MIN]
-    return sides(model, level, *index.samples(owners))
 
 
 def _identifying(reasons: list[str], ambiguous: str) -> np.ndarray:

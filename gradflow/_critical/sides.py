@@ -14,7 +14,8 @@ the decision level is.  The flow must be continuous (not gradient descent, whose
 jump between components).
 
 Proven here: ``L`` with ``θ_i = 0`` and the hyperparameters' values substituted simplifies in
-SymPy to a constant, which exceeds ``c`` when evaluated to 30 digits (the canonical Markov
+SymPy to a constant, at least ``c`` when their difference is evaluated to 30 digits (``c`` is
+a float: a decision level that is the constant itself, rounded up, fails; the canonical Markov
 model's ``L(0, w) = H(π)``, the loss of its line ``e = 0`` of critical points).  A loss that is
 not constant on the hyperplane is not tried.  The symbolic step runs once per model, values and
 level, within the symbolic time budget, and its answer is kept in the cache folder
@@ -30,11 +31,14 @@ import numpy as np
 import sympy as sp
 
 from .._compiled.files import write_atomically
+from .._landscape.base import Landscape
+from .._outcome import Kind
 from .._symbolic.budget import OutOfTime, any_ran_out, within
 from .._symbolic.model import BoundModel
+from .attractors import AttractorIndex
 from .kept import budgeted_file
 
-__all__ = ["SCREEN_POINTS", "Sides", "sides"]
+__all__ = ["SCREEN_POINTS", "Sides", "decided", "of_index", "sides"]
 
 SCREEN_POINTS = 4
 """Seeded random points of a hyperplane at which the loss must agree before SymPy is asked to
@@ -67,9 +71,25 @@ class Sides:
     def text(self) -> str:
         """The proof, one clause."""
         return (
-            f"the one on its side of {self.name} = 0, where L = {self.floor:.10g} is above the "
-            "level (the sublevel set does not cross it)"
+            f"the one on its side of {self.name} = 0, where L = {self.floor:.10g}, not below "
+            "the level: the sublevel set does not cross it"
         )
+
+
+def decided(level: float) -> float:
+    """The loss below which a point counts as decided by the decision level ``level``:
+    ``level`` less ``10⁻⁹`` of it and ``10⁻¹²``, clear of the float64 loss's rounding."""
+    return level - 1e-9 * abs(level) - 1e-12
+
+
+def of_index(landscape: Landscape, index: AttractorIndex, level: float | None) -> Sides | None:
+    """:func:`sides` of an attractor index's global minima for the points decided by ``level``
+    (:func:`decided`), for a landscape declared in SymPy; ``None`` without a level or for any
+    other landscape."""
+    if level is None or not isinstance(landscape, BoundModel):
+        return None
+    owners = [a.id for a in index.attractors if a.kind == Kind.GLOBAL_MIN]
+    return sides(landscape, decided(level), *index.samples(owners))
 
 
 def sides(
@@ -136,6 +156,6 @@ def _constant_floors(landscape: BoundModel, level: float) -> list[tuple[int, flo
         if on.free_symbols:
             continue
         gap = sp.N(on - sp.Rational(level), 30)
-        if gap.is_real and gap > 0:
+        if gap.is_real and gap >= 0:
             out.append((i, float(on)))
     return out

@@ -13,6 +13,7 @@ from .._critical.attractors import AttractorIndex
 from .._critical.classify import classify_points
 from .._critical.coercive import global_min_loss
 from .._critical.sets import CriticalSets
+from .._critical.sides import of_index
 from .._evidence import Evidence
 from .._landscape.base import Landscape
 from .._outcome import Kind, Outcome
@@ -96,7 +97,9 @@ def reached(
             grounds = Evidence.numerical(why)
         return dataclasses.replace(path, reached=kind.outcome, evidence=grounds)
     attractor = index.attractors[found]
-    proofs = Proofs(landscape, index.attractors, level_of(landscape, critical), euclidean_flow)
+    level = level_of(landscape, critical)
+    near = of_index(landscape, index, level) if euclidean_flow else None
+    proofs = Proofs(landscape, index.attractors, level, euclidean_flow, near)
     grounds = proofs.one(attractor, path.endpoint, float(path.losses[-1]))
     return dataclasses.replace(path, reached=kind.outcome, attractor=attractor, evidence=grounds)
 

@@ -21,7 +21,7 @@ import numpy as np
 from .._critical.attraction import Attraction, attraction, escapes
 from .._critical.attractors import Attractor
 from .._critical.sets import CriticalSets, decision_level
-from .._critical.sides import Sides
+from .._critical.sides import Sides, decided
 from .._critical.tube import Tube, tube
 from .._evidence import Evidence
 from .._landscape.base import Landscape
@@ -121,8 +121,7 @@ class Proofs:
             return reasons.index(grounds)
 
         if self.level is not None and self._global:
-            margin = 1e-9 * abs(self.level) + 1e-12
-            below = np.isin(ids, self._global) & (losses < self.level - margin)
+            below = np.isin(ids, self._global) & (losses < decided(self.level))
             codes[below] = code(self.level_grounds())
             if self._sides is not None and not self.level_identifies:
                 sided = np.flatnonzero(below)
@@ -176,9 +175,10 @@ class Proofs:
         if (
             self.level is not None
             and attractor.kind == Kind.GLOBAL_MIN
-            and loss < self.level - 1e-9 * abs(self.level) - 1e-12
+            and loss < decided(self.level)
         ):
-            return self.level_grounds()
+            sided = self._sides is not None and self._sides.of(endpoint[None])[0] == attractor.id
+            return self.level_grounds(self._sides if sided else None)
         region = self.region(attractor.id) or self.tube(attractor.id, endpoint[None])
         if region is None:
             return Evidence.numerical(self.why_not(attractor.id))

@@ -46,8 +46,8 @@ def check(bm: gradflow.BasinMap) -> None:
     assert all(r.startswith("proven: below L = 0.69314717") for r in reasons)
     assert all(
         r.endswith(
-            "ends on a global minimum, the one on its side of e = 0, where L = 0.6931471806 is "
-            "above the level (the sublevel set does not cross it)"
+            "ends on a global minimum, the one on its side of e = 0, where L = 0.6931471806, not "
+            "below the level: the sublevel set does not cross it"
         )
         for r in reasons
     )
@@ -86,7 +86,8 @@ def canonical_09():
 def test_one_flow_without_critical_sets_gets_the_model_s_proof(canonical_09, e, w, kind) -> None:
     """``gradflow.flow(model, θ0)`` with no critical sets given.  At p + q > 1 a start with
     ``w < −1/√2`` reaches Γ* (its level curve of E never meets e = 0 on that side) and ends below
-    H(π) = log 2: proven by the model's level, as on the command line.  A start with ``w > 0``
+    H(π) = log 2: proven by the model's level, as on the command line, on the curve of Γ* on its
+    side of e = 0 (e > 0), where L = log 2.  A start with ``w > 0``
     runs along its level curve ``E = e² − w² − ln w`` (conserved) into the line e = 0 at the
     ``w∞`` with ``w∞² + ln w∞ = −E`` (``E = 0.75 + ln 2`` from (1, 0.5), so ``w∞ ≈ 0.2246``), a
     set of dimension 1: numerical.  Slow: the flow's compilation and the model's critical sets
@@ -96,7 +97,11 @@ def test_one_flow_without_critical_sets_gets_the_model_s_proof(canonical_09, e, 
     assert path.evidence.proven
     if kind is Outcome.GLOBAL_MIN:
         assert path.evidence.reason.startswith("below L = 0.69314718")
-        assert path.losses[-1] < math.log(2)
+        assert path.evidence.reason.endswith(
+            "the one on its side of e = 0, where L = 0.6931471806, not below the level: the "
+            "sublevel set does not cross it"
+        )
+        assert path.losses[-1] < math.log(2) and path.attractor.point[0] > 0
     else:
         energy = e**2 - w**2 - math.log(w)
         w_end = brentq(lambda v: v**2 + math.log(v) + energy, 1e-3, w)
