@@ -8,5 +8,7 @@ branch and bound in ``branch_bound``, what it proves in ``certificate``), the ki
 interval arithmetic at each non-degenerate point (``proven_kinds``), the proven infimum of a
 coercive polynomial (``coercive``), the attractors a flow can reach (``attractors``) and the
 proofs of where a flow ends: certified regions of attraction, escape and refined endpoints
-(``attraction``), certified tubes around lines of minima (``tube``).
+(``attraction``), certified tubes around lines of minima (``tube``), and the coordinate
+hyperplanes that tell which component of the global minima a flow below a level reaches
+(``sides``).
 """
