@@ -116,8 +116,8 @@ def sides(
 
 
 def _floors(landscape: BoundModel, level: float) -> list[tuple[int, float]]:
-    """``(i, L on θ_i = 0)`` for the coordinates on whose hyperplane the loss is a constant above
-    ``level``, kept in the cache folder (:func:`gradflow._critical.kept.budgeted_file`)."""
+    """``(i, L on θ_i = 0)`` for the coordinates on whose hyperplane the loss is a constant at
+    least ``level``, kept in the cache folder (:func:`gradflow._critical.kept.budgeted_file`)."""
     parts = [
         sp.srepr(landscape.model.loss),
         repr(sorted(landscape.values.items())),
@@ -139,10 +139,11 @@ def _floors(landscape: BoundModel, level: float) -> list[tuple[int, float]]:
 
 
 def _constant_floors(landscape: BoundModel, level: float) -> list[tuple[int, float]]:
-    """The coordinates whose hyperplane the loss is constant on, above ``level``: screened at
-    seeded random points of each hyperplane (:data:`SCREEN_POINTS`), then proven in SymPy."""
+    """The coordinates whose hyperplane the loss is constant on, at least ``level``: screened at
+    seeded random points of each hyperplane (:data:`SCREEN_POINTS`), then proven in SymPy with
+    the hyperparameters' float values as exact rationals (the model the flows integrate)."""
     model = landscape.model
-    values = {s: sp.nsimplify(landscape.values[s.name]) for s in model.hyperparams}
+    values = {s: sp.Rational(float(landscape.values[s.name])) for s in model.hyperparams}
     rng = np.random.default_rng(0)
     out = []
     for i, s in enumerate(model.params):
