@@ -31,6 +31,7 @@ __all__ = [
     "CriticalSet",
     "CriticalSets",
     "DIMENSION_SHARE",
+    "decided",
     "decision_level",
     "global_min_level",
     "local_dimension",
@@ -340,6 +341,13 @@ def decision_level(sets: Sequence[CriticalSet]) -> float | None:
     """
     losses = [s.loss for s in sets if s.kind != Kind.GLOBAL_MIN]
     return min(losses) if losses else None
+
+
+def decided(level: float) -> float:
+    """The loss below which a point counts as decided by the decision level ``level``
+    (:func:`decision_level`): ``level`` less ``10⁻⁹`` of it and ``10⁻¹²``, clear of the float64
+    loss's rounding."""
+    return level - 1e-9 * abs(level) - 1e-12
 
 
 def make_set(

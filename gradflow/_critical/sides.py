@@ -37,8 +37,9 @@ from .._symbolic.budget import OutOfTime, any_ran_out, within
 from .._symbolic.model import BoundModel
 from .attractors import AttractorIndex
 from .kept import budgeted_file
+from .sets import decided
 
-__all__ = ["SCREEN_POINTS", "Sides", "decided", "of_index", "sides"]
+__all__ = ["SCREEN_POINTS", "Sides", "of_index", "sides"]
 
 SCREEN_POINTS = 4
 """Seeded random points of a hyperplane at which the loss must agree before SymPy is asked to
@@ -65,8 +66,9 @@ class Sides:
     def of(self, points: np.ndarray) -> np.ndarray:
         """The attractor proven to be reached from each point below the level (shape
         ``(n, dim)``), ``-1`` where its side holds none or several."""
-        side = np.sign(points[:, self.index]).astype(int)
-        return np.array([self.owner.get(int(s), -1) for s in side], dtype=int)
+        side = points[:, self.index]
+        above, below = self.owner.get(1, -1), self.owner.get(-1, -1)
+        return np.where(side > 0, above, np.where(side < 0, below, -1))
 
     def text(self) -> str:
         """The proof, one clause."""
@@ -74,12 +76,6 @@ class Sides:
             f"the one on its side of {self.name} = 0, where L = {self.floor:.10g}, not below "
             "the level: the sublevel set does not cross it"
         )
-
-
-def decided(level: float) -> float:
-    """The loss below which a point counts as decided by the decision level ``level``:
-    ``level`` less ``10⁻⁹`` of it and ``10⁻¹²``, clear of the float64 loss's rounding."""
-    return level - 1e-9 * abs(level) - 1e-12
 
 
 def of_index(landscape: Landscape, index: AttractorIndex, level: float | None) -> Sides | None:

@@ -20,8 +20,8 @@ import numpy as np
 
 from .._critical.attraction import Attraction, attraction, escapes
 from .._critical.attractors import Attractor
-from .._critical.sets import CriticalSets, decision_level
-from .._critical.sides import Sides, decided
+from .._critical.sets import CriticalSets, decided, decision_level
+from .._critical.sides import Sides
 from .._critical.tube import Tube, tube
 from .._evidence import Evidence
 from .._landscape.base import Landscape
@@ -115,30 +115,32 @@ class Proofs:
         reasons: list[Evidence] = []
         codes = np.full(len(ids), -1)
 
-        def code(grounds: Evidence) -> int:
+        def give(points: np.ndarray, grounds: Evidence) -> None:
+            """The points ``points`` (indices) get ``grounds``, listed only if some do."""
+            if not points.size:
+                return
             if grounds not in reasons:
                 reasons.append(grounds)
-            return reasons.index(grounds)
+            codes[points] = reasons.index(grounds)
 
         if self.level is not None and self._global:
-            below = np.isin(ids, self._global) & (losses < decided(self.level))
-            codes[below] = code(self.level_grounds())
+            below = np.flatnonzero(np.isin(ids, self._global) & (losses < decided(self.level)))
+            sided = np.zeros(below.size, dtype=bool)
             if self._sides is not None and not self.level_identifies:
-                sided = np.flatnonzero(below)
-                sided = sided[self._sides.of(endpoints[sided]) == ids[sided]]
-                codes[sided] = code(self.level_grounds(self._sides))
+                sided = self._sides.of(endpoints[below]) == ids[below]
+            give(below[~sided], self.level_grounds())
+            give(below[sided], self.level_grounds(self._sides))
         for id in np.unique(ids[(ids >= 0) & (codes < 0)]):
             mine = np.flatnonzero((ids == id) & (codes < 0))
             region = self.region(int(id)) or self.tube(int(id), endpoints[mine])
             if region is None:
-                codes[mine] = code(Evidence.numerical(self.why_not(int(id))))
+                give(mine, Evidence.numerical(self.why_not(int(id))))
                 continue
             inside = region.holds(endpoints[mine], losses[mine])
-            codes[mine[inside]] = code(Evidence.of_proof(f"in the {_named(region)} #{id}"))
-            codes[mine[~inside]] = code(
-                Evidence.numerical(
-                    f"stopped beside #{id}, outside its {_kind_of(region)}",
-                )
+            give(mine[inside], Evidence.of_proof(f"in the {_named(region)} #{id}"))
+            give(
+                mine[~inside],
+                Evidence.numerical(f"stopped beside #{id}, outside its {_kind_of(region)}"),
             )
         return codes, [str(g) for g in reasons]
 
