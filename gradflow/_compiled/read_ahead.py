@@ -5,7 +5,11 @@ A warm ``gradflow portrait`` loads about a dozen executables from the store
 one is mostly XLA's work outside the interpreter lock (about 35 ms for the 600 kB basin-map
 round).  :func:`read_ahead` starts loading them in a second thread as the command starts, while
 the main thread is still importing its libraries, so that each is ready, or on its way, when
-its program is first called (:func:`taken`).
+its program is first called (:func:`taken`).  The thread imports nothing: the modules that
+loading needs (JAX, its serialization and its backend) are imported before it starts.  Two threads that import
+the same modules at once can each be handed the other's half-initialized module, as Python's
+import locks break the cycle; while the main thread imported JAX, that failed a command with an
+``ImportError`` from NumPy.
 
 Which executables: those the last run of the same *job* (the command line's words) loaded or
 compiled, listed in ``<cache folder>/jobs/<sha256>.txt``, the sha256 of the job, of gradflow's
@@ -56,11 +60,21 @@ def read_ahead(job: str) -> threading.Thread | None:
     names = read_bytes(listed)
     worker = None
     if names is not None:
+        _prepare_loading()
         worker = threading.Thread(target=_load, args=(names.decode().split(), folder))
         worker.name, worker.daemon = "gradflow read-ahead", True
         worker.start()
     atexit.register(remember, job, worker)
     return worker
+
+
+def _prepare_loading() -> None:
+    """Import what loading an executable needs and start JAX's backend (which probes for
+    plugins by importing them), so that the thread imports nothing."""
+    import jax
+    import jax.experimental.serialize_executable  # noqa: F401
+
+    jax.devices()
 
 
 def job_list(job: str) -> Path | None:

@@ -6,6 +6,10 @@ read-ahead's per-process state emptied, against one cache folder."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import sympy as sp
@@ -83,3 +87,41 @@ def test_a_listed_file_that_is_gone_is_made_again(process) -> None:
     _, again, repeat = _run("job")
     assert (again.grad.loads, again.hessian.compiles) == (1, 1)
     np.testing.assert_allclose(repeat[1][:, 0, 0], 2.0, rtol=1e-15)
+
+
+SPY = """
+import importlib.abc, sys, threading
+
+imported_in_thread = []
+
+
+class Spy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if threading.current_thread() is not threading.main_thread():
+            imported_in_thread.append(name)
+        return None
+
+
+sys.meta_path.insert(0, Spy())
+from gradflow._compiled import read_ahead as ahead
+
+worker = ahead.read_ahead("job")
+import gradflow.systems.markov  # the main thread imports on, as a command does
+worker.join()
+loaded = sum(future.result() is not None for future in ahead._AHEAD.values())
+print(loaded, imported_in_thread)
+"""
+
+
+def test_the_read_ahead_thread_imports_nothing(process, tmp_path) -> None:
+    """In a fresh interpreter, the thread loads both listed executables without importing a
+    module: its imports would race the main thread's, which can hand either one a
+    half-initialized module (an ``ImportError`` that failed a command)."""
+    process()
+    _run("job")
+    ahead.remember("job")
+    env = {**os.environ, "GRADFLOW_CACHE_DIR": str(tmp_path / "cache")}
+    child = subprocess.run(
+        [sys.executable, "-c", SPY], env=env, capture_output=True, text=True, check=True
+    )
+    assert child.stdout == "2 []\n"
