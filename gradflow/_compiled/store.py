@@ -182,23 +182,24 @@ class StoredProgram:
     def _first_call(self, args: tuple[Any, ...], signature: tuple[Any, ...]) -> tuple[Any, Any]:
         """The executable of ``signature`` and its outputs on ``args``.
 
-        The outputs always come from the executable as the store holds it (read back from
-        its bytes, or read ahead from them, :mod:`gradflow._compiled.read_ahead`), so a later
-        process that loads it computes the same bits; where reading, loading or running it
-        fails, the file is removed and a fresh compile runs instead.
+        A fresh compile is written to the store and runs as compiled: its bytes hold the same
+        machine code, so a later process that loads them computes the same bits (tested), and
+        reading them back here would cost a cold run a quarter of a second.  Where reading,
+        loading or running a stored file fails, the file is removed and a fresh compile runs
+        instead.
         """
         import jax
 
         path = self._file(signature)
         ahead = None if path is None else taken(path)
         data = None if ahead is not None else read_bytes(path)
-        loaded = ahead is not None or data is not None
-        if not loaded:
+        if ahead is None and data is None:
             compiled = self._compile(args)
             data = serialized(compiled)
-            if data is None or path is None:
-                return compiled, compiled(*args)
-            write_atomically(path, data)
+            if data is not None and path is not None:
+                write_atomically(path, data)
+                used(path)
+            return compiled, compiled(*args)
         try:
             program = ahead if ahead is not None else deserialized(data)
             out = jax.block_until_ready(program(*args))
@@ -208,9 +209,8 @@ class StoredProgram:
                 path.unlink(missing_ok=True)
             compiled = self._compile(args)
             return compiled, compiled(*args)
-        if loaded:
-            self.loads += 1
-            jax.monitoring.record_event(LOAD_EVENT)
+        self.loads += 1
+        jax.monitoring.record_event(LOAD_EVENT)
         return program, out
 
     def _compile(self, args: tuple[Any, ...]) -> Any:
