@@ -17,6 +17,7 @@ from .cache import cache_dir
 
 __all__ = [
     "EXECUTABLES",
+    "bind_lapack",
     "deserialized",
     "hashed_file",
     "read_bytes",
@@ -66,20 +67,37 @@ def read_bytes(path: Path | None) -> bytes | None:
 
 def serialized(program: Any) -> bytes | None:
     """``program``'s executable as bytes, or ``None`` where it cannot be serialized (a
-    program holding constants)."""
+    program holding constants, or a host callback: the callback is a Python function of this
+    process, which JAX's serializer fails to pickle with an ``AttributeError``)."""
     from jax.experimental.serialize_executable import serialize
 
     try:
         return pickle.dumps(serialize(program))
-    except (ValueError, NotImplementedError, pickle.PicklingError, TypeError):
+    except (ValueError, NotImplementedError, pickle.PicklingError, TypeError, AttributeError):
         return None
 
 
 def deserialized(data: bytes) -> Any:
+    """The executable serialized in ``data``, loaded, with the CPU's LAPACK kernels bound
+    first (:func:`bind_lapack`)."""
     from jax.experimental.serialize_executable import deserialize_and_load
+
+    bind_lapack()
 
     payload, in_tree, out_tree = pickle.loads(data)
     return deserialize_and_load(payload, in_tree, out_tree)
+
+
+def bind_lapack() -> None:
+    """Bind the CPU's LAPACK kernels (JAX's own ``jax._src.lax.linalg.initialize_lapack``, as
+    its exported programs do before they run; idempotent).  An executable that solves,
+    factors or diagonalizes calls them by name, and JAX binds them only when it lowers such an
+    operation, which a loaded executable never does: a warm ``gradflow flow``, whose stored
+    trajectory program factors the implicit solver's Jacobian, crashed with a segmentation
+    fault without it."""
+    from jax._src.lax.linalg import initialize_lapack
+
+    initialize_lapack()
 
 
 def write_atomically(path: Path, data: bytes) -> None:

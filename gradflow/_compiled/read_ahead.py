@@ -6,7 +6,8 @@ one is mostly XLA's work outside the interpreter lock (about 35 ms for the 600 k
 round).  :func:`read_ahead` starts loading them in a second thread as the command starts, while
 the main thread is still importing its libraries, so that each is ready, or on its way, when
 its program is first called (:func:`taken`).  The thread imports nothing: the modules that
-loading needs (JAX, its serialization and its backend) are imported before it starts.  Two threads that import
+loading needs (JAX, its serialization, its backend and SciPy's LAPACK) are imported before it
+starts.  Two threads that import
 the same modules at once can each be handed the other's half-initialized module, as Python's
 import locks break the cycle; while the main thread imported JAX, that failed a command with an
 ``ImportError`` from NumPy.
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .files import (
+    bind_lapack,
     deserialized,
     hashed_file,
     read_bytes,
@@ -69,12 +71,14 @@ def read_ahead(job: str) -> threading.Thread | None:
 
 
 def _prepare_loading() -> None:
-    """Import what loading an executable needs and start JAX's backend (which probes for
-    plugins by importing them), so that the thread imports nothing."""
+    """Import what loading an executable needs, start JAX's backend (which probes for plugins
+    by importing them) and bind LAPACK (which imports SciPy's), so that the thread imports
+    nothing."""
     import jax
     import jax.experimental.serialize_executable  # noqa: F401
 
     jax.devices()
+    bind_lapack()
 
 
 def job_list(job: str) -> Path | None:

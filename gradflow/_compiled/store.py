@@ -47,6 +47,7 @@ from .files import (
 from .read_ahead import taken, used
 
 __all__ = [
+    "LIBRARIES",
     "LOAD_EVENT",
     "StoredProgram",
     "environment",
@@ -90,9 +91,14 @@ def kept_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
     return hashed_file(folder, [environment(), *parts], suffix)
 
 
+LIBRARIES = ("jax", "jaxlib", "numpy", "sympy", "diffrax", "equinox", "optimistix", "lineax")
+"""The libraries whose code is in the programs kept: a trajectory's program is diffrax's solver,
+with its root finder (optimistix) and linear solve (lineax), written with equinox."""
+
+
 def environment() -> str:
     """What every program depends on besides its own key: gradflow's source, the library
-    versions, ``XLA_FLAGS``, JAX's float64 mode and matmul precision, the compile options'
+    versions (:data:`LIBRARIES`), ``XLA_FLAGS``, JAX's float64 mode and matmul precision, the compile options'
     maker (a test that changes optimization levels replaces it) and the devices."""
     from importlib.metadata import version
 
@@ -103,7 +109,7 @@ def environment() -> str:
     devices = jax.devices()
     parts = [
         source_hash(),
-        *(f"{name} {version(name)}" for name in ("jax", "jaxlib", "numpy", "sympy")),
+        *(f"{name} {version(name)}" for name in LIBRARIES),
         os.environ.get("XLA_FLAGS", ""),
         f"x64 {jax.config.jax_enable_x64}",
         f"precision {jax.config.jax_default_matmul_precision}",

@@ -27,6 +27,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import solve_triangular
 
+from .._compiled.store import key_of, stored
 from .._evidence import Evidence
 from .._landscape.base import GradientField, padded_call
 from .._outcome import Outcome
@@ -400,15 +401,15 @@ def integrate(
     y0 = jnp.asarray(theta0, dtype=jnp.float64)
     save_ts = None if ts is None else jnp.asarray(ts, dtype=jnp.float64)
     budget = np.float64(options.gtol), np.float64(options.t_max)
-    shared = options.with_stop(gtol=1.0, t_max=1.0)
-    sol = _integrate_path(field, shared, y0, args, save_ts, *budget)
-    times, ys = np.asarray(sol.ts), np.asarray(sol.ys)
+    program = path_program(field, options.with_stop(gtol=1.0, t_max=1.0))
+    path_ts, path_ys, stats, _ = program(y0, args, save_ts, *budget)
+    times, ys = np.asarray(path_ts), np.asarray(path_ys)
     kept = np.isfinite(times)
     times, ys = times[kept], ys[kept]
-    if ts is not None and (times.size == 0 or times[-1] < float(sol.stats["t_stop"])):
-        times = np.append(times, float(sol.stats["t_stop"]))
-        ys = np.concatenate([ys, np.asarray(sol.stats["y_stop"])[None]])
-    status = Outcome(int(sol.stats["final_status"]))
+    if ts is not None and (times.size == 0 or times[-1] < float(stats["t_stop"])):
+        times = np.append(times, float(stats["t_stop"]))
+        ys = np.concatenate([ys, np.asarray(stats["y_stop"])[None]])
+    status = Outcome(int(stats["final_status"]))
     losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
     return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
 
@@ -426,40 +427,56 @@ def _path_losses(field: GradientField) -> Callable[[jax.Array, Any], jax.Array]:
     return jax.jit(jax.vmap(field.loss, in_axes=(0, None)))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _integrate_path(
-    field: GradientField,
-    options: FlowOptions,
-    y0: jax.Array,
-    args: Any,
-    ts: jax.Array | None,
-    gtol: jax.Array,
-    t_max: jax.Array,
-) -> diffrax.Solution:
-    import diffrax
-    import equinox as eqx
+@functools.cache
+def path_program(field: GradientField, options: FlowOptions) -> Callable[..., tuple[Any, ...]]:
+    """Jitted: one trajectory's recorded path, the program of :func:`integrate`.
 
-    if ts is None:
-        saveat = diffrax.SaveAt(t0=True, steps=True)
-    else:
-        saveat = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
-    start, steps = jnp.zeros(()), options.max_steps
-    sol = solve(field, options, y0, start, args, -jnp.inf, steps, saveat, True, gtol, t_max)
-    if ts is None:
-        path_ts, path_ys, stats = sol.ts, sol.ys, dict(sol.stats)
-        # the recorded steps are a prefix of the rows (the rest +inf): the last one is the end
-        end = path_ys[jnp.sum(jnp.isfinite(path_ts)) - 1]
-    else:
-        (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys
-        stats = dict(sol.stats, t_stop=stop_ts[-1], y_stop=stop_ys[-1])
-        path_ts = jnp.where(path_ts <= stop_ts[-1], path_ts, jnp.inf)
-        # the end is the last recorded time's state, or the stop's where it came after it
-        last = jnp.sum(jnp.isfinite(path_ts)) - 1
-        end = jnp.where((last < 0) | (path_ts[last] < stop_ts[-1]), stop_ys[-1], path_ys[last])
-    # the status of the end in this program, not one of its own per (field, options)
-    minus_inf = jnp.asarray(-jnp.inf, end.dtype)
-    stats["final_status"] = status_code(field, options, end, args, minus_inf, gtol, True, t_max)
-    return eqx.tree_at(lambda s: (s.ts, s.ys, s.stats), sol, (path_ts, path_ys, stats))
+    It maps ``(y0, args, ts, gtol, t_max)`` (``ts`` ``None`` for every accepted step) to the
+    recorded times and states (rows past the end ``+inf``), diffrax's statistics with the stop
+    (``t_stop``, ``y_stop``) and the end's ``final_status`` added, and diffrax's other outputs,
+    unused.  Those are returned all the same, as plain arrays (a solution object does not
+    serialize): without them XLA compiles the solver's loop otherwise, and the flow of
+    ``(1 − ab)² + (a² − b²)²/10`` from a point of the saddle's stable manifold ``b = −a``, which
+    the loop's arithmetic keeps bit for bit with them, left it for a minimum.  ``gtol`` and ``t_max``
+    are arguments, so ``options`` (with placeholders for them) and the field name the program.
+    Built once per field and options; its executable is kept between processes where the
+    field's programs are (:func:`gradflow._compiled.store.stored`), keyed by the options and the
+    field's key: tracing diffrax's implicit solver took 1.6 s of a warm ``gradflow flow``."""
+    import diffrax
+
+    def run(
+        y0: jax.Array, args: Any, ts: jax.Array | None, gtol: jax.Array, t_max: jax.Array
+    ) -> tuple[Any, ...]:
+        if ts is None:
+            saveat = diffrax.SaveAt(t0=True, steps=True)
+        else:
+            saveat = diffrax.SaveAt(subs=[diffrax.SubSaveAt(ts=ts), diffrax.SubSaveAt(t1=True)])
+        start, steps = jnp.zeros(()), options.max_steps
+        sol = solve(field, options, y0, start, args, -jnp.inf, steps, saveat, True, gtol, t_max)
+        if ts is None:
+            path_ts, path_ys, stats = sol.ts, sol.ys, dict(sol.stats)
+            # the recorded steps are a prefix of the rows (the rest +inf): the last one is the end
+            end = path_ys[jnp.sum(jnp.isfinite(path_ts)) - 1]
+        else:
+            (path_ts, stop_ts), (path_ys, stop_ys) = sol.ts, sol.ys
+            stats = dict(sol.stats, t_stop=stop_ts[-1], y_stop=stop_ys[-1])
+            path_ts = jnp.where(path_ts <= stop_ts[-1], path_ts, jnp.inf)
+            # the end is the last recorded time's state, or the stop's where it came after it
+            last = jnp.sum(jnp.isfinite(path_ts)) - 1
+            end = jnp.where((last < 0) | (path_ts[last] < stop_ts[-1]), stop_ys[-1], path_ys[last])
+        # the status of the end in this program, not one of its own per (field, options)
+        minus_inf = jnp.asarray(-jnp.inf, end.dtype)
+        stats["final_status"] = status_code(field, options, end, args, minus_inf, gtol, True, t_max)
+        unused = (sol.t0, sol.t1, sol.result == diffrax.RESULTS.successful, sol.event_mask)
+        return path_ts, path_ys, stats, unused
+
+    base = key_of(field)
+    key = (
+        None
+        if base is None or not isinstance(options.solver, str)
+        else lambda: f"trajectory path {options!r}\n{base()}"
+    )
+    return stored(jax.jit(run), key)
 
 
 @functools.cache

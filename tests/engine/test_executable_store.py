@@ -149,3 +149,46 @@ def test_threads_asking_for_a_new_program_at_once_make_it_once(store) -> None:
     x, y = POINTS[:, 0], POINTS[:, 1]
     for out in outs:
         np.testing.assert_array_equal(out, np.stack([2 * x, 12 * y**3], axis=1))
+
+
+LAPACK_CHILD = """
+import jax.monitoring
+import gradflow
+
+traced = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, duration, fun_name="", **kw: traced.append(fun_name)
+    if event == "/jax/core/compile/jaxpr_trace_duration" else None
+)
+path = gradflow.flow(gradflow.loss_model(LOSS).bind(), [1.0, 1.0])
+print(path.endpoint.tobytes().hex(), path.status.name, "run" in traced)
+"""
+
+
+def test_a_stored_trajectory_that_factors_runs_in_a_new_process(store) -> None:
+    """The Kvaerno5 trajectory of ``L = x²/2 + 2y² + xy/8`` factors the Jacobian of its Newton
+    steps with LAPACK, which JAX binds only while it lowers such a step.  A new process loads the
+    stored program without lowering it (it traces no path program) and ends where this one
+    did, bit for bit, at the minimum (0, 0) (it crashed with a segmentation fault when nothing
+    bound LAPACK first)."""
+    import os
+    import subprocess
+    import sys
+
+    import gradflow
+    from gradflow import Outcome
+
+    loss = "x**2/2 + 2*y**2 + x*y/8"
+    files = len(list(store.iterdir())) if store.exists() else 0
+    here = gradflow.flow(gradflow.loss_model(loss).bind(), [1.0, 1.0])
+    assert here.status is Outcome.CONVERGED and len(list(store.iterdir())) > files
+    np.testing.assert_allclose(here.endpoint, 0.0, atol=1e-6)
+    child = subprocess.run(
+        [sys.executable, "-c", f"LOSS = {loss!r}\n{LAPACK_CHILD}"],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.split() == [here.endpoint.tobytes().hex(), "CONVERGED", "False"]

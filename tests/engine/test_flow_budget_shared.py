@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 
+import jax.monitoring
 import jax.numpy as jnp
 import numpy as np
 
 import gradflow
-from gradflow._flow.integrate import _integrate_path
+from gradflow._flow.integrate import path_program
 
 
 def test_flows_with_other_budgets_and_tolerances_share_one_program() -> None:
@@ -19,16 +20,27 @@ def test_flows_with_other_budgets_and_tolerances_share_one_program() -> None:
     ``‖∇L‖ = ‖(x, 4y)‖`` first falls to it, at ``t ≈ ln 100 = 4.6`` (``x`` dominates by then).
     The three flows compile one program."""
     field = gradflow.GradientField.from_loss(lambda th, _: 0.5 * (th[0] ** 2 + 4 * th[1] ** 2))
-    before = _integrate_path._cache_size()
+    before, traces = path_program.cache_info(), []
+
+    def count(event: str, duration: float, fun_name: str = "", **kwargs) -> None:
+        if event == "/jax/core/compile/jaxpr_trace_duration" and fun_name == "run":
+            traces.append(duration)
+
     ends = []
-    for t_max, gtol in ((0.5, 1e-12), (1.0, 1e-12), (100.0, 1e-2)):
-        options = gradflow.FlowOptions(
-            solver="Tsit5",
-            controller=gradflow.PID(rtol=1e-10, atol=1e-12),
-            stop=gradflow.StopRule(gtol=gtol, t_max=t_max),
-        )
-        ends.append(gradflow.flow(field, jnp.ones(2), options))
-    assert _integrate_path._cache_size() == before + 1
+    jax.monitoring.register_event_duration_secs_listener(count)
+    try:
+        for t_max, gtol in ((0.5, 1e-12), (1.0, 1e-12), (100.0, 1e-2)):
+            options = gradflow.FlowOptions(
+                solver="Tsit5",
+                controller=gradflow.PID(rtol=1e-10, atol=1e-12),
+                stop=gradflow.StopRule(gtol=gtol, t_max=t_max),
+            )
+            ends.append(gradflow.flow(field, jnp.ones(2), options))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(count)
+    after = path_program.cache_info()
+    assert (after.misses, after.hits) == (before.misses + 1, before.hits + 2)
+    assert len(traces) == 1
     for path, t in zip(ends[:2], (0.5, 1.0)):
         assert path.status is gradflow.Outcome.NOT_CONVERGED
         assert path.time == t
