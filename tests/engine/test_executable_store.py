@@ -192,3 +192,34 @@ def test_a_stored_trajectory_that_factors_runs_in_a_new_process(store) -> None:
     )
     assert child.returncode == 0, child.stderr[-2000:]
     assert child.stdout.split() == [here.endpoint.tobytes().hex(), "CONVERGED", "False"]
+
+
+def test_the_root_search_and_the_newton_test_are_kept(store) -> None:
+    """The double well ``(x² − 1)² + y²``: Levenberg–Marquardt from (0.8, 0.3) and (−1.3,
+    −0.2) ends at its minima (±1, 0), and the Newton test of a stage accepts (1 + 10⁻⁶, 0) with
+    the limit (1, 0).  A second build of each program loads it and gives the same bits."""
+    from gradflow._critical.roots import _batched_root
+    from gradflow._flow.newton_finish import newton_finish
+
+    model = loss_model("(x**2 - 1)**2 + y**2").bind()
+    starts, scales = np.array([[0.8, 0.3], [-1.3, -0.2]]), np.ones(2)
+    free, pinned = np.ones(2, dtype=bool), np.zeros(2)
+    stage = FlowOptions(solver="Tsit5")
+    near = np.array([[1.0 + 1e-6, 0.0]])
+
+    def build() -> tuple[StoredProgram, StoredProgram, list[np.ndarray]]:
+        root = _batched_root.__wrapped__(model.field)
+        finish = newton_finish.__wrapped__(model.field, stage)
+        roots = np.asarray(root(starts, model.args, scales, free, pinned))
+        ok, limit = finish(near, model.args, -np.inf, 1e-8)
+        return root, finish, [roots, np.asarray(ok), np.asarray(limit)]
+
+    root, finish, first = build()
+    assert (root.compiles, finish.compiles) == (1, 1)
+    np.testing.assert_allclose(first[0], [[1.0, 0.0], [-1.0, 0.0]], atol=1e-12)
+    assert first[1].tolist() == [True]
+    np.testing.assert_allclose(first[2], [[1.0, 0.0]], atol=1e-12)
+    root, finish, again = build()
+    assert (root.loads, root.compiles, finish.loads, finish.compiles) == (1, 0, 1, 0)
+    for a, b in zip(first, again):
+        assert a.tobytes() == b.tobytes()
