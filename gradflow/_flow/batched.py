@@ -422,7 +422,9 @@ def _round_function(
     ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) with a
     PID controller runs as one batched program (:class:`BatchedRK`), gradient descent as
     another (:func:`~gradflow._flow.descent.descent_round`), any other solver through diffrax,
-    vectorized.
+    vectorized, its executable kept between processes where the field's programs are
+    (:func:`gradflow._compiled.store.stored`: a warm ``gradflow portrait --p 0.2 --q 0.85``
+    traced its Kvaerno5 round for 2 s).
     ``strict``: the stopping rule includes the escape test (a program of its own).
     """
     if options.descent:
@@ -443,7 +445,13 @@ def _round_function(
         code = jnp.where(running, -1, status_code(field, options, y, args, level, strict=strict))
         return y, t, jnp.zeros_like(dt0), sol.stats["num_steps"], code
 
-    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
+    base = key_of(field)
+    key = (
+        None
+        if base is None or not isinstance(options.solver, str)
+        else lambda: f"diffrax round {options!r} steps={steps} strict={strict}\n{base()}"
+    )
+    return stored(jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None))), key)
 
 
 @functools.cache

@@ -15,7 +15,7 @@ import sympy as sp
 from gradflow import PID, FlowOptions, StopRule, loss_model
 from gradflow._compiled.files import store_folder
 from gradflow._compiled.store import StoredProgram
-from gradflow._flow.batched import _explicit_round
+from gradflow._flow.batched import _explicit_round, _round_function
 from gradflow._landscape.scales import unit_field
 from gradflow._symbolic.compiled import compile_loss
 
@@ -223,3 +223,24 @@ def test_the_root_search_and_the_newton_test_are_kept(store) -> None:
     assert (root.loads, root.compiles, finish.loads, finish.compiles) == (1, 0, 1, 0)
     for a, b in zip(first, again):
         assert a.tobytes() == b.tobytes()
+
+
+def test_an_implicit_round_through_diffrax_is_kept(store) -> None:
+    """The vectorized Kvaerno5 round on ``L = x² + a·y²`` at a = 1: 30 steps from (1, 1) move
+    towards the minimum (both coordinates shrink, neither changes sign); a second build loads
+    the round and gives the same bits."""
+    model = loss_model("x**2 + a*y**2", None, ["a"]).bind(a=1.0)
+    field = unit_field(model.field)
+    starts, zeros = np.array([[1.0, 1.0]] * 4), np.zeros(4)
+    options = FlowOptions(solver="Kvaerno5", stop=StopRule(gtol=1e-8, max_steps=500))
+
+    def run() -> tuple[StoredProgram, np.ndarray]:
+        advance = _round_function.__wrapped__(field, options, 30, False)
+        y, *_ = advance(starts, zeros, zeros, (model.args, 1.0), -np.inf)
+        return advance, np.asarray(y)
+
+    first, y1 = run()
+    assert isinstance(first, StoredProgram) and first.compiles == 1
+    assert np.all((y1 > 0) & (y1 < 1))
+    again, y2 = run()
+    assert (again.loads, again.compiles) == (1, 0) and y1.tobytes() == y2.tobytes()
