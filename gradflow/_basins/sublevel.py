@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .._compiled.store import key_of, stored
+from .._compiled.store import stored_for
 from .._critical.attractors import AttractorIndex
 from .._critical.sets import CriticalSets, decision_level, global_min_level
 from .._landscape.base import GradientField, Landscape
@@ -93,9 +93,7 @@ def _segment_program(field: GradientField) -> Callable[..., jax.Array]:
 
         return jax.vmap(one)(starts, ends)
 
-    base = key_of(field)
-    key = None if base is None else lambda: f"segments below, {SEGMENT_SAMPLES} samples\n{base()}"
-    return stored(jax.jit(below), key)
+    return stored_for(jax.jit(below), field, f"segments below, {SEGMENT_SAMPLES} samples")
 
 
 def shortcut_level(critical: CriticalSets, scale: float) -> float | None:

@@ -55,6 +55,7 @@ __all__ = [
     "kept_file",
     "label",
     "stored",
+    "stored_for",
 ]
 
 LOAD_EVENT = "/gradflow/store/executable_loaded"
@@ -259,6 +260,19 @@ def _past_jax_cache() -> Iterator[None]:
         yield
     finally:
         _BYPASS.on = False
+
+
+def stored_for(
+    jitted: Callable[..., Any], field: Any, program: str, *, describable: bool = True
+) -> Callable[..., Any]:
+    """:func:`stored` for a program built from ``field`` (a loss, a gradient field) and
+    otherwise fully described by ``program`` (its kind, options, constants): kept where
+    ``field`` has a key (:func:`label`) and ``describable`` (false where the program depends on
+    something ``program`` cannot name, such as a solver given as an object)."""
+    base = key_of(field)
+    if base is None or not describable:
+        return jitted
+    return stored(jitted, lambda: f"{program}\n{base()}")
 
 
 def stored(jitted: Callable[..., Any], key: Key | None) -> Callable[..., Any]:

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._compiled.store import key_of, stored
+from .._compiled.store import stored_for
 from .._landscape.base import GradientField, Landscape
 from .._landscape.scales import loss_scales
 from .pieces import (
@@ -250,6 +250,6 @@ def _batched_root(field: GradientField) -> Callable[..., jax.Array]:
         y = jax.lax.while_loop(running, step, start)[0]
         return jnp.where(free, y, pinned)
 
-    base = key_of(field)
-    key = None if base is None else lambda: f"root search\n{base()}"
-    return stored(jax.jit(jax.vmap(one, in_axes=(0, None, 0, None, None))), key)
+    return stored_for(
+        jax.jit(jax.vmap(one, in_axes=(0, None, 0, None, None))), field, "root search"
+    )

@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._compiled.store import key_of, stored
+from .._compiled.store import stored_for
 from .._errors import GradflowError
 from .._landscape.base import GradientField, host_cast
 from .._outcome import Outcome
@@ -445,13 +445,10 @@ def _round_function(
         code = jnp.where(running, -1, status_code(field, options, y, args, level, strict=strict))
         return y, t, jnp.zeros_like(dt0), sol.stats["num_steps"], code
 
-    base = key_of(field)
-    key = (
-        None
-        if base is None or not isinstance(options.solver, str)
-        else lambda: f"diffrax round {options!r} steps={steps} strict={strict}\n{base()}"
-    )
-    return stored(jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None))), key)
+    named = isinstance(options.solver, str)
+    description = f"diffrax round {options!r} steps={steps} strict={strict}"
+    jitted = jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
+    return stored_for(jitted, field, description, describable=named)
 
 
 @functools.cache
@@ -473,10 +470,6 @@ def _explicit_round(
     def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
         return status_code(field, options, y, a[0], a[1], gtol=a[2], strict=strict)
 
-    base = key_of(field)
-    key = (
-        None
-        if base is None or not isinstance(options.solver, str)
-        else lambda: f"explicit round {options!r} steps={steps} strict={strict}\n{base()}"
-    )
-    return stored(rk.advance(vector_field, stop, steps), key)
+    named = isinstance(options.solver, str)
+    description = f"explicit round {options!r} steps={steps} strict={strict}"
+    return stored_for(rk.advance(vector_field, stop, steps), field, description, describable=named)

@@ -27,7 +27,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.scipy.linalg import solve_triangular
 
-from .._compiled.store import key_of, stored
+from .._compiled.store import stored_for
 from .._evidence import Evidence
 from .._landscape.base import GradientField, padded_call
 from .._outcome import Outcome
@@ -470,13 +470,8 @@ def path_program(field: GradientField, options: FlowOptions) -> Callable[..., tu
         unused = (sol.t0, sol.t1, sol.result == diffrax.RESULTS.successful, sol.event_mask)
         return path_ts, path_ys, stats, unused
 
-    base = key_of(field)
-    key = (
-        None
-        if base is None or not isinstance(options.solver, str)
-        else lambda: f"trajectory path {options!r}\n{base()}"
-    )
-    return stored(jax.jit(run), key)
+    named = isinstance(options.solver, str)
+    return stored_for(jax.jit(run), field, f"trajectory path {options!r}", describable=named)
 
 
 @functools.cache

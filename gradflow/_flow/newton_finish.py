@@ -37,7 +37,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .._compiled.store import key_of, stored
+from .._compiled.store import stored_for
 from .._landscape.base import GradientField
 from .._outcome import Outcome
 from .integrate import status_code
@@ -96,10 +96,6 @@ def newton_finish(field: GradientField, options: FlowOptions) -> Callable[..., A
         steady = code == int(Outcome.CONVERGED)
         return finite & quadratic & (mu > 0) & convex & steady, x
 
-    base = key_of(field)
-    key = (
-        None
-        if base is None or not isinstance(options.solver, str)
-        else lambda: f"Newton finish {options!r}\n{base()}"
-    )
-    return stored(jax.jit(jax.vmap(one, in_axes=(0, None, None, None))), key)
+    jitted = jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))
+    named = isinstance(options.solver, str)
+    return stored_for(jitted, field, f"Newton finish {options!r}", describable=named)

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from .._compiled.store import key_of, stored
+from .._compiled.store import stored_for
 from .._critical.sets import CriticalSet
 from .._flow.integrate import status_code
 from .._flow.options import FlowOptions, StopRule
@@ -155,9 +155,9 @@ def _ascent_path(field: GradientField, options: FlowOptions) -> Callable[..., tu
     def stop(y: jax.Array, args: Any) -> jax.Array:
         return status_code(ascent, options, y, args, -jnp.inf)
 
-    base = key_of(field)
-    key = None if base is None else lambda: f"ascent path {options!r}\n{base()}"
-    return stored(rk.path(field.grad, stop, options.max_steps), key)
+    return stored_for(
+        rk.path(field.grad, stop, options.max_steps), field, f"ascent path {options!r}"
+    )
 
 
 def _metric_at(model: Landscape, theta: np.ndarray) -> np.ndarray:
