@@ -7,10 +7,9 @@ round).  :func:`read_ahead` starts loading them in a second thread as the comman
 the main thread is still importing its libraries, so that each is ready, or on its way, when
 its program is first called (:func:`taken`).  The thread imports nothing: the modules that
 loading needs (JAX, its serialization, its backend and SciPy's LAPACK) are imported before it
-starts.  Two threads that import
-the same modules at once can each be handed the other's half-initialized module, as Python's
-import locks break the cycle; while the main thread imported JAX, that failed a command with an
-``ImportError`` from NumPy.
+starts.  Two threads that import the same modules at once can each be handed the other's
+half-initialized module, as Python's import locks break the cycle; while the main thread
+imported JAX, that failed a command with an ``ImportError`` from NumPy.
 
 Which executables: those the last run of the same *job* (the command line's words) loaded or
 compiled, listed in ``<cache folder>/jobs/<sha256>.txt``, the sha256 of the job, of gradflow's

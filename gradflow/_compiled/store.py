@@ -99,8 +99,9 @@ with its root finder (optimistix) and linear solve (lineax), written with equino
 
 def environment() -> str:
     """What every program depends on besides its own key: gradflow's source, the library
-    versions (:data:`LIBRARIES`), ``XLA_FLAGS``, JAX's float64 mode and matmul precision, the compile options'
-    maker (a test that changes optimization levels replaces it) and the devices."""
+    versions (:data:`LIBRARIES`), ``XLA_FLAGS``, JAX's float64 mode and matmul precision, the
+    compile options' maker (a test that changes optimization levels replaces it) and the
+    devices."""
     from importlib.metadata import version
 
     import jax

@@ -445,10 +445,9 @@ def _round_function(
         code = jnp.where(running, -1, status_code(field, options, y, args, level, strict=strict))
         return y, t, jnp.zeros_like(dt0), sol.stats["num_steps"], code
 
-    named = isinstance(options.solver, str)
     description = f"diffrax round {options!r} steps={steps} strict={strict}"
     jitted = jax.jit(jax.vmap(one, in_axes=(0, 0, 0, None, None)))
-    return stored_for(jitted, field, description, describable=named)
+    return stored_for(jitted, field, description, describable=options.by_name)
 
 
 @functools.cache
@@ -470,6 +469,6 @@ def _explicit_round(
     def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
         return status_code(field, options, y, a[0], a[1], gtol=a[2], strict=strict)
 
-    named = isinstance(options.solver, str)
     description = f"explicit round {options!r} steps={steps} strict={strict}"
-    return stored_for(rk.advance(vector_field, stop, steps), field, description, describable=named)
+    advance = rk.advance(vector_field, stop, steps)
+    return stored_for(advance, field, description, describable=options.by_name)

@@ -437,8 +437,9 @@ def path_program(field: GradientField, options: FlowOptions) -> Callable[..., tu
     unused.  Those are returned all the same, as plain arrays (a solution object does not
     serialize): without them XLA compiles the solver's loop otherwise, and the flow of
     ``(1 − ab)² + (a² − b²)²/10`` from a point of the saddle's stable manifold ``b = −a``, which
-    the loop's arithmetic keeps bit for bit with them, left it for a minimum.  ``gtol`` and ``t_max``
-    are arguments, so ``options`` (with placeholders for them) and the field name the program.
+    the loop's arithmetic keeps bit for bit with them, left it for a minimum.  ``gtol`` and
+    ``t_max`` are arguments, so ``options`` (with placeholders for them) and the field name the
+    program.
     Built once per field and options; its executable is kept between processes where the
     field's programs are (:func:`gradflow._compiled.store.stored`), keyed by the options and the
     field's key: tracing diffrax's implicit solver took 1.6 s of a warm ``gradflow flow``."""
@@ -470,8 +471,8 @@ def path_program(field: GradientField, options: FlowOptions) -> Callable[..., tu
         unused = (sol.t0, sol.t1, sol.result == diffrax.RESULTS.successful, sol.event_mask)
         return path_ts, path_ys, stats, unused
 
-    named = isinstance(options.solver, str)
-    return stored_for(jax.jit(run), field, f"trajectory path {options!r}", describable=named)
+    description = f"trajectory path {options!r}"
+    return stored_for(jax.jit(run), field, description, describable=options.by_name)
 
 
 @functools.cache

@@ -97,5 +97,5 @@ def newton_finish(field: GradientField, options: FlowOptions) -> Callable[..., A
         return finite & quadratic & (mu > 0) & convex & steady, x
 
     jitted = jax.jit(jax.vmap(one, in_axes=(0, None, None, None)))
-    named = isinstance(options.solver, str)
-    return stored_for(jitted, field, f"Newton finish {options!r}", describable=named)
+    description = f"Newton finish {options!r}"
+    return stored_for(jitted, field, description, describable=options.by_name)

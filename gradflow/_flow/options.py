@@ -220,6 +220,13 @@ class FlowOptions:
         return isinstance(self.solver, GradientDescent)
 
     @property
+    def by_name(self) -> bool:
+        """Whether the solver is given by its name, so that these options' ``repr`` names all
+        they do: a program built from them can be kept under that description
+        (:func:`gradflow._compiled.store.stored_for`)."""
+        return isinstance(self.solver, str)
+
+    @property
     def adaptive(self) -> bool:
         """Whether the controller is :class:`PID` (error-controlled steps)."""
         return isinstance(self.controller, PID)
