@@ -15,7 +15,14 @@ import jax
 import numpy as np
 
 from .._errors import GradflowError
-from .base import DEFAULT_BOUND, MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
+from .base import (
+    CALL_ENTRIES,
+    DEFAULT_BOUND,
+    MATRIX_CALL_SIZES,
+    GradientField,
+    Landscape,
+    padded_call,
+)
 
 __all__ = ["JaxLandscape"]
 
@@ -126,6 +133,12 @@ class JaxLandscape(Landscape):
         return np.asarray(self._at_point[0](np.asarray(theta, np.float64), self.fn_args))
 
     def point_hessian(self, theta: np.ndarray) -> np.ndarray:
+        """``∇²L`` at one point: through the batched Hessian (one program for both) where its
+        batch of :data:`MATRIX_CALL_SIZES` points fits in :data:`CALL_ENTRIES` numbers (up to
+        512 parameters), else a program of one point (a full model's Hessian padded to a
+        batch would cost one Hessian per padded point)."""
+        if MATRIX_CALL_SIZES[0] * self.dim**2 <= CALL_ENTRIES:
+            return self.hessian(theta)
         return np.asarray(self._at_point[1](np.asarray(theta, np.float64), self.fn_args))
 
     def loss(self, theta: Any) -> np.ndarray:

@@ -412,9 +412,6 @@ class BoundModel(Landscape):
     def point_grad(self, theta: np.ndarray) -> np.ndarray:
         return np.asarray(self.compiled.grad(np.asarray(theta, np.float64), self.h))
 
-    def point_hessian(self, theta: np.ndarray) -> np.ndarray:
-        return np.asarray(self.compiled.hessian(np.asarray(theta, np.float64), self.h))
-
     def invariant(self, name: str, theta: Any) -> np.ndarray:
         if name not in self.model.invariants:
             return Landscape.invariant(self, name, theta)
