@@ -21,6 +21,7 @@ from gradflow import (
     critical_sets,
     save_with_data,
 )
+from gradflow._compiled.store import StoredProgram
 
 x, y = sp.symbols("x y", real=True)
 k = sp.symbols("k", positive=True)
@@ -187,6 +188,28 @@ def test_hyperparameters_are_arguments_so_a_sweep_compiles_once() -> None:
         g = compiled.grad(theta, jnp.array([value]))
         np.testing.assert_allclose(g, [[4 * 0.3 * (0.09 - 1), 2 * value * -0.2]], atol=1e-14)
     assert compiled.grad._cache_size() == programs
+
+
+def test_a_points_hessian_and_a_batchs_come_from_one_program() -> None:
+    """``L = (x² − 1)² + k·x·y²``: ``∇²L = [[12x² − 4, 2ky], [2ky, 2kx]]``, at one point (the
+    root finders' path) and at 1, 16 and 40 points (three calls of 16), all from one compiled
+    Hessian program, and the same bits at a point either way."""
+    model = ReducedModel("xy-coupled well", (x, y), (x**2 - 1) ** 2 + k * x * y**2, (k,)).bind(
+        k=3.0
+    )
+    points = np.random.default_rng(3).uniform(-2, 2, size=(40, 2))
+    a, b = points[:, 0], points[:, 1]
+    expected = np.stack(
+        [np.stack([12 * a**2 - 4, 6 * b], -1), np.stack([6 * b, 6 * a], -1)], axis=-2
+    )
+    single = model.point_hessian(points[0])
+    np.testing.assert_allclose(single, expected[0], rtol=1e-14, atol=1e-14)
+    for n in (1, 16, 40):
+        np.testing.assert_allclose(model.hessian(points[:n]), expected[:n], rtol=1e-14, atol=1e-14)
+    assert single.tobytes() == model.hessian(points[:1])[0].tobytes()
+    hessian = model.compiled.hessian
+    stored = isinstance(hessian, StoredProgram)
+    assert (len(hessian._programs) if stored else hessian._cache_size()) == 1
 
 
 def test_gradient_descent_on_a_quadratic_is_the_exact_geometric_sequence() -> None:
