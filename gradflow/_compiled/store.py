@@ -178,6 +178,12 @@ class StoredProgram:
             self._programs[signature] = program
         return out
 
+    def _cache_size(self) -> int:
+        """The executables held, one per signature, as ``jax.jit``'s own ``_cache_size``
+        counts its compiled signatures (the jitted function's count stays 0 here: it never
+        runs a call of its own)."""
+        return len(self._programs)
+
     def __getattr__(self, name: str) -> Any:
         """The jitted function's other attributes (``lower``, ``eval_shape``, …)."""
         if name == "jitted":
