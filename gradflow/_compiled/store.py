@@ -51,6 +51,7 @@ __all__ = [
     "LOAD_EVENT",
     "StoredProgram",
     "environment",
+    "extended",
     "key_of",
     "kept_file",
     "label",
@@ -61,8 +62,10 @@ __all__ = [
 LOAD_EVENT = "/gradflow/store/executable_loaded"
 """The ``jax.monitoring`` event recorded each time an executable is loaded from the store."""
 
-Key = Callable[[], str]
-"""A program's key, computed on first use (a SymPy expression's ``srepr`` costs time)."""
+Key = Callable[[], "str | None"]
+"""A program's key, computed on first use (a SymPy expression's ``srepr`` costs time);
+``None`` where what the program computes cannot be named (a metric whose derivative JAX cannot
+trace): the program is then compiled in each process and not kept."""
 
 _LABELS: weakref.WeakKeyDictionary[Any, Key] = weakref.WeakKeyDictionary()
 
@@ -73,6 +76,17 @@ def label(obj: Any, key: Key | None) -> Any:
     if key is not None:
         _LABELS[obj] = functools.cache(key)
     return obj
+
+
+def extended(base: Key, part: str) -> Key:
+    """The key of a program made of ``part`` (its kind, its options) and what ``base`` names:
+    ``part`` and ``base()`` on two lines, or ``None`` where ``base()`` is."""
+
+    def key() -> str | None:
+        named = base()
+        return None if named is None else f"{part}\n{named}"
+
+    return key
 
 
 def key_of(obj: Any) -> Key | None:
@@ -191,7 +205,8 @@ class StoredProgram:
         return getattr(self.jitted, name)
 
     def _file(self, signature: tuple[Any, ...]) -> Path | None:
-        return kept_file(EXECUTABLES, [self._key(), repr(signature)], ".bin")
+        key = self._key()
+        return None if key is None else kept_file(EXECUTABLES, [key, repr(signature)], ".bin")
 
     def _first_call(self, args: tuple[Any, ...], signature: tuple[Any, ...]) -> tuple[Any, Any]:
         """The executable of ``signature`` and its outputs on ``args``.
@@ -279,7 +294,7 @@ def stored_for(
     base = key_of(field)
     if base is None or not describable:
         return jitted
-    return stored(jitted, lambda: f"{program}\n{base()}")
+    return stored(jitted, extended(base, program))
 
 
 def stored(jitted: Callable[..., Any], key: Key | None) -> Callable[..., Any]:

@@ -18,6 +18,7 @@ the integrators, basins, separatrices and portraits then run on it unchanged.
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._compiled.store import Key, key_of, label
 from .._errors import GradflowError
 from .base import MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 
@@ -35,6 +37,7 @@ __all__ = [
     "MetricLandscape",
     "in_metric",
     "metric_field",
+    "metric_key",
     "spd_solve",
     "velocity",
 ]
@@ -62,6 +65,53 @@ def metric_field(field: GradientField, metric: Metric) -> GradientField:
         return spd_solve(metric(theta, args).astype(g.dtype), g)
 
     return GradientField(loss=field.loss, grad=grad, metric=metric)
+
+
+def metric_key(field: GradientField, metric: Metric, dim: int, args: Any) -> Key | None:
+    """The key of the programs of :func:`metric_field`'s field, or ``None`` where ``field``
+    has none (:func:`gradflow._compiled.store.key_of`).
+
+    A metric is a JAX function (the induced one is written in Python around the full model's
+    embedding), so no expression names it; what it computes does.  The key is the base
+    field's and the jaxpr of ``jacfwd(metric)`` at a point of shape ``(dim,)``, in float32 and
+    in float64 (the basin map's first pass runs in float32), its constants by their bytes:
+    that is the metric and its derivative as the flow's programs compute them (an implicit
+    solver differentiates the field), after every custom derivative rule has been applied.
+    The jaxpr is written with the values of its literals and without any memory address
+    where the metric is plain JAX; a change to the embedding's code, a constant or a
+    hyperparameter's role changes it.  Computing it traces the metric's derivative (0.4 s for
+    the canonical model's induced metric), once per process, and only where a stored program
+    is asked for.  A metric whose derivative JAX cannot trace names nothing (the key gives
+    ``None``): its programs are compiled in each process.
+    """
+    base = key_of(field)
+    if base is None:
+        return None
+
+    def traced() -> str | None:
+        parts = []
+        for dtype in (np.float32, np.float64):
+            theta = jax.ShapeDtypeStruct((dim,), dtype)
+            cast = jax.tree.map(lambda x, d=dtype: jax.ShapeDtypeStruct(np.shape(x), d), args)
+            try:
+                closed = jax.make_jaxpr(jax.jacfwd(metric))(theta, cast)
+            except Exception:  # noqa: BLE001 - any metric JAX cannot differentiate: not kept
+                return None
+            parts.append(str(closed.jaxpr))
+            for c in closed.consts:
+                value = np.asarray(c)
+                digest = hashlib.sha256(value.tobytes()).hexdigest()
+                parts.append(f"{value.shape} {value.dtype} {digest}")
+        return "\n".join(parts)
+
+    def key() -> str | None:
+        named = base()
+        metric_part = traced()
+        if named is None or metric_part is None:
+            return None
+        return f"metric field, G⁻¹∇L\n{named}\n{metric_part}"
+
+    return key
 
 
 UNROLLED = 4
@@ -157,8 +207,12 @@ class MetricLandscape(Landscape):
 
     @property
     def field(self) -> GradientField:
-        """The flow's field: ``grad`` is ``G⁻¹∇L`` (see :func:`metric_field`)."""
-        return metric_field(self.base.field, self.metric)
+        """The flow's field: ``grad`` is ``G⁻¹∇L`` (see :func:`metric_field`), its programs
+        kept between processes where the base field's are (:func:`metric_key`)."""
+        field = metric_field(self.base.field, self.metric)
+        if key_of(field) is None:
+            label(field, metric_key(self.base.field, self.metric, self.base.dim, self.base.args))
+        return field
 
     @property
     def invariant_names(self) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._compiled.store import key_of, label
+from .._compiled.store import extended, key_of, label
 from .base import GradientField, Landscape
 
 __all__ = ["LATTICE_POINTS", "LossScales", "loss_scales", "unit_field"]
@@ -112,8 +112,9 @@ def _lattice(bounds: np.ndarray) -> np.ndarray:
 @functools.cache
 def unit_field(field: GradientField) -> GradientField:
     """The field of ``L/g``, called with arguments ``(args, g)``, in the metric of ``field``;
-    one per field, so that its integrators compile once.  A Euclidean field whose programs
-    are kept (:func:`gradflow._compiled.store.label`) passes its key on."""
+    one per field, so that its integrators compile once.  A field whose programs are kept
+    (:func:`gradflow._compiled.store.label`) passes its key on: a field in a metric has a key
+    only where it names the metric (:func:`gradflow._landscape.metric.metric_key`)."""
     metric = field.metric
     base = key_of(field)
     unit = GradientField(
@@ -121,4 +122,4 @@ def unit_field(field: GradientField) -> GradientField:
         grad=lambda theta, a: field.grad(theta, a[0]) / a[1],
         metric=None if metric is None else lambda theta, a: metric(theta, a[0]),
     )
-    return label(unit, None if base is None or metric is not None else lambda: f"unit\n{base()}")
+    return label(unit, None if base is None else extended(base, "unit"))

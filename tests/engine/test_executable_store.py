@@ -8,14 +8,17 @@ bypassed with ``__wrapped__``) against one store folder, as a second run of a sc
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import sympy as sp
 
-from gradflow import PID, FlowOptions, StopRule, loss_model
+from gradflow import PID, FlowOptions, GradientField, StopRule, in_metric, loss_model
 from gradflow._compiled.files import store_folder
 from gradflow._compiled.store import StoredProgram
 from gradflow._flow.batched import _explicit_round, _round_function
+from gradflow._landscape.metric import metric_key
 from gradflow._landscape.scales import unit_field
 from gradflow._symbolic.compiled import compile_loss
 
@@ -94,6 +97,69 @@ def test_an_integrator_round_is_kept_per_option(store) -> None:
     again, y2 = run(1e-6)
     assert (again.loads, again.compiles) == (1, 0) and y1.tobytes() == y2.tobytes()
     other, y3 = run(1e-7)
+    assert (other.loads, other.compiles) == (0, 1)
+    np.testing.assert_allclose(y3, 0.0, atol=1e-6)
+
+
+def _diagonal_metric(first: float, weights: np.ndarray | None = None):
+    """``G(θ) = diag(1 + first·x², 1)``, times ``diag(weights)`` where given (a constant the
+    function captures)."""
+
+    def metric(theta, h):
+        g = jnp.diag(jnp.stack([1.0 + first * theta[0] ** 2, jnp.ones_like(theta[0])]))
+        return g if weights is None else g * jnp.asarray(weights)
+
+    return metric
+
+
+def test_a_metric_is_named_by_what_it_computes() -> None:
+    """A metric's key is what it computes: the same metric written twice has one key; another
+    coefficient, or another value of a captured array, has another; a field without a key
+    (a JAX function's), or a metric computed on the host, gives none."""
+    field = loss_model("x**2 + a*y**2", None, ["a"]).bind(a=1.0).field
+    h = np.array([1.0])
+
+    def key(metric, of=field):
+        found = metric_key(of, metric, 2, h)
+        return None if found is None else found()
+
+    same = key(_diagonal_metric(1.0))
+    assert same == key(_diagonal_metric(1.0))
+    assert key(_diagonal_metric(2.0)) != same
+    ones, other = np.ones(2), np.array([1.0, 2.0])
+    assert key(_diagonal_metric(1.0, ones)) == key(_diagonal_metric(1.0, ones.copy()))
+    assert key(_diagonal_metric(1.0, other)) != key(_diagonal_metric(1.0, ones))
+    assert "0x" not in same
+    assert key(_diagonal_metric(1.0), of=GradientField.from_loss(lambda t, a: t @ t)) is None
+
+    def from_the_host(theta, h):
+        shape = jax.ShapeDtypeStruct((2, 2), theta.dtype)
+        return jax.pure_callback(lambda t: np.eye(2, dtype=t.dtype), shape, theta)
+
+    assert key(from_the_host) is None  # no derivative to trace: its programs are not kept
+
+
+def test_a_round_in_a_metric_is_kept_per_metric(store) -> None:
+    """The Tsit5 round of ``L = x² + a·y²`` in ``G = diag(1 + c·x², 1)``: the same metric built
+    again loads its program and gives the same bits, another ``c`` compiles; every flow ends at
+    the minimum (0, 0), where ``G⁻¹∇L = 0``."""
+    model = loss_model("x**2 + a*y**2", None, ["a"]).bind(a=1.0)
+    starts, zeros = np.array([[1.0, 1.0], [-0.5, 2.0]] * 2), np.zeros(4)
+    control, stop = PID(rtol=1e-6, atol=1e-9), StopRule(gtol=1.0, max_steps=500)
+    options = FlowOptions(solver="Tsit5", controller=control, stop=stop)
+
+    def run(first: float) -> tuple[StoredProgram, np.ndarray]:
+        field = in_metric(model, _diagonal_metric(first)).field
+        advance = _explicit_round.__wrapped__(unit_field(field), options, 500, False)
+        y, *_ = advance(starts, zeros, zeros, ((model.args, 1.0), -np.inf, 1e-8))
+        return advance, np.asarray(y)
+
+    first, y1 = run(1.0)
+    assert isinstance(first, StoredProgram) and first.compiles == 1
+    np.testing.assert_allclose(y1, 0.0, atol=1e-6)
+    again, y2 = run(1.0)
+    assert (again.loads, again.compiles) == (1, 0) and y1.tobytes() == y2.tobytes()
+    other, y3 = run(3.0)
     assert (other.loads, other.compiles) == (0, 1)
     np.testing.assert_allclose(y3, 0.0, atol=1e-6)
 
