@@ -82,7 +82,9 @@ def metric_key(field: GradientField, metric: Metric, dim: int, args: Any) -> Key
     hyperparameter's role changes it.  Computing it traces the metric's derivative (0.4 s for
     the canonical model's induced metric), once per process, and only where a stored program
     is asked for.  A metric whose derivative JAX cannot trace names nothing (the key gives
-    ``None``): its programs are compiled in each process.
+    ``None``): its programs are compiled in each process.  A metric that reads mutable Python
+    state while it is traced is outside what the key sees, as it is outside what ``jax.jit``'s
+    own cache of traces sees.
     """
     base = key_of(field)
     if base is None:
