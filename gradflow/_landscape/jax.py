@@ -16,11 +16,11 @@ import numpy as np
 
 from .._errors import GradflowError
 from .base import (
-    CALL_ENTRIES,
     DEFAULT_BOUND,
     MATRIX_CALL_SIZES,
     GradientField,
     Landscape,
+    fitting_sizes,
     padded_call,
 )
 
@@ -134,10 +134,10 @@ class JaxLandscape(Landscape):
 
     def point_hessian(self, theta: np.ndarray) -> np.ndarray:
         """``∇²L`` at one point: through the batched Hessian (one program for both) where its
-        batch of :data:`MATRIX_CALL_SIZES` points fits in :data:`CALL_ENTRIES` numbers (up to
-        512 parameters), else a program of one point (a full model's Hessian padded to a
+        batch of :data:`MATRIX_CALL_SIZES` points fits (:func:`fitting_sizes`: up to 512
+        parameters), else a program of one point (a full model's Hessian padded to a
         batch would cost one Hessian per padded point)."""
-        if MATRIX_CALL_SIZES[0] * self.dim**2 <= CALL_ENTRIES:
+        if fitting_sizes(MATRIX_CALL_SIZES, self.dim**2) == MATRIX_CALL_SIZES:
             return self.hessian(theta)
         return np.asarray(self._at_point[1](np.asarray(theta, np.float64), self.fn_args))
 

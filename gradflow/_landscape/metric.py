@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._compiled.store import Key, key_of, label
+from .._compiled.store import Key, extended, key_of, label
 from .._errors import GradflowError
 from .base import MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 
@@ -107,11 +107,10 @@ def metric_key(field: GradientField, metric: Metric, dim: int, args: Any) -> Key
         return "\n".join(parts)
 
     def key() -> str | None:
-        named = base()
         metric_part = traced()
-        if named is None or metric_part is None:
+        if metric_part is None:
             return None
-        return f"metric field, G⁻¹∇L\n{named}\n{metric_part}"
+        return extended(base, f"metric field, G⁻¹∇L\n{metric_part}")()
 
     return key
 
