@@ -15,14 +15,7 @@ import jax
 import numpy as np
 
 from .._errors import GradflowError
-from .base import (
-    DEFAULT_BOUND,
-    MATRIX_CALL_SIZES,
-    GradientField,
-    Landscape,
-    fitting_sizes,
-    padded_call,
-)
+from .base import DEFAULT_BOUND, MATRIX_CALL_SIZES, GradientField, Landscape, padded_call
 
 __all__ = ["JaxLandscape"]
 
@@ -133,12 +126,9 @@ class JaxLandscape(Landscape):
         return np.asarray(self._at_point[0](np.asarray(theta, np.float64), self.fn_args))
 
     def point_hessian(self, theta: np.ndarray) -> np.ndarray:
-        """``∇²L`` at one point: through the batched Hessian (one program for both) where its
-        batch of :data:`MATRIX_CALL_SIZES` points fits (:func:`fitting_sizes`: up to 512
-        parameters), else a program of one point (a full model's Hessian padded to a
-        batch would cost one Hessian per padded point)."""
-        if fitting_sizes(MATRIX_CALL_SIZES, self.dim**2) == MATRIX_CALL_SIZES:
-            return self.hessian(theta)
+        """``∇²L`` at one point, through a program of one point: a JAX loss may be a full
+        model, whose Hessian padded to the batch of :data:`MATRIX_CALL_SIZES` points would
+        cost one Hessian per padded point."""
         return np.asarray(self._at_point[1](np.asarray(theta, np.float64), self.fn_args))
 
     def loss(self, theta: Any) -> np.ndarray:
