@@ -116,8 +116,6 @@ def environment() -> str:
     versions (:data:`LIBRARIES`), ``XLA_FLAGS``, JAX's float64 mode and matmul precision, the
     compile options' maker (a test that changes optimization levels replaces it) and the
     devices."""
-    from importlib.metadata import version
-
     import jax
     from jax._src import compiler
 
@@ -125,7 +123,7 @@ def environment() -> str:
     devices = jax.devices()
     parts = [
         source_hash(),
-        *(f"{name} {version(name)}" for name in LIBRARIES),
+        *_library_versions(),
         os.environ.get("XLA_FLAGS", ""),
         f"x64 {jax.config.jax_enable_x64}",
         f"precision {jax.config.jax_default_matmul_precision}",
@@ -134,6 +132,16 @@ def environment() -> str:
         *(f"{d.id} {d.device_kind}" for d in devices),
     ]
     return "\n".join(parts)
+
+
+@functools.cache
+def _library_versions() -> tuple[str, ...]:
+    """``"jax 0.10.2"``, … for each of :data:`LIBRARIES`, read once per process (reading a
+    package's metadata costs about half a millisecond, and the libraries a process has loaded
+    do not change while it runs)."""
+    from importlib.metadata import version
+
+    return tuple(f"{name} {version(name)}" for name in LIBRARIES)
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
