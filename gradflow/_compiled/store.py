@@ -145,8 +145,9 @@ def _library_versions() -> tuple[str, ...]:
 
 
 def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """The call's argument tree and each leaf's shape, dtype and weak type, or ``None`` where
-    a leaf is a tracer (the program is being traced into another: no executable to run)."""
+    """The call's argument tree and each leaf's shape, dtype (a ``numpy.dtype``, whose
+    ``repr`` names it in the program's file) and weak type, or ``None`` where a leaf is a
+    tracer (the program is being traced into another: no executable to run)."""
     import jax
 
     leaves, tree = jax.tree.flatten(args)
@@ -155,10 +156,10 @@ def _signature(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if isinstance(leaf, jax.core.Tracer):
             return None
         if isinstance(leaf, np.ndarray):
-            described.append((leaf.shape, str(leaf.dtype), False))
+            described.append((leaf.shape, leaf.dtype, False))
         else:
             aval = jax.typeof(leaf)
-            described.append((aval.shape, str(aval.dtype), aval.weak_type))
+            described.append((aval.shape, aval.dtype, aval.weak_type))
     return (str(tree), *described)
 
 
