@@ -131,7 +131,7 @@ def padded_call(
     chunks of the largest power of two that fits, four points at a time for the Hessian of a
     full model of 825 weights (512 of them asked XLA for 160 GB).
     """
-    sizes = _fitting_sizes(CALL_SIZES if sizes is None else sizes, max(dim, math.prod(tail)))
+    sizes = _fitting(CALL_SIZES if sizes is None else sizes, max(dim, math.prod(tail)))
     arr = np.asarray(theta, dtype=np.float64)
     flat = arr.reshape(-1, dim)
     n = flat.shape[0]
@@ -145,7 +145,7 @@ def padded_call(
     return np.concatenate(out)[:n].reshape(arr.shape[:-1] + tail)
 
 
-def _fitting_sizes(sizes: tuple[int, ...], per_point: int) -> tuple[int, ...]:
+def _fitting(sizes: tuple[int, ...], per_point: int) -> tuple[int, ...]:
     """The ``sizes`` whose calls hold at most :data:`CALL_ENTRIES` numbers of ``per_point``
     each, or the largest power of two that does."""
     fit = max(1, CALL_ENTRIES // per_point)
