@@ -18,8 +18,9 @@ The file is named by the sha256 of everything the result depends on:
   JAX's settings (:func:`gradflow._compiled.store.environment`).
 
 A change in any of them is another file: a miss, never a wrong answer.  Nothing is kept once a
-symbolic step of the process has run out of its budget (:func:`budgeted_file`): what was
-computed then may have taken a fallback that a faster machine would not.  Only a
+symbolic step of the process has run out of its budget
+(:func:`gradflow._symbolic.kept.budgeted_file`): what was computed then may have taken a
+fallback that a faster machine would not.  Only a
 :class:`~gradflow.BoundModel` of a :class:`~gradflow.ReducedModel` itself is kept, since any
 other landscape (a loss written in JAX, a subclass) has code the key cannot see.  A file that
 cannot be read is computed again and rewritten; one that cannot be written is skipped.
@@ -28,18 +29,14 @@ cannot be read is computed again and rewritten; one that cannot be written is sk
 from __future__ import annotations
 
 import dataclasses
-import pickle
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from .._compiled.files import write_atomically
-from .._compiled.store import kept_file
 from .._landscape.base import Landscape
-from .._symbolic.budget import any_ran_out, symbolic_seconds
+from .._symbolic.kept import kept_value, written
 from .._symbolic.model import BoundModel, ReducedModel
 from .sets import CriticalSets
 
@@ -54,33 +51,11 @@ def kept(
 ) -> CriticalSets:
     """``compute()``, read from the cache folder where an earlier process computed the critical
     sets of the same model, values, box and ``options`` (hashable plain values), else computed
-    and written there."""
+    and written there (:func:`gradflow._symbolic.kept.kept_value`)."""
     parts = _parts(landscape, options)
-    path = None if parts is None else budgeted_file("critical", parts, ".pickle")
-    if path is None:
+    if parts is None:
         return compute()
-    try:
-        found = pickle.loads(path.read_bytes())
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
-        found = None
-    if isinstance(found, CriticalSets):
-        return found
-    made = compute()
-    if not any_ran_out():
-        write_atomically(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
-    return made
-
-
-def budgeted_file(folder: str, parts: Sequence[str], suffix: str) -> Path | None:
-    """:func:`~gradflow._compiled.store.kept_file` for a result that symbolic steps under a
-    time budget feed (SymPy's solves, interval forms, proofs): named by the budget too
-    (:func:`~gradflow._symbolic.budget.symbolic_seconds`), and ``None`` once a step of this
-    process has run out of its budget (:func:`~gradflow._symbolic.budget.any_ran_out`), since a
-    result that took a fallback depends on the machine's speed.  Check ``any_ran_out()`` again
-    before writing what was computed meanwhile."""
-    if any_ran_out():
-        return None
-    return kept_file(folder, [f"symbolic budget {symbolic_seconds()!r} s", *parts], suffix)
+    return kept_value("critical", parts, compute, CriticalSets)
 
 
 def _parts(landscape: Landscape, options: tuple[Any, ...]) -> list[str] | None:
@@ -105,7 +80,7 @@ def described(value: Any) -> str | None:
     :data:`UNREAD`; ``None`` where some part is none of these (a function, an arbitrary
     object), which the key cannot see into."""
     if isinstance(value, sp.Basic):
-        return sp.srepr(value)
+        return written(value)
     if value is None or isinstance(value, str | bool | int | float):
         return repr(value)
     if isinstance(value, Mapping):

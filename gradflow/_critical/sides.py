@@ -19,24 +19,22 @@ a float: a decision level that is the constant itself, rounded up, fails; the ca
 model's ``L(0, w) = H(π)``, the loss of its line ``e = 0`` of critical points).  A loss that is
 not constant on the hyperplane is not tried.  The symbolic step runs once per model, values and
 level, within the symbolic time budget, and its answer is kept in the cache folder
-(``<cache folder>/sides/<sha256>.json``), so that a warm run does no SymPy.
+(``<cache folder>/sides/<sha256>.pickle``), so that a warm run does no SymPy.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
 
-from .._compiled.files import write_atomically
 from .._landscape.base import Landscape
 from .._outcome import Kind
-from .._symbolic.budget import OutOfTime, any_ran_out, within
+from .._symbolic.budget import OutOfTime, within
+from .._symbolic.kept import kept_value, written
 from .._symbolic.model import BoundModel
 from .attractors import AttractorIndex
-from .kept import budgeted_file
 from .sets import decided
 
 __all__ = ["SCREEN_POINTS", "Sides", "of_index", "sides"]
@@ -113,25 +111,22 @@ def sides(
 
 def _floors(landscape: BoundModel, level: float) -> list[tuple[int, float]]:
     """``(i, L on θ_i = 0)`` for the coordinates on whose hyperplane the loss is a constant at
-    least ``level``, kept in the cache folder (:func:`gradflow._critical.kept.budgeted_file`)."""
+    least ``level``, kept in the cache folder (:func:`gradflow._symbolic.kept.kept_value`)."""
     parts = [
-        sp.srepr(landscape.model.loss),
+        written(landscape.model.loss),
         repr(sorted(landscape.values.items())),
         repr(float(level)),
     ]
-    path = budgeted_file("sides", parts, ".json")
-    if path is not None:
+
+    def found() -> list[tuple[int, float]]:
         try:
-            return [(int(i), float(v)) for i, v in json.loads(path.read_text())]
-        except (OSError, ValueError, TypeError):
-            pass
-    try:
-        found = within("the loss on the coordinate hyperplanes", _constant_floors, landscape, level)
-    except OutOfTime:
-        return []
-    if path is not None and not any_ran_out():
-        write_atomically(path, json.dumps(found).encode())
-    return found
+            return within(
+                "the loss on the coordinate hyperplanes", _constant_floors, landscape, level
+            )
+        except OutOfTime:
+            return []
+
+    return kept_value("sides", parts, found, list)
 
 
 def _constant_floors(landscape: BoundModel, level: float) -> list[tuple[int, float]]:

@@ -34,17 +34,16 @@ import zipfile
 from dataclasses import dataclass
 
 import numpy as np
-import sympy as sp
 
 from .._compiled.files import write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
 from .._symbolic.budget import OutOfTime, any_ran_out
+from .._symbolic.kept import budgeted_file, written
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
 from .interval_system import bound_system
-from .kept import budgeted_file
 
 __all__ = ["SEGMENTS", "Tube", "tube"]
 
@@ -163,12 +162,12 @@ def _kept(
     :data:`SEGMENTS` and :data:`RADIUS`, and gradflow's source with the library versions
     (:func:`gradflow._compiled.store.environment`), and the symbolic steps' time budget; a change
     in any of them is another file, and nothing is kept once a symbolic step of the process has
-    run out of its budget (:func:`gradflow._critical.kept.budgeted_file`).
+    run out of its budget (:func:`gradflow._symbolic.kept.budgeted_file`).
     Building the interval form of ``∇²L`` from SymPy costs about a second per process, which
     every warm run of a map paid again.  ``GRADFLOW_CACHE_DIR=""`` (no cache folder) proves
     every time; a file that cannot be read is proven again and rewritten."""
     parts = [
-        sp.srepr(landscape.model.loss),
+        written(landscape.model.loss),
         repr(sorted(landscape.values.items())),
         repr([landscape.bound(n) for n in landscape.param_names]),
         point.tobytes().hex(),
@@ -198,9 +197,9 @@ def _kept(
     arrays = {"proven": made is not None}
     if made is not None:
         arrays |= {f.name: np.asarray(getattr(made, f.name)) for f in dataclasses.fields(made)}
-    written = io.BytesIO()
-    np.savez(written, **arrays)
-    write_atomically(path, written.getvalue())
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomically(path, buffer.getvalue())
     return made
 
 

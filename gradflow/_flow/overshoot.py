@@ -22,6 +22,7 @@ import sympy as sp
 
 from .._critical.interval_system import _clean
 from .._landscape.base import Landscape
+from .._symbolic.kept import kept_value, written
 from .._symbolic.lowering import lambdify_numpy
 from .._symbolic.model import BoundModel, ReducedModel
 from .options import PID, FlowOptions
@@ -37,9 +38,18 @@ def _surfaces(model: ReducedModel) -> Callable[..., np.ndarray] | None:
     """The arguments of the ``Abs`` in ``∇L`` (written without spurious signs: ``y·sign(y)`` is
     ``|y|``) whose zero set no ``sign`` or ``Heaviside`` of ``∇L`` jumps across, as one NumPy
     function of ``(θ, h)``, or ``None`` where there are none: there ``∇L`` is continuous and
-    only the Hessian jumps (a kink across which ``∇L`` jumps is the sliding flow's)."""
-    params = list(model.params)
-    grad = [_clean(sp.diff(model.loss, s), params) for s in params]
+    only the Hessian jumps (a kink across which ``∇L`` jumps is the sliding flow's).  The
+    arguments are kept between processes (:func:`gradflow._symbolic.kept.kept_value`)."""
+    parts = [sp.srepr(model.params), written(model.loss)]
+    args = kept_value("surfaces", parts, lambda: _abs_arguments(model.params, model.loss), list)
+    if not args:
+        return None
+    return lambdify_numpy([*model.params, *model.hyperparams], args)
+
+
+def _abs_arguments(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> list[sp.Expr]:
+    """The arguments of :func:`_surfaces`, worked out in SymPy."""
+    grad = [_clean(sp.diff(loss, s), params) for s in params]
     jumps = {atom.args[0] for g in grad for atom in g.atoms(sp.sign, sp.Heaviside)}
     args = []
     for g in grad:
@@ -47,9 +57,7 @@ def _surfaces(model: ReducedModel) -> Callable[..., np.ndarray] | None:
             arg = atom.args[0]
             if arg.free_symbols & set(params) and arg not in args and arg not in jumps:
                 args.append(arg)
-    if not args:
-        return None
-    return lambdify_numpy([*params, *model.hyperparams], args)
+    return args
 
 
 def crossed(landscape: Landscape, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ import sympy as sp
 
 from .._compiled.store import Key, label, stored
 from .._landscape.base import GradientField
+from .kept import written
 from .lowering import check_lowering, lambdify_jax
 from .stabilize import stabilize
 
@@ -164,7 +165,7 @@ def compile_loss(
     def key(part: str, expr: Any = loss) -> Key:
         """The key of a program of this loss: the symbols and the written ``expr`` (the
         stable form, the gradient and the removable singularities follow from it)."""
-        return lambda: f"compile_loss {part}\n{sp.srepr(symbols)}\n{sp.srepr(expr)}"
+        return lambda: f"compile_loss {part}\n{sp.srepr(symbols)}\n{written(expr)}"
 
     field = label(GradientField(loss=loss_fn, grad=grad_fn), key("field"))
     return CompiledLoss(

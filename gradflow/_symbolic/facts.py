@@ -37,6 +37,7 @@ import sympy as sp
 from .budget import OutOfTime, budgeted_cache, within
 from .functions import LogAddExp, LogSigmoid, Sigmoid, Softplus
 from .interval import complex_enclosure
+from .kept import kept_value, written
 
 __all__ = [
     "NONSMOOTH_FUNCTIONS",
@@ -354,6 +355,9 @@ def jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[tuple[str, ...]
     ``2w``, zero at ``w = 0``; ``d|x|/dx = sign(x)`` jumps by 2).  A piecewise gradient, or a
     jump SymPy cannot decide, counts as a jump.
 
+    The answer is kept between processes (:func:`gradflow._symbolic.kept.kept_value`): a warm
+    command does no SymPy for it.
+
     Returns:
         The loss's non-smooth terms (as strings) whose kink makes ``∇L`` jump, sorted; every
         non-smooth term where the budget ran out.
@@ -375,10 +379,14 @@ def jumps(params: tuple[sp.Symbol, ...], loss: sp.Expr) -> tuple[tuple[str, ...]
             str(term) for term in terms if any(_same_kink(kink_function(term), k) for k in kinks)
         )
 
-    try:
-        return within("SymPy's test of where ∇L jumps", decided), None
-    except OutOfTime as out:
-        return tuple(str(term) for term in terms), f"{out}: every kink is taken for a jump of ∇L"
+    def found() -> tuple[tuple[str, ...], str | None]:
+        try:
+            return within("SymPy's test of where ∇L jumps", decided), None
+        except OutOfTime as out:
+            every = tuple(str(term) for term in terms)
+            return every, f"{out}: every kink is taken for a jump of ∇L"
+
+    return kept_value("jumps", [sp.srepr(params), written(loss)], found, tuple)
 
 
 def _continuous_across(g: sp.Expr, step: sp.Expr) -> bool:
