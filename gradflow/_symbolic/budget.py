@@ -42,6 +42,7 @@ __all__ = [
     "OutOfTime",
     "any_ran_out",
     "budgeted_cache",
+    "collection_paused",
     "symbolic_seconds",
     "within",
 ]
@@ -139,7 +140,7 @@ def within(what: str, fn: Callable[..., T], *args: Any, seconds: float | None = 
     budget = symbolic_seconds() if seconds is None else float(seconds)
     step = _Step(what, fn, args)
     start = time.monotonic()
-    with _collection_paused():
+    with collection_paused():
         step.start()
         clock = _thread_clock(step)
         try:
@@ -249,8 +250,10 @@ _PAUSES_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Automatic garbage collection off while any step runs (as it was before, after the last).
+def collection_paused() -> Iterator[None]:
+    """Automatic garbage collection off while any step runs (as it was before, after the last);
+    reentrant, and shared by every thread (the command line's imports pause it too,
+    :func:`gradflow.cli._setup.imports_frozen`).
 
     A collection that a step's allocations trigger runs in the step's thread, with the ``gc``
     callbacks (JAX registers one); the stop raised there would land in a callback or in a

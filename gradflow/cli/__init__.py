@@ -8,13 +8,14 @@ exits with status 130 and leaves no partial file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata
 import sys
 from collections.abc import Sequence
 
 from ._interrupt import EXIT_INTERRUPTED, interruptible
 from ._registry import COMMANDS
-from ._setup import fewer_collections, freeze_at_exit
+from ._setup import fewer_collections, freeze_at_exit, imports_frozen
 
 __all__ = ["COMMANDS", "main", "parser"]
 
@@ -27,11 +28,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     The process's objects are frozen when it exits, so that its shutdown does not walk them
     (:func:`~gradflow.cli._setup.freeze_at_exit`).  Run as the process's command (``argv``
     ``None``), it reads ahead the executables the last run of the same words loaded
-    (:mod:`gradflow._compiled.read_ahead`); called from Python with ``argv``, it does not (the
-    process may run many commands)."""
+    (:mod:`gradflow._compiled.read_ahead`) and freezes what its imports create
+    (:func:`~gradflow.cli._setup.imports_frozen`); called from Python with ``argv``, it does
+    neither (the process may run many commands, and its objects are the caller's)."""
     held: list[argparse.Namespace] = []
     freeze_at_exit()
-    with interruptible(lambda: _interrupted(held)), fewer_collections():
+    frozen = imports_frozen() if argv is None else contextlib.nullcontext()
+    with interruptible(lambda: _interrupted(held)), fewer_collections(), frozen:
         words = list(sys.argv[1:] if argv is None else argv)
         return _main(words, held, ahead=argv is None)
 

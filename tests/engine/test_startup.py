@@ -230,6 +230,28 @@ def test_a_command_freezes_the_objects_only_when_the_interpreter_exits() -> None
     assert done.stdout.splitlines()[-2:] == ["after main 0", "at exit True"]
 
 
+def test_the_process_s_own_command_freezes_what_its_imports_create() -> None:
+    """Run as the process's command, ``main`` imports each new module with the collector paused
+    and freezes what it made: after it, the modules it loaded are in the permanent generation
+    (``gc.get_freeze_count()``), the collector is on again
+    and ``import`` is Python's own; a module loaded after it is not frozen.  Called from Python
+    with ``argv`` (the test above), nothing is frozen."""
+    code = (
+        "import builtins, gc, sys\n"
+        "original = builtins.__import__\n"
+        "sys.argv = ['gradflow', 'models']\n"
+        "from gradflow.cli import main\n"
+        "assert 'gradflow.cli.models' not in sys.modules\n"
+        "main()\n"
+        "frozen = gc.get_freeze_count()\n"
+        "import fractions\n"
+        "print(frozen > 1000, gc.isenabled(), builtins.__import__ is original)\n"
+        "print(gc.get_freeze_count() == frozen)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines()[-2:] == ["True True True", "True"]
+
+
 def test_a_command_collects_garbage_less_often_and_restores_the_thresholds(monkeypatch) -> None:
     """During a command the youngest generation's threshold is ``GC_YOUNGEST``; after it (also
     after a refused argument) the caller's thresholds are back."""
