@@ -226,16 +226,15 @@ def test_a_command_freezes_the_objects_only_when_the_interpreter_exits() -> None
         "main(['models'])\n"
         "print('after main', gc.get_freeze_count())\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines()[-2:] == ["after main 0", "at exit True"]
+    assert _last_two_lines(code) == ["after main 0", "at exit True"]
 
 
 def test_the_process_s_own_command_freezes_what_its_imports_create() -> None:
     """Run as the process's command, ``main`` imports each new module with the collector paused
     and freezes what it made: after it, the modules it loaded are in the permanent generation
-    (``gc.get_freeze_count()``), the collector is on again
-    and ``import`` is Python's own; a module loaded after it is not frozen.  Called from Python
-    with ``argv`` (the test above), nothing is frozen."""
+    (``gc.get_freeze_count()``), the collector is on again and ``import`` is Python's own; a
+    module loaded after it is not frozen.  Called from Python with ``argv`` (the test above),
+    nothing is frozen."""
     code = (
         "import builtins, gc, sys\n"
         "original = builtins.__import__\n"
@@ -248,8 +247,13 @@ def test_the_process_s_own_command_freezes_what_its_imports_create() -> None:
         "print(frozen > 1000, gc.isenabled(), builtins.__import__ is original)\n"
         "print(gc.get_freeze_count() == frozen)\n"
     )
+    assert _last_two_lines(code) == ["True True True", "True"]
+
+
+def _last_two_lines(code: str) -> list[str]:
+    """The last two lines ``python -c CODE`` prints, in a fresh interpreter."""
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.splitlines()[-2:] == ["True True True", "True"]
+    return done.stdout.splitlines()[-2:]
 
 
 def test_a_command_collects_garbage_less_often_and_restores_the_thresholds(monkeypatch) -> None:
