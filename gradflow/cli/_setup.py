@@ -52,18 +52,21 @@ def imports_frozen() -> Iterator[None]:
     A command imports JAX, SymPy, SciPy, matplotlib and gradflow's own modules as it goes:
     hundreds of thousands of objects that live as long as the process, which the collections
     their own allocations set off walked again and again (0.15–0.20 s of the warm main job's
-    0.16–0.24 s of collection; 3–8 ms of collection are left, docs/performance.md).  Imports of modules already loaded pass
-    straight through.  The garbage the command made before an import is frozen with it, at most a
-    generation's worth per new module, and released with the process.  For the process's own
-    command only (:func:`gradflow.cli.main` without ``argv``): a Python caller's objects are
-    never frozen.
+    0.16–0.24 s of collection; 3–9 ms are left, docs/performance.md).  Imports of modules
+    already loaded pass straight through, and so do the imports a new module makes (its
+    thread's outermost new import pauses and freezes once).  What the command made before a new
+    import is frozen with it, the cyclic garbage among it included, and released with the
+    process.  For the process's own command only (:func:`gradflow.cli.main` without
+    ``argv``): a Python caller's objects are never frozen.
     """
     import builtins
     import gc
+    import threading
 
     from .._symbolic.budget import collection_paused
 
     original = builtins.__import__
+    inside = threading.local()
 
     def importing(
         name: str,
@@ -72,11 +75,15 @@ def imports_frozen() -> Iterator[None]:
         fromlist: Sequence[str] = (),
         level: int = 0,
     ) -> object:
-        if _absolute(name, globals, level) in sys.modules:
+        if getattr(inside, "new", False) or _absolute(name, globals, level) in sys.modules:
             return original(name, globals, locals, fromlist, level)
-        with collection_paused():
-            module = original(name, globals, locals, fromlist, level)
-            gc.freeze()
+        inside.new = True
+        try:
+            with collection_paused():
+                module = original(name, globals, locals, fromlist, level)
+                gc.freeze()
+        finally:
+            inside.new = False
         return module
 
     builtins.__import__ = importing
