@@ -27,20 +27,16 @@ parallel to an axis, a set of higher dimension or a loss without an interval for
 
 from __future__ import annotations
 
-import dataclasses
-import io
 import weakref
-import zipfile
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._compiled.files import write_atomically
 from .._errors import GradflowError
 from .._landscape.base import Landscape
 from .._landscape.scales import loss_scales
-from .._symbolic.budget import OutOfTime, any_ran_out
-from .._symbolic.kept import budgeted_file, written
+from .._symbolic.budget import OutOfTime
+from .._symbolic.kept import kept_value, written
 from .._symbolic.model import BoundModel
 from .branch_bound import Search
 from .interval_system import bound_system
@@ -155,7 +151,8 @@ def _kept(
     landscape: BoundModel, point: np.ndarray, free: int, span: tuple[float, float]
 ) -> Tube | None:
     """:func:`_proven`, read from the cache folder where an earlier process proved the same
-    tube, else proven and written there (``<cache folder>/tubes/<sha256>.npz``).
+    tube, else proven and written there (``<cache folder>/tubes/<sha256>.pickle``,
+    :func:`gradflow._symbolic.kept.kept_value`).
 
     The file is named by the sha256 of everything the proof depends on: the loss's SymPy
     expression, its hyperparameters' values and parameter ranges, the line's point and span,
@@ -173,34 +170,7 @@ def _kept(
         point.tobytes().hex(),
         repr((free, span, SEGMENTS, RADIUS)),
     ]
-    path = budgeted_file("tubes", parts, ".npz")
-    if path is None:
-        return _proven(landscape, point, free, span)
-    try:
-        with np.load(path) as data:
-            if not data["proven"]:
-                return None
-            return Tube(
-                tuple(int(i) for i in data["normal"]),
-                int(data["free"]),
-                data["value"],
-                data["edges"],
-                data["kappa"],
-                data["mixed"],
-                float(data["radius"]),
-            )
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
-        pass
-    made = _proven(landscape, point, free, span)
-    if any_ran_out():
-        return made
-    arrays = {"proven": made is not None}
-    if made is not None:
-        arrays |= {f.name: np.asarray(getattr(made, f.name)) for f in dataclasses.fields(made)}
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    write_atomically(path, buffer.getvalue())
-    return made
+    return kept_value("tubes", parts, lambda: _proven(landscape, point, free, span))
 
 
 _PROVEN: weakref.WeakKeyDictionary[Landscape, dict[tuple, Tube | None]] = (
