@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -95,12 +96,14 @@ def imports_frozen() -> Iterator[None]:
 
 def _absolute(name: str, globals: dict | None, level: int) -> str:
     """The absolute name of ``import``'s ``name`` at ``level`` (``from ..a import b``: level 2)
-    in the module whose globals are ``globals``."""
+    in the module whose globals are ``globals`` (``importlib.util.resolve_name``); ``name``
+    itself where it does not resolve (the import then fails as Python's own would)."""
     if not level:
         return name
-    package = (globals or {}).get("__package__") or ""
-    base = package.rsplit(".", level - 1)[0]
-    return f"{base}.{name}" if name else base
+    try:
+        return importlib.util.resolve_name("." * level + name, (globals or {}).get("__package__"))
+    except (ImportError, ValueError):
+        return name
 
 
 @contextmanager
