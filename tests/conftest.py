@@ -6,10 +6,12 @@ import contextlib
 import gc
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from gradflow.cli._setup import GC_YOUNGEST, _gradflow_cache, with_xla_flags
 
@@ -54,6 +56,19 @@ def kept_cache() -> str:
     test runs keep their compiled programs for the next run, beside the command line's own
     cache (``gradflow/jax``), which tests never touch."""
     return str(_gradflow_cache() / "tests-xla")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--xla-report N``: after the run, the N call sites whose programs took the most
+    seconds to build (tracing, lowering and XLA's compile, summed over the workers), to find
+    where a cold run's time goes (docs/performance.md, "Tests")."""
+    parser.addoption(
+        "--xla-report",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the N call sites whose XLA programs took longest to build",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -118,6 +133,15 @@ def _empty_if_full(folder: str) -> None:
 
 BACKEND_EVENT = "/jax/core/compile/backend_compile_duration"
 """Recorded by JAX for every program handed to XLA: compiled, or loaded from its cache."""
+BUILD_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    BACKEND_EVENT,
+)
+"""The three steps of building a program that JAX times: tracing it to a jaxpr, lowering the
+jaxpr to MLIR, and XLA's compile (or its load from JAX's cache)."""
+REPO = Path(__file__).resolve().parent.parent
+"""The project's folder: a call site is the first frame of its code below JAX's."""
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 """Recorded by JAX for every program loaded from its persistent compilation cache."""
 
@@ -130,6 +154,10 @@ class ProgramCount:
     compiled: int = 0
     cached: int = 0
     stored: int = 0
+    sites: dict[str, list[float]] | None = None
+    """With ``--xla-report``: per call site, the programs built there (compiled, or loaded
+    from JAX's cache) and the seconds spent tracing, lowering and compiling them (each step's
+    wall time in its thread)."""
 
     def listen(self) -> None:
         """Count from now on, through ``jax.monitoring`` (each backend program, minus those
@@ -143,16 +171,50 @@ class ProgramCount:
             elif event == LOAD_EVENT:
                 self.stored += 1
 
-        def on_duration(event: str, seconds: float, **_: object) -> None:
+        def on_duration(event: str, seconds: float, **kwargs: object) -> None:
             if event == BACKEND_EVENT:
                 self.compiled += 1
+            if self.sites is not None and event in BUILD_EVENTS:
+                site = self.sites.setdefault(call_site(kwargs.get("fun_name")), [0, 0.0])
+                site[0] += event == BACKEND_EVENT
+                site[1] += seconds
 
         jax.monitoring.register_event_listener(on_event)
         jax.monitoring.register_event_duration_secs_listener(on_duration)
+        self._listeners = (on_event, on_duration)
 
-    def add(self, other: dict[str, int]) -> None:
+    def stop(self) -> None:
+        """Count no more (the listeners of :meth:`listen` removed)."""
+        on_event, on_duration = self._listeners
+        jax.monitoring.unregister_event_listener(on_event)
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+
+    def add(self, other: dict[str, Any]) -> None:
         for name, value in other.items():
-            setattr(self, name, getattr(self, name) + value)
+            if name != "sites":
+                setattr(self, name, getattr(self, name) + value)
+            elif value is not None:
+                for site, (programs, seconds) in value.items():
+                    mine = self.sites.setdefault(site, [0, 0.0])
+                    mine[0] += programs
+                    mine[1] += seconds
+
+
+def call_site(name: object) -> str:
+    """``file:function (name)`` of the innermost frame of the project's own code that is
+    building a program (the program's function ``name``, as tracing names it; lowering and
+    compiling name it ``jit(name)``): the engine's call, not JAX's machinery nor the store of
+    executables, which only passes a program on."""
+    name = str(name).removeprefix("jit(").removesuffix(")")
+    frame = sys._getframe(2)
+    while frame is not None:
+        path = Path(frame.f_code.co_filename)
+        if path.is_relative_to(REPO) and ".venv" not in path.parts:
+            relative = path.relative_to(REPO)
+            if relative.as_posix() not in ("gradflow/_compiled/store.py", "tests/conftest.py"):
+                return f"{relative.as_posix()}:{frame.f_code.co_name} ({name})"
+        frame = frame.f_back
+    return f"outside the project ({name})"
 
 
 _PROGRAMS = pytest.StashKey[ProgramCount]()
@@ -162,7 +224,7 @@ _PROGRAMS = pytest.StashKey[ProgramCount]()
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Each process of the run (the controller without xdist, each xdist worker) counts the
     programs it builds."""
-    count = ProgramCount()
+    count = ProgramCount(sites={} if session.config.getoption("xla_report") else None)
     count.listen()
     session.config.stash[_PROGRAMS] = count
 
@@ -171,7 +233,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """A worker hands its count to the controller (xdist's ``workeroutput``)."""
     output = getattr(session.config, "workeroutput", None)
     if output is not None:
-        output["xla_programs"] = vars(session.config.stash[_PROGRAMS])
+        output["xla_programs"] = asdict(session.config.stash[_PROGRAMS])
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -187,11 +249,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     more shows: ``XLA programs: N compiled, M from JAX's persistent cache, K executables from
     gradflow's store``."""
     count = terminalreporter.config.stash.get(_PROGRAMS, None)
-    if count is not None:
-        terminalreporter.write_line(
-            f"XLA programs: {count.compiled} compiled, {count.cached} from JAX's persistent "
-            f"cache, {count.stored} executables from gradflow's store"
+    if count is None:
+        return
+    if count.sites:
+        top = sorted(count.sites.items(), key=lambda item: -item[1][1])
+        shown = top[: terminalreporter.config.getoption("xla_report")]
+        total = sum(seconds for _, seconds in count.sites.values())
+        terminalreporter.write_sep(
+            "=", f"building XLA programs: {total:.0f} s in all, by call site"
         )
+        for site, (programs, seconds) in shown:
+            terminalreporter.write_line(f"{seconds:8.1f} s {int(programs):5d} programs  {site}")
+    terminalreporter.write_line(
+        f"XLA programs: {count.compiled} compiled, {count.cached} from JAX's persistent "
+        f"cache, {count.stored} executables from gradflow's store"
+    )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
