@@ -141,7 +141,7 @@ BUILD_EVENTS = (
 """The three steps of building a program that JAX times: tracing it to a jaxpr, lowering the
 jaxpr to MLIR, and XLA's compile (or its load from JAX's cache)."""
 REPO = Path(__file__).resolve().parent.parent
-"""The project's folder: a call site is the first frame of its code below JAX's."""
+"""The project's folder: :func:`call_site` names the innermost frame of the code under it."""
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 """Recorded by JAX for every program loaded from its persistent compilation cache."""
 
