@@ -285,7 +285,9 @@ def programs_that_run_long() -> Iterator[None]:
     where level 0 halves the compile time but doubles the run time.  Not where compiling
     dominates: 300 training steps of a transformer take longer in all at level 3.
 
-    Floating-point semantics are the same at every level (no fast-math).  A program already
+    Floating-point semantics are the same at every level (no fast-math), but the levels may
+    fuse multiplications and additions differently, so results agree to rounding, not always
+    bit for bit.  A program already
     compiled keeps its level; one compiled here keeps level 3 in later tests.  Where JAX's
     compiler module no longer has ``get_compile_options`` (a private function) the block
     changes nothing."""

@@ -56,14 +56,14 @@ __all__ = [
 
 
 def default_basin_options() -> tuple[FlowOptions, FlowOptions]:
-    """Tsit5 first (cheap steps), then Kvaerno5 for the members whose 2,000-step budget ran out
-    (stiff regions).  Measured in ``docs/performance.md``."""
+    """Tsit5 first (cheap steps), then the Rosenbrock method Rodas4 for the members whose
+    2,000-step budget ran out (stiff regions).  Measured in ``docs/performance.md``."""
     return (
         FlowOptions(
             solver="Tsit5", controller=PID(rtol=1e-6, atol=1e-9), stop=StopRule(max_steps=2_000)
         ),
         FlowOptions(
-            solver="Kvaerno5", controller=PID(rtol=1e-6, atol=1e-9), stop=StopRule(max_steps=20_000)
+            solver="Rodas4", controller=PID(rtol=1e-6, atol=1e-9), stop=StopRule(max_steps=20_000)
         ),
     )
 

@@ -36,7 +36,6 @@ from .descent import descent_round
 from .integrate import solve, status_code
 from .newton_finish import newton_finish
 from .options import FlowOptions
-from .rk import BatchedRK, StepControl, tableau_of
 
 __all__ = ["FlowEndpoints", "integrate_batch", "prepare_rounds", "small_tails"]
 
@@ -419,18 +418,19 @@ def _round_function(
     step the member tries next, which the next round starts from (0 from a diffrax round, which
     restarts its step-size control), ``steps`` counting rejected steps too (a member
     whose steps are all rejected, as at a blow-up, must still spend its budget), with status
-    ``-1`` for members that are still running.  An explicit pair (``Tsit5``, ``Dopri5``) with a
-    PID controller runs as one batched program (:class:`BatchedRK`), gradient descent as
-    another (:func:`~gradflow._flow.descent.descent_round`), any other solver through diffrax,
+    ``-1`` for members that are still running.  A solver gradflow integrates itself
+    (:meth:`FlowOptions.batched_integrator`: an explicit pair or ``Rodas4``, with a PID
+    controller) runs as one batched program, gradient descent as another
+    (:func:`~gradflow._flow.descent.descent_round`), any other solver through diffrax,
     vectorized, its executable kept between processes where the field's programs are
     (:func:`gradflow._compiled.store.stored`: a warm ``gradflow portrait --p 0.2 --q 0.85``
-    traced its Kvaerno5 round for 2 s).
+    traced a Kvaerno5 round for 2 s).
     ``strict``: the stopping rule includes the escape test (a program of its own).
     """
     if options.descent:
         return descent_round(field, options, steps, strict)
-    if options.adaptive and tableau_of(options.solver) is not None:
-        advance = _explicit_round(field, options.with_stop(gtol=1.0), steps, strict)
+    if options.batched_integrator() is not None:
+        advance = _own_round(field, options.with_stop(gtol=1.0), steps, strict)
         gtol = options.gtol
         return lambda y0, t0, dt0, args, level: advance(y0, t0, dt0, (args, level, gtol))
 
@@ -451,17 +451,17 @@ def _round_function(
 
 
 @functools.cache
-def _explicit_round(
+def _own_round(
     field: GradientField, options: FlowOptions, steps: int, strict: bool
 ) -> Callable[..., tuple[jax.Array, ...]]:
-    """The :class:`BatchedRK` round of an explicit pair, with the steady-state tolerance an
+    """The round of gradflow's own integrator of ``options``
+    (:meth:`FlowOptions.batched_integrator`), with the steady-state tolerance an
     argument (the last of ``(args, level, gtol)``), not a constant: stages that differ only in
     ``gtol`` (a basin map's float64 pass and its loose pass along the basins' edges) share one
     traced and compiled program.  Its compiled executable is kept between processes where
     the field's programs are (:func:`gradflow._compiled.store.stored`), keyed by the options,
     ``steps``, ``strict`` and the field's key."""
-    tableau = tableau_of(options.solver)
-    rk = BatchedRK(tableau, StepControl(options.rtol, options.atol), options.t_max)
+    integrator = options.batched_integrator()
 
     def vector_field(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
         return -field.grad(y, a[0])
@@ -469,6 +469,6 @@ def _explicit_round(
     def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
         return status_code(field, options, y, a[0], a[1], gtol=a[2], strict=strict)
 
-    description = f"explicit round {options!r} steps={steps} strict={strict}"
-    advance = rk.advance(vector_field, stop, steps)
+    description = f"own round {options!r} steps={steps} strict={strict}"
+    advance = integrator.advance(vector_field, stop, steps)
     return stored_for(advance, field, description, describable=options.by_name)

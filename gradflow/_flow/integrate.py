@@ -43,8 +43,10 @@ __all__ = [
     "Trajectory",
     "diverged",
     "escaping",
+    "hermite",
     "integrate",
     "metric_frame",
+    "own_path_program",
     "pytree_field",
     "solve",
     "status_code",
@@ -399,19 +401,109 @@ def integrate(
     """
     options = options or FlowOptions()
     y0 = jnp.asarray(theta0, dtype=jnp.float64)
-    save_ts = None if ts is None else jnp.asarray(ts, dtype=jnp.float64)
     budget = np.float64(options.gtol), np.float64(options.t_max)
-    program = path_program(field, options.with_stop(gtol=1.0, t_max=1.0))
-    path_ts, path_ys, stats, _ = program(y0, args, save_ts, *budget)
+    placeholders = options.with_stop(gtol=1.0, t_max=1.0)
+    if options.solver == "Rodas4":
+        times, ys, status = _own_path(field, placeholders, y0, args, ts, budget)
+    else:
+        times, ys, status = _diffrax_path(field, placeholders, y0, args, ts, budget)
+    losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
+    return Trajectory(ts=times, thetas=ys, losses=losses, status=Outcome(status))
+
+
+def _own_path(
+    field: GradientField,
+    options: FlowOptions,
+    y0: jax.Array,
+    args: Any,
+    ts: np.ndarray | None,
+    budget: tuple[np.float64, np.float64],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`integrate` on gradflow's own Rosenbrock integrator (:func:`own_path_program`):
+    every accepted step, or the path at ``ts`` by the cubic Hermite interpolant of the steps
+    around each time (:func:`hermite`, the interpolant diffrax gives its implicit solvers),
+    then the stop.  The explicit pairs' single trajectories stay on diffrax, whose own
+    interpolant of ``Tsit5`` (order 4) records ``ts`` more accurately than a cubic."""
+    ys, fs, times, n, code = own_path_program(field, options)(y0, args, *budget)
+    n = int(n)
+    ys, fs, times = np.asarray(ys)[: n + 1], np.asarray(fs)[: n + 1], np.asarray(times)[: n + 1]
+    status = int(Outcome.NOT_CONVERGED) if int(code) < 0 else int(code)
+    if ts is None:
+        return times, ys, status
+    wanted = np.asarray(ts, dtype=np.float64)
+    wanted = wanted[wanted <= times[-1]]
+    path_ts, path_ys = wanted, hermite(times, ys, fs, wanted)
+    if path_ts.size == 0 or path_ts[-1] < times[-1]:
+        path_ts, path_ys = np.append(path_ts, times[-1]), np.concatenate([path_ys, ys[-1:]])
+    return path_ts, path_ys, status
+
+
+def hermite(times: np.ndarray, ys: np.ndarray, fs: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The cubic Hermite interpolant of a recorded path at the times ``at`` (shape ``(m,)``,
+    within ``[times[0], times[-1]]``): on each step ``[tₖ, tₖ₊₁]`` the cubic with the states
+    ``yₖ, yₖ₊₁`` and derivatives ``fₖ, fₖ₊₁`` at its ends (third order, as diffrax's
+    ``ThirdOrderHermitePolynomialInterpolation``).  ``times`` shape ``(n,)``, ascending;
+    ``ys`` and ``fs`` shape ``(n, dim)``; returns shape ``(m, dim)``."""
+    if times.size == 1:
+        return np.repeat(ys, at.size, axis=0)
+    k = np.clip(np.searchsorted(times, at, side="right") - 1, 0, times.size - 2)
+    h = (times[k + 1] - times[k])[:, None]
+    s = (at - times[k])[:, None] / h
+    h00, h10 = (1 + 2 * s) * (1 - s) ** 2, s * (1 - s) ** 2
+    h01, h11 = s * s * (3 - 2 * s), s * s * (s - 1)
+    return h00 * ys[k] + h10 * h * fs[k] + h01 * ys[k + 1] + h11 * h * fs[k + 1]
+
+
+def _diffrax_path(
+    field: GradientField,
+    options: FlowOptions,
+    y0: jax.Array,
+    args: Any,
+    ts: np.ndarray | None,
+    budget: tuple[np.float64, np.float64],
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """:func:`integrate` through diffrax (:func:`path_program`): every solver but ``Rodas4``."""
+    save_ts = None if ts is None else jnp.asarray(ts, dtype=jnp.float64)
+    path_ts, path_ys, stats, _ = path_program(field, options)(y0, args, save_ts, *budget)
     times, ys = np.asarray(path_ts), np.asarray(path_ys)
     kept = np.isfinite(times)
     times, ys = times[kept], ys[kept]
     if ts is not None and (times.size == 0 or times[-1] < float(stats["t_stop"])):
         times = np.append(times, float(stats["t_stop"]))
         ys = np.concatenate([ys, np.asarray(stats["y_stop"])[None]])
-    status = Outcome(int(stats["final_status"]))
-    losses = padded_call(_path_losses(field), ys, ys.shape[-1], (), args, PATH_SIZES)
-    return Trajectory(ts=times, thetas=ys, losses=losses, status=status)
+    return times, ys, int(stats["final_status"])
+
+
+@functools.cache
+def own_path_program(
+    field: GradientField, options: FlowOptions
+) -> Callable[..., tuple[jax.Array, ...]]:
+    """Jitted: one trajectory's recorded path on gradflow's own integrator of ``options``
+    (:meth:`FlowOptions.batched_integrator`, :meth:`~gradflow._flow.rk.BatchedIntegrator.path`),
+    with the stop rule of :func:`status_code` and its escape test (``strict``).
+
+    It maps ``(y0, args, gtol, t_max)`` to the path's states, field values and times (shapes
+    ``(max_steps + 1, dim)`` and ``(max_steps + 1,)``, rows past the end ``+inf``), the number
+    of accepted steps and the stop's :class:`Outcome` code (``-1``: the step budget ran out).
+    ``gtol`` and ``t_max`` are arguments, so ``options`` (with placeholders for them) and the
+    field name the program, which is kept between processes where the field's programs are
+    (:func:`gradflow._compiled.store.stored`)."""
+    integrator = options.batched_integrator()
+
+    def vector_field(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
+        return -field.grad(y, a[0])
+
+    def stop(y: jax.Array, a: tuple[Any, jax.Array, jax.Array]) -> jax.Array:
+        minus_inf = jnp.asarray(-jnp.inf, y.dtype)
+        return status_code(field, options, y, a[0], minus_inf, a[1], True, a[2])
+
+    path = integrator.path(vector_field, stop, options.max_steps)
+
+    def run(y0: jax.Array, args: Any, gtol: jax.Array, t_max: jax.Array) -> tuple[Any, ...]:
+        return path(y0, (args, gtol, t_max), t_max)
+
+    description = f"own trajectory path {options!r}"
+    return stored_for(jax.jit(run), field, description, describable=options.by_name)
 
 
 PATH_SIZES = tuple(64 << k for k in range(11))

@@ -27,6 +27,8 @@ from .._errors import GradflowError
 if TYPE_CHECKING:
     import diffrax
 
+    from .rk import BatchedIntegrator
+
 __all__ = ["SOLVERS", "ConstantStep", "FlowOptions", "GradientDescent", "PID", "StopRule"]
 
 SOLVERS = (
@@ -42,8 +44,10 @@ SOLVERS = (
     "Kvaerno4",
     "Kvaerno5",
     "ImplicitEuler",
+    "Rodas4",
 )
-"""The diffrax ODE solvers :class:`FlowOptions` takes by name."""
+"""The ODE solvers :class:`FlowOptions` takes by name: diffrax's, and ``Rodas4``, gradflow's
+own Rosenbrock method for stiff flows (:data:`gradflow._flow.rosenbrock.RODAS4`), the default."""
 
 
 def _positive(**values: float) -> None:
@@ -171,12 +175,15 @@ class FlowOptions:
 
     Attributes:
         solver: a diffrax solver, the name of one (:data:`SOLVERS`: the same solver, with
-            diffrax imported only when it integrates), or :class:`GradientDescent`.  The
-            explicit pairs ``Tsit5`` and ``Dopri5`` with a :class:`PID` controller run on
-            :class:`gradflow._flow.rk.BatchedRK` in batches, every other solver through
-            diffrax.  The default, the implicit ``Kvaerno5``, handles stiff flows (near the
-            canonical model's global-minimum curve the Hessian eigenvalues reach -30 and an
-            explicit solver stalls at its stability limit).
+            diffrax imported only when it integrates), ``"Rodas4"``, or
+            :class:`GradientDescent`.  With a :class:`PID` controller the explicit pairs
+            ``Tsit5`` and ``Dopri5`` run on gradflow's own
+            :class:`~gradflow._flow.rk.BatchedRK` and ``Rodas4`` on its
+            :class:`~gradflow._flow.rosenbrock.BatchedRosenbrock`, one trajectory or a batch;
+            every other solver runs through diffrax.  The default, the L-stable Rosenbrock
+            method ``Rodas4``, handles stiff flows (near the canonical model's global-minimum
+            curve the Hessian eigenvalues reach -30 and an explicit solver stalls at its
+            stability limit); it takes a :class:`PID` controller only.
         controller: :class:`PID` or :class:`ConstantStep`; ``None`` (the default) is
             ``PID()`` (``rtol = 1e-7``, ``atol = 1e-9``) for an ODE solver and stays ``None``
             for :class:`GradientDescent`, which has its step.
@@ -186,11 +193,12 @@ class FlowOptions:
     ``options.stop.gtol``, ``options.rtol`` is ``options.controller.rtol``).
 
     Raises:
-        GradflowError: an unknown solver name, a controller given to gradient descent, or a :class:`PID` controller's tolerances read under another
-            controller.
+        GradflowError: an unknown solver name, a controller given to gradient descent, a
+            :class:`ConstantStep` given to ``Rodas4``, or a :class:`PID` controller's
+            tolerances read under another controller.
     """
 
-    solver: str | diffrax.AbstractSolver | GradientDescent = "Kvaerno5"
+    solver: str | diffrax.AbstractSolver | GradientDescent = "Rodas4"
     controller: PID | ConstantStep | None = None
     stop: StopRule = field(default_factory=StopRule)
 
@@ -206,6 +214,11 @@ class FlowOptions:
         if not self.descent and not isinstance(self.controller, (PID, ConstantStep)):
             raise GradflowError(
                 f"controller {self.controller!r}: give PID(rtol, atol) or ConstantStep(dt)"
+            )
+        if self.solver == "Rodas4" and not self.adaptive:
+            raise GradflowError(
+                f"Rodas4 controls its own steps: give PID(rtol, atol), not {self.controller!r} "
+                "(a constant step runs on a diffrax solver, e.g. Kvaerno5 or Euler)"
             )
         if not isinstance(self.stop, StopRule):
             raise GradflowError(f"stop {self.stop!r}: give a StopRule")
@@ -295,14 +308,34 @@ class FlowOptions:
         """The solver's name (``"Tsit5"``), whether given as a name or as a value."""
         return self.solver if isinstance(self.solver, str) else type(self.solver).__name__
 
+    def batched_integrator(self) -> BatchedIntegrator | None:
+        """gradflow's own integrator of these options, for one trajectory or a batch:
+        :class:`~gradflow._flow.rk.BatchedRK` for an explicit pair (``Tsit5``, ``Dopri5``,
+        by name or as a diffrax solver) and :class:`~gradflow._flow.rosenbrock.BatchedRosenbrock`
+        for ``Rodas4``, under a :class:`PID` controller; ``None`` for any other solver or
+        controller, which diffrax integrates."""
+        if not self.adaptive:
+            return None
+        from .rk import BatchedRK, StepControl, tableau_of
+        from .rosenbrock import RODAS4, BatchedRosenbrock
+
+        control = StepControl(self.rtol, self.atol)
+        if self.solver == "Rodas4":
+            return BatchedRosenbrock(RODAS4, control, self.t_max)
+        tableau = tableau_of(self.solver)
+        return None if tableau is None else BatchedRK(tableau, control, self.t_max)
+
     def diffrax_solver(self) -> diffrax.AbstractSolver:
         """The diffrax solver (made from its name on first use, which imports diffrax).
 
         Raises:
-            GradflowError: the solver is :class:`GradientDescent`, which is no ODE solver.
+            GradflowError: the solver is :class:`GradientDescent`, which is no ODE solver, or
+                ``Rodas4``, which is gradflow's own (:meth:`batched_integrator`).
         """
         if self.descent:
             raise GradflowError("GradientDescent is a discrete map, not a diffrax solver")
+        if self.solver == "Rodas4":
+            raise GradflowError("Rodas4 is gradflow's own solver, not a diffrax one")
         if not isinstance(self.solver, str):
             return self.solver
         import diffrax

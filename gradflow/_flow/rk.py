@@ -179,6 +179,10 @@ Field = Callable[[jax.Array, Any], jax.Array]
 """A vector field ``F(θ, args)`` of one state of shape ``(dim,)``."""
 StopRule = Callable[[jax.Array, Any], jax.Array]
 """The :class:`Outcome` code of one state of shape ``(dim,)``; ``NOT_CONVERGED`` goes on."""
+BatchField = Callable[[jax.Array], jax.Array]
+"""The field at states laid out ``(dim, B)``, the same shape."""
+BatchJacobian = Callable[[jax.Array], jax.Array]
+"""The field's Jacobians at states laid out ``(dim, B)``, shape ``(B, dim, dim)``."""
 
 
 def _rms(x: jax.Array) -> jax.Array:
@@ -186,21 +190,30 @@ def _rms(x: jax.Array) -> jax.Array:
     return jnp.sqrt(jnp.mean(x * x, axis=0))
 
 
-@dataclass(frozen=True)
-class BatchedRK:
-    """An adaptive explicit Runge–Kutta integrator of a batch of trajectories.
+class BatchedIntegrator:
+    """What the adaptive batched integrators share: members stepped together in one
+    ``lax.while_loop``, each with its own step size, error control and stop.
 
-    Attributes:
-        tableau: the embedded pair.
-        control: the step-size controller.
-        t_max: flow-time budget (time units of the flow); a member that reaches it stops with
-            the status its stop rule gives there (``NOT_CONVERGED`` unless it also meets a
-            stopping condition).
+    A subclass is a frozen dataclass with a ``tableau`` (whose ``order`` sets the step factor
+    ``err^(-1/order)``), a :class:`StepControl` ``control`` and a flow-time budget ``t_max``
+    (time units of the flow; a member that reaches it stops with the status its stop rule gives
+    there, ``NOT_CONVERGED`` unless it also meets a stopping condition), and says how one step
+    is tried (:meth:`attempt`): :class:`BatchedRK` (explicit pairs) and
+    :class:`~gradflow._flow.rosenbrock.BatchedRosenbrock` (linearly implicit, for stiff flows).
     """
 
-    tableau: Tableau
+    tableau: Any
     control: StepControl
     t_max: float
+
+    def attempt(
+        self, f: BatchField, jacobian: BatchJacobian, y: jax.Array, h: jax.Array, f0: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """One step of size ``h`` (shape ``(1, B)``) from the states ``y`` (``(dim, B)``) with
+        ``f0 = f(y)``: the new states, their local error estimates (both ``(dim, B)``) and
+        ``f`` at the new states.  ``f`` maps states ``(dim, B)`` to the field there,
+        ``jacobian`` to its Jacobians ``(B, dim, dim)``."""
+        raise NotImplementedError
 
     def advance(
         self, field: Field, stop: StopRule, steps: int
@@ -219,9 +232,7 @@ class BatchedRK:
         """
         return _advance(self, field, stop, steps)
 
-    def initial_step(
-        self, f: Callable[[jax.Array], jax.Array], y0: jax.Array
-    ) -> tuple[jax.Array, jax.Array]:
+    def initial_step(self, f: BatchField, y0: jax.Array) -> tuple[jax.Array, jax.Array]:
         """Hairer's starting step of each member (as ``diffrax`` picks ``dt0=None``), shape
         ``(B,)``: ``h0 = 0.01 ‖y0‖/‖f0‖`` then ``(0.01 / max(‖f0‖, ‖f1 - f0‖/h0))^(1/p)``, at
         most ``100 h0``, norms scaled by ``atol + rtol |y0|``; and ``f0 = f(y0)``.  States are
@@ -243,34 +254,71 @@ class BatchedRK:
 
     def path(
         self, field: Field, stop: StopRule, max_steps: int
-    ) -> Callable[[jax.Array, Any], tuple[jax.Array, ...]]:
+    ) -> Callable[..., tuple[jax.Array, ...]]:
         """A jitted function integrating one trajectory and recording every accepted step.
 
-        It maps ``(y0, args)`` (``y0`` of shape ``(dim,)``, from flow time 0) to
-        ``(ys, ts, n, status)``: the states ``(max_steps + 1, dim)`` and flow times
-        ``(max_steps + 1,)`` of the start and of each accepted step (rows after the ``n``-th
-        are ``inf``), the number ``n`` of accepted steps, and the :class:`Outcome` code where
-        it stopped, or ``-1`` if ``max_steps`` steps (accepted and rejected) ran out first.  The
-        steps are those of :meth:`advance`.  Compiled once per ``(self, field, stop, max_steps)``.
+        It maps ``(y0, args)``, or ``(y0, args, t_max)`` with a flow-time budget of its own
+        (a traced value: budgets share the program), ``y0`` of shape ``(dim,)`` from flow time
+        0, to ``(ys, fs, ts, n, status)``: the states ``(max_steps + 1, dim)``, the field at
+        them (same shape) and the flow times ``(max_steps + 1,)`` of the start and of each
+        accepted step (rows after the ``n``-th are ``inf``), the number ``n`` of accepted
+        steps, and the :class:`Outcome` code where it stopped, or ``-1`` if ``max_steps`` steps
+        (accepted and rejected) ran out first.  The steps are those of :meth:`advance`.
+        Compiled once per ``(self, field, stop, max_steps)``.
         """
         return _path(self, field, stop, max_steps)
 
 
+@dataclass(frozen=True)
+class BatchedRK(BatchedIntegrator):
+    """An adaptive explicit Runge–Kutta integrator of a batch of trajectories.
+
+    Attributes:
+        tableau: the embedded pair.
+        control: the step-size controller.
+        t_max: flow-time budget (time units of the flow).
+    """
+
+    tableau: Tableau
+    control: StepControl
+    t_max: float
+
+    def attempt(
+        self, f: BatchField, jacobian: BatchJacobian, y: jax.Array, h: jax.Array, f0: jax.Array
+    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """The pair's step (:meth:`BatchedIntegrator.attempt`); its last stage is ``f`` at the
+        new states (first same as last)."""
+        tab = self.tableau
+        ks = [f0]
+        for row in tab.a:
+            ks.append(f(y + h * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
+        y1 = y + h * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
+        err = h * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
+        return y1, err, ks[-1]
+
+
 def _stepper(
-    rk: BatchedRK, field: Field, stop: StopRule, args: Any, dtype: Any
+    rk: BatchedIntegrator, field: Field, stop: StopRule, args: Any, dtype: Any, t_max: Any
 ) -> tuple[Callable[..., tuple[jax.Array, ...]], Callable[..., tuple[jax.Array, ...]]]:
     """``(start, step)`` of the members' state ``(y, t, dt, f(y), steps, status)``, with ``y`` laid
     out ``(dim, B)``: ``start(y0, t0, dt0)`` is the state at the start (the step ``dt0``, or the
     initial step where it is 0; the stop rule applied), ``step(state)`` tries one step of every
-    running member and returns the new state and which members accepted it."""
-    tab, ctl = rk.tableau, rk.control
-    order = float(tab.order)
-    t_max = jnp.asarray(rk.t_max, dtype)
+    running member and returns the new state and which members accepted it.  A single member's
+    stop rule is called as it is, not vectorized: a ``lax.cond`` in it (the escape test) stays
+    a branch."""
+    ctl = rk.control
+    order = float(rk.tableau.order)
+    t_max = jnp.asarray(t_max, dtype)
 
     def f(y: jax.Array) -> jax.Array:
         return jax.vmap(field, in_axes=(1, None), out_axes=1)(y, args)
 
+    def jacobian(y: jax.Array) -> jax.Array:
+        return jax.vmap(jax.jacfwd(field), in_axes=(1, None))(y, args)
+
     def status(y: jax.Array) -> jax.Array:
+        if y.shape[1] == 1:
+            return stop(y[:, 0], args).astype(jnp.int32)[None]
         return jax.vmap(stop, in_axes=(1, None))(y, args).astype(jnp.int32)
 
     def start(y0: jax.Array, t0: jax.Array, dt0: jax.Array) -> tuple[jax.Array, ...]:
@@ -284,12 +332,7 @@ def _stepper(
         y, t, dt, k1, n, code = state
         running = code == RUNNING
         h = jnp.minimum(dt, t_max - t)
-        hh = h[None, :]
-        ks = [k1]
-        for row in tab.a:
-            ks.append(f(y + hh * sum(a * k for a, k in zip(row, ks) if a != 0.0)))
-        y1 = y + hh * sum(b * k for b, k in zip(tab.b, ks) if b != 0.0)
-        err = hh * sum(e * k for e, k in zip(tab.b_error, ks) if e != 0.0)
+        y1, err, f1 = rk.attempt(f, jacobian, y, h[None, :], k1)
         y1_scale = jnp.where(jnp.isnan(y1).any(axis=0, keepdims=True), y, y1)
         scale = ctl.atol + ctl.rtol * jnp.maximum(jnp.abs(y), jnp.abs(y1_scale))
         scaled = _rms(err / scale)
@@ -303,8 +346,8 @@ def _stepper(
             jnp.where(finite, jnp.clip(grow, ctl.factor_min, ctl.safety), ctl.factor_min),
         )
         y = jnp.where(accept[None, :], y1, y)
-        t = jnp.where(accept, t + h, t)
-        k1 = jnp.where(accept[None, :], ks[-1], k1)
+        t = jnp.where(accept, jnp.where(dt >= t_max - t, t_max, t + h), t)
+        k1 = jnp.where(accept[None, :], f1, k1)
         dt = jnp.where(running, (h * factor).astype(dtype), dt)
         new = status(y1)
         done = accept & ((new != int(Outcome.NOT_CONVERGED)) | (t >= t_max))
@@ -316,10 +359,10 @@ def _stepper(
 
 @functools.cache
 def _advance(
-    rk: BatchedRK, field: Field, stop: StopRule, steps: int
+    rk: BatchedIntegrator, field: Field, stop: StopRule, steps: int
 ) -> Callable[[jax.Array, jax.Array, jax.Array, Any], tuple[jax.Array, ...]]:
     def run(y0: jax.Array, t0: jax.Array, dt0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
-        start, step = _stepper(rk, field, stop, args, y0.dtype)
+        start, step = _stepper(rk, field, stop, args, y0.dtype, rk.t_max)
 
         def body(state: tuple[Any, ...]) -> tuple[Any, ...]:
             return state[0] + 1, step(state[1])[0]
@@ -335,29 +378,33 @@ def _advance(
 
 @functools.cache
 def _path(
-    rk: BatchedRK, field: Field, stop: StopRule, max_steps: int
-) -> Callable[[jax.Array, Any], tuple[jax.Array, ...]]:
-    def run(y0: jax.Array, args: Any) -> tuple[jax.Array, ...]:
-        start, step = _stepper(rk, field, stop, args, y0.dtype)
-        ys = jnp.full((max_steps + 1, y0.shape[0]), jnp.inf, y0.dtype).at[0].set(y0)
+    rk: BatchedIntegrator, field: Field, stop: StopRule, max_steps: int
+) -> Callable[..., tuple[jax.Array, ...]]:
+    def run(y0: jax.Array, args: Any, t_max: Any = None) -> tuple[jax.Array, ...]:
+        budget = rk.t_max if t_max is None else t_max
+        start, step = _stepper(rk, field, stop, args, y0.dtype, budget)
+        rows = (max_steps + 1, y0.shape[0])
+        ys = jnp.full(rows, jnp.inf, y0.dtype).at[0].set(y0)
         ts = jnp.full(max_steps + 1, jnp.inf, y0.dtype).at[0].set(0.0)
+        state = start(y0[:, None], jnp.zeros(1, y0.dtype), jnp.zeros(1, y0.dtype))
+        fs = jnp.full(rows, jnp.inf, y0.dtype).at[0].set(state[3][:, 0])
 
         def body(carry: tuple[Any, ...]) -> tuple[Any, ...]:
-            i, count, ys, ts, state = carry
+            i, count, ys, fs, ts, state = carry
             state, accept = step(state)
             count = count + accept[0].astype(count.dtype)
             row = jnp.where(accept[0], count, max_steps + 1)
             ys = ys.at[row].set(state[0][:, 0], mode="drop")
+            fs = fs.at[row].set(state[3][:, 0], mode="drop")
             ts = ts.at[row].set(state[1][0], mode="drop")
-            return i + 1, count, ys, ts, state
+            return i + 1, count, ys, fs, ts, state
 
         def going(carry: tuple[Any, ...]) -> jax.Array:
             return (carry[0] < max_steps) & (carry[-1][-1][0] == RUNNING)
 
-        state = start(y0[:, None], jnp.zeros(1, y0.dtype), jnp.zeros(1, y0.dtype))
-        carry = jax.lax.while_loop(going, body, (0, jnp.int32(0), ys, ts, state))
-        _, count, ys, ts, state = carry
-        return ys, ts, count, state[-1][0]
+        carry = jax.lax.while_loop(going, body, (0, jnp.int32(0), ys, fs, ts, state))
+        _, count, ys, fs, ts, state = carry
+        return ys, fs, ts, count, state[-1][0]
 
     return jax.jit(run)
 

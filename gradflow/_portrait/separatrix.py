@@ -141,7 +141,7 @@ def _ascend(
     """
     scale = max(box[1] - box[0], box[3] - box[2]) + np.abs(box).max()
     options = FlowOptions(solver="Tsit5", stop=StopRule(t_max=1e6, divergence_radius=10 * scale))
-    ys, _, n, _ = _ascent_path(model.field, options)(jnp.asarray(start, jnp.float64), model.args)
+    ys, _, _, n, _ = _ascent_path(model.field, options)(jnp.asarray(start, jnp.float64), model.args)
     return np.asarray(ys)[: int(n) + 1, order]
 
 

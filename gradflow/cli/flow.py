@@ -20,7 +20,7 @@ from ._options import (
 )
 
 BUDGET = {
-    "solver": (str, "Kvaerno5", "the diffrax solver (Tsit5, Dopri5, Kvaerno5, …)"),
+    "solver": (str, "Rodas4", "the solver: Rodas4 (stiff flows) or diffrax's (Tsit5, Kvaerno5, …)"),
     "rtol": (float, 1e-7, "relative tolerance of the step-size controller"),
     "atol": (float, 1e-9, "absolute tolerance of the step-size controller"),
     "gtol": (float, 1e-8, "steady state: ‖∇L‖₂ ≤ gtol, in units of the loss's gradient scale g"),

@@ -413,14 +413,14 @@ def test_a_set_sampled_over_a_wide_box() -> None:
 def test_gradient_flow_compiles_once_per_loss() -> None:
     """The second flow of the same loss from another start of the same shape reuses the
     compiled integrator: L = ½‖θ‖² gives θ(t) = θ0 e^{-t} both times."""
-    from gradflow._flow.integrate import path_program
+    from gradflow._flow.integrate import own_path_program
 
     first = {"a": jnp.array([1.0, 2.0]), "b": jnp.array(0.5)}
     gradflow.flow(half_square, first, PYTREE_OPTIONS, ts=PYTREE_TS)
-    programs = path_program.cache_info()
+    programs = own_path_program.cache_info()
     start = {"a": jnp.array([-3.0, 0.5]), "b": jnp.array(2.0)}
     second = gradflow.flow(half_square, start, PYTREE_OPTIONS, ts=PYTREE_TS)
-    after = path_program.cache_info()
+    after = own_path_program.cache_info()
     assert (after.currsize, after.hits) == (programs.currsize, programs.hits + 1)
     exact = np.outer(np.exp(-PYTREE_TS), [-3.0, 0.5, 2.0])
     np.testing.assert_allclose(second.thetas[: len(PYTREE_TS)], exact, rtol=1e-7)

@@ -39,7 +39,12 @@ def test_a_start_on_the_unstable_direction_of_a_saddle_follows_saxes_curve(saxe)
     (each recorded point at the time t = (ln(u²/(3 - u²)) - ln C)/6 of the closed form,
     ln(1/C)/6 = ln(3e16 - 1)/6 = 6.3233 at u² = 3/2), and ends at (√3, √3).  It
     stops where ‖∇L‖ = √2·u·(3 - u²) first meets the tolerance: (3 - u²) = 3/(1 + Ce^{6t}),
-    so at t* with √2·u·3/(1 + Ce^{6t*}) = gtol·g (g the loss's gradient scale), t* ≈ 9.7."""
+    so at t* with √2·u·3/(1 + Ce^{6t*}) = gtol·g (g the loss's gradient scale), t* ≈ 9.7.
+    The stop is tested at the ends of the solver's steps, so it is the first recorded point
+    past t*: the point before it lies before t*, up to the error of the gradient computed
+    there.  That gradient is ~10⁻⁷ of its start, below what the tolerances resolve (u is
+    within rtol of √3): a relative error of up to 4 in it moves the time it meets gtol·g by
+    ln(4)/6 ≈ 0.23, since it decays as e^{-6t}."""
     path = gradflow.flow(saxe, [1e-8, 1e-8])
     assert path.status is Outcome.CONVERGED and path.reached is Outcome.GLOBAL_MIN
     np.testing.assert_allclose(path.endpoint, [np.sqrt(3), np.sqrt(3)], rtol=1e-7)
@@ -57,7 +62,7 @@ def test_a_start_on_the_unstable_direction_of_a_saddle_follows_saxes_curve(saxe)
     v = 3 / (1 + c * np.exp(6 * late))
     t_star = late[np.argmax(np.sqrt(2) * np.sqrt(3 - v) * v <= tolerance)]
     assert t_star == pytest.approx(9.7, abs=0.3)
-    assert t_star <= path.time <= t_star + 0.5
+    assert path.ts[-2] <= t_star + 0.25 and t_star <= path.time
 
 
 def test_a_start_beside_a_saddle_escapes_and_one_on_its_stable_manifold_does_not(well) -> None:
@@ -106,14 +111,16 @@ def test_a_batch_of_starts_beside_a_saddle(saxe) -> None:
     np.testing.assert_allclose(out.endpoints[3], [0.0, 0.0], atol=1e-7)
 
 
-def test_the_command_line_flow_leaves_the_plateau(cli) -> None:
+def test_the_command_line_flow_leaves_the_plateau(cli, saxe) -> None:
+    """The command line's flow from (1e-8, 1e-8) is the Python flow of the first test: the
+    same stop, past t* ≈ 9.7, at (√3, √3)."""
     code, out, _ = cli(
         "flow", "--loss", SAXE, "--params", "a,b", "--init", "1e-8", "1e-8", "--json"
     )
     result = json.loads(out)
     assert code == 0 and result["reached"] == "global_min" and result["converged"]
     np.testing.assert_allclose(result["endpoint"], [np.sqrt(3), np.sqrt(3)], rtol=1e-7)
-    assert result["time"] == pytest.approx(9.7, abs=0.3)
+    assert result["time"] == gradflow.flow(saxe, [1e-8, 1e-8]).time >= 9.7 - 0.3
 
 
 def test_an_unstable_direction_counts_only_if_it_acts_within_the_budget() -> None:

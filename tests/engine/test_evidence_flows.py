@@ -59,8 +59,11 @@ def test_the_ghost_of_a_saddle_node_diverges_when_the_tangent_says() -> None:
     passes the ghost at u = 0 slowly (‖∇L‖ ≈ ε there, which meets the steady-state test) and
     blows up to -∞ where the tangent's argument reaches -π/2, at
     t* = (atan(10⁴) + π/2)/10⁻⁴ = π·10⁴ - 1 + O(10⁻⁸) ≈ 31414.93.  It reaches the divergence
-    radius R a time ≈ 1/R before t*."""
-    path = gradflow.flow(model("(x - 1)**3/3 + 1e-8*x + y**2/2"), [2.0, 0.0])
+    radius R a time ≈ 1/R before t*.  Beside the ghost u moves at ε = 10⁻⁸, so a step's
+    error δ in u moves the time by δ/ε: at the default atol = 10⁻⁹, 0.1 a step over the
+    ghost's tens of steps; at atol = 10⁻¹¹ (rtol = 10⁻⁹), 10⁻³ a step, well within 0.5."""
+    tight = gradflow.FlowOptions(controller=gradflow.PID(rtol=1e-9, atol=1e-11))
+    path = gradflow.flow(model("(x - 1)**3/3 + 1e-8*x + y**2/2"), [2.0, 0.0], tight)
     blow_up = (math.atan(1e4) + math.pi / 2) / 1e-4
     assert blow_up == pytest.approx(31414.93, abs=0.01)
     assert path.reached is Outcome.DIVERGED and path.evidence.proven

@@ -17,7 +17,7 @@ import sympy as sp
 from gradflow import PID, FlowOptions, GradientField, StopRule, in_metric, loss_model
 from gradflow._compiled.files import store_folder
 from gradflow._compiled.store import StoredProgram
-from gradflow._flow.batched import _explicit_round, _round_function
+from gradflow._flow.batched import _own_round, _round_function
 from gradflow._landscape.metric import metric_key
 from gradflow._landscape.scales import unit_field
 from gradflow._symbolic.compiled import compile_loss
@@ -87,7 +87,7 @@ def test_an_integrator_round_is_kept_per_option(store) -> None:
     def run(rtol: float) -> tuple[StoredProgram, np.ndarray]:
         control, stop = PID(rtol=rtol, atol=1e-9), StopRule(gtol=1.0, max_steps=500)
         options = FlowOptions(solver="Tsit5", controller=control, stop=stop)
-        advance = _explicit_round.__wrapped__(field, options, 500, False)
+        advance = _own_round.__wrapped__(field, options, 500, False)
         y, *_ = advance(starts, zeros, zeros, (args, -np.inf, 1e-8))
         return advance, np.asarray(y)
 
@@ -150,7 +150,7 @@ def test_a_round_in_a_metric_is_kept_per_metric(store) -> None:
 
     def run(first: float) -> tuple[StoredProgram, np.ndarray]:
         field = in_metric(model, _diagonal_metric(first)).field
-        advance = _explicit_round.__wrapped__(unit_field(field), options, 500, False)
+        advance = _own_round.__wrapped__(unit_field(field), options, 500, False)
         y, *_ = advance(starts, zeros, zeros, ((model.args, 1.0), -np.inf, 1e-8))
         return advance, np.asarray(y)
 

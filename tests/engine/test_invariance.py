@@ -211,12 +211,20 @@ def test_each_sheet_of_xyz_1_gets_its_nearest_point_by_the_search_s_tolerance(
         assert np.linalg.norm(p - center) <= nearest + 1e-12, signs
 
 
-def test_flow_agrees_with_the_map(tilted, tilted_map) -> None:
+def test_flow_agrees_with_the_map(tilted, tilted_map, long_programs) -> None:
     """(1.2, -1.2) lies on the stable manifold b = -a: one flow and the map both end at the
-    saddle; (1.2, -1.0) lies above it and ends at (1, 1)."""
+    saddle; (1.2, -1.0) lies above it and ends at (1, 1).
+
+    The flow stays on the line only while the compiled field is exactly antisymmetric on it.
+    XLA may fuse a multiplication and a subtraction into one multiply–add, and where it fuses
+    ``0.4a² − 0.4b²`` so, the term is the rounding error of ``0.4a²`` instead of 0 on the line.
+    At the suite's LLVM level 0 it does so at points of this path, and the flow, a rounding
+    error off the line, leaves the saddle for a minimum; the flow is compiled as the command
+    line compiles it (level 3)."""
     bm = tilted_map
     i, j = int(np.argmin(np.abs(bm.xs - 1.2))), int(np.argmin(np.abs(bm.ys + 1.2)))
-    on = gradflow.flow(tilted, [bm.xs[i], bm.ys[j]], critical=bm.critical)
+    with long_programs():
+        on = gradflow.flow(tilted, [bm.xs[i], bm.ys[j]], critical=bm.critical)
     assert on.reached is gradflow.Outcome.SADDLE and on.attractor.id == bm.attractor_ids[j, i]
     above = gradflow.flow(tilted, [1.2, -1.0], critical=bm.critical)
     assert above.reached is gradflow.Outcome.GLOBAL_MIN

@@ -10,7 +10,7 @@ import numpy as np
 
 import gradflow
 from gradflow._basins.basins import FAST_ROUND, fast_basin_options, prepare_basins
-from gradflow._flow.batched import _explicit_round
+from gradflow._flow.batched import _own_round
 from gradflow._flow.flows import batch_flow
 from gradflow._flow.prepare import prepare_endpoints
 
@@ -28,7 +28,7 @@ def test_a_batch_prepared_in_a_second_thread_runs_its_program() -> None:
     ahead.start()
     ahead.join()
     _, _, field, _, _, scaled = batch_flow(model, starts, options, None)
-    program = _explicit_round(field, scaled[0].with_stop(gtol=1.0), 32, False)
+    program = _own_round(field, scaled[0].with_stop(gtol=1.0), 32, False)
     assert program.compiles + program.loads == 1
     ends = gradflow.flow_endpoints(model, starts, options)
     assert program.compiles + program.loads == 1
@@ -46,7 +46,7 @@ def test_a_map_prepared_in_a_second_thread_runs_the_float32_pass_prepared() -> N
     ahead.join()
     flat = region.points().reshape(-1, 2)
     _, _, field, _, _, scaled = batch_flow(model, flat, fast_basin_options(), None)
-    program = _explicit_round(field, scaled[0].with_stop(gtol=1.0), FAST_ROUND, False)
+    program = _own_round(field, scaled[0].with_stop(gtol=1.0), FAST_ROUND, False)
     assert program.compiles + program.loads == 1
     ids = gradflow.basins(model, region=region, progress=False).attractor_ids
     assert program.compiles + program.loads == 1

@@ -91,7 +91,8 @@ def test_the_pairs_are_consistent() -> None:
 
 def test_a_solver_given_by_name_is_the_diffrax_solver() -> None:
     """``FlowOptions(solver="Tsit5")`` integrates exactly as ``solver=diffrax.Tsit5()``; the
-    names are diffrax's, and an unknown one is refused naming the choices."""
+    names are diffrax's but for the default ``Rodas4``, gradflow's own, and an unknown one is
+    refused naming the choices."""
     named = dataclasses.replace(OPTIONS, solver="Tsit5")
     assert isinstance(named.diffrax_solver(), diffrax.Tsit5)
     assert named.metadata() == OPTIONS.metadata()
@@ -99,7 +100,9 @@ def test_a_solver_given_by_name_is_the_diffrax_solver() -> None:
     reference = flow_endpoints(DOUBLE_WELL, STARTS, OPTIONS, progress=False)
     np.testing.assert_array_equal(ours.endpoints, reference.endpoints)
     np.testing.assert_array_equal(ours.steps, reference.steps)
-    assert isinstance(FlowOptions().diffrax_solver(), diffrax.Kvaerno5)
+    assert FlowOptions().solver == "Rodas4"
+    with pytest.raises(GradflowError, match="Rodas4 is gradflow's own solver"):
+        FlowOptions().diffrax_solver()
     with pytest.raises(GradflowError, match="'Tsit6': choose one of Tsit5, "):
         FlowOptions(solver="Tsit6")
 
@@ -127,7 +130,7 @@ def test_float32_steps_are_the_steps_diffrax_takes(monkeypatch) -> None:
         stop=StopRule(gtol=1e-4, max_steps=300),
     )
     ours = flow_endpoints(DOUBLE_WELL, STARTS, options, progress=False, dtype=np.float32)
-    monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
+    monkeypatch.setattr(FlowOptions, "batched_integrator", lambda self: None)
     reference = flow_endpoints(DOUBLE_WELL, STARTS, options, progress=False, dtype=np.float32)
     np.testing.assert_array_equal(ours.steps, reference.steps)
     np.testing.assert_array_equal(ours.status, reference.status)
@@ -138,7 +141,7 @@ def test_float32_steps_are_the_steps_diffrax_takes(monkeypatch) -> None:
 def test_the_canonical_basin_map_has_the_labels_diffrax_gives(monkeypatch) -> None:
     model = markov.canonical(0.7, 0.6)
     ours = basins(model, region=Region.of(model, grid=31, box=(-3, 3, -3, 3)), progress=False)
-    monkeypatch.setattr(batched, "tableau_of", lambda solver: None)
+    monkeypatch.setattr(FlowOptions, "batched_integrator", lambda self: None)
     reference = basins(model, region=Region.of(model, grid=31, box=(-3, 3, -3, 3)), progress=False)
     np.testing.assert_array_equal(ours.labels, reference.labels)
     np.testing.assert_array_equal(ours.attractor_ids, reference.attractor_ids)
@@ -200,7 +203,7 @@ def test_a_recorded_path_follows_the_flow_and_ends_where_advance_ends() -> None:
     takes, to the closed-form end on ``xy = 1``."""
     rk, descent, stop = _hyperbola_descent()
     start = STARTS[2]
-    ys, ts, n, code = rk.path(descent, stop, OPTIONS.max_steps)(jnp.asarray(start), None)
+    ys, _, ts, n, code = rk.path(descent, stop, OPTIONS.max_steps)(jnp.asarray(start), None)
     n = int(n)
     ys, ts = np.asarray(ys), np.asarray(ts)
     assert code == Outcome.CONVERGED and 0 < n < OPTIONS.max_steps
