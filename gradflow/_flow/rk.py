@@ -1,5 +1,6 @@
-"""Batches of flow trajectories with an explicit embedded Runge–Kutta pair: one program steps
-every member at once, each with its own step size, error control and stop.
+"""Batches of flow trajectories with an adaptive integrator, here an explicit embedded
+Runge–Kutta pair: one program steps every member at once, each with its own step size, error
+control and stop.
 
 diffrax vectorized with ``jax.vmap`` runs a ``while_loop`` per member whose state (solver,
 controller, event and saving bookkeeping) is carried and selected for the whole batch at every
@@ -21,8 +22,11 @@ difference: diffrax 0.7.2 never runs its initial-step rule, since ``diffeqsolve`
 term before the controller checks that it is an ``ODETerm``, so every diffrax solve starts with
 ``dt = 0.01``; the steps after the first differ accordingly, the endpoints agree to the
 tolerances.
-diffrax stays the integrator of single trajectories, of implicit (stiff) stages and the
-reference the tests compare with.
+The loop, the step-size control and the recording of a path are
+:class:`BatchedIntegrator`'s, shared with the Rosenbrock method of
+:mod:`gradflow._flow.rosenbrock` (stiff flows).  diffrax integrates the explicit pairs' single
+trajectories (its interpolant of ``Tsit5`` records given times more accurately than a cubic)
+and every other solver, and is the reference the tests compare with.
 """
 
 from __future__ import annotations
@@ -37,7 +41,15 @@ import jax.numpy as jnp
 
 from .._outcome import Outcome
 
-__all__ = ["DOPRI5", "TSIT5", "BatchedRK", "StepControl", "Tableau", "tableau_of"]
+__all__ = [
+    "DOPRI5",
+    "TSIT5",
+    "BatchedIntegrator",
+    "BatchedRK",
+    "StepControl",
+    "Tableau",
+    "tableau_of",
+]
 
 RUNNING = -1
 """Status code of a member still integrating when :meth:`BatchedRK.advance` returns (no

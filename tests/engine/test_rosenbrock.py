@@ -89,10 +89,11 @@ def test_the_global_error_falls_as_the_fourth_power_of_the_step() -> None:
     step of h falls at least as ``h^3.3`` between h = 0.05 and 0.025 (its leading term is
     ``O(h⁴)``)."""
 
+    def loss(s):
+        return (1 - s[0] * s[1]) ** 2 / 2 + (s[0] ** 2 - s[1] ** 2) ** 2 / 20
+
     def field(t, _):
-        return -jax.grad(lambda s: (1 - s[0] * s[1]) ** 2 / 2 + (s[0] ** 2 - s[1] ** 2) ** 2 / 20)(
-            t
-        )
+        return -jax.grad(loss)(t)
 
     step = _step(field)
 
