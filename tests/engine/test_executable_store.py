@@ -226,17 +226,18 @@ jax.monitoring.register_event_duration_secs_listener(
     lambda event, duration, fun_name="", **kw: traced.append(fun_name)
     if event == "/jax/core/compile/jaxpr_trace_duration" else None
 )
-path = gradflow.flow(gradflow.loss_model(LOSS).bind(), [1.0, 1.0])
+path = gradflow.flow(gradflow.loss_model(LOSS).bind(), [1.0, 1.0, 1.0])
 print(path.endpoint.tobytes().hex(), path.status.name, "run" in traced)
 """
 
 
 def test_a_stored_trajectory_that_factors_runs_in_a_new_process(store) -> None:
-    """The Kvaerno5 trajectory of ``L = x²/2 + 2y² + xy/8`` factors the Jacobian of its Newton
-    steps with LAPACK, which JAX binds only while it lowers such a step.  A new process loads the
-    stored program without lowering it (it traces no path program) and ends where this one
-    did, bit for bit, at the minimum (0, 0) (it crashed with a segmentation fault when nothing
-    bound LAPACK first)."""
+    """The Rodas4 trajectory of ``L = x²/2 + 2y² + z² + xy/8`` LU-factors ``I/(hγ) − ∂F`` at
+    every step with LAPACK (three parameters: two are solved by Cramer's rule), which JAX binds
+    only while it lowers such a step.  A new process loads the stored program without lowering
+    it (it traces no path program) and ends where this one did, bit for bit, at the minimum
+    (0, 0, 0) (a trajectory's program that factored crashed with a segmentation fault when
+    nothing bound LAPACK first)."""
     import os
     import subprocess
     import sys
@@ -244,9 +245,9 @@ def test_a_stored_trajectory_that_factors_runs_in_a_new_process(store) -> None:
     import gradflow
     from gradflow import Outcome
 
-    loss = "x**2/2 + 2*y**2 + x*y/8"
+    loss = "x**2/2 + 2*y**2 + z**2 + x*y/8"
     files = len(list(store.iterdir())) if store.exists() else 0
-    here = gradflow.flow(gradflow.loss_model(loss).bind(), [1.0, 1.0])
+    here = gradflow.flow(gradflow.loss_model(loss).bind(), [1.0, 1.0, 1.0])
     assert here.status is Outcome.CONVERGED and len(list(store.iterdir())) > files
     np.testing.assert_allclose(here.endpoint, 0.0, atol=1e-6)
     child = subprocess.run(
