@@ -1,4 +1,6 @@
-"""One trajectory of a gradient flow ``dθ/dt = -∇L(θ, args)``, integrated with diffrax.
+"""One trajectory of a gradient flow ``dθ/dt = -∇L(θ, args)``, integrated with gradflow's own
+Rosenbrock method (``Rodas4``, the default: :mod:`gradflow._flow.rosenbrock`) or with diffrax
+(every other solver).
 
 A trajectory stops at a steady state, on divergence (``‖θ‖₂ > divergence_radius`` or a
 non-finite value), when its loss falls below an optional decision level, or when its budget
