@@ -202,16 +202,21 @@ def _rms(x: jax.Array) -> jax.Array:
     return jnp.sqrt(jnp.mean(x * x, axis=0))
 
 
+@dataclass(frozen=True)
 class BatchedIntegrator:
     """What the adaptive batched integrators share: members stepped together in one
     ``lax.while_loop``, each with its own step size, error control and stop.
 
-    A subclass is a frozen dataclass with a ``tableau`` (whose ``order`` sets the step factor
-    ``err^(-1/order)``), a :class:`StepControl` ``control`` and a flow-time budget ``t_max``
-    (time units of the flow; a member that reaches it stops with the status its stop rule gives
-    there, ``NOT_CONVERGED`` unless it also meets a stopping condition), and says how one step
-    is tried (:meth:`attempt`): :class:`BatchedRK` (explicit pairs) and
+    A subclass narrows the type of ``tableau`` and says how one step is tried
+    (:meth:`attempt`): :class:`BatchedRK` (explicit pairs) and
     :class:`~gradflow._flow.rosenbrock.BatchedRosenbrock` (linearly implicit, for stiff flows).
+
+    Attributes:
+        tableau: the method; its ``order`` sets the step factor ``err^(-1/order)``.
+        control: the step-size controller.
+        t_max: flow-time budget (time units of the flow); a member that reaches it stops with
+            the status its stop rule gives there (``NOT_CONVERGED`` unless it also meets a
+            stopping condition).
     """
 
     tableau: Any
@@ -283,17 +288,10 @@ class BatchedIntegrator:
 
 @dataclass(frozen=True)
 class BatchedRK(BatchedIntegrator):
-    """An adaptive explicit Runge–Kutta integrator of a batch of trajectories.
-
-    Attributes:
-        tableau: the embedded pair.
-        control: the step-size controller.
-        t_max: flow-time budget (time units of the flow).
-    """
+    """An adaptive explicit Runge–Kutta integrator of a batch of trajectories; its ``tableau``
+    is the embedded pair (the other fields: :class:`BatchedIntegrator`)."""
 
     tableau: Tableau
-    control: StepControl
-    t_max: float
 
     def attempt(
         self, f: BatchField, jacobian: BatchJacobian, y: jax.Array, h: jax.Array, f0: jax.Array

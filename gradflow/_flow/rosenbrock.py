@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import lu_factor, lu_solve
 
-from .rk import BatchedIntegrator, BatchField, BatchJacobian, StepControl
+from .rk import BatchedIntegrator, BatchField, BatchJacobian
 
 __all__ = ["RODAS4", "BatchedRosenbrock", "RosenbrockTableau"]
 
@@ -96,22 +96,17 @@ estimate is the last stage ``k₆`` and ``y₁ = y₀ + Σⱼ a₆ⱼkⱼ + k₆
 
 @dataclass(frozen=True)
 class BatchedRosenbrock(BatchedIntegrator):
-    """An adaptive Rosenbrock integrator of a batch of trajectories (stiff flows).
+    """An adaptive Rosenbrock integrator of a batch of trajectories (stiff flows); its
+    ``tableau`` is the method (the other fields: :class:`~gradflow._flow.rk.BatchedIntegrator`,
+    whose step-size control it shares with the explicit pairs).
 
     Each step evaluates the field's Jacobian at every member (forward mode, ``dim`` products),
     LU-factors ``I/(hγ) − ∂F`` and solves with it once per stage.  A step whose matrix is
     singular (``1/(hγ)`` an eigenvalue of ``∂F``, beside a saddle) has a non-finite error and
     is rejected like any other.
-
-    Attributes:
-        tableau: the method.
-        control: the step-size controller (of :class:`~gradflow._flow.rk.BatchedRK`).
-        t_max: flow-time budget (time units of the flow).
     """
 
     tableau: RosenbrockTableau
-    control: StepControl
-    t_max: float
 
     def attempt(
         self, f: BatchField, jacobian: BatchJacobian, y: jax.Array, h: jax.Array, f0: jax.Array
